@@ -1,0 +1,89 @@
+// Seeded random numbers that are bit-identical on every machine and standard library.
+// std::normal_distribution (and libm's log/cos, which Box–Muller needs) may differ between
+// implementations in the last bit, which would make "the same seed" give different models on a
+// worker and on the trainer. So: splitmix64 to seed, xoshiro256** to generate, and Marsaglia's
+// polar form of Box–Muller with a logarithm built from +, *, / and frexp only (all exactly
+// rounded by IEEE 754, so identical everywhere; sqrt is exactly rounded too).
+#pragma once
+#include <cmath>
+#include <cstdint>
+
+namespace stoa {
+
+inline uint64_t splitmix64(uint64_t* state) {
+  uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+class Xoshiro256 {
+ public:
+  Xoshiro256(uint64_t seed, uint64_t stream) {
+    uint64_t sm = seed ^ (stream * 0xd1342543de82ef95ull);
+    for (uint64_t& word : s_) word = splitmix64(&sm);
+  }
+  uint64_t next() {
+    uint64_t result = rotl(s_[1] * 5, 7) * 9;
+    uint64_t t = s_[1] << 17;
+    s_[2] ^= s_[0];
+    s_[3] ^= s_[1];
+    s_[1] ^= s_[2];
+    s_[0] ^= s_[3];
+    s_[2] ^= t;
+    s_[3] = rotl(s_[3], 45);
+    return result;
+  }
+  // Uniform in [0, 1) with 53 random bits.
+  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+
+ private:
+  static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+  uint64_t s_[4];
+};
+
+// Natural log of x > 0 (finite), accurate to about 1 ulp, from exactly rounded operations only.
+inline double portable_log(double x) {
+  int exponent = 0;
+  double m = std::frexp(x, &exponent);  // x = m * 2^exponent, m in [0.5, 1)
+  if (m < 0.70710678118654752) {
+    m *= 2.0;
+    exponent -= 1;
+  }
+  // ln m = 2 atanh(t), t = (m - 1) / (m + 1), |t| < 0.172: the series converges fast.
+  double t = (m - 1.0) / (m + 1.0);
+  double t2 = t * t;
+  double series = 1.0 / 25.0;
+  for (int k = 11; k >= 0; --k) series = 1.0 / (2 * k + 1) + t2 * series;
+  return 2.0 * t * series + exponent * 0.69314718055994530942;
+}
+
+// Standard normal samples (pairs from the polar method, handed out one at a time).
+class NormalRng {
+ public:
+  NormalRng(uint64_t seed, uint64_t stream) : rng_(seed, stream) {}
+  double next() {
+    if (has_spare_) {
+      has_spare_ = false;
+      return spare_;
+    }
+    double u, v, s;
+    do {
+      u = 2.0 * rng_.uniform() - 1.0;
+      v = 2.0 * rng_.uniform() - 1.0;
+      s = u * u + v * v;
+    } while (s >= 1.0 || s == 0.0);
+    double factor = std::sqrt(-2.0 * portable_log(s) / s);
+    spare_ = v * factor;
+    has_spare_ = true;
+    return u * factor;
+  }
+  float next_float() { return static_cast<float>(next()); }
+
+ private:
+  Xoshiro256 rng_;
+  double spare_ = 0.0;
+  bool has_spare_ = false;
+};
+
+}  // namespace stoa

@@ -1,0 +1,85 @@
+// ModelWeights lookup, the expected tensor list (from the registry) and seeded random init.
+#include "model/weights.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "core/hash.h"
+#include "core/thread_pool.h"
+#include "model/arch_registry.h"
+#include "model/random.h"
+
+namespace stoa {
+
+const Tensor& ModelWeights::at(const std::string& name) const {
+  auto it = tensors.find(name);
+  if (it == tensors.end()) {
+    fail(ErrorKind::kNotFound, "tensor '", name, "' is not in the ", arch_name(config.arch),
+         " weights");
+  }
+  return it->second;
+}
+
+std::vector<TensorSpec> expected_tensors(const ModelConfig& config) {
+  return arch_info(config.arch).tensors(config);
+}
+
+namespace {
+
+bool ends_with(const std::string& text, const char* suffix) {
+  size_t n = std::strlen(suffix);
+  return text.size() >= n && text.compare(text.size() - n, n, suffix) == 0;
+}
+
+// What a tensor is initialised to, from its name: the registry's names are the contract.
+enum class InitKind { kNormal, kOnes, kExpertBias };
+
+InitKind init_kind(const TensorSpec& spec) {
+  if (ends_with(spec.name, "expert_bias")) return InitKind::kExpertBias;
+  // RMSNorm weights are the only 1-D ".weight" tensors (biases end in ".bias").
+  if (spec.shape.size() == 1 && ends_with(spec.name, ".weight")) return InitKind::kOnes;
+  return InitKind::kNormal;
+}
+
+// The routing bias must be non-zero for tests to see it act, and small next to the sigmoid
+// scores (0..1) so routing still depends on the input.
+constexpr float kExpertBiasStd = 0.05f;
+
+}  // namespace
+
+ModelWeights random_weights(const ModelConfig& config, uint64_t seed, float std) {
+  validate_model_config(config, "random_weights config");
+  std::vector<TensorSpec> specs = expected_tensors(config);
+  ModelWeights weights;
+  weights.config = config;
+  std::vector<Tensor*> slots;
+  for (const TensorSpec& spec : specs) {
+    Tensor& t = weights.tensors[spec.name];
+    t = Tensor(DType::kF32, spec.shape);
+    slots.push_back(&t);
+  }
+  // One independent stream per tensor, seeded from (seed, name): the values of a tensor do not
+  // depend on which other tensors exist or on the thread that fills it.
+  ThreadPool& pool = ThreadPool::global();
+  pool.run(static_cast<int>(specs.size()), [&](int index) {
+    const TensorSpec& spec = specs[static_cast<size_t>(index)];
+    float* data = slots[static_cast<size_t>(index)]->as<float>();
+    size_t n = static_cast<size_t>(shape_numel(spec.shape));
+    switch (init_kind(spec)) {
+      case InitKind::kOnes:
+        for (size_t i = 0; i < n; ++i) data[i] = 1.0f;
+        break;
+      case InitKind::kNormal:
+      case InitKind::kExpertBias: {
+        float scale = init_kind(spec) == InitKind::kExpertBias ? kExpertBiasStd : std;
+        Hash128 name_hash = hash_bytes(spec.name.data(), spec.name.size());
+        NormalRng rng(seed ^ name_hash.low, name_hash.high);
+        for (size_t i = 0; i < n; ++i) data[i] = scale * rng.next_float();
+        break;
+      }
+    }
+  });
+  return weights;
+}
+
+}  // namespace stoa
