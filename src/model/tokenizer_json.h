@@ -1,0 +1,53 @@
+// Small checked accessors for reading tokenizer.json: every failure names the file and the JSON
+// path of the offending field, so a malformed file reads as "x.json: model.merges[3]: ...".
+#pragma once
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+
+namespace stoa::tokjson {
+
+using Json = nlohmann::json;
+
+[[noreturn]] inline void bad(const std::string& source, const std::string& where,
+                             const std::string& what) {
+  fail(ErrorKind::kBadFormat, source, ": ", where, ": ", what);
+}
+
+inline const Json& object_at(const Json& parent, const char* key, const std::string& source,
+                             const std::string& where) {
+  if (!parent.is_object()) bad(source, where, "expected a JSON object");
+  auto it = parent.find(key);
+  if (it == parent.end()) bad(source, where, cat("missing field \"", key, "\""));
+  return *it;
+}
+
+inline bool has(const Json& parent, const char* key) {
+  return parent.is_object() && parent.contains(key) && !parent.at(key).is_null();
+}
+
+inline std::string string_at(const Json& parent, const char* key, const std::string& source,
+                             const std::string& where) {
+  const Json& v = object_at(parent, key, source, where);
+  if (!v.is_string()) bad(source, cat(where, ".", key), "expected a string");
+  return v.get<std::string>();
+}
+
+inline bool bool_or(const Json& parent, const char* key, bool fallback, const std::string& source,
+                    const std::string& where) {
+  if (!has(parent, key)) return fallback;
+  const Json& v = parent.at(key);
+  if (!v.is_boolean()) bad(source, cat(where, ".", key), "expected true or false");
+  return v.get<bool>();
+}
+
+inline int32_t id_of(const Json& v, const std::string& source, const std::string& where) {
+  if (!v.is_number_integer()) bad(source, where, "expected an integer token id");
+  auto id = v.get<int64_t>();
+  if (id < 0 || id > INT32_MAX - 1) bad(source, where, cat("token id ", id, " out of range"));
+  return static_cast<int32_t>(id);
+}
+
+}  // namespace stoa::tokjson
