@@ -1,0 +1,383 @@
+// Int8-weight matmul kernels (see matmul_int8.h). Compiled once per SIMD target by Highway's
+// foreach_target; the exported entry points at the bottom dispatch at run time.
+//
+// Structure: the output is computed in tiles of R weight rows x C activation rows. The row tiles
+// are the outer loop and every batch tile is visited while the R weight rows are hot in L1, so
+// the weights stream from memory once per call. Inside a tile, each weight vector is loaded and
+// widened once and used for C activation rows, each activation vector is used for R weight rows.
+//
+// Every output element owns one accumulator vector and sees exactly the same sequence of vector
+// operations whatever R and C are, so results are bit-identical across batch sizes and row
+// splits (the tile shape changes only which elements are computed side by side).
+#include "kernels/matmul_int8.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/half.h"
+#include "kernels/matmul_int8_args.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/matmul_int8.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+HWY_BEFORE_NAMESPACE();
+namespace stoa::kernels {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// Highway 1.0's f16 conversions are exact only where the hardware converts (F16C on AVX2/AVX-512,
+// fcvt on AArch64); its emulation elsewhere mishandles Inf/NaN, so those targets use the exact
+// scalar conversion.
+#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL || \
+    (HWY_TARGET == HWY_NEON && HWY_ARCH_ARM_A64)
+constexpr bool kNativeF16 = true;
+#else
+constexpr bool kNativeF16 = false;
+#endif
+
+constexpr size_t kBlock = 32;
+constexpr size_t kScaleGroup = 8;  // weight scales are converted f16 -> f32 8 blocks at a time
+
+// Tile shapes: R x C accumulators plus the live weight/activation vectors must fit the register
+// file (16 vector registers on SSE4/AVX2, 32 on AVX-512 and NEON).
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_NEON
+constexpr size_t kRowsA32 = 4, kColsA32 = 4;
+constexpr size_t kRowsA8 = 4, kColsA8 = 4;
+#elif HWY_TARGET == HWY_AVX2
+constexpr size_t kRowsA32 = 4, kColsA32 = 2;
+constexpr size_t kRowsA8 = 3, kColsA8 = 2;
+#else
+constexpr size_t kRowsA32 = 2, kColsA32 = 2;
+constexpr size_t kRowsA8 = 2, kColsA8 = 2;
+#endif
+constexpr size_t kRowsSingle = 8;  // batch 1: more rows in flight hide the FMA latency
+
+// At most 16 f32 lanes so that a 32-value block is a whole number of vectors.
+using DF = hn::CappedTag<float, 16>;
+
+// Converts n (<= kScaleGroup) f16 scales to f32.
+HWY_INLINE void ScalesToF32(const uint16_t* HWY_RESTRICT src, float* HWY_RESTRICT dst, size_t n) {
+  const hn::CappedTag<float, kScaleGroup> df;
+  const hn::Rebind<hwy::float16_t, decltype(df)> dh;
+  const size_t lanes = hn::Lanes(df);
+  size_t i = 0;
+  for (; kNativeF16 && i + lanes <= n; i += lanes) {
+    hn::StoreU(hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(src + i))),
+               df, dst + i);
+  }
+  for (; i < n; ++i) dst[i] = f16_bits_to_f32(src[i]);
+}
+
+// Y[c, r] for R weight rows starting at w (row stride cols) and C activation rows starting at x.
+template <size_t R, size_t C>
+HWY_INLINE void TileW8A32(const Args32& a, size_t row, size_t b) {
+  const DF df;
+  const hn::Rebind<int32_t, DF> di32;
+  const hn::Rebind<int8_t, DF> di8;
+  const size_t lanes = hn::Lanes(df);
+  using V = hn::Vec<DF>;
+  const size_t groups = a.cols / kBlock;
+  const int8_t* HWY_RESTRICT w = a.w + row * a.cols;
+  const uint16_t* HWY_RESTRICT ws = a.ws + row * groups;
+  const float* HWY_RESTRICT x = a.x + b * a.x_stride;
+
+  V acc[R][C];
+  for (size_t r = 0; r < R; ++r)
+    for (size_t c = 0; c < C; ++c) acc[r][c] = hn::Zero(df);
+  HWY_ALIGN float dw[R][kScaleGroup];
+  for (size_t g0 = 0; g0 < groups; g0 += kScaleGroup) {
+    const size_t ng = std::min(kScaleGroup, groups - g0);
+    for (size_t r = 0; r < R; ++r) ScalesToF32(ws + r * groups + g0, dw[r], ng);
+    for (size_t g = 0; g < ng; ++g) {
+      const size_t col0 = (g0 + g) * kBlock;
+      for (size_t k = 0; k < kBlock; k += lanes) {
+        const size_t col = col0 + k;
+        V xv[C];
+        for (size_t c = 0; c < C; ++c) xv[c] = hn::LoadU(df, x + c * a.x_stride + col);
+        for (size_t r = 0; r < R; ++r) {
+          const V wv =
+              hn::Mul(hn::ConvertTo(df, hn::PromoteTo(di32, hn::LoadU(di8, w + r * a.cols + col))),
+                      hn::Set(df, dw[r][g]));
+          for (size_t c = 0; c < C; ++c) acc[r][c] = hn::MulAdd(wv, xv[c], acc[r][c]);
+        }
+      }
+    }
+  }
+  for (size_t r = 0; r < R; ++r)
+    for (size_t c = 0; c < C; ++c)
+      a.y[(b + c) * a.y_stride + row + r] = hn::GetLane(hn::SumOfLanes(df, acc[r][c]));
+}
+
+#if HWY_TARGET == HWY_SCALAR
+// One-lane vectors cannot hold int16 pairs, so the scalar target states the same arithmetic in
+// plain C++: an exact int32 block sum, then one f32 multiply-add per block.
+template <size_t R, size_t C>
+HWY_INLINE void TileW8A8(const Args8& a, size_t row, size_t b) {
+  const size_t groups = a.cols / kBlock;
+  for (size_t r = 0; r < R; ++r) {
+    for (size_t c = 0; c < C; ++c) {
+      const int8_t* w = a.w + (row + r) * a.cols;
+      const int16_t* xq = a.xq + (b + c) * a.cols;
+      float acc = 0.0f;
+      for (size_t g = 0; g < groups; ++g) {
+        int32_t isum = 0;
+        for (size_t i = g * kBlock; i < (g + 1) * kBlock; ++i) isum += int32_t{w[i]} * xq[i];
+        const float scale =
+            f16_bits_to_f32(a.ws[(row + r) * groups + g]) * a.xd[(b + c) * groups + g];
+        acc = std::fma(static_cast<float>(isum), scale, acc);
+      }
+      a.y[(b + c) * a.y_stride + row + r] = acc;
+    }
+  }
+}
+#else
+template <size_t R, size_t C>
+HWY_INLINE void TileW8A8(const Args8& a, size_t row, size_t b) {
+  const DF df;
+  const hn::Rebind<int32_t, DF> di32;
+  const hn::Repartition<int16_t, decltype(di32)> di16;  // twice the lanes of di32
+  const hn::Rebind<int8_t, decltype(di16)> di8;
+  constexpr size_t kMaxChunks = kBlock / 2;  // enough for the narrowest target
+  const size_t lanes16 = hn::Lanes(di16);
+  const size_t chunks = kBlock / lanes16;
+  using VF = hn::Vec<DF>;
+  using VI = hn::Vec<decltype(di32)>;
+  using V16 = hn::Vec<decltype(di16)>;
+  const size_t groups = a.cols / kBlock;
+  const int8_t* HWY_RESTRICT w = a.w + row * a.cols;
+  const uint16_t* HWY_RESTRICT ws = a.ws + row * groups;
+  const int16_t* HWY_RESTRICT xq = a.xq + b * a.cols;
+  const float* HWY_RESTRICT xd = a.xd + b * groups;
+
+  VF acc[R][C];
+  for (size_t r = 0; r < R; ++r)
+    for (size_t c = 0; c < C; ++c) acc[r][c] = hn::Zero(df);
+  HWY_ALIGN float dw[R][kScaleGroup];
+  for (size_t g0 = 0; g0 < groups; g0 += kScaleGroup) {
+    const size_t ng = std::min(kScaleGroup, groups - g0);
+    for (size_t r = 0; r < R; ++r) ScalesToF32(ws + r * groups + g0, dw[r], ng);
+    for (size_t g = 0; g < ng; ++g) {
+      const size_t col0 = (g0 + g) * kBlock;
+      if (chunks == 1) {
+        // One vector per block (AVX-512): the integer block sum is formed and consumed at once.
+        V16 xv[C];
+        for (size_t c = 0; c < C; ++c) xv[c] = hn::LoadU(di16, xq + c * a.cols + col0);
+        for (size_t r = 0; r < R; ++r) {
+          const V16 wv = hn::PromoteTo(di16, hn::LoadU(di8, w + r * a.cols + col0));
+          for (size_t c = 0; c < C; ++c) {
+            VI odd = hn::Zero(di32);
+            VI isum = hn::ReorderWidenMulAccumulate(di32, wv, xv[c], hn::Zero(di32), odd);
+            isum = hn::RearrangeToOddPlusEven(isum, odd);
+            const VF scale = hn::Set(df, dw[r][g] * xd[c * groups + g0 + g]);
+            acc[r][c] = hn::MulAdd(hn::ConvertTo(df, isum), scale, acc[r][c]);
+          }
+        }
+      } else {
+        VI isum[R][C], odd[R][C];
+        for (size_t r = 0; r < R; ++r)
+          for (size_t c = 0; c < C; ++c) isum[r][c] = odd[r][c] = hn::Zero(di32);
+        for (size_t k = 0; k < chunks && k < kMaxChunks; ++k) {
+          const size_t col = col0 + k * lanes16;
+          V16 xv[C];
+          for (size_t c = 0; c < C; ++c) xv[c] = hn::LoadU(di16, xq + c * a.cols + col);
+          for (size_t r = 0; r < R; ++r) {
+            const V16 wv = hn::PromoteTo(di16, hn::LoadU(di8, w + r * a.cols + col));
+            for (size_t c = 0; c < C; ++c)
+              isum[r][c] = hn::ReorderWidenMulAccumulate(di32, wv, xv[c], isum[r][c], odd[r][c]);
+          }
+        }
+        for (size_t r = 0; r < R; ++r) {
+          for (size_t c = 0; c < C; ++c) {
+            const VI s = hn::RearrangeToOddPlusEven(isum[r][c], odd[r][c]);
+            const VF scale = hn::Set(df, dw[r][g] * xd[c * groups + g0 + g]);
+            acc[r][c] = hn::MulAdd(hn::ConvertTo(df, s), scale, acc[r][c]);
+          }
+        }
+      }
+    }
+  }
+  for (size_t r = 0; r < R; ++r)
+    for (size_t c = 0; c < C; ++c)
+      a.y[(b + c) * a.y_stride + row + r] = hn::GetLane(hn::SumOfLanes(df, acc[r][c]));
+}
+#endif  // HWY_TARGET == HWY_SCALAR
+
+// Visits every batch tile for R rows starting at `row` (the weights stay in L1 meanwhile).
+template <size_t R, size_t C, class Args, class TileFn>
+HWY_INLINE void AllBatchTiles(const Args& a, size_t row, size_t batch) {
+  size_t b = 0;
+  for (; b + C <= batch; b += C) TileFn::template Run<R, C>(a, row, b);
+  const size_t rest = batch - b;
+  if constexpr (C > 1) {
+    if (rest == 1) TileFn::template Run<R, 1>(a, row, b);
+  }
+  if constexpr (C > 2) {
+    if (rest == 2) TileFn::template Run<R, 2>(a, row, b);
+  }
+  if constexpr (C > 3) {
+    if (rest == 3) TileFn::template Run<R, 3>(a, row, b);
+  }
+  static_assert(C <= 4, "tile batch width above 4 needs more remainder cases");
+}
+
+template <size_t kR, size_t kC, class Args, class TileFn>
+HWY_INLINE void AllRows(const Args& a, size_t row_begin, size_t row_end, size_t batch) {
+  size_t row = row_begin;
+  if (batch == 1) {
+    for (; row + kRowsSingle <= row_end; row += kRowsSingle)
+      TileFn::template Run<kRowsSingle, 1>(a, row, 0);
+  }
+  for (; row + kR <= row_end; row += kR) AllBatchTiles<kR, kC, Args, TileFn>(a, row, batch);
+  for (; row < row_end; ++row) AllBatchTiles<1, kC, Args, TileFn>(a, row, batch);
+}
+
+struct RunA32 {
+  template <size_t R, size_t C>
+  static HWY_INLINE void Run(const Args32& a, size_t row, size_t b) {
+    TileW8A32<R, C>(a, row, b);
+  }
+};
+struct RunA8 {
+  template <size_t R, size_t C>
+  static HWY_INLINE void Run(const Args8& a, size_t row, size_t b) {
+    TileW8A8<R, C>(a, row, b);
+  }
+};
+
+void MatmulW8A32(const Args32& a, size_t row_begin, size_t row_end, size_t batch) {
+  AllRows<kRowsA32, kColsA32, Args32, RunA32>(a, row_begin, row_end, batch);
+}
+
+void MatmulW8A8(const Args8& a, size_t row_begin, size_t row_end, size_t batch) {
+  AllRows<kRowsA8, kColsA8, Args8, RunA8>(a, row_begin, row_end, batch);
+}
+
+// Per 32-block: d = amax / 127 (stored rounded to f16, as llama.cpp stores it), q = round(x / d)
+// with halves away from zero (roundf), using the unrounded 1/d as llama.cpp's reference does.
+void QuantizeQ8(const float* HWY_RESTRICT x, size_t x_stride, size_t batch, size_t cols,
+                int16_t* HWY_RESTRICT q, float* HWY_RESTRICT d) {
+  const DF df;
+  const hn::Rebind<int32_t, DF> di32;
+  const hn::Rebind<int16_t, DF> di16;
+  const size_t lanes = hn::Lanes(df);
+  const size_t groups = cols / kBlock;
+  for (size_t b = 0; b < batch; ++b) {
+    const float* row = x + b * x_stride;
+    for (size_t g = 0; g < groups; ++g) {
+      const float* blk = row + g * kBlock;
+      auto vmax = hn::Zero(df);
+      for (size_t k = 0; k < kBlock; k += lanes)
+        vmax = hn::Max(vmax, hn::Abs(hn::LoadU(df, blk + k)));
+      const float amax = hn::GetLane(hn::MaxOfLanes(df, vmax));
+      const float dd = amax / 127.0f;
+      const float id = dd != 0.0f ? 1.0f / dd : 0.0f;
+      d[b * groups + g] = f16_bits_to_f32(f32_to_f16_bits(dd));
+      const auto vid = hn::Set(df, id);
+      const auto half = hn::Set(df, 0.5f);
+      const auto one = hn::Set(df, 1.0f);
+      for (size_t k = 0; k < kBlock; k += lanes) {
+        const auto t = hn::Mul(hn::LoadU(df, blk + k), vid);
+        const auto mag = hn::Abs(t);
+        const auto fl = hn::Floor(mag);
+        // fl + 1 where the fraction is >= 0.5: round half away from zero (mag - fl is exact).
+        const auto r = hn::Add(fl, hn::IfThenElseZero(hn::Ge(hn::Sub(mag, fl), half), one));
+        const auto qi = hn::ConvertTo(di32, hn::CopySignToAbs(r, t));
+        hn::StoreU(hn::DemoteTo(di16, qi), di16, q + b * cols + g * kBlock + k);
+      }
+    }
+  }
+}
+
+int64_t Target() {
+  return HWY_TARGET;
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace stoa::kernels
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace stoa::kernels {
+
+HWY_EXPORT(MatmulW8A32);
+HWY_EXPORT(MatmulW8A8);
+HWY_EXPORT(QuantizeQ8);
+HWY_EXPORT(Target);
+
+int64_t matmul_dispatch_target() {
+  return HWY_DYNAMIC_DISPATCH(Target)();
+}
+
+namespace {
+
+[[noreturn]] void bad(const std::string& what) {
+  throw std::invalid_argument(what);
+}
+
+void check_weights(const char* fn, const Int8Weights& w, int64_t row_begin, int64_t row_end) {
+  if (w.cols <= 0 || w.cols % kQ8Block != 0)
+    bad(std::string(fn) + ": weight cols " + std::to_string(w.cols) +
+        " is not a positive multiple of 32");
+  if (w.rows < 0 || !w.values || !w.scales)
+    bad(std::string(fn) + ": weight view is empty or has negative rows");
+  if (row_begin < 0 || row_begin > row_end || row_end > w.rows)
+    bad(std::string(fn) + ": row range [" + std::to_string(row_begin) + ", " +
+        std::to_string(row_end) + ") is outside the " + std::to_string(w.rows) + " weight rows");
+}
+
+}  // namespace
+
+void quantize_activations_q8(const float* x, int64_t x_stride, const Q8Activations& acts) {
+  if (acts.cols <= 0 || acts.cols % kQ8Block != 0)
+    bad("quantize_activations_q8: cols " + std::to_string(acts.cols) +
+        " is not a positive multiple of 32");
+  if (acts.batch < 0 || x_stride < acts.cols)
+    bad("quantize_activations_q8: negative batch or x_stride below cols");
+  if (acts.batch == 0) return;
+  if (!x || !acts.values || !acts.scales) bad("quantize_activations_q8: null buffer");
+  HWY_DYNAMIC_DISPATCH(QuantizeQ8)
+  (x, static_cast<size_t>(x_stride), static_cast<size_t>(acts.batch),
+   static_cast<size_t>(acts.cols), acts.values, acts.scales);
+}
+
+void matmul_w8a8(const Int8Weights& w, const Q8Activations& acts, float* y, int64_t y_stride,
+                 int64_t row_begin, int64_t row_end) {
+  check_weights("matmul_w8a8", w, row_begin, row_end);
+  if (acts.cols != w.cols)
+    bad("matmul_w8a8: activations have " + std::to_string(acts.cols) + " cols, weights " +
+        std::to_string(w.cols));
+  if (acts.batch < 0 || (acts.batch > 1 && y_stride < w.rows))
+    bad("matmul_w8a8: negative batch or y_stride below the weight rows");
+  if (acts.batch == 0 || row_begin == row_end) return;
+  if (!y || !acts.values || !acts.scales) bad("matmul_w8a8: null buffer");
+  const Args8 a{w.values,    w.scales, static_cast<size_t>(w.cols),  acts.values,
+                acts.scales, y,        static_cast<size_t>(y_stride)};
+  HWY_DYNAMIC_DISPATCH(MatmulW8A8)
+  (a, static_cast<size_t>(row_begin), static_cast<size_t>(row_end),
+   static_cast<size_t>(acts.batch));
+}
+
+void matmul_w8a32(const Int8Weights& w, const float* x, int64_t x_stride, int64_t batch, float* y,
+                  int64_t y_stride, int64_t row_begin, int64_t row_end) {
+  check_weights("matmul_w8a32", w, row_begin, row_end);
+  if (batch < 0 || (batch > 1 && (y_stride < w.rows || x_stride < w.cols)))
+    bad("matmul_w8a32: negative batch, x_stride below cols or y_stride below the weight rows");
+  if (batch == 0 || row_begin == row_end) return;
+  if (!x || !y) bad("matmul_w8a32: null buffer");
+  const Args32 a{w.values,
+                 w.scales,
+                 static_cast<size_t>(w.cols),
+                 x,
+                 static_cast<size_t>(x_stride),
+                 y,
+                 static_cast<size_t>(y_stride)};
+  HWY_DYNAMIC_DISPATCH(MatmulW8A32)
+  (a, static_cast<size_t>(row_begin), static_cast<size_t>(row_end), static_cast<size_t>(batch));
+}
+
+}  // namespace stoa::kernels
+#endif  // HWY_ONCE

@@ -1,0 +1,360 @@
+// f32 helpers (see vec_ops.h), compiled per SIMD target by Highway's foreach_target.
+// Tails (n not a multiple of the vector length) go through a padded stack vector so that every
+// element sees the same vector code as the body.
+#include "kernels/vec_ops.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+
+#include "kernels/half.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/vec_ops.cpp"
+#include <hwy/contrib/math/math-inl.h>
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+HWY_BEFORE_NAMESPACE();
+namespace stoa::kernels {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// Highway 1.0's f16 conversions are exact only where the hardware converts (F16C on AVX2/AVX-512,
+// fcvt on AArch64); its emulation elsewhere mishandles Inf/NaN, so those targets use the exact
+// scalar conversion.
+#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL || \
+    (HWY_TARGET == HWY_NEON && HWY_ARCH_ARM_A64)
+constexpr bool kNativeF16 = true;
+#else
+constexpr bool kNativeF16 = false;
+#endif
+
+using DF = hn::ScalableTag<float>;
+constexpr size_t kMaxLanes = HWY_MAX_BYTES / sizeof(float);
+
+// Copies the last `rest` (< lanes) values into a zero-padded aligned buffer.
+HWY_INLINE hn::Vec<DF> LoadTail(const float* HWY_RESTRICT p, size_t rest, float* buf) {
+  const DF df;
+  hn::Store(hn::Zero(df), df, buf);
+  std::memcpy(buf, p, rest * sizeof(float));
+  return hn::Load(df, buf);
+}
+
+HWY_INLINE void StoreTail(hn::Vec<DF> v, float* p, size_t rest, float* buf) {
+  const DF df;
+  hn::Store(v, df, buf);
+  std::memcpy(p, buf, rest * sizeof(float));
+}
+
+// Two accumulators (even/odd vectors) hide the add latency; the tail joins the first.
+HWY_INLINE float Dot(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b, size_t n) {
+  const DF df;
+  const size_t lanes = hn::Lanes(df);
+  auto acc0 = hn::Zero(df), acc1 = hn::Zero(df);
+  size_t i = 0;
+  for (; i + 2 * lanes <= n; i += 2 * lanes) {
+    acc0 = hn::MulAdd(hn::LoadU(df, a + i), hn::LoadU(df, b + i), acc0);
+    acc1 = hn::MulAdd(hn::LoadU(df, a + i + lanes), hn::LoadU(df, b + i + lanes), acc1);
+  }
+  for (; i + lanes <= n; i += lanes)
+    acc0 = hn::MulAdd(hn::LoadU(df, a + i), hn::LoadU(df, b + i), acc0);
+  if (i < n) {
+    HWY_ALIGN float ba[kMaxLanes], bb[kMaxLanes];
+    acc0 = hn::MulAdd(LoadTail(a + i, n - i, ba), LoadTail(b + i, n - i, bb), acc0);
+  }
+  return hn::GetLane(hn::SumOfLanes(df, hn::Add(acc0, acc1)));
+}
+
+float DotF32(const float* a, const float* b, size_t n) {
+  return Dot(a, b, n);
+}
+
+void RmsNorm(const float* HWY_RESTRICT x, const float* HWY_RESTRICT weight, size_t n, float eps,
+             float* out) {
+  const float ss = Dot(x, x, n);
+  const float inv = 1.0f / std::sqrt(ss / static_cast<float>(n) + eps);
+  const DF df;
+  const size_t lanes = hn::Lanes(df);
+  const auto vinv = hn::Set(df, inv);
+  HWY_ALIGN float buf[kMaxLanes];
+  size_t i = 0;
+  for (; i < n; i += lanes) {
+    const size_t rest = n - i;
+    auto v = rest >= lanes ? hn::LoadU(df, x + i) : LoadTail(x + i, rest, buf);
+    v = hn::Mul(v, vinv);
+    if (weight)
+      v = hn::Mul(v, rest >= lanes ? hn::LoadU(df, weight + i) : LoadTail(weight + i, rest, buf));
+    if (rest >= lanes) {
+      hn::StoreU(v, df, out + i);
+    } else {
+      StoreTail(v, out + i, rest, buf);
+    }
+  }
+}
+
+void Axpy(float alpha, const float* HWY_RESTRICT x, float* HWY_RESTRICT y, size_t n) {
+  const DF df;
+  const size_t lanes = hn::Lanes(df);
+  const auto va = hn::Set(df, alpha);
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes)
+    hn::StoreU(hn::MulAdd(va, hn::LoadU(df, x + i), hn::LoadU(df, y + i)), df, y + i);
+  if (i < n) {
+    HWY_ALIGN float bx[kMaxLanes], by[kMaxLanes];
+    const auto r = hn::MulAdd(va, LoadTail(x + i, n - i, bx), LoadTail(y + i, n - i, by));
+    StoreTail(r, y + i, n - i, by);
+  }
+}
+
+void AttentionScores(const float* q, const float* k, size_t k_stride, size_t n_keys,
+                     size_t head_dim, float scale, float* out) {
+  for (size_t t = 0; t < n_keys; ++t) out[t] = scale * Dot(q, k + t * k_stride, head_dim);
+}
+
+// Accumulates vector-wise over keys; each output element's sum runs over t in order.
+void AttentionValues(const float* HWY_RESTRICT p, const float* HWY_RESTRICT v, size_t v_stride,
+                     size_t n_keys, size_t head_dim, float* HWY_RESTRICT out) {
+  const DF df;
+  const size_t lanes = hn::Lanes(df);
+  HWY_ALIGN float buf[kMaxLanes];
+  for (size_t i = 0; i < head_dim; i += 4 * lanes) {
+    if (i + 4 * lanes <= head_dim) {
+      auto a0 = hn::Zero(df), a1 = hn::Zero(df), a2 = hn::Zero(df), a3 = hn::Zero(df);
+      for (size_t t = 0; t < n_keys; ++t) {
+        const auto pt = hn::Set(df, p[t]);
+        const float* row = v + t * v_stride + i;
+        a0 = hn::MulAdd(pt, hn::LoadU(df, row), a0);
+        a1 = hn::MulAdd(pt, hn::LoadU(df, row + lanes), a1);
+        a2 = hn::MulAdd(pt, hn::LoadU(df, row + 2 * lanes), a2);
+        a3 = hn::MulAdd(pt, hn::LoadU(df, row + 3 * lanes), a3);
+      }
+      hn::StoreU(a0, df, out + i);
+      hn::StoreU(a1, df, out + i + lanes);
+      hn::StoreU(a2, df, out + i + 2 * lanes);
+      hn::StoreU(a3, df, out + i + 3 * lanes);
+      continue;
+    }
+    for (size_t j = i; j < head_dim; j += lanes) {
+      const size_t rest = head_dim - j;
+      auto a = hn::Zero(df);
+      for (size_t t = 0; t < n_keys; ++t) {
+        const float* row = v + t * v_stride + j;
+        a = hn::MulAdd(hn::Set(df, p[t]),
+                       rest >= lanes ? hn::LoadU(df, row) : LoadTail(row, rest, buf), a);
+      }
+      if (rest >= lanes) {
+        hn::StoreU(a, df, out + j);
+      } else {
+        StoreTail(a, out + j, rest, buf);
+      }
+    }
+    break;
+  }
+}
+
+void Softmax(float* x, size_t n) {
+  if (n == 0) return;
+  const DF df;
+  const size_t lanes = hn::Lanes(df);
+  HWY_ALIGN float buf[kMaxLanes];
+  auto vmax = hn::Set(df, -std::numeric_limits<float>::infinity());
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes) vmax = hn::Max(vmax, hn::LoadU(df, x + i));
+  float mx = hn::GetLane(hn::MaxOfLanes(df, vmax));
+  for (; i < n; ++i) mx = std::max(mx, x[i]);
+  // -inf inputs: clamp the argument into Exp's valid range, where it underflows to 0.
+  const auto vm = hn::Set(df, mx);
+  const auto lowest = hn::Set(df, std::numeric_limits<float>::lowest());
+  auto sum = hn::Zero(df);
+  for (i = 0; i < n; i += lanes) {
+    const size_t rest = n - i;
+    const auto in = rest >= lanes ? hn::LoadU(df, x + i) : LoadTail(x + i, rest, buf);
+    auto e = hn::Exp(df, hn::Max(hn::Sub(in, vm), lowest));
+    if (rest < lanes) {
+      e = hn::IfThenElseZero(hn::FirstN(df, rest), e);
+      StoreTail(e, x + i, rest, buf);
+    } else {
+      hn::StoreU(e, df, x + i);
+    }
+    sum = hn::Add(sum, e);
+  }
+  const auto vsum = hn::Set(df, hn::GetLane(hn::SumOfLanes(df, sum)));
+  for (i = 0; i < n; i += lanes) {
+    const size_t rest = n - i;
+    if (rest >= lanes) {
+      hn::StoreU(hn::Div(hn::LoadU(df, x + i), vsum), df, x + i);
+    } else {
+      StoreTail(hn::Div(LoadTail(x + i, rest, buf), vsum), x + i, rest, buf);
+    }
+  }
+}
+
+void SiluMul(const float* gate, const float* up, float* out, size_t n) {
+  const DF df;
+  const size_t lanes = hn::Lanes(df);
+  const auto one = hn::Set(df, 1.0f);
+  const auto cap = hn::Set(df, 104.0f);  // Exp's valid range ends here; beyond, silu is -0
+  HWY_ALIGN float bg[kMaxLanes], bu[kMaxLanes];
+  for (size_t i = 0; i < n; i += lanes) {
+    const size_t rest = n - i;
+    const auto g = rest >= lanes ? hn::LoadU(df, gate + i) : LoadTail(gate + i, rest, bg);
+    const auto u = rest >= lanes ? hn::LoadU(df, up + i) : LoadTail(up + i, rest, bu);
+    const auto e = hn::Exp(df, hn::Min(hn::Neg(g), cap));
+    const auto r = hn::Mul(hn::Div(g, hn::Add(one, e)), u);
+    if (rest >= lanes) {
+      hn::StoreU(r, df, out + i);
+    } else {
+      StoreTail(r, out + i, rest, bg);
+    }
+  }
+}
+
+void Rope(float* x, size_t n_heads, size_t head_dim, const float* cos, const float* sin) {
+  const DF df;
+  const size_t lanes = hn::Lanes(df);
+  const size_t half = head_dim / 2;
+  for (size_t h = 0; h < n_heads; ++h) {
+    float* v = x + h * head_dim;
+    size_t i = 0;
+    for (; i + lanes <= half; i += lanes) {
+      const auto x1 = hn::LoadU(df, v + i), x2 = hn::LoadU(df, v + half + i);
+      const auto c = hn::LoadU(df, cos + i), s = hn::LoadU(df, sin + i);
+      hn::StoreU(hn::Sub(hn::Mul(x1, c), hn::Mul(x2, s)), df, v + i);
+      hn::StoreU(hn::Add(hn::Mul(x2, c), hn::Mul(x1, s)), df, v + half + i);
+    }
+    for (; i < half; ++i) {  // same rounding as the vector body: products first, then the sum
+      const float x1 = v[i], x2 = v[half + i];
+      const float a = x1 * cos[i], b = x2 * sin[i], c = x2 * cos[i], d = x1 * sin[i];
+      v[i] = a - b;
+      v[half + i] = c + d;
+    }
+  }
+}
+
+void F16ToF32(const uint16_t* HWY_RESTRICT in, float* HWY_RESTRICT out, size_t n) {
+  const DF df;
+  const hn::Rebind<hwy::float16_t, DF> dh;
+  const size_t lanes = hn::Lanes(df);
+  size_t i = 0;
+  for (; kNativeF16 && i + lanes <= n; i += lanes)
+    hn::StoreU(hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(in + i))),
+               df, out + i);
+  for (; i < n; ++i) out[i] = f16_bits_to_f32(in[i]);
+}
+
+void F32ToF16(const float* HWY_RESTRICT in, uint16_t* HWY_RESTRICT out, size_t n) {
+  const DF df;
+  const hn::Rebind<hwy::float16_t, DF> dh;
+  const size_t lanes = hn::Lanes(df);
+  size_t i = 0;
+  for (; kNativeF16 && i + lanes <= n; i += lanes)
+    hn::StoreU(hn::DemoteTo(dh, hn::LoadU(df, in + i)), dh,
+               reinterpret_cast<hwy::float16_t*>(out + i));
+  for (; i < n; ++i) out[i] = f32_to_f16_bits(in[i]);
+}
+
+void Bf16ToF32(const uint16_t* HWY_RESTRICT in, float* HWY_RESTRICT out, size_t n) {
+  const DF df;
+  const hn::RebindToUnsigned<DF> du32;
+  const hn::Rebind<uint16_t, DF> du16;
+  const size_t lanes = hn::Lanes(df);
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    const auto w = hn::ShiftLeft<16>(hn::PromoteTo(du32, hn::LoadU(du16, in + i)));
+    hn::StoreU(hn::BitCast(df, w), df, out + i);
+  }
+  for (; i < n; ++i) out[i] = bf16_bits_to_f32(in[i]);
+}
+
+// Round to nearest even on the bit pattern (Highway 1.0's DemoteTo(bf16) truncates).
+void F32ToBf16(const float* HWY_RESTRICT in, uint16_t* HWY_RESTRICT out, size_t n) {
+  const DF df;
+  const hn::RebindToSigned<DF> di32;
+  const hn::RebindToUnsigned<DF> du32;
+  const hn::Rebind<uint16_t, DF> du16;
+  const size_t lanes = hn::Lanes(df);
+  const auto bias = hn::Set(du32, 0x7fffu);
+  const auto one = hn::Set(du32, 1u);
+  const auto quiet = hn::Set(du32, 0x40u);
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    const auto v = hn::LoadU(df, in + i);
+    const auto u = hn::BitCast(du32, v);
+    const auto rounded =
+        hn::ShiftRight<16>(hn::Add(u, hn::Add(bias, hn::And(hn::ShiftRight<16>(u), one))));
+    const auto nan = hn::Or(hn::ShiftRight<16>(u), quiet);
+    const auto is_nan = hn::RebindMask(du32, hn::IsNaN(v));
+    const auto r = hn::IfThenElse(is_nan, nan, rounded);
+    hn::StoreU(hn::DemoteTo(du16, hn::BitCast(di32, r)), du16, out + i);
+  }
+  for (; i < n; ++i) out[i] = f32_to_bf16_bits(in[i]);
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace stoa::kernels
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace stoa::kernels {
+
+HWY_EXPORT(DotF32);
+HWY_EXPORT(RmsNorm);
+HWY_EXPORT(Axpy);
+HWY_EXPORT(AttentionScores);
+HWY_EXPORT(AttentionValues);
+HWY_EXPORT(Softmax);
+HWY_EXPORT(SiluMul);
+HWY_EXPORT(Rope);
+HWY_EXPORT(F16ToF32);
+HWY_EXPORT(F32ToF16);
+HWY_EXPORT(Bf16ToF32);
+HWY_EXPORT(F32ToBf16);
+
+void rmsnorm(const float* x, const float* weight, size_t n, float eps, float* out) {
+  if (n == 0) return;
+  HWY_DYNAMIC_DISPATCH(RmsNorm)(x, weight, n, eps, out);
+}
+float dot(const float* a, const float* b, size_t n) {
+  return HWY_DYNAMIC_DISPATCH(DotF32)(a, b, n);
+}
+void axpy(float alpha, const float* x, float* y, size_t n) {
+  HWY_DYNAMIC_DISPATCH(Axpy)(alpha, x, y, n);
+}
+void attention_scores(const float* q, const float* k, size_t k_stride, size_t n_keys,
+                      size_t head_dim, float scale, float* out) {
+  HWY_DYNAMIC_DISPATCH(AttentionScores)(q, k, k_stride, n_keys, head_dim, scale, out);
+}
+void attention_values(const float* p, const float* v, size_t v_stride, size_t n_keys,
+                      size_t head_dim, float* out) {
+  HWY_DYNAMIC_DISPATCH(AttentionValues)(p, v, v_stride, n_keys, head_dim, out);
+}
+void softmax(float* x, size_t n) {
+  HWY_DYNAMIC_DISPATCH(Softmax)(x, n);
+}
+void silu_mul(const float* gate, const float* up, float* out, size_t n) {
+  HWY_DYNAMIC_DISPATCH(SiluMul)(gate, up, out, n);
+}
+void rope_rotate_half(float* x, size_t n_heads, size_t head_dim, const float* cos,
+                      const float* sin) {
+  if (head_dim % 2 != 0)
+    throw std::invalid_argument("rope_rotate_half: head_dim " + std::to_string(head_dim) +
+                                " is odd");
+  HWY_DYNAMIC_DISPATCH(Rope)(x, n_heads, head_dim, cos, sin);
+}
+void convert_f16_to_f32(const uint16_t* in, float* out, size_t n) {
+  HWY_DYNAMIC_DISPATCH(F16ToF32)(in, out, n);
+}
+void convert_f32_to_f16(const float* in, uint16_t* out, size_t n) {
+  HWY_DYNAMIC_DISPATCH(F32ToF16)(in, out, n);
+}
+void convert_bf16_to_f32(const uint16_t* in, float* out, size_t n) {
+  HWY_DYNAMIC_DISPATCH(Bf16ToF32)(in, out, n);
+}
+void convert_f32_to_bf16(const float* in, uint16_t* out, size_t n) {
+  HWY_DYNAMIC_DISPATCH(F32ToBf16)(in, out, n);
+}
+
+}  // namespace stoa::kernels
+#endif  // HWY_ONCE
