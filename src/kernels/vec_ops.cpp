@@ -12,9 +12,10 @@
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/vec_ops.cpp"
-#include <hwy/contrib/math/math-inl.h>
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
+
+#include <hwy/contrib/math/math-inl.h>  // after highway.h: it is re-included per target
 
 HWY_BEFORE_NAMESPACE();
 namespace stoa::kernels {
