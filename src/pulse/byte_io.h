@@ -1,6 +1,7 @@
 // Little-endian byte writer and a bounds-checked reader for the PULSE formats. The reader never
 // reads past its span: every short read throws kBadFormat naming `what` (the blob) and the field.
 #pragma once
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <span>
@@ -11,6 +12,9 @@
 #include "core/error.h"
 
 namespace stoa::pulse {
+
+static_assert(std::endian::native == std::endian::little,
+              "the PULSE codec copies little-endian arrays directly");
 
 class ByteWriter {
  public:
@@ -30,6 +34,9 @@ class ByteWriter {
     const auto* p = static_cast<const uint8_t*>(data);
     out_.insert(out_.end(), p, p + n);
   }
+  // Arrays of u16 (f16 scales, bf16 values) in one copy; the format is little-endian and so is
+  // every host we build for (checked below).
+  void u16_array(const uint16_t* values, size_t n) { bytes(values, n * 2); }
   size_t size() const { return out_.size(); }
   std::vector<uint8_t>& buffer() { return out_; }
 
@@ -52,6 +59,11 @@ class ByteReader {
   // A view of the next n bytes (n is checked against what is left before any arithmetic).
   std::span<const uint8_t> take(uint64_t n, const char* field);
   std::string_view string(uint64_t n, const char* field);
+  void u16_array(uint16_t* out, uint64_t n, const char* field) {
+    need(n, 2, field);
+    auto s = take(n * 2, field);
+    std::memcpy(out, s.data(), s.size());
+  }
   // Throws unless count * elem_size bytes are left (overflow-safe).
   void need(uint64_t count, uint64_t elem_size, const char* field) const;
 

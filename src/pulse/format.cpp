@@ -33,7 +33,8 @@ std::vector<uint8_t> zstd_compress(std::span<const uint8_t> data, int level) {
   return out;
 }
 
-static std::vector<uint8_t> seal(BlobHeader h, std::span<const uint8_t> raw, int level) {
+std::vector<uint8_t> seal_blob(const BlobHeader& header, std::span<const uint8_t> raw, int level) {
+  BlobHeader h = header;
   std::vector<uint8_t> payload = zstd_compress(raw, level);
   h.payload_size = payload.size();
   h.raw_size = raw.size();
@@ -114,6 +115,13 @@ static std::vector<uint8_t> inflate(std::span<const uint8_t> blob, const BlobHea
   if (n != raw.size())
     fail(ErrorKind::kBadFormat, what, ": payload inflated to ", n, " bytes, expected ", raw.size());
   return raw;
+}
+
+std::vector<uint8_t> open_blob(std::span<const uint8_t> blob, BlobHeader* header,
+                               const DecodeLimits& limits) {
+  BlobHeader h = read_header(blob, "pulse blob");
+  if (header) *header = h;
+  return inflate(blob, h, limits, "pulse blob");
 }
 
 // ---- tensor section headers (shared by patches and anchors) ----
@@ -202,10 +210,10 @@ std::vector<uint8_t> patch_payload(const Patch& patch, PositionCoding coding) {
       w.bytes(t.i8.data(), t.i8.size());
       // Rescaled groups: indices coded like positions (a row holds cols/32 groups).
       put_positions(w, t.groups, row_length(t.shape) / kInt8GroupSize, coding);
-      for (uint16_t s : t.group_scales) w.u16(s);
+      w.u16_array(t.group_scales.data(), t.group_scales.size());
       w.bytes(t.group_values.data(), t.group_values.size());
     } else {
-      for (uint16_t v : t.bf16) w.u16(v);
+      w.u16_array(t.bf16.data(), t.bf16.size());
     }
   }
   return raw;
@@ -221,7 +229,7 @@ std::vector<uint8_t> encode_patch(const Patch& patch, const EncodeOptions& optio
   h.fingerprint = patch.fingerprint;
   h.state_hash = patch.result_state_hash;
   std::vector<uint8_t> raw = patch_payload(patch, options.coding);
-  return seal(h, raw, options.zstd_level);
+  return seal_blob(h, raw, options.zstd_level);
 }
 
 Patch decode_patch(std::span<const uint8_t> blob, const DecodeLimits& limits) {
@@ -257,14 +265,14 @@ Patch decode_patch(std::span<const uint8_t> blob, const DecodeLimits& limits) {
       size_t g = t.groups.size();
       r.need(g, 2 + kInt8GroupSize, "rescaled groups");
       t.group_scales.resize(g);
-      for (size_t k = 0; k < g; ++k) t.group_scales[k] = r.u16("group scale");
+      r.u16_array(t.group_scales.data(), g, "group scales");
       auto gv = r.take(g * kInt8GroupSize, "group values");
       t.group_values.assign(reinterpret_cast<const int8_t*>(gv.data()),
                             reinterpret_cast<const int8_t*>(gv.data()) + gv.size());
     } else {
       r.need(n, 2, "bf16 values");
       t.bf16.resize(n);
-      for (size_t k = 0; k < n; ++k) t.bf16[k] = r.u16("bf16 value");
+      r.u16_array(t.bf16.data(), n, "bf16 values");
     }
     p.tensors.push_back(std::move(t));
   }
@@ -283,10 +291,10 @@ std::vector<uint8_t> encode_anchor(const Int8State& state, int zstd_level) {
   for (const auto& [name, t] : state.tensors()) {
     put_tensor_head(w, name, t.kind, t.shape, state.tensor_hash(name));
     if (t.kind == TensorKind::kInt8) {
-      for (uint16_t s : t.q.scales) w.u16(s);
+      w.u16_array(t.q.scales.data(), t.q.scales.size());
       w.bytes(t.q.values.data(), t.q.values.size());
     } else {
-      for (uint16_t v : t.bf16) w.u16(v);
+      w.u16_array(t.bf16.data(), t.bf16.size());
     }
   }
   BlobHeader h;
@@ -294,7 +302,7 @@ std::vector<uint8_t> encode_anchor(const Int8State& state, int zstd_level) {
   h.from_version = h.to_version = state.version();
   h.fingerprint = state.fingerprint();
   h.state_hash = state.state_hash();
-  return seal(h, raw, zstd_level);
+  return seal_blob(h, raw, zstd_level);
 }
 
 Int8State decode_anchor(std::span<const uint8_t> blob, const DecodeLimits& limits) {
@@ -319,7 +327,7 @@ Int8State decode_anchor(std::span<const uint8_t> blob, const DecodeLimits& limit
       uint64_t groups = head.numel / kInt8GroupSize;
       r.need(groups, 2 + kInt8GroupSize, "int8 tensor");
       q.scales.resize(static_cast<size_t>(groups));
-      for (auto& s : q.scales) s = r.u16("scale");
+      r.u16_array(q.scales.data(), groups, "scales");
       auto v = r.take(head.numel, "int8 values");
       q.values.assign(reinterpret_cast<const int8_t*>(v.data()),
                       reinterpret_cast<const int8_t*>(v.data()) + v.size());
@@ -327,7 +335,7 @@ Int8State decode_anchor(std::span<const uint8_t> blob, const DecodeLimits& limit
     } else {
       r.need(head.numel, 2, "bf16 tensor");
       std::vector<uint16_t> values(static_cast<size_t>(head.numel));
-      for (auto& x : values) x = r.u16("bf16 value");
+      r.u16_array(values.data(), head.numel, "bf16 values");
       state.add_bf16(head.name, head.shape, std::move(values));
     }
     if (!(state.tensor_hash(head.name) == head.hash))

@@ -57,6 +57,13 @@ std::vector<uint8_t> encode_anchor(const Int8State& state, int zstd_level = 1);
 // Rebuilds the state and checks every tensor hash, the state hash and the fingerprint.
 Int8State decode_anchor(std::span<const uint8_t> blob, const DecodeLimits& limits = {});
 
+// The envelope alone: seal_blob compresses `raw` and writes the header (sizes and hashes filled
+// in); open_blob checks the envelope and returns the decompressed payload. Exposed for tools and
+// for the fuzz tests, which mutate a payload and re-seal it to reach the structural decoder.
+std::vector<uint8_t> seal_blob(const BlobHeader& header, std::span<const uint8_t> raw, int level);
+std::vector<uint8_t> open_blob(std::span<const uint8_t> blob, BlobHeader* header,
+                               const DecodeLimits& limits = {});
+
 // The uncompressed payload of a patch (exposed for the position-coding measurements).
 std::vector<uint8_t> patch_payload(const Patch& patch, PositionCoding coding);
 // zstd helpers (level as given); decompression checks the exact size.

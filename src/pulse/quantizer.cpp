@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <limits>
 
 #include "core/error.h"
 #include "core/int8_grid.h"
@@ -19,10 +20,17 @@ bool should_rescale(float amax, uint16_t frozen, uint16_t fresh, const RescaleRu
   return f16_to_f32(fresh) < rule.shrink_below * s;
 }
 
+// The group's largest magnitude, or NaN when any value is not finite (std::max would silently
+// drop a NaN, and the grid must never carry one).
 static float group_amax(const float* g) {
   float amax = 0.0f;
-  for (int64_t i = 0; i < kInt8GroupSize; ++i) amax = std::max(amax, std::fabs(g[i]));
-  return amax;
+  bool finite = true;
+  for (int64_t i = 0; i < kInt8GroupSize; ++i) {
+    float a = std::fabs(g[i]);
+    finite &= a <= std::numeric_limits<float>::max();
+    amax = std::max(amax, a);
+  }
+  return finite ? amax : std::numeric_limits<float>::quiet_NaN();
 }
 
 Int8State Int8Quantizer::quantize(const WeightViews& weights, uint64_t version,
