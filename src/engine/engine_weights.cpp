@@ -1,0 +1,183 @@
+#include "engine/engine_weights.h"
+
+#include <set>
+
+#include "core/error.h"
+
+namespace stoa::engine {
+namespace {
+
+constexpr const char* kEmbedding = "model.embed_tokens.weight";
+constexpr const char* kLmHead = "lm_head.weight";
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+Tensor copy_f32(const Tensor& t, const std::string& name) {
+  STOA_CHECK(t.dtype() == DType::kF32, ErrorKind::kInvalidArgument, "tensor ", name, " is ",
+             dtype_name(t.dtype()), ", the engine expects f32");
+  return t.clone();
+}
+
+}  // namespace
+
+const char* weight_format_name(WeightFormat format) {
+  return format == WeightFormat::kInt8 ? "int8" : "f32";
+}
+
+bool int8_eligible(const std::string& name, const Shape& shape) {
+  if (shape.size() != 2 || shape[1] % kInt8GroupSize != 0) return false;
+  return !ends_with(name, ".feed_forward.gate.weight");
+}
+
+EngineWeights EngineWeights::from_model(const ModelWeights& weights, WeightFormat format) {
+  EngineWeights out;
+  out.config_ = weights.config;
+  out.format_ = format;
+  for (const TensorSpec& spec : expected_tensors(weights.config)) {
+    const Tensor& t = weights.at(spec.name);
+    STOA_CHECK(t.shape() == spec.shape, ErrorKind::kInvalidArgument, "tensor ", spec.name,
+               " has shape ", shape_string(t.shape()), ", the config implies ",
+               shape_string(spec.shape));
+    if (spec.shape.size() == 2) {
+      if (format == WeightFormat::kInt8 && int8_eligible(spec.name, spec.shape)) {
+        STOA_CHECK(t.dtype() == DType::kF32, ErrorKind::kInvalidArgument, "tensor ", spec.name,
+                   " is ", dtype_name(t.dtype()), ", the engine expects f32");
+        out.linears_.emplace(spec.name,
+                             Linear::from_int8(int8_quantize(t.as<float>(), t.dim(0), t.dim(1))));
+      } else {
+        out.linears_.emplace(spec.name, Linear::from_f32(copy_f32(t, spec.name)));
+      }
+    } else {
+      out.vectors_.emplace(spec.name, copy_f32(t, spec.name));
+    }
+  }
+  // Touch the head now so a missing one fails at load, not at the first token.
+  (void)out.embedding();
+  (void)out.lm_head();
+  return out;
+}
+
+EngineWeights EngineWeights::from_state(const ModelConfig& config,
+                                        std::map<std::string, Int8Matrix> int8,
+                                        std::map<std::string, Tensor> f32) {
+  EngineWeights out;
+  out.config_ = config;
+  out.format_ = int8.empty() ? WeightFormat::kF32 : WeightFormat::kInt8;
+  std::set<std::string> expected;
+  for (const TensorSpec& spec : expected_tensors(config)) {
+    expected.insert(spec.name);
+    auto qi = int8.find(spec.name);
+    auto fi = f32.find(spec.name);
+    STOA_CHECK(qi != int8.end() || fi != f32.end(), ErrorKind::kNotFound,
+               "int8 state lacks tensor ", spec.name);
+    STOA_CHECK(qi == int8.end() || fi == f32.end(), ErrorKind::kInvalidArgument, "tensor ",
+               spec.name, " appears both as int8 and as f32 in the state");
+    if (qi != int8.end()) {
+      Int8Matrix& m = qi->second;
+      STOA_CHECK(int8_eligible(spec.name, spec.shape), ErrorKind::kInvalidArgument, "tensor ",
+                 spec.name, " ", shape_string(spec.shape), " must not be int8");
+      STOA_CHECK(m.rows == spec.shape[0] && m.cols == spec.shape[1], ErrorKind::kInvalidArgument,
+                 "int8 tensor ", spec.name, " is [", m.rows, ", ", m.cols, "], the config implies ",
+                 shape_string(spec.shape));
+      out.linears_.emplace(spec.name, Linear::from_int8(std::move(m)));
+    } else {
+      Tensor& t = fi->second;
+      STOA_CHECK(t.shape() == spec.shape, ErrorKind::kInvalidArgument, "tensor ", spec.name,
+                 " has shape ", shape_string(t.shape()), ", the config implies ",
+                 shape_string(spec.shape));
+      STOA_CHECK(t.dtype() == DType::kF32, ErrorKind::kInvalidArgument, "tensor ", spec.name,
+                 " is ", dtype_name(t.dtype()), ", the engine expects f32");
+      if (spec.shape.size() == 2) {
+        out.linears_.emplace(spec.name, Linear::from_f32(std::move(t)));
+      } else {
+        out.vectors_.emplace(spec.name, std::move(t));
+      }
+    }
+  }
+  for (const auto& [name, m] : int8) {
+    STOA_CHECK(expected.count(name), ErrorKind::kInvalidArgument, "int8 state has tensor ", name,
+               " that ", arch_name(config.arch), " does not use");
+  }
+  for (const auto& [name, t] : f32) {
+    STOA_CHECK(expected.count(name), ErrorKind::kInvalidArgument, "int8 state has tensor ", name,
+               " that ", arch_name(config.arch), " does not use");
+  }
+  (void)out.embedding();
+  (void)out.lm_head();
+  return out;
+}
+
+const Linear& EngineWeights::linear(const std::string& name) const {
+  auto it = linears_.find(name);
+  STOA_CHECK(it != linears_.end(), ErrorKind::kNotFound, "engine weights lack linear tensor ",
+             name);
+  return it->second;
+}
+
+const float* EngineWeights::vec(const std::string& name, int64_t numel) const {
+  auto it = vectors_.find(name);
+  STOA_CHECK(it != vectors_.end(), ErrorKind::kNotFound, "engine weights lack tensor ", name);
+  STOA_CHECK(numel < 0 || it->second.numel() == numel, ErrorKind::kInvalidArgument, "tensor ", name,
+             " has ", it->second.numel(), " elements, expected ", numel);
+  return it->second.as<float>();
+}
+
+const Linear& EngineWeights::embedding() const {
+  return linear(kEmbedding);
+}
+
+const Linear& EngineWeights::lm_head() const {
+  return config_.tie_word_embeddings ? linear(kEmbedding) : linear(kLmHead);
+}
+
+void EngineWeights::set_int8_values(const std::string& name, std::span<const int8_t> values) {
+  Int8Matrix& m = int8_mutable(name);
+  STOA_CHECK(values.size() == m.values.size(), ErrorKind::kInvalidArgument, "update of ", name,
+             " has ", values.size(), " values, the tensor has ", m.values.size());
+  std::copy(values.begin(), values.end(), m.values.begin());
+}
+
+void EngineWeights::set_int8(const std::string& name, Int8Matrix matrix) {
+  Int8Matrix& m = int8_mutable(name);
+  STOA_CHECK(matrix.rows == m.rows && matrix.cols == m.cols &&
+                 matrix.values.size() == m.values.size() && matrix.scales.size() == m.scales.size(),
+             ErrorKind::kInvalidArgument, "update of ", name, " is [", matrix.rows, ", ",
+             matrix.cols, "], the tensor is [", m.rows, ", ", m.cols, "]");
+  m = std::move(matrix);
+}
+
+void EngineWeights::set_f32(const std::string& name, const Tensor& tensor) {
+  STOA_CHECK(tensor.dtype() == DType::kF32, ErrorKind::kInvalidArgument, "update of ", name, " is ",
+             dtype_name(tensor.dtype()), ", expected f32");
+  Tensor* target = nullptr;
+  if (auto it = vectors_.find(name); it != vectors_.end()) {
+    target = &it->second;
+  } else if (auto li = linears_.find(name); li != linears_.end() && !li->second.is_int8()) {
+    target = &li->second.f32_mutable();
+  }
+  STOA_CHECK(target != nullptr, ErrorKind::kNotFound, "engine weights lack f32 tensor ", name);
+  STOA_CHECK(target->shape() == tensor.shape(), ErrorKind::kInvalidArgument, "update of ", name,
+             " has shape ", shape_string(tensor.shape()), ", the tensor is ",
+             shape_string(target->shape()));
+  std::copy(tensor.as<float>(), tensor.as<float>() + tensor.numel(), target->as<float>());
+}
+
+Int8Matrix& EngineWeights::int8_mutable(const std::string& name) {
+  auto it = linears_.find(name);
+  STOA_CHECK(it != linears_.end() && it->second.is_int8(), ErrorKind::kNotFound,
+             "engine weights lack int8 tensor ", name);
+  return it->second.int8_mutable();
+}
+
+size_t EngineWeights::nbytes() const {
+  size_t total = 0;
+  for (const auto& [name, l] : linears_)
+    total += l.is_int8() ? l.int8().nbytes() : l.f32().nbytes();
+  for (const auto& [name, t] : vectors_) total += t.nbytes();
+  return total;
+}
+
+}  // namespace stoa::engine

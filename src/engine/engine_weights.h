@@ -1,0 +1,73 @@
+// The weights the engine computes with: every linear map as a Linear (f32 or int8) and every
+// other tensor (norms, the LFM2 conv kernel, the MoE expert bias) as f32, keyed by its Hugging
+// Face name. Two ways in: quantize an f32 ModelWeights (the oracle, `stoa generate`), or take a
+// ready int8 state (what PULSE delivers to a worker). Tensors can be replaced in place between
+// decode steps; the blocks hold pointers into this object, so it never moves its tensors.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+
+#include "core/int8_grid.h"
+#include "core/tensor.h"
+#include "engine/linear.h"
+#include "model/config.h"
+#include "model/weights.h"
+
+namespace stoa::engine {
+
+enum class WeightFormat { kF32, kInt8 };
+const char* weight_format_name(WeightFormat format);
+
+// Which tensors live on the int8 grid. Mirrors what llama.cpp keeps in Q8_0 in a Q8_0 GGUF so
+// that our int8 path and llama.cpp's see the same weights: every 2-D weight whose input dim is
+// a multiple of 32 (embeddings and lm_head included), except the MoE router gate
+// (".feed_forward.gate.weight", llama.cpp's ffn_gate_inp, never quantized). Norms, the conv
+// kernel and the expert bias stay f32.
+bool int8_eligible(const std::string& name, const Shape& shape);
+
+class EngineWeights {
+ public:
+  // Quantizes (kInt8) or copies (kF32) every tensor the config expects; checks names and shapes.
+  static EngineWeights from_model(const ModelWeights& weights, WeightFormat format);
+  // A pre-quantized state: `int8` holds the int8 tensors, `f32` every other tensor. Each expected
+  // tensor must appear in exactly one of the two; int8 ones must be int8_eligible.
+  static EngineWeights from_state(const ModelConfig& config, std::map<std::string, Int8Matrix> int8,
+                                  std::map<std::string, Tensor> f32);
+
+  EngineWeights(EngineWeights&&) noexcept = default;
+  EngineWeights& operator=(EngineWeights&&) noexcept = default;
+
+  const ModelConfig& config() const { return config_; }
+  WeightFormat format() const { return format_; }
+
+  bool has_linear(const std::string& name) const { return linears_.count(name) != 0; }
+  const Linear& linear(const std::string& name) const;  // kNotFound naming the tensor
+  // An f32 non-linear tensor; checks its element count when `numel` >= 0.
+  const float* vec(const std::string& name, int64_t numel = -1) const;
+  // The embedding table and the output projection (the same Linear when tied).
+  const Linear& embedding() const;
+  const Linear& lm_head() const;
+
+  // In-place updates between decode steps. Shapes must match; set_int8_values keeps the scales
+  // (PULSE's frozen grid), set_int8 replaces values and scales.
+  void set_int8_values(const std::string& name, std::span<const int8_t> values);
+  void set_int8(const std::string& name, Int8Matrix matrix);
+  void set_f32(const std::string& name, const Tensor& tensor);
+  Int8Matrix& int8_mutable(const std::string& name);
+
+  // Every tensor in name order, for hashing and inspection.
+  const std::map<std::string, Linear>& linears() const { return linears_; }
+  const std::map<std::string, Tensor>& vectors() const { return vectors_; }
+  size_t nbytes() const;
+
+ private:
+  EngineWeights() = default;
+  ModelConfig config_;
+  WeightFormat format_ = WeightFormat::kF32;
+  std::map<std::string, Linear> linears_;  // node-based: pointers stay valid across updates
+  std::map<std::string, Tensor> vectors_;
+};
+
+}  // namespace stoa::engine

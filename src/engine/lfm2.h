@@ -1,0 +1,16 @@
+// LFM2's layer binding, shared by lfm2.cpp and lfm2_moe.cpp (the MoE variant differs only in
+// the feed-forward of its later layers).
+#pragma once
+#include <cstdint>
+
+#include "engine/decoder.h"
+
+namespace stoa::engine {
+
+// Norms and mixer (conv or attention) of LFM2 layer i, plus its dense FFN unless the config
+// makes it an MoE layer.
+DecoderLayer bind_lfm2_layer(const EngineWeights& w, int64_t i);
+// The final norm, model.embedding_norm (LFM2 names it after its position in the HF module).
+const float* bind_lfm2_final_norm(const EngineWeights& w);
+
+}  // namespace stoa::engine

@@ -1,0 +1,52 @@
+// A linear map y = W x with W [out, in] held either in f32 or on the int8 grid (GGUF Q8_0
+// blocks). The reference engine computes int8 products by dequantizing on the fly and
+// accumulating in f32: activations stay f32, so the only int8 error is the weights' own.
+#pragma once
+#include <cstdint>
+#include <span>
+
+#include "core/int8_grid.h"
+#include "core/tensor.h"
+#include "core/thread_pool.h"
+
+namespace stoa::engine {
+
+class Linear {
+ public:
+  Linear() = default;
+  static Linear from_f32(Tensor weight);  // [out, in] f32
+  static Linear from_int8(Int8Matrix weight);
+
+  Linear(Linear&&) noexcept = default;
+  Linear& operator=(Linear&&) noexcept = default;
+
+  int64_t rows() const { return rows_; }  // output features
+  int64_t cols() const { return cols_; }  // input features
+  bool is_int8() const { return int8_; }
+
+  // y[t * rows + r] = sum_c W[r, c] * x[t * cols + c] for t in [0, tokens). Output rows are
+  // spread over the pool; every output element is computed by the same code whatever `tokens`
+  // is, so a prefill and a token-by-token decode agree bit for bit.
+  void forward(const float* x, int64_t tokens, float* y, ThreadPool& pool) const;
+  // Row r of W in f32 (dequantized when int8): the embedding lookup.
+  void row(int64_t r, float* out) const;
+
+  const Tensor& f32() const;       // throws unless f32
+  const Int8Matrix& int8() const;  // throws unless int8
+  Int8Matrix& int8_mutable();      // in-place weight updates (PULSE patches)
+  Tensor& f32_mutable();
+
+ private:
+  int64_t rows_ = 0;
+  int64_t cols_ = 0;
+  bool int8_ = false;
+  Tensor f32_;
+  Int8Matrix q_;
+};
+
+// Dot products shared by the blocks: eight independent partial sums so the compiler can
+// vectorise without -ffast-math, in a fixed order so results do not depend on the machine.
+float dot_f32(const float* a, const float* b, int64_t n);
+float dot_int8_row(const int8_t* q, const uint16_t* scales, const float* x, int64_t n);
+
+}  // namespace stoa::engine

@@ -1,0 +1,128 @@
+#include "engine/model_runner.h"
+
+#include <algorithm>
+#include <set>
+
+#include "core/error.h"
+
+namespace stoa::engine {
+
+ModelRunner::ModelRunner(EngineWeights weights, ThreadPool* pool)
+    : weights_(std::make_unique<EngineWeights>(std::move(weights))),
+      arch_(make_architecture(*weights_)),
+      pool_(pool ? pool : &ThreadPool::global()) {}
+
+ModelRunner ModelRunner::from_model(const ModelWeights& weights, WeightFormat format,
+                                    ThreadPool* pool) {
+  return ModelRunner(EngineWeights::from_model(weights, format), pool);
+}
+
+Tensor ModelRunner::append(Sequence& seq, std::span<const int32_t> tokens, Logits which) {
+  SequenceInput input{&seq, tokens, which};
+  return std::move(append_batch(std::span<const SequenceInput>(&input, 1)).front());
+}
+
+std::vector<Tensor> ModelRunner::append_batch(std::span<const SequenceInput> inputs) {
+  const ModelConfig& c = config();
+  const int64_t H = c.hidden_size;
+  const int64_t V = c.vocab_size;
+
+  // Validate everything first: a failed pass must leave every sequence as it was.
+  std::set<const Sequence*> seen;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const SequenceInput& in = inputs[i];
+    STOA_CHECK(in.seq != nullptr, ErrorKind::kInvalidArgument, "batch input ", i,
+               " has no sequence");
+    STOA_CHECK(seen.insert(in.seq).second, ErrorKind::kInvalidArgument, "batch input ", i,
+               " repeats a sequence already in the batch");
+    STOA_CHECK(in.seq->num_layers() == c.num_layers &&
+                   in.seq->kv_dim() == c.num_kv_heads * c.head_dim && in.seq->hidden() == H,
+               ErrorKind::kInvalidArgument, "batch input ", i,
+               ": the sequence was made for a different model");
+    const int64_t n = static_cast<int64_t>(in.tokens.size());
+    STOA_CHECK(n <= in.seq->remaining(), ErrorKind::kInvalidArgument, "batch input ", i,
+               ": sequence of ", in.seq->length(), " tokens with capacity ", in.seq->capacity(),
+               " cannot take ", n, " more");
+    for (size_t j = 0; j < in.tokens.size(); ++j) {
+      const int32_t id = in.tokens[j];
+      STOA_CHECK(id >= 0 && id < V, ErrorKind::kInvalidArgument, "batch input ", i, ": token ", j,
+                 " has id ", id, ", outside the vocabulary [0, ", V, ")");
+    }
+  }
+
+  Batch batch;
+  for (const SequenceInput& in : inputs) {
+    if (in.tokens.empty()) continue;
+    BatchSegment seg{in.seq, batch.size(), static_cast<int64_t>(in.tokens.size())};
+    for (int64_t j = 0; j < seg.count; ++j) {
+      batch.tokens.push_back(in.tokens[static_cast<size_t>(j)]);
+      batch.positions.push_back(in.seq->length() + j);
+    }
+    batch.segments.push_back(seg);
+  }
+  const int64_t T = batch.size();
+
+  std::vector<float> hidden(static_cast<size_t>(T * H));
+  const Linear& embedding = weights_->embedding();
+  for (int64_t t = 0; t < T; ++t)
+    embedding.row(batch.tokens[static_cast<size_t>(t)], hidden.data() + t * H);
+  if (T > 0) arch_->forward_layers(batch, hidden.data(), *pool_);
+
+  // Logits only for the rows asked for: the vocabulary projection dominates a small model.
+  std::vector<int64_t> rows;
+  std::vector<std::pair<int64_t, int64_t>> range(inputs.size(), {0, 0});  // into `rows`
+  {
+    int64_t offset = 0;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const int64_t n = static_cast<int64_t>(inputs[i].tokens.size());
+      const int64_t first = static_cast<int64_t>(rows.size());
+      if (n > 0 && inputs[i].logits == Logits::kAll) {
+        for (int64_t j = 0; j < n; ++j) rows.push_back(offset + j);
+      } else if (n > 0 && inputs[i].logits == Logits::kLast) {
+        rows.push_back(offset + n - 1);
+      }
+      range[i] = {first, static_cast<int64_t>(rows.size())};
+      offset += n;
+    }
+  }
+  const int64_t R = static_cast<int64_t>(rows.size());
+  std::vector<float> normed(static_cast<size_t>(R * H));
+  for (int64_t r = 0; r < R; ++r) {
+    arch_->final_norm(hidden.data() + rows[static_cast<size_t>(r)] * H, normed.data() + r * H);
+  }
+  std::vector<float> logits(static_cast<size_t>(R * V));
+  if (R > 0) weights_->lm_head().forward(normed.data(), R, logits.data(), *pool_);
+
+  std::vector<Tensor> out;
+  out.reserve(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const auto [first, last] = range[i];
+    Tensor t(DType::kF32, {last - first, V});
+    std::copy(logits.begin() + first * V, logits.begin() + last * V, t.as<float>());
+    out.push_back(std::move(t));
+  }
+  for (const SequenceInput& in : inputs) {
+    in.seq->commit(in.tokens.data(), static_cast<int64_t>(in.tokens.size()));
+  }
+  return out;
+}
+
+Tensor ModelRunner::score(std::span<const int32_t> tokens, int64_t prefill) {
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  STOA_CHECK(prefill >= 0 && prefill <= n, ErrorKind::kInvalidArgument, "prefill length ", prefill,
+             " outside [0, ", n, "]");
+  const int64_t V = config().vocab_size;
+  Sequence seq = new_sequence(std::max<int64_t>(n, 1));
+  Tensor out(DType::kF32, {n, V});
+  if (prefill > 0) {
+    Tensor first = append(seq, tokens.subspan(0, static_cast<size_t>(prefill)), Logits::kAll);
+    std::copy(first.as<float>(), first.as<float>() + first.numel(), out.as<float>());
+  }
+  for (int64_t i = prefill; i < n; ++i) {
+    Tensor step = append(seq, tokens.subspan(static_cast<size_t>(i), 1), Logits::kLast);
+    std::copy(step.as<float>(), step.as<float>() + V, out.as<float>() + i * V);
+  }
+  return out;
+}
+
+}  // namespace stoa::engine

@@ -1,0 +1,44 @@
+#include "engine/ops.h"
+
+#include <cmath>
+
+namespace stoa::engine {
+
+void rms_norm(const float* x, const float* weight, int64_t n, double eps, float* out) {
+  // The mean of squares in double: cheap here, and it keeps the norm independent of summation
+  // order, which the f32 oracle comparison would otherwise feel in wide layers.
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i]) * x[i];
+  float inv = static_cast<float>(1.0 / std::sqrt(sum / static_cast<double>(n) + eps));
+  for (int64_t i = 0; i < n; ++i) out[i] = x[i] * inv * weight[i];
+}
+
+void rope_rotate_half(float* head, int64_t head_dim, int64_t position, double theta) {
+  const int64_t half = head_dim / 2;
+  for (int64_t i = 0; i < half; ++i) {
+    // Angles in double: at long positions an f32 angle loses the low bits of the phase.
+    double inv_freq =
+        std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
+    double angle = static_cast<double>(position) * inv_freq;
+    float c = static_cast<float>(std::cos(angle));
+    float s = static_cast<float>(std::sin(angle));
+    float a = head[i];
+    float b = head[i + half];
+    head[i] = a * c - b * s;
+    head[i + half] = b * c + a * s;
+  }
+}
+
+void softmax(float* x, int64_t n) {
+  float m = x[0];
+  for (int64_t i = 1; i < n; ++i) m = x[i] > m ? x[i] : m;
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = std::exp(x[i] - m);
+    sum += x[i];
+  }
+  float inv = static_cast<float>(1.0 / sum);
+  for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+}
+
+}  // namespace stoa::engine

@@ -1,0 +1,22 @@
+// Element-wise building blocks shared by every architecture.
+#pragma once
+#include <cmath>
+#include <cstdint>
+
+namespace stoa::engine {
+
+// out = x / sqrt(mean(x^2) + eps) * weight, over n values (out may alias x).
+void rms_norm(const float* x, const float* weight, int64_t n, double eps, float* out);
+
+// Rotary embedding, rotate-half convention (Hugging Face / llama.cpp NEOX): the pair
+// (x[i], x[i + d/2]) is rotated by position * theta^(-2i/d). Applied in place to one head.
+void rope_rotate_half(float* head, int64_t head_dim, int64_t position, double theta);
+
+inline float silu(float x) {
+  return x / (1.0f + std::exp(-x));
+}
+
+// In-place softmax over n values (max-subtracted).
+void softmax(float* x, int64_t n);
+
+}  // namespace stoa::engine

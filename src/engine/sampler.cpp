@@ -1,0 +1,132 @@
+#include "engine/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "core/error.h"
+
+namespace stoa::engine {
+namespace {
+
+// Descending by value, ties to the lower id: a total order, so truncation is reproducible.
+struct ByValueDesc {
+  const std::vector<double>* z;
+  bool operator()(int32_t a, int32_t b) const {
+    double za = (*z)[static_cast<size_t>(a)], zb = (*z)[static_cast<size_t>(b)];
+    return za != zb ? za > zb : a < b;
+  }
+};
+
+double log_sum_exp(const std::vector<double>& z, const std::vector<int32_t>& ids) {
+  double m = -INFINITY;
+  for (int32_t id : ids) m = std::max(m, z[static_cast<size_t>(id)]);
+  double sum = 0;
+  for (int32_t id : ids) sum += std::exp(z[static_cast<size_t>(id)] - m);
+  return m + std::log(sum);
+}
+
+}  // namespace
+
+void validate_sampling_params(const SamplingParams& p) {
+  STOA_CHECK(std::isfinite(p.temperature) && p.temperature >= 0, ErrorKind::kInvalidArgument,
+             "sampling temperature must be finite and >= 0, got ", p.temperature);
+  STOA_CHECK(p.top_k >= 0, ErrorKind::kInvalidArgument, "sampling top_k must be >= 0, got ",
+             p.top_k);
+  STOA_CHECK(p.top_p > 0 && p.top_p <= 1, ErrorKind::kInvalidArgument,
+             "sampling top_p must be in (0, 1], got ", p.top_p);
+  STOA_CHECK(p.top_logprobs >= 0, ErrorKind::kInvalidArgument,
+             "sampling top_logprobs must be >= 0, got ", p.top_logprobs);
+}
+
+std::vector<TokenLogprob> sampling_distribution(std::span<const float> logits,
+                                                const SamplingParams& params) {
+  validate_sampling_params(params);
+  const int64_t V = static_cast<int64_t>(logits.size());
+  STOA_CHECK(V > 0, ErrorKind::kInvalidArgument, "cannot sample from empty logits");
+  for (int64_t i = 0; i < V; ++i) {
+    STOA_CHECK(
+        !std::isnan(logits[static_cast<size_t>(i)]) && logits[static_cast<size_t>(i)] != INFINITY,
+        ErrorKind::kInvalidArgument, "logit ", i, " is ", logits[static_cast<size_t>(i)]);
+  }
+  if (params.temperature == 0) {
+    int32_t best = 0;
+    for (int32_t i = 1; i < V; ++i) {
+      if (logits[static_cast<size_t>(i)] > logits[static_cast<size_t>(best)]) best = i;
+    }
+    return {TokenLogprob{best, 0.0f}};
+  }
+
+  std::vector<double> z(static_cast<size_t>(V));
+  for (int64_t i = 0; i < V; ++i)
+    z[static_cast<size_t>(i)] = logits[static_cast<size_t>(i)] / params.temperature;
+  std::vector<int32_t> ids(static_cast<size_t>(V));
+  std::iota(ids.begin(), ids.end(), 0);
+  // -inf logits (masked tokens) are outside the support.
+  std::erase_if(ids, [&](int32_t id) { return std::isinf(z[static_cast<size_t>(id)]); });
+  STOA_CHECK(!ids.empty(), ErrorKind::kInvalidArgument, "every logit is -inf");
+
+  bool sorted = false;
+  if (params.top_k > 0 && params.top_k < static_cast<int64_t>(ids.size())) {
+    std::partial_sort(ids.begin(), ids.begin() + params.top_k, ids.end(), ByValueDesc{&z});
+    ids.resize(static_cast<size_t>(params.top_k));
+    sorted = true;
+  }
+  if (params.top_p < 1) {
+    if (!sorted) std::sort(ids.begin(), ids.end(), ByValueDesc{&z});
+    sorted = true;
+    const double lse = log_sum_exp(z, ids);
+    double mass = 0;
+    size_t keep = ids.size();
+    for (size_t i = 0; i < ids.size(); ++i) {
+      mass += std::exp(z[static_cast<size_t>(ids[i])] - lse);
+      if (mass >= params.top_p) {
+        keep = i + 1;
+        break;
+      }
+    }
+    ids.resize(keep);
+  }
+  const double lse = log_sum_exp(z, ids);
+  std::vector<TokenLogprob> out;
+  out.reserve(ids.size());
+  for (int32_t id : ids) {
+    out.push_back({id, static_cast<float>(z[static_cast<size_t>(id)] - lse)});
+  }
+  return out;
+}
+
+Sampler::Sampler(SamplingParams params, uint64_t seed, uint64_t stream)
+    : params_(params), rng_(seed, stream) {
+  validate_sampling_params(params_);
+}
+
+SampledToken Sampler::sample(std::span<const float> logits) {
+  std::vector<TokenLogprob> dist = sampling_distribution(logits, params_);
+  SampledToken out;
+  // One draw per token, even when greedy, so a run's random stream does not depend on which
+  // steps happened to be deterministic.
+  const double u = rng_.uniform();
+  size_t pick = dist.size() - 1;  // rounding can leave the total a hair under 1
+  double cum = 0;
+  for (size_t i = 0; i < dist.size(); ++i) {
+    cum += std::exp(static_cast<double>(dist[i].logprob));
+    if (u < cum) {
+      pick = i;
+      break;
+    }
+  }
+  out.token = dist[pick].token;
+  out.logprob = dist[pick].logprob;
+  if (params_.top_logprobs > 0) {
+    const size_t k = std::min(dist.size(), static_cast<size_t>(params_.top_logprobs));
+    std::partial_sort(dist.begin(), dist.begin() + static_cast<std::ptrdiff_t>(k), dist.end(),
+                      [](const TokenLogprob& a, const TokenLogprob& b) {
+                        return a.logprob != b.logprob ? a.logprob > b.logprob : a.token < b.token;
+                      });
+    out.top.assign(dist.begin(), dist.begin() + static_cast<std::ptrdiff_t>(k));
+  }
+  return out;
+}
+
+}  // namespace stoa::engine

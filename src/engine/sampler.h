@@ -1,0 +1,58 @@
+// Token sampling with temperature, top-k and top-p, seeded and deterministic. For every token
+// it returns the log-probability under the distribution it was actually drawn from — after
+// temperature, top-k and top-p truncation and renormalisation — because that is the behaviour
+// policy DPPO's trust region compares the trainer's policy against. Greedy (temperature 0) is
+// a point mass: log-prob 0.
+//
+// Order of operations (as in Hugging Face and vLLM): z = logits / T; keep the top_k largest z
+// (ties to the lower id); keep the smallest prefix, by descending probability, whose mass
+// reaches top_p; renormalise.
+#pragma once
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "engine/rng.h"
+
+namespace stoa::engine {
+
+struct SamplingParams {
+  double temperature = 1.0;  // 0: greedy
+  int64_t top_k = 0;         // 0: no top-k truncation
+  double top_p = 1.0;        // 1: no nucleus truncation; must be in (0, 1]
+  int64_t top_logprobs = 0;  // how many (id, log-prob) pairs of the distribution to report
+};
+
+// Throws kInvalidArgument naming the field for out-of-range settings.
+void validate_sampling_params(const SamplingParams& params);
+
+struct TokenLogprob {
+  int32_t token = 0;
+  float logprob = 0;
+};
+
+struct SampledToken {
+  int32_t token = 0;
+  float logprob = 0;              // under the truncated, renormalised distribution
+  std::vector<TokenLogprob> top;  // its top_logprobs most likely tokens, most likely first
+};
+
+// The distribution sample() draws from: its support with log-probs (which sum, in probability,
+// to 1), ordered by descending probability when truncation needed the order and by id
+// otherwise.
+std::vector<TokenLogprob> sampling_distribution(std::span<const float> logits,
+                                                const SamplingParams& params);
+
+class Sampler {
+ public:
+  Sampler(SamplingParams params, uint64_t seed, uint64_t stream = 0);
+
+  SampledToken sample(std::span<const float> logits);
+  const SamplingParams& params() const { return params_; }
+
+ private:
+  SamplingParams params_;
+  Rng rng_;
+};
+
+}  // namespace stoa::engine

@@ -1,0 +1,57 @@
+// The decode state of one token sequence: a KV cache per attention layer and the rolling conv
+// state per LFM2 conv layer, plus the tokens consumed so far. Token i sits at position i, so
+// the length is the next position. Sequences are values: fork() copies the state, which is how
+// several rollouts share one prompt prefix; appending tool observations is an ordinary
+// multi-token append (ModelRunner::append) on an existing sequence.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "model/config.h"
+
+namespace stoa::engine {
+
+class Sequence {
+ public:
+  // `capacity` bounds the tokens it may ever hold; memory grows with use, not with capacity.
+  Sequence(const ModelConfig& config, int64_t capacity);
+  Sequence(Sequence&&) noexcept = default;
+  Sequence& operator=(Sequence&&) noexcept = default;
+  Sequence(const Sequence&) = delete;  // copies are explicit: fork()
+  Sequence& operator=(const Sequence&) = delete;
+
+  // A deep copy of the state, optionally with another capacity (>= length()).
+  Sequence fork() const { return fork(capacity_); }
+  Sequence fork(int64_t capacity) const;
+
+  int64_t length() const { return static_cast<int64_t>(tokens_.size()); }
+  int64_t capacity() const { return capacity_; }
+  int64_t remaining() const { return capacity_ - length(); }
+  const std::vector<int32_t>& tokens() const { return tokens_; }
+  size_t nbytes() const;
+
+  // Per-layer state, used by the blocks during a forward pass.
+  struct LayerState {
+    std::vector<float> keys;    // [length, kv_heads * head_dim] (attention layers)
+    std::vector<float> values;  // same
+    std::vector<float> conv;    // [conv_kernel - 1, hidden]: the last inputs, oldest first
+  };
+  LayerState& layer(int64_t i) { return layers_.at(static_cast<size_t>(i)); }
+  const LayerState& layer(int64_t i) const { return layers_.at(static_cast<size_t>(i)); }
+  int64_t num_layers() const { return static_cast<int64_t>(layers_.size()); }
+  int64_t kv_dim() const { return kv_dim_; }
+  int64_t hidden() const { return hidden_; }
+
+  // Records tokens whose state the layers have just written (ModelRunner calls this).
+  void commit(const int32_t* tokens, int64_t n);
+
+ private:
+  Sequence() = default;
+  int64_t capacity_ = 0;
+  int64_t kv_dim_ = 0;
+  int64_t hidden_ = 0;
+  std::vector<int32_t> tokens_;
+  std::vector<LayerState> layers_;
+};
+
+}  // namespace stoa::engine
