@@ -8,13 +8,15 @@ namespace stoa {
 
 namespace {
 
+// "'a'" or "'a' (or 'b')": the field names a missing-field message offers.
 std::string names_string(std::initializer_list<const char*> names) {
   std::string out;
+  size_t i = 0;
   for (const char* name : names) {
-    if (!out.empty()) out += "' (or '";
-    out += name;
+    out += i == 0 ? cat("'", name, "'") : cat(i == 1 ? " (or '" : ", '", name, "'");
+    ++i;
   }
-  if (names.size() > 1) out += "')";
+  if (names.size() > 1) out += ")";
   return out;
 }
 
@@ -61,7 +63,7 @@ int64_t ConfigReader::as_int(const nlohmann::json& value, const std::string& fie
 int64_t ConfigReader::require_int(std::initializer_list<const char*> names) const {
   std::string field;
   const nlohmann::json* value = find(names, &field);
-  if (!value) fail(ErrorKind::kBadFormat, source_, ": missing field '", names_string(names), "'");
+  if (!value) fail(ErrorKind::kBadFormat, source_, ": missing field ", names_string(names));
   return as_int(*value, field);
 }
 
@@ -74,7 +76,7 @@ int64_t ConfigReader::get_int(std::initializer_list<const char*> names, int64_t 
 int64_t ConfigReader::require_size(std::initializer_list<const char*> names, int64_t max) const {
   std::string field;
   const nlohmann::json* value = find(names, &field);
-  if (!value) fail(ErrorKind::kBadFormat, source_, ": missing field '", names_string(names), "'");
+  if (!value) fail(ErrorKind::kBadFormat, source_, ": missing field ", names_string(names));
   int64_t v = as_int(*value, field);
   if (v <= 0 || v > max) field_error(field, cat("must be in [1, ", max, "], got ", v));
   return v;
