@@ -43,10 +43,16 @@ inline bool bool_or(const Json& parent, const char* key, bool fallback, const st
   return v.get<bool>();
 }
 
+// Ids index dense tables, so an absurd id in a corrupt file must not become a huge allocation;
+// real vocabularies stay far below 2^24.
+constexpr int64_t kMaxTokenId = (int64_t{1} << 24) - 1;
+
 inline int32_t id_of(const Json& v, const std::string& source, const std::string& where) {
   if (!v.is_number_integer()) bad(source, where, "expected an integer token id");
   auto id = v.get<int64_t>();
-  if (id < 0 || id > INT32_MAX - 1) bad(source, where, cat("token id ", id, " out of range"));
+  if (id < 0 || id > kMaxTokenId) {
+    bad(source, where, cat("token id ", id, " out of range [0, ", kMaxTokenId, "]"));
+  }
   return static_cast<int32_t>(id);
 }
 
