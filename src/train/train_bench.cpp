@@ -1,0 +1,193 @@
+#include "train/train_bench.h"
+
+#include <chrono>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "model/arch_registry.h"
+#include "train/policy_model.h"
+#include "train/trainer.h"
+#include "train/trainer_impl.h"
+
+namespace stoa::train {
+namespace {
+
+ModelConfig make_config(Arch arch, int64_t vocab, int64_t hidden, int64_t ffn, int64_t layers,
+                        int64_t heads, int64_t kv_heads, const std::vector<int64_t>& attention) {
+  ModelConfig c;
+  c.arch = arch;
+  c.vocab_size = vocab;
+  c.hidden_size = hidden;
+  c.intermediate_size = ffn;
+  c.num_layers = layers;
+  c.num_heads = heads;
+  c.num_kv_heads = kv_heads;
+  c.head_dim = hidden / heads;
+  c.rms_norm_eps = arch == Arch::kQwen3 ? 1e-6 : 1e-5;
+  c.rope_theta = 1e6;
+  c.max_position_embeddings = 4096;
+  c.tie_word_embeddings = true;
+  for (int64_t i = 0; i < layers; ++i) {
+    bool attn =
+        arch == Arch::kQwen3 || std::find(attention.begin(), attention.end(), i) != attention.end();
+    c.layer_kinds.push_back(attn ? LayerKind::kAttention : LayerKind::kConv);
+  }
+  return c;
+}
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// FLOPs of one training step as counted for MFU: 6 per parameter-token for every matmul weight
+// (the LM head only at trained positions; embeddings are look-ups), plus the attention products
+// QKᵀ and PV over the full T×T matrices as computed (2 matmuls · 2 FLOPs · 3 for fwd+bwd).
+double step_flops(const ModelConfig& c, int64_t tokens, int64_t trained, int64_t seq_len) {
+  const double head = static_cast<double>(c.vocab_size) * static_cast<double>(c.hidden_size);
+  double body = static_cast<double>(count_active_parameters(c)) - head;  // embedding/head
+  if (!c.tie_word_embeddings) body -= head;
+  double attention_layers = 0;
+  for (int64_t l = 0; l < c.num_layers; ++l) attention_layers += c.is_attention_layer(l);
+  const double attn = 12.0 * attention_layers * static_cast<double>(seq_len) *
+                      static_cast<double>(c.num_heads * c.head_dim);
+  return 6.0 * body * tokens + 6.0 * head * trained + attn * tokens;
+}
+
+}  // namespace
+
+ModelConfig train_bench_config(const std::string& arch, const std::string& size) {
+  const ArchInfo* info = find_arch(arch);
+  STOA_CHECK(info != nullptr, ErrorKind::kInvalidArgument, "unknown architecture '", arch,
+             "' (qwen3, lfm2, lfm2_moe)");
+  STOA_CHECK(size == "10m" || size == "100m", ErrorKind::kInvalidArgument, "unknown bench size '",
+             size, "' (10m, 100m)");
+  const bool big = size == "100m";
+  const Arch a = info->arch;
+  ModelConfig c = big ? make_config(a, 32768, 768, 2048, 12, 12, 4, {2, 5, 8, 10})
+                      : make_config(a, 8192, 256, 768, 8, 8, 4, {2, 5, 7});
+  if (a == Arch::kLfm2Moe) {
+    c.num_experts = 8;
+    c.num_experts_per_tok = 2;
+    c.num_dense_layers = 2;
+    c.moe_intermediate_size = big ? 512 : 256;
+    c.norm_topk_prob = true;
+    c.use_expert_bias = true;
+  }
+  validate_model_config(c, cat("bench config ", arch, "-", size));
+  return c;
+}
+
+double measure_matmul_gflops(const std::string& device, DType dtype, int64_t n, int threads) {
+  if (threads > 0) torch::set_num_threads(threads);
+  torch::Device dev = parse_device(device);
+  auto opts = torch::TensorOptions().dtype(torch_dtype(dtype)).device(dev);
+  torch::manual_seed(0);
+  torch::Tensor a = torch::randn({n, n}, opts), b = torch::randn({n, n}, opts);
+  torch::Tensor c = torch::mm(a, b);  // warm-up (thread pool, BLAS buffers)
+  c.sum().item<float>();
+  double best = 0.0;
+  for (int rep = 0; rep < 5; ++rep) {
+    const double start = now_seconds();
+    c = torch::mm(a, b);
+    c.sum().item<float>();  // waits for an asynchronous device
+    const double seconds = now_seconds() - start;
+    best = std::max(best, 2.0 * static_cast<double>(n) * n * n / seconds / 1e9);
+  }
+  return best;
+}
+
+TrainBenchReport run_train_bench(const TrainBenchOptions& o) {
+  STOA_CHECK(o.seq_len > o.prompt_tokens && o.prompt_tokens >= 1 && o.batch >= 1 && o.steps >= 1 &&
+                 o.warmup >= 0,
+             ErrorKind::kInvalidArgument,
+             "bench train needs seq_len > prompt_tokens >= 1, batch >= 1, steps >= 1");
+  TrainBenchReport report;
+  report.device = o.device;
+  report.compute_dtype = dtype_name(o.compute_dtype);
+  report.sgemm_gflops = measure_matmul_gflops(o.device, o.compute_dtype, o.sgemm_size, o.threads);
+  report.threads = torch::get_num_threads();
+  log_info("bench", "matmul peak ", report.sgemm_gflops, " GFLOP/s (", report.threads, " threads, ",
+           report.compute_dtype, ")");
+  for (const std::string& size : o.sizes) {
+    for (const std::string& arch : o.archs) {
+      ModelConfig config = train_bench_config(arch, size);
+      TrainOptions t;
+      t.device = o.device;
+      t.compute_dtype = o.compute_dtype;
+      t.threads = o.threads;
+      t.optimizer.lr = 1e-5;
+      t.micro_batch_tokens = o.seq_len * o.batch;
+      Trainer trainer(random_weights(config, 1234), t);
+      std::mt19937_64 rng(7);
+      std::uniform_int_distribution<int32_t> token(0, static_cast<int32_t>(config.vocab_size) - 1);
+      std::uniform_real_distribution<float> logprob(-3.0f, -0.01f);
+      auto make_batch = [&] {
+        RolloutGroup g{"bench", {}};
+        for (int64_t b = 0; b < o.batch; ++b) {
+          Rollout r;
+          r.id = cat("bench-", b);
+          r.reward = static_cast<double>(b % 2);
+          for (int64_t i = 0; i < o.seq_len; ++i) {
+            r.tokens.push_back(token(rng));
+            r.trainable.push_back(i >= o.prompt_tokens);
+            r.behaviour_logprobs.push_back(i >= o.prompt_tokens ? logprob(rng) : 0.0f);
+          }
+          g.rollouts.push_back(std::move(r));
+        }
+        return std::vector<RolloutGroup>{std::move(g)};
+      };
+      for (int i = 0; i < o.warmup; ++i) trainer.train_step(make_batch());
+      double seconds = 0.0;
+      for (int i = 0; i < o.steps; ++i) {
+        auto batch = make_batch();
+        const double start = now_seconds();
+        trainer.train_step(batch);
+        seconds += now_seconds() - start;
+      }
+      TrainBenchResult r;
+      r.arch = arch;
+      r.size = size;
+      r.params = count_parameters(config);
+      r.active_params = count_active_parameters(config);
+      r.seq_len = o.seq_len;
+      r.batch = o.batch;
+      r.step_seconds = seconds / o.steps;
+      const int64_t tokens = o.seq_len * o.batch;
+      const int64_t trained = (o.seq_len - o.prompt_tokens) * o.batch;
+      r.tokens_per_second = static_cast<double>(tokens) / r.step_seconds;
+      r.model_gflops = step_flops(config, tokens, trained, o.seq_len) / r.step_seconds / 1e9;
+      r.mfu = report.sgemm_gflops > 0 ? r.model_gflops / report.sgemm_gflops : 0.0;
+      log_info("bench", arch, "-", size, " (", r.params, " params): ", r.tokens_per_second,
+               " tokens/s, ", r.model_gflops, " GFLOP/s, MFU ", r.mfu);
+      report.results.push_back(r);
+    }
+  }
+  return report;
+}
+
+std::string train_bench_json(const TrainBenchReport& report) {
+  nlohmann::json j = {{"bench", "train"},
+                      {"device", report.device},
+                      {"compute_dtype", report.compute_dtype},
+                      {"threads", report.threads},
+                      {"sgemm_gflops", report.sgemm_gflops},
+                      {"results", nlohmann::json::array()}};
+  for (const TrainBenchResult& r : report.results) {
+    j["results"].push_back({{"arch", r.arch},
+                            {"size", r.size},
+                            {"params", r.params},
+                            {"active_params", r.active_params},
+                            {"seq_len", r.seq_len},
+                            {"batch", r.batch},
+                            {"step_seconds", r.step_seconds},
+                            {"tokens_per_second", r.tokens_per_second},
+                            {"model_gflops", r.model_gflops},
+                            {"mfu", r.mfu}});
+  }
+  return j.dump(2);
+}
+
+}  // namespace stoa::train

@@ -1,0 +1,100 @@
+// The trainer: a libtorch policy with f32 master weights, AdamW, a learning-rate schedule and the
+// policy losses, behind a torch-free interface (pimpl) so the CLI, the hub and the PULSE bench
+// never include libtorch. Plain types in and out: ModelWeights, Tensor, Rollout, SftExample.
+//
+//   stoa::train::Trainer trainer(stoa::random_weights(config, 1), options);
+//   StepMetrics m = trainer.train_step(groups);   // one DPPO (or baseline) optimiser step
+//   trainer.copy_weights_to(&weights);             // f32 weights after the step
+//   trainer.save_checkpoint(dir);  auto again = Trainer::resume(dir, options);
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "model/weights.h"
+#include "train/rollout.h"
+#include "train/train_options.h"
+
+namespace stoa::train {
+
+// One supervised sequence: cross-entropy on tokens[t] for every t with mask[t] == 1 (t ≥ 1).
+struct SftExample {
+  std::string id;
+  std::vector<int32_t> tokens;
+  std::vector<uint8_t> mask;
+};
+
+struct StepMetrics {
+  int64_t step = 0;   // optimiser steps taken after this one
+  double lr = 0.0;    // learning rate used by this step
+  double loss = 0.0;  // the aggregated loss that was differentiated
+  int64_t sequences = 0;
+  int64_t tokens = 0;        // trainable (loss) tokens
+  int64_t tokens_total = 0;  // all tokens forwarded (incl. prompts/observations, excl. padding)
+  // Trust-region mask: fraction of trainable tokens dropped, overall and per advantage sign.
+  double masked_fraction = 0.0;
+  double masked_fraction_pos = 0.0;  // among tokens with A > 0
+  double masked_fraction_neg = 0.0;  // among tokens with A ≤ 0
+  // Divergence between π (trainer) and μ (behaviour) per trainable token: the top-K TV/KL where
+  // the rollout reported top-K, the binary (sampled token vs rest) ones otherwise.
+  double tv_mean = 0.0, tv_max = 0.0;
+  double kl_mean = 0.0, kl_max = 0.0;
+  double chi2 = 0.0;          // mean (p/μ − 1)² (untruncated ratio)
+  double pearson_p_mu = 0.0;  // correlation of p and μ over the trainable tokens
+  double log_ppl_diff = 0.0;  // mean (log μ − log p)
+  double entropy = 0.0;       // mean entropy of π over the trainable positions (nats)
+  double grad_norm = 0.0;     // before clipping
+  double seconds = 0.0;
+  double tokens_per_second = 0.0;  // tokens_total / seconds
+};
+
+class Trainer {
+ public:
+  // Copies `initial` (f32) to the device. Throws for a bad device/options or a weight set that
+  // does not match its config.
+  Trainer(const ModelWeights& initial, const TrainOptions& options);
+  ~Trainer();
+  Trainer(Trainer&&) noexcept;
+  Trainer& operator=(Trainer&&) noexcept;
+
+  const ModelConfig& config() const;
+  const TrainOptions& options() const;
+  int64_t step_count() const;  // optimiser steps taken
+
+  // One policy-gradient step over all rollouts of all groups (gradient accumulation over
+  // micro-batches). Every rollout is validated first; a bad one throws a stoa::Error naming it
+  // and leaves weights, optimiser state and step count untouched. A non-finite loss or gradient
+  // is likewise rejected before the optimiser runs.
+  StepMetrics train_step(const std::vector<RolloutGroup>& groups);
+  // One supervised step: token-mean cross-entropy over the masked tokens of `batch`.
+  StepMetrics sft_step(const std::vector<SftExample>& batch);
+
+  // Forward only (no gradients): f32 logits [tokens.size(), vocab] of one sequence.
+  Tensor logits(const std::vector<int32_t>& tokens) const;
+  // Forward only: log π(tokens[t] | tokens[<t]) for t ≥ 1 (entry 0 is 0).
+  std::vector<float> token_logprobs(const std::vector<int32_t>& tokens) const;
+
+  ModelWeights weights() const;                   // f32 copy (HF names)
+  void copy_weights_to(ModelWeights* out) const;  // reuses out's buffers when shapes match
+  // Hugging Face model directory (config.json + model.safetensors) at `dtype`.
+  void save_model(const std::string& dir, DType dtype = DType::kF32) const;
+
+  // Exact checkpoint: f32 weights (safetensors), AdamW moments and step, schedule position, the
+  // data-order RNG. Written to dir.tmp then renamed, so a crash never leaves half a checkpoint.
+  void save_checkpoint(const std::string& dir) const;
+  // Rebuilds a trainer from save_checkpoint's directory; continuing from it is bit-identical to
+  // never having stopped (same options, same device and thread count).
+  static Trainer resume(const std::string& dir, const TrainOptions& options);
+
+  // The data-order RNG (SFT shuffling); part of the checkpoint.
+  uint64_t next_random();
+
+ private:
+  struct Impl;
+  explicit Trainer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace stoa::train

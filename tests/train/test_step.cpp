@@ -1,0 +1,259 @@
+// Trainer steps end to end on the tiny presets: exact resume (N steps straight == N/2, save,
+// resume, N/2, bit for bit), the loss value the step differentiates against log-probs computed
+// independently (token-mean and sequence-sum; observation tokens never counted), micro-batching
+// not changing the step, SFT learning, the schedule, and the step metrics being sane.
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "model/presets.h"
+#include "train/sft_data.h"
+#include "train/trainer.h"
+
+namespace stoa::train {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A group of rollouts: prompt (4 tokens), model tokens, a tool observation (not trainable), more
+// model tokens. Behaviour log-probs are the trainer's own perturbed by `drift`.
+std::vector<RolloutGroup> make_groups(const Trainer& trainer, uint64_t seed, double drift,
+                                      int groups = 2, int per_group = 3) {
+  std::mt19937_64 rng(seed);
+  const int32_t vocab = static_cast<int32_t>(trainer.config().vocab_size);
+  std::uniform_int_distribution<int32_t> tok(0, vocab - 1);
+  std::normal_distribution<float> noise(0.0f, static_cast<float>(drift));
+  std::vector<RolloutGroup> out;
+  for (int g = 0; g < groups; ++g) {
+    RolloutGroup group{"g" + std::to_string(g), {}};
+    for (int i = 0; i < per_group; ++i) {
+      Rollout r;
+      r.id = group.id + "-r" + std::to_string(i);
+      const int n = 14 + 3 * i + g;
+      for (int t = 0; t < n; ++t) {
+        r.tokens.push_back(tok(rng));
+        const bool observation = t >= 8 && t < 11;
+        r.trainable.push_back(t >= 4 && !observation);
+      }
+      std::vector<float> lp = trainer.token_logprobs(r.tokens);
+      for (int t = 0; t < n; ++t) {
+        r.behaviour_logprobs.push_back(std::min(0.0f, lp[t] + noise(rng)));
+      }
+      r.reward = static_cast<double>((i + g) % 2);
+      group.rollouts.push_back(std::move(r));
+    }
+    out.push_back(std::move(group));
+  }
+  return out;
+}
+
+TrainOptions base_options() {
+  TrainOptions o;
+  o.threads = 2;
+  o.optimizer.lr = 1e-3;
+  o.optimizer.weight_decay = 0.01;
+  o.schedule.warmup_steps = 2;
+  o.schedule.kind = ScheduleKind::kCosine;
+  o.schedule.total_steps = 10;
+  o.seed = 42;
+  return o;
+}
+
+bool same_bits(const ModelWeights& a, const ModelWeights& b) {
+  if (a.tensors.size() != b.tensors.size()) return false;
+  for (const auto& [name, t] : a.tensors) {
+    const Tensor& u = b.tensors.at(name);
+    if (t.nbytes() != u.nbytes() || std::memcmp(t.data(), u.data(), t.nbytes()) != 0) return false;
+  }
+  return true;
+}
+
+class Resume : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(Resume, IsBitExact) {
+  const ModelConfig config = preset_config(GetParam());
+  const ModelWeights init = random_weights(config, 21);
+  TrainOptions options = base_options();
+  const fs::path dir = fs::temp_directory_path() / ("stoa_train_resume_" + std::string(GetParam()));
+  fs::remove_all(dir);
+  // Batches fixed up front (from the initial policy) so both runs see identical data.
+  Trainer probe(init, options);
+  std::vector<std::vector<RolloutGroup>> batches;
+  for (int s = 0; s < 4; ++s) batches.push_back(make_groups(probe, 100 + s, 0.3));
+
+  Trainer straight(init, options);
+  straight.train_step(batches[0]);
+  straight.train_step(batches[1]);
+  straight.next_random();
+  straight.train_step(batches[2]);
+  straight.train_step(batches[3]);
+
+  Trainer first(init, options);
+  first.train_step(batches[0]);
+  first.train_step(batches[1]);
+  first.next_random();  // the RNG state moves on and must be saved
+  first.save_checkpoint(dir.string());
+  Trainer second = Trainer::resume(dir.string(), options);
+  EXPECT_EQ(second.step_count(), 2);
+  second.train_step(batches[2]);
+  StepMetrics last = second.train_step(batches[3]);
+  EXPECT_EQ(last.step, 4);
+  EXPECT_TRUE(same_bits(straight.weights(), second.weights()));
+  EXPECT_FALSE(same_bits(init, second.weights()));          // it did train
+  EXPECT_EQ(straight.next_random(), second.next_random());  // RNG restored, not reseeded
+  fs::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(TinyPresets, Resume,
+                         ::testing::Values("tiny-qwen3", "tiny-lfm2", "tiny-lfm2moe"));
+
+// The differentiated loss equals −Σ A·log p over trainable tokens / denominator, computed from
+// token_logprobs (on-policy PG: no ratio, no mask). Observation tokens carry garbage behaviour
+// log-probs (NaN), which must be ignored.
+TEST(Step, LossMatchesIndependentComputation) {
+  const ModelConfig config = preset_config("tiny-lfm2");
+  const ModelWeights init = random_weights(config, 2);
+  for (Aggregation agg : {Aggregation::kTokenMean, Aggregation::kSequenceSum}) {
+    TrainOptions options = base_options();
+    options.loss.kind = LossKind::kOnPolicyPg;
+    options.loss.aggregation = agg;
+    options.loss.sequence_constant = 32;
+    Trainer trainer(init, options);
+    auto groups = make_groups(trainer, 7, 0.0);
+    double expected = 0, tokens = 0, seqs = 0;
+    for (auto& g : groups) {
+      std::vector<double> adv = group_advantages(g, options.loss.advantage);
+      for (size_t i = 0; i < g.rollouts.size(); ++i) {
+        Rollout& r = g.rollouts[i];
+        std::vector<float> lp = trainer.token_logprobs(r.tokens);
+        for (size_t t = 0; t < r.tokens.size(); ++t) {
+          if (!r.trainable[t]) {
+            r.behaviour_logprobs[t] = std::nanf("");  // never read
+            continue;
+          }
+          expected += -adv[i] * lp[t];
+          tokens += 1;
+        }
+        seqs += 1;
+      }
+    }
+    expected /= agg == Aggregation::kTokenMean ? tokens : 32.0 * seqs;
+    StepMetrics m = trainer.train_step(groups);
+    EXPECT_NEAR(m.loss, expected, 1e-5 * std::max(1.0, std::abs(expected)));
+    EXPECT_EQ(m.tokens, static_cast<int64_t>(tokens));
+    EXPECT_EQ(m.sequences, static_cast<int64_t>(seqs));
+    EXPECT_EQ(m.masked_fraction, 0.0);
+  }
+}
+
+TEST(Step, MicroBatchingDoesNotChangeTheStep) {
+  const ModelConfig config = preset_config("tiny-qwen3");
+  const ModelWeights init = random_weights(config, 5);
+  TrainOptions big = base_options(), small = base_options();
+  small.micro_batch_tokens = 20;  // about one rollout per micro-batch
+  Trainer a(init, big), b(init, small);
+  auto groups = make_groups(a, 9, 0.2);
+  StepMetrics ma = a.train_step(groups), mb = b.train_step(groups);
+  EXPECT_NEAR(ma.loss, mb.loss, 1e-6);
+  EXPECT_NEAR(ma.grad_norm, mb.grad_norm, 1e-5 * ma.grad_norm);
+  ModelWeights wa = a.weights(), wb = b.weights();
+  double max_diff = 0;
+  for (const auto& [name, t] : wa.tensors) {
+    const Tensor& u = wb.tensors.at(name);
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      max_diff = std::max(max_diff, double(std::abs(t.as<float>()[i] - u.as<float>()[i])));
+    }
+  }
+  EXPECT_LT(max_diff, 1e-6);
+}
+
+TEST(Step, MetricsAreSane) {
+  const ModelConfig config = preset_config("tiny-lfm2moe");
+  TrainOptions options = base_options();
+  options.loss.kind = LossKind::kDppoBinaryTv;
+  options.loss.delta_hi = options.loss.delta_lo = 0.002;  // tight: random drift leaves it
+  Trainer trainer(random_weights(config, 8), options);
+  StepMetrics m = trainer.train_step(make_groups(trainer, 3, 1.0));
+  EXPECT_EQ(m.step, 1);
+  EXPECT_NEAR(m.lr, 1e-3 / 2, 1e-15);  // warm-up step 1 of 2
+  EXPECT_GT(m.masked_fraction, 0.0);
+  EXPECT_LT(m.masked_fraction, 1.0);
+  EXPECT_GT(m.tv_mean, 0.0);
+  EXPECT_GE(m.tv_max, m.tv_mean);
+  EXPECT_GE(m.kl_max, m.kl_mean);
+  EXPECT_GT(m.chi2, 0.0);
+  EXPECT_GT(m.pearson_p_mu, 0.0);
+  EXPECT_GT(m.entropy, 0.0);
+  EXPECT_LE(m.entropy, std::log(double(config.vocab_size)) + 1e-6);
+  EXPECT_GT(m.grad_norm, 0.0);
+  EXPECT_GT(m.tokens_per_second, 0.0);
+  EXPECT_GT(m.tokens_total, m.tokens);
+}
+
+TEST(Step, TopkLossTrains) {
+  const ModelConfig config = preset_config("tiny-qwen3");
+  TrainOptions options = base_options();
+  options.loss.kind = LossKind::kDppoTopkKl;
+  options.loss.delta_hi = options.loss.delta_lo = 0.05;
+  Trainer trainer(random_weights(config, 8), options);
+  auto groups = make_groups(trainer, 4, 0.1);
+  for (auto& g : groups) {
+    for (auto& r : g.rollouts) {  // top-2: the sampled token and its neighbour id
+      r.topk = 2;
+      for (size_t t = 0; t < r.tokens.size(); ++t) {
+        r.topk_ids.push_back(r.tokens[t]);
+        r.topk_ids.push_back((r.tokens[t] + 1) % static_cast<int32_t>(config.vocab_size));
+        r.topk_logprobs.push_back(r.behaviour_logprobs[t]);
+        r.topk_logprobs.push_back(std::log(1.0f / config.vocab_size));
+      }
+    }
+  }
+  StepMetrics m = trainer.train_step(groups);
+  EXPECT_TRUE(std::isfinite(m.loss));
+  EXPECT_GT(m.kl_mean, 0.0);
+}
+
+TEST(Sft, LossFallsOnARepeatedExample) {
+  const ModelConfig config = preset_config("tiny-qwen3");
+  TrainOptions options = base_options();
+  options.schedule = {};
+  options.optimizer.lr = 3e-3;
+  Trainer trainer(random_weights(config, 1), options);
+  SftDataOptions data;
+  data.vocab_size = config.vocab_size;
+  auto examples = parse_sft_jsonl(
+      "{\"id\": \"a\", \"tokens\": [5, 6, 7, 8, 9, 10, 11, 12], \"mask\": [0,0,0,1,1,1,1,1]}\n"
+      "{\"tokens\": [20, 21, 22, 23, 24]}\n",
+      "inline.jsonl", data);
+  ASSERT_EQ(examples.size(), 2u);
+  EXPECT_EQ(examples[1].id, "inline.jsonl:2");
+  EXPECT_EQ(examples[1].mask[0], 0);
+  double first = trainer.sft_step(examples).loss;
+  double last = first;
+  for (int i = 0; i < 30; ++i) last = trainer.sft_step(examples).loss;
+  EXPECT_NEAR(first, std::log(double(config.vocab_size)), 0.1);  // small init ≈ uniform
+  EXPECT_LT(last, 0.5 * first);
+}
+
+TEST(Schedule, WarmupConstantAndCosine) {
+  OptimizerOptions opt;
+  opt.lr = 1.0;
+  ScheduleOptions s;
+  s.warmup_steps = 4;
+  EXPECT_DOUBLE_EQ(scheduled_lr(opt, s, 0), 0.25);
+  EXPECT_DOUBLE_EQ(scheduled_lr(opt, s, 3), 1.0);
+  EXPECT_DOUBLE_EQ(scheduled_lr(opt, s, 100), 1.0);
+  s.kind = ScheduleKind::kCosine;
+  s.total_steps = 14;
+  s.min_lr_ratio = 0.1;
+  EXPECT_DOUBLE_EQ(scheduled_lr(opt, s, 4), 1.0);
+  EXPECT_NEAR(scheduled_lr(opt, s, 9), 0.1 + 0.9 * 0.5, 1e-12);  // halfway
+  EXPECT_NEAR(scheduled_lr(opt, s, 14), 0.1, 1e-12);
+  EXPECT_NEAR(scheduled_lr(opt, s, 50), 0.1, 1e-12);
+}
+
+}  // namespace
+}  // namespace stoa::train
