@@ -25,6 +25,11 @@
 #include <hwy/highway.h>
 
 HWY_BEFORE_NAMESPACE();
+#if HWY_TARGET == HWY_AVX3_DL
+// Highway 1.0's AVX3_DL target string names "avxvnni" (the VEX form) but not AVX512-VNNI, which
+// its CPU check for this target does require; enable it for the VNNI tile below.
+#pragma GCC target("avx512vnni")
+#endif
 namespace stoa::kernels {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
@@ -121,7 +126,7 @@ HWY_INLINE void TileW8A8(const Args8& a, size_t row, size_t b) {
   for (size_t r = 0; r < R; ++r) {
     for (size_t c = 0; c < C; ++c) {
       const int8_t* w = a.w + (row + r) * a.cols;
-      const int16_t* xq = a.xq + (b + c) * a.cols;
+      const int8_t* xq = a.xq + (b + c) * a.cols;
       float acc = 0.0f;
       for (size_t g = 0; g < groups; ++g) {
         int32_t isum = 0;
@@ -133,6 +138,60 @@ HWY_INLINE void TileW8A8(const Args8& a, size_t row, size_t b) {
       a.y[(b + c) * a.y_stride + row + r] = acc;
     }
   }
+}
+#elif HWY_TARGET == HWY_AVX3_DL
+// VNNI (Ice Lake, Zen 4): vpdpbusd multiplies unsigned by signed bytes and adds each group of 4
+// products into an int32 lane: 64 products per instruction, i.e. two blocks, lanes 0-7 holding
+// exact partial sums of the first block and lanes 8-15 of the second. Activations are made
+// unsigned with a bias of 128 (x ^ 0x80); the bias contributes 128 * sum(w), which is removed
+// by starting the accumulation from -128 * sum(w) — one vpdpbusd per weight row, shared by all
+// C activation rows. The lane sums are then scaled by [d_x] and [d_w] (two blocks per vector).
+// An odd last block is loaded under a mask: zero weights contribute nothing.
+template <size_t R, size_t C>
+HWY_INLINE void TileW8A8(const Args8& a, size_t row, size_t b) {
+  const size_t groups = a.cols / kBlock;
+  const int8_t* HWY_RESTRICT w = a.w + row * a.cols;
+  const uint16_t* HWY_RESTRICT ws = a.ws + row * groups;
+  const int8_t* HWY_RESTRICT xq = a.xq + b * a.cols;
+  const float* HWY_RESTRICT xd = a.xd + b * groups;
+  const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
+  const __m512i zero = _mm512_setzero_si512();
+
+  __m512 acc[R][C];
+  for (size_t r = 0; r < R; ++r)
+    for (size_t c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
+  HWY_ALIGN float dw[R][kScaleGroup];
+  static_assert(kScaleGroup % 2 == 0, "block pairs must not straddle scale groups");
+  for (size_t g0 = 0; g0 < groups; g0 += kScaleGroup) {
+    const size_t ng = std::min(kScaleGroup, groups - g0);
+    for (size_t r = 0; r < R; ++r) ScalesToF32(ws + r * groups + g0, dw[r], ng);
+    for (size_t g = 0; g < ng; g += 2) {
+      const bool pair = g + 1 < ng;
+      const __mmask64 mask = pair ? ~__mmask64{0} : __mmask64{0xffffffffu};
+      const size_t col = (g0 + g) * kBlock;
+      __m512i xu[C];
+      __m512 sx[C];
+      for (size_t c = 0; c < C; ++c) {
+        xu[c] = _mm512_xor_si512(_mm512_maskz_loadu_epi8(mask, xq + c * a.cols + col), bias);
+        const float* d = xd + c * groups + g0 + g;
+        sx[c] = _mm512_insertf32x8(_mm512_set1_ps(d[0]), _mm256_set1_ps(pair ? d[1] : 0.0f), 1);
+      }
+      for (size_t r = 0; r < R; ++r) {
+        const __m512i wv = _mm512_maskz_loadu_epi8(mask, w + r * a.cols + col);
+        const __m512i neg_bias_sum = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, bias, wv));
+        const __m512 sw = _mm512_insertf32x8(_mm512_set1_ps(dw[r][g]),
+                                             _mm256_set1_ps(pair ? dw[r][g + 1] : 0.0f), 1);
+        for (size_t c = 0; c < C; ++c) {
+          const __m512i isum = _mm512_dpbusd_epi32(neg_bias_sum, xu[c], wv);
+          acc[r][c] =
+              _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(isum), sx[c]), sw, acc[r][c]);
+        }
+      }
+    }
+  }
+  for (size_t r = 0; r < R; ++r)
+    for (size_t c = 0; c < C; ++c)
+      a.y[(b + c) * a.y_stride + row + r] = _mm512_reduce_add_ps(acc[r][c]);
 }
 #else
 template <size_t R, size_t C>
@@ -150,7 +209,7 @@ HWY_INLINE void TileW8A8(const Args8& a, size_t row, size_t b) {
   const size_t groups = a.cols / kBlock;
   const int8_t* HWY_RESTRICT w = a.w + row * a.cols;
   const uint16_t* HWY_RESTRICT ws = a.ws + row * groups;
-  const int16_t* HWY_RESTRICT xq = a.xq + b * a.cols;
+  const int8_t* HWY_RESTRICT xq = a.xq + b * a.cols;
   const float* HWY_RESTRICT xd = a.xd + b * groups;
 
   VF acc[R][C];
@@ -165,7 +224,8 @@ HWY_INLINE void TileW8A8(const Args8& a, size_t row, size_t b) {
       if (chunks == 1) {
         // One vector per block (AVX-512): the integer block sum is formed and consumed at once.
         V16 xv[C];
-        for (size_t c = 0; c < C; ++c) xv[c] = hn::LoadU(di16, xq + c * a.cols + col0);
+        for (size_t c = 0; c < C; ++c)
+          xv[c] = hn::PromoteTo(di16, hn::LoadU(di8, xq + c * a.cols + col0));
         for (size_t r = 0; r < R; ++r) {
           const V16 wv = hn::PromoteTo(di16, hn::LoadU(di8, w + r * a.cols + col0));
           for (size_t c = 0; c < C; ++c) {
@@ -183,7 +243,8 @@ HWY_INLINE void TileW8A8(const Args8& a, size_t row, size_t b) {
         for (size_t k = 0; k < chunks && k < kMaxChunks; ++k) {
           const size_t col = col0 + k * lanes16;
           V16 xv[C];
-          for (size_t c = 0; c < C; ++c) xv[c] = hn::LoadU(di16, xq + c * a.cols + col);
+          for (size_t c = 0; c < C; ++c)
+            xv[c] = hn::PromoteTo(di16, hn::LoadU(di8, xq + c * a.cols + col));
           for (size_t r = 0; r < R; ++r) {
             const V16 wv = hn::PromoteTo(di16, hn::LoadU(di8, w + r * a.cols + col));
             for (size_t c = 0; c < C; ++c)
@@ -259,10 +320,10 @@ void MatmulW8A8(const Args8& a, size_t row_begin, size_t row_end, size_t batch) 
 // Per 32-block: d = amax / 127 (stored rounded to f16, as llama.cpp stores it), q = round(x / d)
 // with halves away from zero (roundf), using the unrounded 1/d as llama.cpp's reference does.
 void QuantizeQ8(const float* HWY_RESTRICT x, size_t x_stride, size_t batch, size_t cols,
-                int16_t* HWY_RESTRICT q, float* HWY_RESTRICT d) {
+                int8_t* HWY_RESTRICT q, float* HWY_RESTRICT d) {
   const DF df;
   const hn::Rebind<int32_t, DF> di32;
-  const hn::Rebind<int16_t, DF> di16;
+  const hn::Rebind<int8_t, DF> di8;
   const size_t lanes = hn::Lanes(df);
   const size_t groups = cols / kBlock;
   for (size_t b = 0; b < batch; ++b) {
@@ -286,7 +347,7 @@ void QuantizeQ8(const float* HWY_RESTRICT x, size_t x_stride, size_t batch, size
         // fl + 1 where the fraction is >= 0.5: round half away from zero (mag - fl is exact).
         const auto r = hn::Add(fl, hn::IfThenElseZero(hn::Ge(hn::Sub(mag, fl), half), one));
         const auto qi = hn::ConvertTo(di32, hn::CopySignToAbs(r, t));
-        hn::StoreU(hn::DemoteTo(di16, qi), di16, q + b * cols + g * kBlock + k);
+        hn::StoreU(hn::DemoteTo(di8, qi), di8, q + b * cols + g * kBlock + k);
       }
     }
   }

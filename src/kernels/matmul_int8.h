@@ -34,11 +34,11 @@ struct Int8Weights {
   int64_t cols = 0;  // a positive multiple of 32
 };
 
-// Activations quantised for the W8A8 path (caller-owned buffers). Values are int8-range but
-// stored widened to int16 so the dot-product loop does not re-widen them for every weight row.
+// Activations quantised for the W8A8 path (caller-owned buffers), llama.cpp's block_q8_0 split
+// into two arrays: values in [-127, 127] and one scale per 32-block.
 struct Q8Activations {
-  int16_t* values = nullptr;  // batch * cols
-  float* scales = nullptr;    // batch * cols / 32; each is an f16-representable float
+  int8_t* values = nullptr;  // batch * cols
+  float* scales = nullptr;   // batch * cols / 32; each is an f16-representable float
   int64_t batch = 0;
   int64_t cols = 0;
 };

@@ -20,8 +20,8 @@ struct Args8 {
   const int8_t* w;
   const uint16_t* ws;
   size_t cols;
-  const int16_t* xq;  // batch * cols, row stride cols
-  const float* xd;    // batch * cols / 32
+  const int8_t* xq;  // batch * cols, row stride cols
+  const float* xd;   // batch * cols / 32
   float* y;
   size_t y_stride;
 };

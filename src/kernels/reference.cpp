@@ -18,7 +18,7 @@ void quantize_activations_q8(const float* x, int64_t x_stride, const Q8Activatio
       acts.scales[b * groups + g] = f16_bits_to_f32(f32_to_f16_bits(d));
       for (int64_t i = 0; i < kQ8Block; ++i)
         acts.values[b * acts.cols + g * kQ8Block + i] =
-            static_cast<int16_t>(std::roundf(blk[i] * id));
+            static_cast<int8_t>(std::roundf(blk[i] * id));
     }
   }
 }

@@ -35,7 +35,7 @@ TEST(KernelsBadInput, MatmulShapesAndRanges) {
   null_w.values = nullptr;
   expect_refused([&] { matmul_w8a32(null_w, x.data(), 64, 1, y.data(), 4, 0, 4); }, "empty");
 
-  std::vector<int16_t> q(128);
+  std::vector<int8_t> q(128);
   std::vector<float> d(4);
   Q8Activations acts{q.data(), d.data(), 2, 64};
   Q8Activations wrong_cols{q.data(), d.data(), 2, 96};

@@ -43,14 +43,14 @@ Problem make_problem(int64_t rows, int64_t cols, int64_t batch, uint32_t seed) {
 }
 
 struct Quantized {
-  std::vector<int16_t> values;
+  std::vector<int8_t> values;
   std::vector<float> scales;
   Q8Activations acts;
 };
 
 Quantized quantize(const float* x, int64_t batch, int64_t cols) {
   Quantized q;
-  q.values.assign(static_cast<size_t>(batch * cols), -999);
+  q.values.assign(static_cast<size_t>(batch * cols), -99);
   q.scales.assign(static_cast<size_t>(batch * cols / 32), -1.0f);
   q.acts = {q.values.data(), q.scales.data(), batch, cols};
   quantize_activations_q8(x, cols, q.acts);
@@ -65,7 +65,7 @@ TEST(QuantizeQ8, MatchesReferenceExactly) {
       const float ties[] = {127.0f, 2.5f, -3.5f, 0.5f, -0.5f, 1.5f, -126.5f};
       for (size_t i = 0; i < std::size(ties); ++i) p.x[static_cast<size_t>(cols) + i] = ties[i];
       Quantized got = quantize(p.x.data(), p.batch, cols);
-      std::vector<int16_t> want_v(got.values.size());
+      std::vector<int8_t> want_v(got.values.size());
       std::vector<float> want_s(got.scales.size());
       ref::quantize_activations_q8(p.x.data(), cols, {want_v.data(), want_s.data(), p.batch, cols});
       EXPECT_EQ(got.values, want_v) << "cols " << cols;
