@@ -20,17 +20,41 @@ bool should_rescale(float amax, uint16_t frozen, uint16_t fresh, const RescaleRu
   return f16_to_f32(fresh) < rule.shrink_below * s;
 }
 
-// The group's largest magnitude, or NaN when any value is not finite (std::max would silently
-// drop a NaN, and the grid must never carry one).
+// The group's largest magnitude, or NaN when any value is not finite (a float max would
+// silently drop a NaN, and the grid must never carry one). Works on the bit patterns: for
+// non-negative floats integer order is float order, and inf/NaN are the patterns >= 0x7f800000;
+// an integer max reduction also vectorises.
 static float group_amax(const float* g) {
-  float amax = 0.0f;
-  bool finite = true;
+  int32_t m = 0;
   for (int64_t i = 0; i < kInt8GroupSize; ++i) {
-    float a = std::fabs(g[i]);
-    finite &= a <= std::numeric_limits<float>::max();
-    amax = std::max(amax, a);
+    int32_t b = static_cast<int32_t>(f32_bits(g[i]) & 0x7fffffffu);
+    m = b > m ? b : m;
   }
-  return finite ? amax : std::numeric_limits<float>::quiet_NaN();
+  if (m >= 0x7f800000) return std::numeric_limits<float>::quiet_NaN();
+  return f32_from_bits(static_cast<uint32_t>(m));
+}
+
+void quantize_group_exact(const float* x, uint16_t scale_bits, int8_t* out) {
+  float s = f16_to_f32(scale_bits);
+  if (s == 0.0f || !std::isfinite(s)) {
+    int8_quantize_group(x, scale_bits, out);  // the rare degenerate group: the reference path
+    return;
+  }
+  // clamp(round_half_away(x / s), -127, 127), written so the compiler vectorises it: clamping y
+  // to +-200 first changes nothing (anything beyond +-127.5 clips anyway) and keeps the integer
+  // conversion in range; y - trunc(y) is exact in float for |y| < 2^23.
+  // Ternaries rather than std::min/max and -fno-trapping-math (CMakeLists) let GCC vectorise it.
+  for (int64_t i = 0; i < kInt8GroupSize; ++i) {
+    float y = x[i] / s;
+    y = y < -200.0f ? -200.0f : y;
+    y = y > 200.0f ? 200.0f : y;
+    int t = static_cast<int>(y);
+    float f = y - static_cast<float>(t);
+    t += (f >= 0.5f ? 1 : 0) - (f <= -0.5f ? 1 : 0);
+    t = t < -127 ? -127 : t;
+    t = t > 127 ? 127 : t;
+    out[i] = static_cast<int8_t>(t);
+  }
 }
 
 Int8State Int8Quantizer::quantize(const WeightViews& weights, uint64_t version,
@@ -104,7 +128,7 @@ Int8State Int8Quantizer::quantize(const WeightViews& weights, uint64_t version,
           (sf == 0.0f || std::round(amax / sf) > 127.0f ? clip : shrink) += 1;
           s = fresh;
         }
-        int8_quantize_group(x, s, q.values.data() + g * kInt8GroupSize);
+        quantize_group_exact(x, s, q.values.data() + g * kInt8GroupSize);
       }
       clip_total += clip;
       shrink_total += shrink;

@@ -150,3 +150,47 @@ TEST(PulseState, HashesAndFingerprint) {
 
 }  // namespace
 }  // namespace stoa::pulse
+
+namespace stoa::pulse {
+namespace {
+
+TEST(PulseQuantizer, FastGroupQuantisationMatchesTheCoreReference) {
+  uint64_t s = 12345;
+  auto next = [&] {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    return s >> 11;
+  };
+  std::vector<float> x(32);
+  std::vector<int8_t> a(32), b(32);
+  for (int trial = 0; trial < 20000; ++trial) {
+    uint16_t scale = f32_to_f16(static_cast<float>(next() % 100000 + 1) * 1e-7f);
+    float sf = f16_to_f32(scale);
+    for (int i = 0; i < 32; ++i) {
+      switch (next() % 4) {
+        case 0:  // exact ties k + 0.5 and their neighbours
+          x[i] = (static_cast<float>(static_cast<int>(next() % 300) - 150) + 0.5f) * sf;
+          if (next() % 2) x[i] = std::nextafter(x[i], next() % 2 ? 1.0f : -1.0f);
+          break;
+        case 1:  // far beyond the grid
+          x[i] = static_cast<float>(static_cast<int64_t>(next() % 2000001) - 1000000) * sf;
+          break;
+        case 2:
+          x[i] = 0.0f;
+          break;
+        default:
+          x[i] = (static_cast<float>(next() % 2000000) / 1e6f - 1.0f) * 130.0f * sf;
+      }
+    }
+    int8_quantize_group(x.data(), scale, a.data());
+    quantize_group_exact(x.data(), scale, b.data());
+    ASSERT_EQ(a, b) << "trial " << trial;
+  }
+  std::vector<float> zeros(32, 0.0f);
+  zeros[3] = 1.0f;
+  int8_quantize_group(zeros.data(), 0, a.data());
+  quantize_group_exact(zeros.data(), 0, b.data());
+  EXPECT_EQ(a, b);
+}
+
+}  // namespace
+}  // namespace stoa::pulse
