@@ -1,0 +1,195 @@
+#include "model/gguf_format.h"
+
+#include "core/error.h"
+
+namespace stoa::gguf {
+
+const char* value_type_name(ValueType type) {
+  switch (type) {
+    case ValueType::kU8:
+      return "u8";
+    case ValueType::kI8:
+      return "i8";
+    case ValueType::kU16:
+      return "u16";
+    case ValueType::kI16:
+      return "i16";
+    case ValueType::kU32:
+      return "u32";
+    case ValueType::kI32:
+      return "i32";
+    case ValueType::kF32:
+      return "f32";
+    case ValueType::kBool:
+      return "bool";
+    case ValueType::kString:
+      return "string";
+    case ValueType::kArray:
+      return "array";
+    case ValueType::kU64:
+      return "u64";
+    case ValueType::kI64:
+      return "i64";
+    case ValueType::kF64:
+      return "f64";
+  }
+  return "?";
+}
+
+bool is_valid_value_type(uint32_t type) {
+  return type <= static_cast<uint32_t>(ValueType::kF64);
+}
+
+size_t value_type_size(ValueType type) {
+  switch (type) {
+    case ValueType::kU8:
+    case ValueType::kI8:
+    case ValueType::kBool:
+      return 1;
+    case ValueType::kU16:
+    case ValueType::kI16:
+      return 2;
+    case ValueType::kU32:
+    case ValueType::kI32:
+    case ValueType::kF32:
+      return 4;
+    case ValueType::kU64:
+    case ValueType::kI64:
+    case ValueType::kF64:
+      return 8;
+    case ValueType::kString:
+    case ValueType::kArray:
+      return 0;
+  }
+  return 0;
+}
+
+const char* ggml_type_name(GgmlType type) {
+  switch (type) {
+    case GgmlType::kF32:
+      return "F32";
+    case GgmlType::kF16:
+      return "F16";
+    case GgmlType::kQ8_0:
+      return "Q8_0";
+    case GgmlType::kBF16:
+      return "BF16";
+  }
+  return "?";
+}
+
+bool is_supported_ggml_type(uint32_t type) {
+  return type == static_cast<uint32_t>(GgmlType::kF32) ||
+         type == static_cast<uint32_t>(GgmlType::kF16) ||
+         type == static_cast<uint32_t>(GgmlType::kQ8_0) ||
+         type == static_cast<uint32_t>(GgmlType::kBF16);
+}
+
+uint64_t row_bytes(GgmlType type, int64_t ne0) {
+  STOA_CHECK(ne0 > 0, ErrorKind::kInvalidArgument, "GGUF row length must be positive, got ", ne0);
+  switch (type) {
+    case GgmlType::kF32:
+      return static_cast<uint64_t>(ne0) * 4;
+    case GgmlType::kF16:
+    case GgmlType::kBF16:
+      return static_cast<uint64_t>(ne0) * 2;
+    case GgmlType::kQ8_0:
+      STOA_CHECK(ne0 % kQ8BlockValues == 0, ErrorKind::kInvalidArgument,
+                 "Q8_0 rows need a multiple of 32 elements, got ", ne0);
+      return static_cast<uint64_t>(ne0 / kQ8BlockValues) * kQ8BlockBytes;
+  }
+  fail(ErrorKind::kInternal, "unknown ggml type ", static_cast<uint32_t>(type));
+}
+
+Value Value::u32(uint32_t v) {
+  Value out;
+  out.type = ValueType::kU32;
+  out.i = v;
+  return out;
+}
+Value Value::i32(int32_t v) {
+  Value out;
+  out.type = ValueType::kI32;
+  out.i = v;
+  return out;
+}
+Value Value::u64(uint64_t v) {
+  Value out;
+  out.type = ValueType::kU64;
+  out.i = static_cast<int64_t>(v);
+  return out;
+}
+Value Value::f32(float v) {
+  Value out;
+  out.type = ValueType::kF32;
+  out.f = v;
+  return out;
+}
+Value Value::boolean(bool v) {
+  Value out;
+  out.type = ValueType::kBool;
+  out.i = v ? 1 : 0;
+  return out;
+}
+Value Value::string(std::string v) {
+  Value out;
+  out.type = ValueType::kString;
+  out.str = std::move(v);
+  return out;
+}
+
+template <typename T, typename Make>
+static Value make_array(ValueType element, const std::vector<T>& v, Make make) {
+  Value out;
+  out.type = ValueType::kArray;
+  out.array_type = element;
+  out.items.reserve(v.size());
+  for (const T& x : v) out.items.push_back(make(x));
+  return out;
+}
+Value Value::array_i32(const std::vector<int32_t>& v) {
+  return make_array(ValueType::kI32, v, [](int32_t x) { return Value::i32(x); });
+}
+Value Value::array_u32(const std::vector<uint32_t>& v) {
+  return make_array(ValueType::kU32, v, [](uint32_t x) { return Value::u32(x); });
+}
+Value Value::array_f32(const std::vector<float>& v) {
+  return make_array(ValueType::kF32, v, [](float x) { return Value::f32(x); });
+}
+Value Value::array_string(const std::vector<std::string>& v) {
+  return make_array(ValueType::kString, v, [](const std::string& x) { return Value::string(x); });
+}
+
+bool Value::is_integer() const {
+  switch (type) {
+    case ValueType::kU8:
+    case ValueType::kI8:
+    case ValueType::kU16:
+    case ValueType::kI16:
+    case ValueType::kU32:
+    case ValueType::kI32:
+    case ValueType::kU64:
+    case ValueType::kI64:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::string Value::describe() const {
+  if (type == ValueType::kString)
+    return cat('"', str.size() > 60 ? str.substr(0, 60) + "..." : str, '"');
+  if (type == ValueType::kBool) return i ? "true" : "false";
+  if (type == ValueType::kU64) return std::to_string(static_cast<uint64_t>(i));
+  if (is_integer()) return std::to_string(i);
+  if (is_float()) return cat(f);
+  std::string out = cat(value_type_name(array_type), "[", items.size(), "]");
+  if (items.size() <= 8 && array_type != ValueType::kArray) {
+    out += " {";
+    for (size_t k = 0; k < items.size(); ++k) out += (k ? ", " : "") + items[k].describe();
+    out += "}";
+  }
+  return out;
+}
+
+}  // namespace stoa::gguf

@@ -1,0 +1,313 @@
+#include "model/gguf_writer.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "core/dtype.h"
+#include "core/error.h"
+#include "model/gguf_arch_map.h"
+
+namespace stoa {
+
+using gguf::GgmlType;
+using gguf::Value;
+using gguf::ValueType;
+
+namespace {
+
+// Appends little-endian scalars and GGUF strings to a byte buffer (the header is small; tensor
+// data is streamed straight to the file).
+class ByteSink {
+ public:
+  template <typename T>
+  void put(T value) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    size_t at = bytes_.size();
+    bytes_.resize(at + sizeof(T));
+    std::memcpy(bytes_.data() + at, &value, sizeof(T));
+  }
+  void put_string(const std::string& s) {
+    put<uint64_t>(s.size());
+    bytes_.insert(bytes_.end(), s.begin(), s.end());
+  }
+  void pad_to(uint64_t alignment) {
+    while (bytes_.size() % alignment != 0) bytes_.push_back(0);
+  }
+  const std::vector<uint8_t>& bytes() const { return bytes_; }
+
+ private:
+  std::vector<uint8_t> bytes_;
+};
+
+void put_scalar(ByteSink& out, ValueType type, const Value& v, const std::string& key) {
+  switch (type) {
+    case ValueType::kU8:
+      out.put<uint8_t>(static_cast<uint8_t>(v.i));
+      break;
+    case ValueType::kI8:
+      out.put<int8_t>(static_cast<int8_t>(v.i));
+      break;
+    case ValueType::kU16:
+      out.put<uint16_t>(static_cast<uint16_t>(v.i));
+      break;
+    case ValueType::kI16:
+      out.put<int16_t>(static_cast<int16_t>(v.i));
+      break;
+    case ValueType::kU32:
+      out.put<uint32_t>(static_cast<uint32_t>(v.i));
+      break;
+    case ValueType::kI32:
+      out.put<int32_t>(static_cast<int32_t>(v.i));
+      break;
+    case ValueType::kU64:
+      out.put<uint64_t>(static_cast<uint64_t>(v.i));
+      break;
+    case ValueType::kI64:
+      out.put<int64_t>(v.i);
+      break;
+    case ValueType::kF32:
+      out.put<float>(static_cast<float>(v.f));
+      break;
+    case ValueType::kF64:
+      out.put<double>(v.f);
+      break;
+    case ValueType::kBool:
+      out.put<uint8_t>(v.i ? 1 : 0);
+      break;
+    case ValueType::kString:
+      out.put_string(v.str);
+      break;
+    case ValueType::kArray:
+      fail(ErrorKind::kInvalidArgument, "GGUF key '", key, "': nested arrays are not written");
+  }
+}
+
+void put_value(ByteSink& out, const Value& v, const std::string& key) {
+  out.put<uint32_t>(static_cast<uint32_t>(v.type));
+  if (v.type != ValueType::kArray) {
+    put_scalar(out, v.type, v, key);
+    return;
+  }
+  out.put<uint32_t>(static_cast<uint32_t>(v.array_type));
+  out.put<uint64_t>(v.items.size());
+  for (const Value& item : v.items) {
+    STOA_CHECK(item.type == v.array_type, ErrorKind::kInvalidArgument, "GGUF key '", key,
+               "': array of ", gguf::value_type_name(v.array_type), " holds a ",
+               gguf::value_type_name(item.type));
+    put_scalar(out, v.array_type, item, key);
+  }
+}
+
+uint64_t align_up(uint64_t x, uint64_t a) {
+  return (x + a - 1) / a * a;
+}
+
+}  // namespace
+
+void GgufWriter::set(const std::string& key, Value value) {
+  for (auto& [k, v] : kv_) {
+    if (k == key) {
+      v = std::move(value);
+      return;
+    }
+  }
+  kv_.emplace_back(key, std::move(value));
+}
+
+void GgufWriter::add_tensor(std::string name, GgmlType type, std::vector<int64_t> ne,
+                            std::vector<uint8_t> data) {
+  STOA_CHECK(!ne.empty() && ne.size() <= 4, ErrorKind::kInvalidArgument, "GGUF tensor '", name,
+             "' must have 1 to 4 dimensions, got ", ne.size());
+  for (const PendingTensor& t : tensors_)
+    STOA_CHECK(t.name != name, ErrorKind::kInvalidArgument, "GGUF tensor '", name, "' added twice");
+  uint64_t rows = 1;
+  for (size_t k = 1; k < ne.size(); ++k) {
+    STOA_CHECK(ne[k] > 0, ErrorKind::kInvalidArgument, "GGUF tensor '", name,
+               "' has a non-positive dimension");
+    rows *= static_cast<uint64_t>(ne[k]);
+  }
+  uint64_t expect = rows * gguf::row_bytes(type, ne[0]);
+  STOA_CHECK(data.size() == expect, ErrorKind::kInvalidArgument, "GGUF tensor '", name, "' (",
+             gguf::ggml_type_name(type), ") needs ", expect, " bytes, got ", data.size());
+  tensors_.push_back({std::move(name), type, std::move(ne), std::move(data)});
+}
+
+void GgufWriter::write(const std::string& path) const {
+  uint64_t alignment = gguf::kDefaultAlignment;
+  ByteSink head;
+  head.put<uint32_t>(gguf::kMagic);
+  head.put<uint32_t>(gguf::kVersion);
+  head.put<uint64_t>(tensors_.size());
+  head.put<uint64_t>(kv_.size());
+  for (const auto& [key, value] : kv_) {
+    if (key == "general.alignment") {
+      STOA_CHECK(value.is_integer() && value.i > 0 && (value.i & (value.i - 1)) == 0,
+                 ErrorKind::kInvalidArgument, "general.alignment must be a power of two");
+      alignment = static_cast<uint64_t>(value.i);
+    }
+    head.put_string(key);
+    put_value(head, value, key);
+  }
+  std::vector<uint64_t> offsets;
+  uint64_t offset = 0;
+  for (const PendingTensor& t : tensors_) {
+    offset = align_up(offset, alignment);
+    offsets.push_back(offset);
+    head.put_string(t.name);
+    head.put<uint32_t>(static_cast<uint32_t>(t.ne.size()));
+    for (int64_t n : t.ne) head.put<uint64_t>(static_cast<uint64_t>(n));
+    head.put<uint32_t>(static_cast<uint32_t>(t.type));
+    head.put<uint64_t>(offset);
+    offset += t.data.size();
+  }
+  head.pad_to(alignment);
+
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    STOA_CHECK(out.good(), ErrorKind::kIo, "cannot open '", tmp, "' for writing");
+    out.write(reinterpret_cast<const char*>(head.bytes().data()),
+              static_cast<std::streamsize>(head.bytes().size()));
+    static const char zeros[256] = {};
+    uint64_t written = 0;
+    for (size_t k = 0; k < tensors_.size(); ++k) {
+      while (written < offsets[k]) {
+        uint64_t n = std::min<uint64_t>(sizeof(zeros), offsets[k] - written);
+        out.write(zeros, static_cast<std::streamsize>(n));
+        written += n;
+      }
+      out.write(reinterpret_cast<const char*>(tensors_[k].data.data()),
+                static_cast<std::streamsize>(tensors_[k].data.size()));
+      written += tensors_[k].data.size();
+    }
+    out.flush();
+    STOA_CHECK(out.good(), ErrorKind::kIo, "writing '", tmp, "' failed (disk full?)");
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  STOA_CHECK(!ec, ErrorKind::kIo, "cannot rename '", tmp, "' to '", path, "': ", ec.message());
+}
+
+const char* gguf_export_type_name(GgufExportType type) {
+  switch (type) {
+    case GgufExportType::kF32:
+      return "f32";
+    case GgufExportType::kF16:
+      return "f16";
+    case GgufExportType::kQ8_0:
+      return "q8_0";
+  }
+  return "?";
+}
+
+GgufExportType parse_gguf_export_type(const std::string& name) {
+  std::string lower = name;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  if (lower == "f32") return GgufExportType::kF32;
+  if (lower == "f16") return GgufExportType::kF16;
+  if (lower == "q8_0" || lower == "q8") return GgufExportType::kQ8_0;
+  fail(ErrorKind::kInvalidArgument, "GGUF type '", name, "' is not one of f32, f16, q8_0");
+}
+
+namespace {
+
+// The f32 values of one source tensor (ModelWeights may hold f32, bf16 or f16).
+Tensor source_f32(const ModelWeights& weights, const std::string& name, const Shape& shape) {
+  const Tensor& t = weights.at(name);
+  STOA_CHECK(t.shape() == shape, ErrorKind::kInvalidArgument, "GGUF export: tensor '", name,
+             "' has shape ", shape_string(t.shape()), ", the config implies ", shape_string(shape));
+  if (t.dtype() == DType::kF32) return t.clone();
+  return to_f32(t.view());
+}
+
+void append_q8(const Int8Matrix& m, std::vector<uint8_t>* out) {
+  int64_t groups = m.groups_per_row();
+  for (int64_t r = 0; r < m.rows; ++r) {
+    for (int64_t g = 0; g < groups; ++g) {
+      uint16_t scale = m.scales[static_cast<size_t>(r * groups + g)];
+      size_t at = out->size();
+      out->resize(at + gguf::kQ8BlockBytes);
+      std::memcpy(out->data() + at, &scale, 2);
+      std::memcpy(out->data() + at + 2, m.row(r) + g * kInt8GroupSize, kInt8GroupSize);
+    }
+  }
+}
+
+}  // namespace
+
+void export_gguf(const ModelWeights& weights, const std::string& path,
+                 const GgufExportOptions& options) {
+  const ModelConfig& config = weights.config;
+  GgufWriter writer;
+  uint32_t file_type = 0;                                    // llama_ftype: ALL_F32
+  if (options.type == GgufExportType::kF16) file_type = 1;   // MOSTLY_F16
+  if (options.type == GgufExportType::kQ8_0) file_type = 7;  // MOSTLY_Q8_0
+  auto metadata = gguf_metadata(config);
+  writer.set(metadata.front().first, metadata.front().second);  // general.architecture first
+  if (!options.model_name.empty()) writer.set("general.name", Value::string(options.model_name));
+  writer.set("general.file_type", Value::u32(file_type));
+  if (options.type == GgufExportType::kQ8_0)
+    writer.set("general.quantization_version", Value::u32(2));
+  writer.set("general.alignment", Value::u32(static_cast<uint32_t>(gguf::kDefaultAlignment)));
+  for (size_t k = 1; k < metadata.size(); ++k) writer.set(metadata[k].first, metadata[k].second);
+
+  for (const GgufTensorPlan& plan : gguf_tensor_plan(config)) {
+    std::vector<int64_t> ne(plan.shape.rbegin(), plan.shape.rend());
+    GgmlType type = GgmlType::kF32;
+    if (plan.matrix && options.type == GgufExportType::kF16) type = GgmlType::kF16;
+    if (plan.matrix && options.type == GgufExportType::kQ8_0 && ne[0] % kInt8GroupSize == 0)
+      type = GgmlType::kQ8_0;
+    std::vector<uint8_t> data;
+    for (size_t s = 0; s < plan.sources.size(); ++s) {
+      const std::string& name = plan.sources[s];
+      const Shape& shape = plan.source_shapes[s];
+      if (type == GgmlType::kQ8_0) {
+        const Int8Matrix* given = nullptr;
+        if (options.int8) {
+          auto it = options.int8->find(name);
+          if (it != options.int8->end()) given = &it->second;
+        }
+        int64_t cols = shape.back();
+        int64_t rows = shape_numel(shape) / cols;
+        if (given) {
+          STOA_CHECK(given->rows == rows && given->cols == cols, ErrorKind::kInvalidArgument,
+                     "GGUF export: int8 matrix for '", name, "' is [", given->rows, ", ",
+                     given->cols, "], the tensor is ", shape_string(shape));
+          append_q8(*given, &data);
+        } else {
+          Tensor f = source_f32(weights, name, shape);
+          append_q8(int8_quantize(f.as<float>(), rows, cols), &data);
+        }
+        continue;
+      }
+      Tensor f = source_f32(weights, name, shape);
+      size_t at = data.size();
+      if (type == GgmlType::kF16) {
+        data.resize(at + static_cast<size_t>(f.numel()) * 2);
+        convert_f32_to_f16(f.as<float>(), reinterpret_cast<uint16_t*>(data.data() + at),
+                           static_cast<size_t>(f.numel()));
+      } else {
+        data.resize(at + f.nbytes());
+        std::memcpy(data.data() + at, f.data(), f.nbytes());
+      }
+    }
+    writer.add_tensor(plan.gguf_name, type, std::move(ne), std::move(data));
+  }
+  // llama.cpp's lfm2moe requires an expert bias; a config without one routes on zeros.
+  if (config.arch == Arch::kLfm2Moe && !config.use_expert_bias) {
+    for (int64_t l = 0; l < config.num_layers; ++l) {
+      if (!config.is_moe_layer(l)) continue;
+      std::vector<uint8_t> zeros(static_cast<size_t>(config.num_experts) * 4, 0);
+      writer.add_tensor(cat("blk.", l, ".exp_probs_b.bias"), GgmlType::kF32, {config.num_experts},
+                        std::move(zeros));
+    }
+  }
+  writer.write(path);
+}
+
+}  // namespace stoa

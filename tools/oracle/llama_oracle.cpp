@@ -1,0 +1,336 @@
+// stoa-llama-oracle: a thin harness around the prebuilt llama.cpp libraries of the npm package
+// @node-llama-cpp/linux-x64, used by the parity tests (independent model math) and by the engine
+// benchmarks (the performance peer). It links only llama.cpp — nothing of Stoa — so it is an
+// independent implementation of every architecture it loads.
+//
+//   stoa-llama-oracle info   --gguf F
+//   stoa-llama-oracle logits --gguf F --tokens FILE --out FILE [--prefill N] [--threads N]
+//       Feeds token ids (whitespace-separated text) directly — no tokenizer involved: the first
+//       N tokens (default: half) in one batch, then the rest one token per llama_decode, reusing
+//       the KV cache / conv state. Writes the logits of every position as raw little-endian f32
+//       [n_tokens][n_vocab] and prints a JSON summary.
+//   stoa-llama-oracle bench  --gguf F [--prompt-tokens 512] [--decode 64] [--batch 1]
+//                            [--threads 2] [--seed 1] [--kv-f32]
+//       Prefills `batch` sequences of random prompt tokens, then decodes `decode` steps with one
+//       token per sequence in a single llama_batch (several sequence ids, greedy next tokens).
+//       Prints JSON with prefill tok/s and aggregate decode tok/s.
+//
+// Every result goes to stdout as one JSON object; failures print {"error": ...} and exit 1.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "ggml-backend.h"
+#include "llama.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Args {
+  std::string command;
+  std::map<std::string, std::string> values;
+  bool flag(const std::string& name) const { return values.count(name) != 0; }
+  std::string get(const std::string& name, const std::string& fallback = "") const {
+    auto it = values.find(name);
+    return it == values.end() ? fallback : it->second;
+  }
+  std::string need(const std::string& name) const {
+    auto it = values.find(name);
+    if (it == values.end() || it->second.empty()) throw std::runtime_error("missing --" + name);
+    return it->second;
+  }
+  long integer(const std::string& name, long fallback) const {
+    auto it = values.find(name);
+    if (it == values.end()) return fallback;
+    char* end = nullptr;
+    long v = std::strtol(it->second.c_str(), &end, 10);
+    if (end == it->second.c_str() || *end != '\0')
+      throw std::runtime_error("--" + name + " needs an integer, got '" + it->second + "'");
+    return v;
+  }
+};
+
+Args parse_args(int argc, char** argv) {
+  Args args;
+  if (argc < 2) throw std::runtime_error("usage: stoa-llama-oracle info|logits|bench --gguf F ...");
+  args.command = argv[1];
+  static const char* kFlags[] = {"kv-f32", "verbose"};
+  for (int i = 2; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a.rfind("--", 0) != 0) throw std::runtime_error("unexpected argument '" + a + "'");
+    std::string name = a.substr(2);
+    bool is_flag =
+        std::any_of(std::begin(kFlags), std::end(kFlags), [&](const char* f) { return name == f; });
+    if (is_flag) {
+      args.values[name] = "1";
+      continue;
+    }
+    if (i + 1 >= argc) throw std::runtime_error("--" + name + " needs a value");
+    args.values[name] = argv[++i];
+  }
+  return args;
+}
+
+bool g_verbose = false;
+
+void log_callback(ggml_log_level level, const char* text, void*) {
+  if (g_verbose || level == GGML_LOG_LEVEL_ERROR) std::fputs(text, stderr);
+}
+
+// Loads the CPU backend variants (libggml-cpu-*.so) next to the llama library; ggml picks the
+// best one this CPU supports.
+void init_backends(const Args& args) {
+  llama_log_set(log_callback, nullptr);
+  ggml_log_set(log_callback, nullptr);
+  std::string dir = args.get("backend-dir");
+  if (dir.empty()) {
+    const char* env = std::getenv("STOA_LLAMA_BACKEND_DIR");
+    dir = env ? env : STOA_LLAMA_BINS_DIR;
+  }
+  ggml_backend_load_all_from_path(dir.c_str());
+  if (ggml_backend_dev_count() == 0)
+    throw std::runtime_error("no ggml backend could be loaded from '" + dir + "'");
+  llama_backend_init();
+}
+
+struct Model {
+  llama_model* model = nullptr;
+  llama_context* ctx = nullptr;
+  ~Model() {
+    if (ctx) llama_free(ctx);
+    if (model) llama_model_free(model);
+  }
+};
+
+void load_model(Model* m, const std::string& path) {
+  llama_model_params mp = llama_model_default_params();
+  mp.n_gpu_layers = 0;
+  m->model = llama_model_load_from_file(path.c_str(), mp);
+  if (!m->model) throw std::runtime_error("llama.cpp could not load '" + path + "'");
+}
+
+void make_context(Model* m, uint32_t n_ctx, uint32_t n_batch, uint32_t n_seq, int threads,
+                  bool f32_cache, bool parity) {
+  llama_context_params cp = llama_context_default_params();
+  cp.n_ctx = n_ctx;
+  cp.n_batch = n_batch;
+  cp.n_ubatch = n_batch;
+  cp.n_seq_max = n_seq;
+  cp.n_threads = threads;
+  cp.n_threads_batch = threads;
+  cp.no_perf = true;
+  if (f32_cache) {
+    cp.type_k = GGML_TYPE_F32;
+    cp.type_v = GGML_TYPE_F32;
+  }
+  // Parity runs keep everything in f32: the flash-attention path accumulates in f16 on CPU.
+  if (parity) cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
+  m->ctx = llama_init_from_model(m->model, cp);
+  if (!m->ctx) throw std::runtime_error("llama.cpp could not create a context");
+}
+
+int32_t n_vocab_of(const Model& m) {
+  return llama_vocab_n_tokens(llama_model_get_vocab(m.model));
+}
+
+struct Batch {
+  llama_batch b;
+  explicit Batch(int32_t capacity) : b(llama_batch_init(capacity, 0, 1)) {}
+  ~Batch() { llama_batch_free(b); }
+  void clear() { b.n_tokens = 0; }
+  void add(llama_token token, llama_pos pos, llama_seq_id seq, bool logits) {
+    int32_t i = b.n_tokens++;
+    b.token[i] = token;
+    b.pos[i] = pos;
+    b.n_seq_id[i] = 1;
+    b.seq_id[i][0] = seq;
+    b.logits[i] = logits ? 1 : 0;
+  }
+};
+
+void decode(Model& m, Batch& batch) {
+  int32_t rc = llama_decode(m.ctx, batch.b);
+  if (rc != 0) throw std::runtime_error("llama_decode failed with code " + std::to_string(rc));
+}
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+std::vector<llama_token> read_tokens(const std::string& path, int32_t n_vocab) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot open tokens file '" + path + "'");
+  std::vector<llama_token> tokens;
+  long long v;
+  while (in >> v) {
+    if (v < 0 || v >= n_vocab)
+      throw std::runtime_error("token id " + std::to_string(v) + " in '" + path +
+                               "' is outside the vocabulary of " + std::to_string(n_vocab));
+    tokens.push_back(static_cast<llama_token>(v));
+  }
+  if (!in.eof()) throw std::runtime_error("tokens file '" + path + "' holds a non-integer");
+  if (tokens.empty()) throw std::runtime_error("tokens file '" + path + "' is empty");
+  return tokens;
+}
+
+nlohmann::json cmd_info(const Args& args) {
+  Model m;
+  load_model(&m, args.need("gguf"));
+  char desc[256] = {};
+  llama_model_desc(m.model, desc, sizeof(desc));
+  return {{"desc", desc},
+          {"n_vocab", n_vocab_of(m)},
+          {"n_layer", llama_model_n_layer(m.model)},
+          {"n_embd", llama_model_n_embd(m.model)},
+          {"n_head", llama_model_n_head(m.model)},
+          {"n_head_kv", llama_model_n_head_kv(m.model)},
+          {"n_params", llama_model_n_params(m.model)},
+          {"size_bytes", llama_model_size(m.model)}};
+}
+
+nlohmann::json cmd_logits(const Args& args) {
+  Model m;
+  load_model(&m, args.need("gguf"));
+  const int32_t n_vocab = n_vocab_of(m);
+  std::vector<llama_token> tokens = read_tokens(args.need("tokens"), n_vocab);
+  const int32_t n = static_cast<int32_t>(tokens.size());
+  const long prefill = args.integer("prefill", n / 2);
+  if (prefill < 1 || prefill > n)
+    throw std::runtime_error("--prefill must be in 1.." + std::to_string(n));
+  const int threads = static_cast<int>(args.integer("threads", 2));
+  make_context(&m, static_cast<uint32_t>(std::max(n, 32)), static_cast<uint32_t>(prefill), 1,
+               threads, /*f32_cache=*/true, /*parity=*/true);
+
+  std::vector<float> logits(static_cast<size_t>(n) * static_cast<size_t>(n_vocab));
+  auto take = [&](int32_t batch_index, int32_t position) {
+    const float* row = llama_get_logits_ith(m.ctx, batch_index);
+    if (!row)
+      throw std::runtime_error("llama.cpp returned no logits for position " +
+                               std::to_string(position));
+    std::memcpy(logits.data() + static_cast<size_t>(position) * n_vocab, row,
+                sizeof(float) * static_cast<size_t>(n_vocab));
+  };
+  Batch batch(std::max<int32_t>(static_cast<int32_t>(prefill), 1));
+  auto t0 = Clock::now();
+  for (int32_t i = 0; i < prefill; ++i) batch.add(tokens[i], i, 0, true);
+  decode(m, batch);
+  for (int32_t i = 0; i < prefill; ++i) take(i, i);
+  double prefill_s = seconds_since(t0);
+  auto t1 = Clock::now();
+  for (int32_t i = static_cast<int32_t>(prefill); i < n; ++i) {
+    batch.clear();
+    batch.add(tokens[i], i, 0, true);
+    decode(m, batch);
+    take(0, i);
+  }
+  double decode_s = seconds_since(t1);
+
+  std::string out_path = args.need("out");
+  std::ofstream out(out_path, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(logits.data()),
+            static_cast<std::streamsize>(logits.size() * sizeof(float)));
+  if (!out.good()) throw std::runtime_error("cannot write '" + out_path + "'");
+  return {{"n_tokens", n},          {"n_vocab", n_vocab},   {"prefill", prefill},
+          {"prefill_s", prefill_s}, {"decode_s", decode_s}, {"out", out_path}};
+}
+
+nlohmann::json cmd_bench(const Args& args) {
+  Model m;
+  load_model(&m, args.need("gguf"));
+  const int32_t n_vocab = n_vocab_of(m);
+  const long prompt = args.integer("prompt-tokens", 512);
+  const long steps = args.integer("decode", 64);
+  const long n_seq = args.integer("batch", 1);
+  const int threads = static_cast<int>(args.integer("threads", 2));
+  if (prompt < 1 || steps < 0 || n_seq < 1 || n_seq > 256)
+    throw std::runtime_error("need --prompt-tokens >= 1, --decode >= 0, --batch in 1..256");
+  const uint32_t n_ctx = static_cast<uint32_t>(n_seq * (prompt + steps) + 16);
+  const uint32_t n_batch = static_cast<uint32_t>(std::max(prompt, n_seq));
+  make_context(&m, n_ctx, n_batch, static_cast<uint32_t>(n_seq), threads, args.flag("kv-f32"),
+               /*parity=*/false);
+
+  std::mt19937 rng(static_cast<uint32_t>(args.integer("seed", 1)));
+  std::uniform_int_distribution<llama_token> pick(0, n_vocab - 1);
+  Batch batch(static_cast<int32_t>(n_batch));
+  std::vector<llama_token> next(static_cast<size_t>(n_seq));
+
+  auto argmax = [&](int32_t batch_index) {
+    const float* row = llama_get_logits_ith(m.ctx, batch_index);
+    if (!row) throw std::runtime_error("llama.cpp returned no logits");
+    return static_cast<llama_token>(std::max_element(row, row + n_vocab) - row);
+  };
+
+  // Prefill: one prompt per sequence id, each in one llama_batch (logits only for the last).
+  auto t0 = Clock::now();
+  for (long s = 0; s < n_seq; ++s) {
+    batch.clear();
+    for (long i = 0; i < prompt; ++i)
+      batch.add(pick(rng), static_cast<llama_pos>(i), static_cast<llama_seq_id>(s),
+                i == prompt - 1);
+    decode(m, batch);
+    next[static_cast<size_t>(s)] = argmax(batch.b.n_tokens - 1);
+  }
+  double prefill_s = seconds_since(t0);
+
+  // Decode: every step carries one token of every sequence in a single llama_batch.
+  auto t1 = Clock::now();
+  for (long step = 0; step < steps; ++step) {
+    batch.clear();
+    for (long s = 0; s < n_seq; ++s)
+      batch.add(next[static_cast<size_t>(s)], static_cast<llama_pos>(prompt + step),
+                static_cast<llama_seq_id>(s), true);
+    decode(m, batch);
+    for (long s = 0; s < n_seq; ++s) next[static_cast<size_t>(s)] = argmax(static_cast<int32_t>(s));
+  }
+  double decode_s = seconds_since(t1);
+  double prefill_tokens = static_cast<double>(prompt * n_seq);
+  double decode_tokens = static_cast<double>(steps * n_seq);
+  return {{"prompt_tokens", prompt},
+          {"decode_steps", steps},
+          {"batch", n_seq},
+          {"threads", threads},
+          {"prefill_s", prefill_s},
+          {"decode_s", decode_s},
+          {"prefill_tok_s", prefill_s > 0 ? prefill_tokens / prefill_s : 0.0},
+          {"decode_tok_s", decode_s > 0 ? decode_tokens / decode_s : 0.0},
+          {"decode_ms_per_step", steps > 0 ? 1000.0 * decode_s / static_cast<double>(steps) : 0.0}};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    Args args = parse_args(argc, argv);
+    g_verbose = args.flag("verbose");
+    init_backends(args);
+    nlohmann::json result;
+    if (args.command == "info") {
+      result = cmd_info(args);
+    } else if (args.command == "logits") {
+      result = cmd_logits(args);
+    } else if (args.command == "bench") {
+      result = cmd_bench(args);
+    } else {
+      throw std::runtime_error("unknown command '" + args.command + "' (info, logits, bench)");
+    }
+    std::printf("%s\n", result.dump().c_str());
+    llama_backend_free();
+    return 0;
+  } catch (const std::exception& e) {
+    std::printf("%s\n", nlohmann::json({{"error", e.what()}}).dump().c_str());
+    std::fprintf(stderr, "stoa-llama-oracle: %s\n", e.what());
+    return 1;
+  }
+}
