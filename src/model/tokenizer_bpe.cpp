@@ -10,7 +10,10 @@ bool MergeTable::insert(int32_t a, int32_t b, Merge merge) {
   uint64_t key = pack(a, b);
   for (size_t i = hash(key);; i = (i + 1) & mask_) {
     Slot& s = slots_[i];
-    if (s.key == key) return false;
+    if (s.key == key) {
+      s.merge = merge;
+      return false;
+    }
     if (s.key == kEmpty) {
       s.key = key;
       s.merge = merge;

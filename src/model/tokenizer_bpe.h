@@ -21,7 +21,8 @@ class MergeTable {
     int32_t rank;
     int32_t id;
   };
-  // Returns false if the pair is already present (the first, lower rank, stays).
+  // Returns false if the pair was already present; the new value replaces it (a repeated merge
+  // takes its later rank, as in the Rust and JS tokenizers).
   bool insert(int32_t a, int32_t b, Merge merge);
   const Merge* find(int32_t a, int32_t b) const {
     if (slots_.empty()) return nullptr;

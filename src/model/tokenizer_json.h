@@ -2,6 +2,8 @@
 // path of the offending field, so a malformed file reads as "x.json: model.merges[3]: ...".
 #pragma once
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -55,5 +57,26 @@ inline int32_t id_of(const Json& v, const std::string& source, const std::string
   }
   return static_cast<int32_t>(id);
 }
+
+// tokenizer.json parsed with model.vocab and model.merges streamed into flat lists (when they
+// are an object and an array; otherwise they stay in the DOM for the loader to reject).
+struct ParsedTokenizerJson {
+  struct MergeEntry {
+    std::string a;  // the whole "a b" string when !pair
+    std::string b;
+    bool pair = true;  // ["a", "b"] form
+  };
+  Json root;
+  bool vocab_streamed = false;
+  std::vector<std::pair<std::string, int64_t>> vocab;
+  bool vocab_error_seen = false;
+  std::string vocab_error;  // the key of the first non-integer vocab value
+  bool merges_streamed = false;
+  std::vector<MergeEntry> merges;
+  int64_t merge_error = -1;  // index of the first malformed merge
+};
+
+// Throws kBadFormat naming `source` if the text is not JSON.
+ParsedTokenizerJson parse_tokenizer_json(const std::string& text, const std::string& source);
 
 }  // namespace stoa::tokjson

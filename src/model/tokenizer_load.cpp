@@ -173,7 +173,7 @@ void set_token(TokenizerState& s, int32_t id, const std::string& token, const st
   s.has_token[id] = 1;
 }
 
-void parse_model(const Json& model, TokenizerState& s) {
+void parse_model(const Json& model, const tokjson::ParsedTokenizerJson& parsed, TokenizerState& s) {
   const std::string& src = s.source;
   if (!model.is_object()) tokjson::bad(src, "model", "expected a JSON object");
   std::string type = tokjson::has(model, "type") ? tokjson::string_at(model, "type", src, "model")
@@ -199,10 +199,15 @@ void parse_model(const Json& model, TokenizerState& s) {
 
   const Json& vocab = tokjson::object_at(model, "vocab", src, "model");
   if (!vocab.is_object()) tokjson::bad(src, "model.vocab", "expected an object token -> id");
-  s.token_to_id.reserve(vocab.size() + 64);
-  for (const auto& [token, id_json] : vocab.items()) {
-    int32_t id = tokjson::id_of(id_json, src, cat("model.vocab[\"", token, "\"]"));
-    set_token(s, id, token, cat("model.vocab[\"", token, "\"]"));
+  if (parsed.vocab_error_seen) {
+    tokjson::bad(src, cat("model.vocab[\"", parsed.vocab_error, "\"]"),
+                 "expected an integer token id");
+  }
+  s.token_to_id.reserve(parsed.vocab.size() + 64);
+  for (const auto& [token, raw_id] : parsed.vocab) {
+    std::string where = cat("model.vocab[\"", token, "\"]");
+    int32_t id = tokjson::id_of(Json(raw_id), src, where);
+    set_token(s, id, token, where);
     s.token_to_id.emplace(token, id);
   }
 
@@ -219,27 +224,29 @@ void parse_model(const Json& model, TokenizerState& s) {
 
   const Json& merges = tokjson::object_at(model, "merges", src, "model");
   if (!merges.is_array()) tokjson::bad(src, "model.merges", "expected an array");
+  if (parsed.merge_error >= 0) {
+    tokjson::bad(src, cat("model.merges[", parsed.merge_error, "]"),
+                 "expected \"a b\" or [\"a\", \"b\"]");
+  }
   MergeTable table;
   std::string a, b;
-  for (size_t i = 0; i < merges.size(); ++i) {
-    const Json& m = merges[i];
-    if (m.is_string()) {  // legacy "a b" form
-      const std::string& text = m.get_ref<const std::string&>();
-      size_t space = text.find(' ');
-      if (space == std::string::npos || space == 0 || space + 1 == text.size()) {
-        tokjson::bad(src, cat("model.merges[", i, "]"), cat("\"", text, "\" is not \"a b\""));
-      }
-      a = text.substr(0, space);
-      b = text.substr(space + 1);
-    } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
-      a = m[0].get<std::string>();
-      b = m[1].get<std::string>();
-    } else {
-      tokjson::bad(src, cat("model.merges[", i, "]"), "expected \"a b\" or [\"a\", \"b\"]");
-    }
+  for (size_t i = 0; i < parsed.merges.size(); ++i) {
+    const tokjson::ParsedTokenizerJson::MergeEntry& m = parsed.merges[i];
     std::string where = cat("model.merges[", i, "]");
-    int32_t ia = lookup(s, a, where), ib = lookup(s, b, where);
-    int32_t merged = lookup(s, a + b, where);
+    const std::string* left = &m.a;
+    const std::string* right = &m.b;
+    if (!m.pair) {  // legacy "a b" form
+      size_t space = m.a.find(' ');
+      if (space == std::string::npos || space == 0 || space + 1 == m.a.size()) {
+        tokjson::bad(src, where, cat("\"", m.a, "\" is not \"a b\""));
+      }
+      a = m.a.substr(0, space);
+      b = m.a.substr(space + 1);
+      left = &a;
+      right = &b;
+    }
+    int32_t ia = lookup(s, *left, where), ib = lookup(s, *right, where);
+    int32_t merged = lookup(s, *left + *right, where);
     // A repeated pair takes the later rank, as both the Rust and the JS tokenizers do.
     table.insert(ia, ib, {static_cast<int32_t>(i), merged});
   }
@@ -279,12 +286,8 @@ void parse_added_tokens(const Json& list, TokenizerState& s) {
 
 std::shared_ptr<const TokenizerState> load_tokenizer_state(const std::string& text,
                                                            const std::string& source) {
-  Json root;
-  try {
-    root = Json::parse(text);
-  } catch (const Json::exception& e) {
-    fail(ErrorKind::kBadFormat, source, ": not valid JSON (truncated or corrupt?): ", e.what());
-  }
+  tokjson::ParsedTokenizerJson parsed = tokjson::parse_tokenizer_json(text, source);
+  const Json& root = parsed.root;
   if (!root.is_object()) tokjson::bad(source, "(root)", "expected a JSON object");
   auto s = std::make_shared<TokenizerState>();
   s->source = source;
@@ -294,7 +297,7 @@ std::shared_ptr<const TokenizerState> load_tokenizer_state(const std::string& te
            "\" is set; truncation and padding are the caller's job, set it to null");
     }
   }
-  parse_model(tokjson::object_at(root, "model", source, "(root)"), *s);
+  parse_model(tokjson::object_at(root, "model", source, "(root)"), parsed, *s);
   parse_added_tokens(root.contains("added_tokens") ? root.at("added_tokens") : Json(), *s);
   if (root.contains("normalizer"))
     parse_normalizer(root.at("normalizer"), source, "normalizer", s->normalizer);

@@ -7,7 +7,9 @@
 
 #include <gtest/gtest.h>
 
+#include "model/bpe_trainer.h"
 #include "model/tokenizer.h"
+#include "model/unicode.h"
 #include "tokenizer/oracle_corpus.h"
 #include "tokenizer/oracle_support.h"
 
@@ -93,6 +95,44 @@ TEST(TokenizerOracle, Qwen3MatchesHuggingFaceJs) {
               id_lists.size(), compared, mismatches);
   EXPECT_EQ(mismatches, 0u);
   EXPECT_EQ(round_trip_failures, 0u);
+}
+
+// A tokenizer.json written by our BPE trainer must load in @huggingface/tokenizers and agree with
+// our Tokenizer on every string.
+TEST(TokenizerOracle, TrainedTokenizerMatchesHuggingFaceJs) {
+  BpeTrainerOptions options;
+  options.vocab_size = 3000;
+  BpeTrainer trainer(options);
+  for (const std::string& s : test::oracle_corpus(77, 400)) trainer.add_text(s);
+  std::string dir =
+      (std::filesystem::temp_directory_path() / ("stoa_tok_trained_" + std::to_string(getpid())))
+          .string();
+  trainer.train().write(dir);
+  Tokenizer tok = Tokenizer::from_file(dir + "/tokenizer.json");
+
+  std::vector<std::string> corpus = test::oracle_corpus();
+  std::vector<nlohmann::json> requests;
+  for (const std::string& s : corpus) requests.push_back({{"text", s}});
+  std::vector<nlohmann::json> answers = test::run_oracle(
+      dir + "/tokenizer.json", dir + "/tokenizer_config.json", requests, dir + "/oracle");
+  std::filesystem::remove_all(dir);
+  size_t mismatches = 0;
+  for (size_t i = 0; i < corpus.size(); ++i) {
+    std::vector<int32_t> ours = tok.encode(corpus[i]);
+    std::vector<int32_t> theirs = answers[i].at("ids").get<std::vector<int32_t>>();
+    bool same = ours == theirs && tok.decode(ours) == answers[i].at("decoded").get<std::string>() &&
+                tok.decode(ours, true) == answers[i].at("decoded_skip").get<std::string>();
+    if (!same && ++mismatches <= 10) {
+      ADD_FAILURE() << "item " << i << " " << nlohmann::json(corpus[i].substr(0, 200)).dump()
+                    << "\n ours:   " << show_ids(ours) << "\n theirs: " << show_ids(theirs);
+    }
+    // Byte-level BPE loses nothing but what NFC changes.
+    if (tok.decode(ours) != unicode::normalize(corpus[i], unicode::NormalForm::kNFC)) {
+      ADD_FAILURE() << "round trip failed on item " << i;
+    }
+  }
+  std::printf("trained tokenizer oracle: %zu strings, %zu mismatches\n", corpus.size(), mismatches);
+  EXPECT_EQ(mismatches, 0u);
 }
 
 }  // namespace
