@@ -62,7 +62,7 @@ class ByteReader {
   void u16_array(uint16_t* out, uint64_t n, const char* field) {
     need(n, 2, field);
     auto s = take(n * 2, field);
-    std::memcpy(out, s.data(), s.size());
+    if (!s.empty()) std::memcpy(out, s.data(), s.size());  // out may be null when n == 0
   }
   // Throws unless count * elem_size bytes are left (overflow-safe).
   void need(uint64_t count, uint64_t elem_size, const char* field) const;
