@@ -167,7 +167,9 @@ TEST(Step, MicroBatchingDoesNotChangeTheStep) {
       max_diff = std::max(max_diff, double(std::abs(t.as<float>()[i] - u.as<float>()[i])));
     }
   }
-  EXPECT_LT(max_diff, 1e-6);
+  // Adam's first step is ≈ lr·g/|g| per element, which amplifies float-summation noise in
+  // near-zero gradients; allow 5% of that step (lr 1e-3 at warm-up step 1 of 2: 5e-4).
+  EXPECT_LT(max_diff, 0.05 * 5e-4);
 }
 
 TEST(Step, MetricsAreSane) {
