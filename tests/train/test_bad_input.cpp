@@ -60,7 +60,9 @@ TEST(BadRollouts, RejectedByNameAndNeverPoisonAStep) {
       {"nothing trainable", [](Rollout& r) { r.trainable.assign(6, 0); }, "no trainable"},
       {"one token",
        [](Rollout& r) {
-         r = Rollout{r.id, {1}, {0}, {0}};
+         r.tokens = {1};
+         r.trainable = {0};
+         r.behaviour_logprobs = {0};
        },
        "tokens"},
       {"topk size",

@@ -53,7 +53,8 @@ class Parity : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(Parity, F32LogitsMatchTheEngine) {
   ModelConfig config = preset_config(GetParam());
-  ModelWeights weights = random_weights(config, 11);
+  // std 0.1 rather than the realistic 0.02: sharper distributions make the comparison harder.
+  ModelWeights weights = random_weights(config, 11, 0.1f);
   TrainOptions options;
   options.threads = 2;
   Trainer trainer(weights, options);
