@@ -51,10 +51,14 @@ inline double portable_log(double x) {
     exponent -= 1;
   }
   // ln m = 2 atanh(t), t = (m - 1) / (m + 1), |t| < 0.172: the series converges fast.
+  // 1 / (2k + 1), rounded at compile time exactly as at run time (IEEE division).
+  static constexpr double kInvOdd[13] = {1.0 / 1,  1.0 / 3,  1.0 / 5,  1.0 / 7,  1.0 / 9,
+                                         1.0 / 11, 1.0 / 13, 1.0 / 15, 1.0 / 17, 1.0 / 19,
+                                         1.0 / 21, 1.0 / 23, 1.0 / 25};
   double t = (m - 1.0) / (m + 1.0);
   double t2 = t * t;
-  double series = 1.0 / 25.0;
-  for (int k = 11; k >= 0; --k) series = 1.0 / (2 * k + 1) + t2 * series;
+  double series = kInvOdd[12];
+  for (int k = 11; k >= 0; --k) series = kInvOdd[k] + t2 * series;
   return 2.0 * t * series + exponent * 0.69314718055994530942;
 }
 
