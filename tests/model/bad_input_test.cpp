@@ -160,6 +160,26 @@ TEST(BadConfig, TruncatedConfigFilesNeverCrash) {
   }
 }
 
+TEST(BadConfig, ByteFlippedConfigsNeverCrash) {
+  // Any flip either still parses to a valid config or gives a stoa::Error naming the file;
+  // no other exception type (a leaked json or std exception would be a missed check).
+  for (const char* preset : {"tiny-qwen3", "tiny-lfm2moe"}) {
+    std::string text = model_config_to_json(preset_config(preset)).dump();
+    for (size_t pos = 0; pos < text.size(); ++pos) {
+      for (char mask : {'\x01', '\x10', '\x40'}) {
+        std::string copy = text;
+        copy[pos] = static_cast<char>(copy[pos] ^ mask);
+        try {
+          ModelConfig c = parse_model_config(copy, "flip.json");
+          validate_model_config(c, "flip.json");
+        } catch (const Error& e) {
+          EXPECT_NE(std::string(e.what()).find("flip.json"), std::string::npos) << e.what();
+        }
+      }
+    }
+  }
+}
+
 TEST(BadConfig, MissingFile) {
   expect_error([] { load_model_config("/nonexistent/config.json"); }, ErrorKind::kNotFound,
                {"/nonexistent/config.json"});
