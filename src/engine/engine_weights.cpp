@@ -77,19 +77,36 @@ EngineWeights EngineWeights::from_state(const ModelConfig& config,
                spec.name, " appears both as int8 and as f32 in the state");
     if (qi != int8.end()) {
       Int8Matrix& m = qi->second;
-      STOA_CHECK(int8_eligible(spec.name, spec.shape), ErrorKind::kInvalidArgument, "tensor ",
-                 spec.name, " ", shape_string(spec.shape), " must not be int8");
+      STOA_CHECK(spec.shape.size() == 2 && spec.shape[1] % kInt8GroupSize == 0,
+                 ErrorKind::kInvalidArgument, "tensor ", spec.name, " ", shape_string(spec.shape),
+                 " cannot be int8 (not a matrix on the 32-wide grid)");
       STOA_CHECK(m.rows == spec.shape[0] && m.cols == spec.shape[1], ErrorKind::kInvalidArgument,
                  "int8 tensor ", spec.name, " is [", m.rows, ", ", m.cols, "], the config implies ",
                  shape_string(spec.shape));
-      out.linears_.emplace(spec.name, Linear::from_int8(std::move(m)));
+      if (int8_eligible(spec.name, spec.shape)) {
+        out.linears_.emplace(spec.name, Linear::from_int8(std::move(m)));
+      } else {
+        // The router arrives on the int8 grid (PULSE quantizes every grid-shaped matrix) but the
+        // engine computes it in f32, as llama.cpp does: dequantizing is exact.
+        STOA_CHECK(m.values.size() == static_cast<size_t>(m.rows * m.cols) &&
+                       m.scales.size() == static_cast<size_t>(m.rows * m.cols / kInt8GroupSize),
+                   ErrorKind::kInvalidArgument, "int8 tensor ", spec.name, " has ", m.values.size(),
+                   " values and ", m.scales.size(), " scales for [", m.rows, ", ", m.cols, "]");
+        Tensor t(DType::kF32, spec.shape);
+        int8_dequantize(m, t.as<float>());
+        out.linears_.emplace(spec.name, Linear::from_f32(std::move(t)));
+      }
     } else {
-      Tensor& t = fi->second;
-      STOA_CHECK(t.shape() == spec.shape, ErrorKind::kInvalidArgument, "tensor ", spec.name,
-                 " has shape ", shape_string(t.shape()), ", the config implies ",
+      const Tensor& given = fi->second;
+      STOA_CHECK(given.shape() == spec.shape, ErrorKind::kInvalidArgument, "tensor ", spec.name,
+                 " has shape ", shape_string(given.shape()), ", the config implies ",
                  shape_string(spec.shape));
-      STOA_CHECK(t.dtype() == DType::kF32, ErrorKind::kInvalidArgument, "tensor ", spec.name,
-                 " is ", dtype_name(t.dtype()), ", the engine expects f32");
+      STOA_CHECK(given.dtype() == DType::kF32 || given.dtype() == DType::kBF16 ||
+                     given.dtype() == DType::kF16,
+                 ErrorKind::kInvalidArgument, "tensor ", spec.name, " is ",
+                 dtype_name(given.dtype()), ", expected f32, bf16 or f16");
+      // bf16/f16 (how PULSE carries norms) widen to f32 exactly.
+      Tensor t = given.dtype() == DType::kF32 ? std::move(fi->second) : to_f32(given.view());
       if (spec.shape.size() == 2) {
         out.linears_.emplace(spec.name, Linear::from_f32(std::move(t)));
       } else {

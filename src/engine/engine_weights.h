@@ -31,8 +31,10 @@ class EngineWeights {
  public:
   // Quantizes (kInt8) or copies (kF32) every tensor the config expects; checks names and shapes.
   static EngineWeights from_model(const ModelWeights& weights, WeightFormat format);
-  // A pre-quantized state: `int8` holds the int8 tensors, `f32` every other tensor. Each expected
-  // tensor must appear in exactly one of the two; int8 ones must be int8_eligible.
+  // A pre-quantized state (what a worker receives): `int8` holds the int8 tensors, `f32` every
+  // other tensor, in f32, bf16 or f16 (widened to f32). Each expected tensor must appear in
+  // exactly one of the two. An int8 tensor that is not int8_eligible (the MoE router) is
+  // dequantized, since the engine computes it in f32.
   static EngineWeights from_state(const ModelConfig& config, std::map<std::string, Int8Matrix> int8,
                                   std::map<std::string, Tensor> f32);
 

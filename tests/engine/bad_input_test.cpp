@@ -92,11 +92,34 @@ TEST(EngineBadInput, MalformedInt8State) {
     EXPECT_NO_THROW(EngineWeights::from_state(w.config, std::move(q), std::move(f)));
   }
   {
+    // A router delivered on the int8 grid is dequantized: the engine routes in f32.
     auto [q, f] = state(true);
+    const std::string router = "model.layers.1.feed_forward.gate.weight";
+    std::vector<float> expected(static_cast<size_t>(q.at(router).rows * q.at(router).cols));
+    int8_dequantize(q.at(router), expected.data());
+    EngineWeights e = EngineWeights::from_state(w.config, std::move(q), std::move(f));
+    ASSERT_FALSE(e.linear(router).is_int8());
+    EXPECT_EQ(std::vector<float>(e.linear(router).f32().as<float>(),
+                                 e.linear(router).f32().as<float>() + expected.size()),
+              expected);
+  }
+  {
+    // A norm cannot be int8.
+    auto [q, f] = state(false);
+    const std::string norm = "model.layers.0.operator_norm.weight";
+    q.emplace(norm, int8_quantize(f.at(norm).as<float>(), 1, 64));
+    f.erase(norm);
     EXPECT_NE(error_of([&] {
                 EngineWeights::from_state(w.config, std::move(q), std::move(f));
-              }).find("feed_forward.gate.weight [8, 64] must not be int8"),
+              }).find("operator_norm.weight [64] cannot be int8"),
               std::string::npos);
+  }
+  {
+    // Norms may come as bf16 (PULSE's carrier for non-grid tensors).
+    auto [q, f] = state(false);
+    const std::string norm = "model.layers.0.operator_norm.weight";
+    f[norm] = convert_float(f.at(norm).view(), DType::kBF16);
+    EXPECT_NO_THROW(EngineWeights::from_state(w.config, std::move(q), std::move(f)));
   }
   {
     auto [q, f] = state(false);
