@@ -8,7 +8,8 @@
 
 namespace stoa::kernels {
 
-// Highway target bits compiled into the kernels AND supported by this CPU, best first.
+// Highway target bits compiled into the kernels AND supported by this CPU, best first (while a
+// force_target() is in effect, only the forced one).
 std::vector<int64_t> available_targets();
 std::string target_name(int64_t target);
 // The target the kernels dispatch to now.
