@@ -59,6 +59,18 @@ std::vector<uint8_t> seal_blob(const BlobHeader& header, std::span<const uint8_t
   return blob;
 }
 
+DecodeLimits patch_limits_for(const Int8State& state) {
+  uint64_t bound = 4096;
+  for (const auto& [name, t] : state.tensors()) {
+    uint64_t n = static_cast<uint64_t>(t.numel());
+    uint64_t groups = static_cast<uint64_t>(t.groups());
+    bound += 128 + name.size() + 8 * t.shape.size();  // section head and coding headers
+    bound += n * (8 + 2);                             // 8-byte gaps + a bf16 (or int8) value
+    bound += groups * (8 + 2 + kInt8GroupSize);       // group gap, scale, values
+  }
+  return DecodeLimits{bound};
+}
+
 BlobHeader read_header(std::span<const uint8_t> blob, const std::string& what) {
   ByteReader r(blob, what);
   if (blob.size() < kHeaderSize)

@@ -45,6 +45,11 @@ struct DecodeLimits {
   uint64_t max_raw_bytes = uint64_t{1} << 38;  // refuse payloads that claim to inflate beyond this
 };
 
+// The largest patch payload that can be valid for `state` (every element changed and coded with
+// 8-byte gaps, every group re-scaled, plus the section heads): what a worker passes to
+// decode_patch so that a hostile size field cannot make it allocate more than that.
+DecodeLimits patch_limits_for(const Int8State& state);
+
 // Reads and checks the envelope: magic, format version, kind, header hash, that the blob is
 // exactly header + payload_size bytes, and the payload hash. Throws kBadFormat / kIntegrity
 // naming `what`. Cheap: lets a store or a hub index blobs without decompressing them.

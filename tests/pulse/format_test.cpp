@@ -128,3 +128,20 @@ TEST(PulseFormat, InflationLimitIsEnforced) {
 
 }  // namespace
 }  // namespace stoa::pulse
+
+namespace stoa::pulse {
+namespace {
+
+TEST(PulseFormat, PatchLimitsForAStateAdmitEvenADensePatch) {
+  auto chain = sim_chain(2, 0.05f);  // a huge step: nearly every value and many groups change
+  Patch p = make_patch(chain[0], chain[1]);
+  for (auto coding : {PositionCoding::kVarint, PositionCoding::kFixed, PositionCoding::kShuffled,
+                      PositionCoding::kRowCol}) {
+    std::vector<uint8_t> blob = encode_patch(p, EncodeOptions{coding, 1});
+    EXPECT_LE(read_header(blob).raw_size, patch_limits_for(chain[0]).max_raw_bytes);
+    EXPECT_NO_THROW(decode_patch(blob, patch_limits_for(chain[0])));
+  }
+}
+
+}  // namespace
+}  // namespace stoa::pulse
