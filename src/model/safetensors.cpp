@@ -364,7 +364,7 @@ void write_safetensors(const std::string& path, const std::vector<NamedView>& te
   std::string tmp = cat(path, ".tmp.", getpid());
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) fail(ErrorKind::kIo, tmp, ": cannot create file: ", std::strerror(errno));
+    if (!out) fail(ErrorKind::kIo, path, ": cannot create ", tmp, ": ", std::strerror(errno));
     uint8_t len[8];
     put_le64(layout.header.size(), len);
     out.write(reinterpret_cast<const char*>(len), 8);
