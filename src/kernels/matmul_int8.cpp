@@ -353,6 +353,20 @@ void QuantizeQ8(const float* HWY_RESTRICT x, size_t x_stride, size_t batch, size
   }
 }
 
+void DequantizeRow(const int8_t* HWY_RESTRICT q, const uint16_t* HWY_RESTRICT scales, size_t cols,
+                   float* HWY_RESTRICT out) {
+  const DF df;
+  const hn::Rebind<int32_t, DF> di32;
+  const hn::Rebind<int8_t, DF> di8;
+  const size_t lanes = hn::Lanes(df);
+  for (size_t g = 0; g < cols / kBlock; ++g) {
+    const auto d = hn::Set(df, f16_bits_to_f32(scales[g]));
+    for (size_t k = g * kBlock; k < (g + 1) * kBlock; k += lanes)
+      hn::StoreU(hn::Mul(hn::ConvertTo(df, hn::PromoteTo(di32, hn::LoadU(di8, q + k))), d), df,
+                 out + k);
+  }
+}
+
 int64_t Target() {
   return HWY_TARGET;
 }
@@ -368,6 +382,7 @@ HWY_EXPORT(MatmulW8A32);
 HWY_EXPORT(MatmulW8A8);
 HWY_EXPORT(QuantizeQ8);
 HWY_EXPORT(Target);
+HWY_EXPORT(DequantizeRow);
 
 int64_t matmul_dispatch_target() {
   return HWY_DYNAMIC_DISPATCH(Target)();
@@ -420,6 +435,16 @@ void matmul_w8a8(const Int8Weights& w, const Q8Activations& acts, float* y, int6
   HWY_DYNAMIC_DISPATCH(MatmulW8A8)
   (a, static_cast<size_t>(row_begin), static_cast<size_t>(row_end),
    static_cast<size_t>(acts.batch));
+}
+
+void dequantize_q8_row(const Int8Weights& w, int64_t row, float* out) {
+  check_weights("dequantize_q8_row", w, 0, w.rows);
+  if (row < 0 || row >= w.rows)
+    bad("dequantize_q8_row: row " + std::to_string(row) + " is outside the " +
+        std::to_string(w.rows) + " weight rows");
+  if (!out) bad("dequantize_q8_row: null output");
+  HWY_DYNAMIC_DISPATCH(DequantizeRow)
+  (w.values + row * w.cols, w.scales + row * (w.cols / kQ8Block), static_cast<size_t>(w.cols), out);
 }
 
 void matmul_w8a32(const Int8Weights& w, const float* x, int64_t x_stride, int64_t batch, float* y,

@@ -54,4 +54,7 @@ void matmul_w8a8(const Int8Weights& w, const Q8Activations& acts, float* y, int6
 void matmul_w8a32(const Int8Weights& w, const float* x, int64_t x_stride, int64_t batch, float* y,
                   int64_t y_stride, int64_t row_begin, int64_t row_end);
 
+// out[i] = W[row, i] as f32 (q * d, one rounding), e.g. an embedding lookup from an int8 table.
+void dequantize_q8_row(const Int8Weights& w, int64_t row, float* out);
+
 }  // namespace stoa::kernels

@@ -94,6 +94,15 @@ void softmax(float* x, size_t n) {
   for (size_t i = 0; i < n; ++i) x[i] = static_cast<float>(std::exp(x[i] - mx) / sum);
 }
 
+double logsumexp(const float* x, size_t n) {
+  double mx = -INFINITY;
+  for (size_t i = 0; i < n; ++i) mx = std::fmax(mx, x[i]);
+  if (mx == -INFINITY) return mx;
+  double sum = 0;
+  for (size_t i = 0; i < n; ++i) sum += std::exp(x[i] - mx);
+  return mx + std::log(sum);
+}
+
 void silu_mul(const float* gate, const float* up, float* out, size_t n) {
   for (size_t i = 0; i < n; ++i) {
     const double g = gate[i];

@@ -20,6 +20,7 @@ void rmsnorm(const float* x, const float* weight, size_t n, float eps, float* ou
 double dot(const float* a, const float* b, size_t n);
 void axpy(float alpha, const float* x, float* y, size_t n);
 void softmax(float* x, size_t n);
+double logsumexp(const float* x, size_t n);
 void silu_mul(const float* gate, const float* up, float* out, size_t n);
 void rope_rotate_half(float* x, size_t n_heads, size_t head_dim, const float* cos,
                       const float* sin);

@@ -192,6 +192,31 @@ void Softmax(float* x, size_t n) {
   }
 }
 
+float LogSumExp(const float* x, size_t n) {
+  const DF df;
+  const size_t lanes = hn::Lanes(df);
+  HWY_ALIGN float buf[kMaxLanes];
+  auto vmax = hn::Set(df, -std::numeric_limits<float>::infinity());
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes) vmax = hn::Max(vmax, hn::LoadU(df, x + i));
+  float mx = hn::GetLane(hn::MaxOfLanes(df, vmax));
+  for (; i < n; ++i) mx = std::max(mx, x[i]);
+  if (mx == -std::numeric_limits<float>::infinity()) return mx;
+  const auto vm = hn::Set(df, mx);
+  const auto lowest = hn::Set(df, std::numeric_limits<float>::lowest());
+  auto sum = hn::Zero(df);
+  for (i = 0; i < n; i += lanes) {
+    const size_t rest = n - i;
+    const auto in = rest >= lanes ? hn::LoadU(df, x + i) : LoadTail(x + i, rest, buf);
+    auto e = hn::Exp(df, hn::Max(hn::Sub(in, vm), lowest));
+    if (rest < lanes) e = hn::IfThenElseZero(hn::FirstN(df, rest), e);
+    sum = hn::Add(sum, e);
+  }
+  // The log through the target's vector Log, so the result does not depend on the libm.
+  const auto lse = hn::Log(df, hn::Set(df, hn::GetLane(hn::SumOfLanes(df, sum))));
+  return mx + hn::GetLane(lse);
+}
+
 void SiluMul(const float* gate, const float* up, float* out, size_t n) {
   const DF df;
   const size_t lanes = hn::Lanes(df);
@@ -307,6 +332,7 @@ HWY_EXPORT(AttentionScores);
 HWY_EXPORT(AttentionValues);
 HWY_EXPORT(Softmax);
 HWY_EXPORT(SiluMul);
+HWY_EXPORT(LogSumExp);
 HWY_EXPORT(Rope);
 HWY_EXPORT(F16ToF32);
 HWY_EXPORT(F32ToF16);
@@ -333,6 +359,10 @@ void attention_values(const float* p, const float* v, size_t v_stride, size_t n_
 }
 void softmax(float* x, size_t n) {
   HWY_DYNAMIC_DISPATCH(Softmax)(x, n);
+}
+float logsumexp(const float* x, size_t n) {
+  if (n == 0) throw std::invalid_argument("logsumexp: empty input");
+  return HWY_DYNAMIC_DISPATCH(LogSumExp)(x, n);
 }
 void silu_mul(const float* gate, const float* up, float* out, size_t n) {
   HWY_DYNAMIC_DISPATCH(SiluMul)(gate, up, out, n);

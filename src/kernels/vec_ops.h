@@ -26,6 +26,10 @@ void attention_values(const float* p, const float* v, size_t v_stride, size_t n_
 // give 0.
 void softmax(float* x, size_t n);
 
+// log(sum_i exp(x[i])), stable (max subtracted); a token's log-prob is x[tok] - logsumexp.
+// n must be >= 1; -inf entries contribute 0; all -inf gives -inf.
+float logsumexp(const float* x, size_t n);
+
 // SwiGLU: out = silu(gate) * up with silu(g) = g / (1 + exp(-g)). out may alias gate or up.
 void silu_mul(const float* gate, const float* up, float* out, size_t n);
 

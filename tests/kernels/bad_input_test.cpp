@@ -44,6 +44,8 @@ TEST(KernelsBadInput, MatmulShapesAndRanges) {
   Q8Activations odd_acts{q.data(), d.data(), 1, 33};
   expect_refused([&] { quantize_activations_q8(x.data(), 64, odd_acts); }, "33");
   expect_refused([&] { quantize_activations_q8(x.data(), 32, acts); }, "x_stride");
+  expect_refused([&] { dequantize_q8_row(w, 4, y.data()); }, "row 4");
+  expect_refused([&] { logsumexp(x.data(), 0); }, "empty");
 }
 
 TEST(KernelsBadInput, RopeOddHeadDim) {

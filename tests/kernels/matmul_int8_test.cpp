@@ -125,6 +125,18 @@ TEST(MatmulW8A32, MatchesReferenceOverShapes) {
   });
 }
 
+TEST(DequantizeQ8, MatchesCoreExactly) {
+  test::for_each_target([] {
+    Problem p = make_problem(7, 288, 0, 17);
+    std::vector<float> want(7 * 288), got(288);
+    int8_dequantize(p.w, want.data());
+    for (int64_t r = 0; r < 7; ++r) {
+      dequantize_q8_row(p.view(), r, got.data());
+      EXPECT_EQ(0, std::memcmp(got.data(), &want[r * 288], 288 * 4)) << r;
+    }
+  });
+}
+
 // Strided input/output views and a partial row range: only the requested rows are written.
 TEST(MatmulInt8, RowRangeAndStridesWriteOnlyTheirOutputs) {
   test::for_each_target([] {

@@ -86,6 +86,22 @@ TEST(VecOps, SoftmaxIsStableAndAccurate) {
   });
 }
 
+TEST(VecOps, LogSumExp) {
+  test::for_each_target([] {
+    for (size_t n : lengths()) {
+      auto x = random_vec(n, 31 + n, 8.0f);
+      x[0] += 500.0f;
+      const double want = ref::logsumexp(x.data(), n);
+      EXPECT_NEAR(logsumexp(x.data(), n), want, 1e-6 * std::fabs(want) + 1e-6) << n;
+    }
+    const float inf = std::numeric_limits<float>::infinity();
+    std::vector<float> some = {-inf, 0.0f, -inf, 0.0f};
+    EXPECT_NEAR(logsumexp(some.data(), some.size()), std::log(2.0), 1e-6);
+    std::vector<float> none = {-inf, -inf};
+    EXPECT_EQ(logsumexp(none.data(), none.size()), -inf);
+  });
+}
+
 TEST(VecOps, SiluMul) {
   test::for_each_target([] {
     for (size_t n : lengths()) {
