@@ -4,7 +4,7 @@
 // independent implementation of every architecture it loads.
 //
 //   stoa-llama-oracle info   --gguf F
-//   stoa-llama-oracle logits --gguf F --tokens FILE --out FILE [--prefill N] [--threads N]
+//   stoa-llama-oracle logits --gguf F --tokens FILE --out FILE [--prefill N] [--threads 1]
 //       Feeds token ids (whitespace-separated text) directly — no tokenizer involved: the first
 //       N tokens (default: half) in one batch, then the rest one token per llama_decode, reusing
 //       the KV cache / conv state. Writes the logits of every position as raw little-endian f32
@@ -209,7 +209,9 @@ nlohmann::json cmd_logits(const Args& args) {
   const long prefill = args.integer("prefill", n / 2);
   if (prefill < 1 || prefill > n)
     throw std::runtime_error("--prefill must be in 1.." + std::to_string(n));
-  const int threads = static_cast<int>(args.integer("threads", 2));
+  // One thread by default: ggml's worker threads spin-wait between ops, which on a loaded
+  // 2-core machine turns a millisecond step into seconds; parity does not need speed.
+  const int threads = static_cast<int>(args.integer("threads", 1));
   make_context(&m, static_cast<uint32_t>(std::max(n, 32)), static_cast<uint32_t>(prefill), 1,
                threads, /*f32_cache=*/true, /*parity=*/true);
 
