@@ -160,27 +160,35 @@ HWY_INLINE void TileW8A8(const Args8& a, size_t row, size_t b) {
   __m512 acc[R][C];
   for (size_t r = 0; r < R; ++r)
     for (size_t c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
+  // Scales of 8 blocks per row sit in one 256-bit register image; a block pair's scale vector
+  // [d_g x8, d_g+1 x8] is one permute of it. Entries past the row's last block are zero so that
+  // the masked half of an odd last block multiplies 0 by 0.
   HWY_ALIGN float dw[R][kScaleGroup];
-  static_assert(kScaleGroup % 2 == 0, "block pairs must not straddle scale groups");
+  static_assert(kScaleGroup == 8, "one 256-bit vector of scales per group");
+  const __m512i pair_base = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
   for (size_t g0 = 0; g0 < groups; g0 += kScaleGroup) {
     const size_t ng = std::min(kScaleGroup, groups - g0);
-    for (size_t r = 0; r < R; ++r) ScalesToF32(ws + r * groups + g0, dw[r], ng);
+    const __mmask8 scale_mask = static_cast<__mmask8>((1u << ng) - 1u);
+    for (size_t r = 0; r < R; ++r) {
+      ScalesToF32(ws + r * groups + g0, dw[r], ng);
+      for (size_t g = ng; g < kScaleGroup; ++g) dw[r][g] = 0.0f;
+    }
     for (size_t g = 0; g < ng; g += 2) {
       const bool pair = g + 1 < ng;
       const __mmask64 mask = pair ? ~__mmask64{0} : __mmask64{0xffffffffu};
       const size_t col = (g0 + g) * kBlock;
+      const __m512i idx = _mm512_add_epi32(pair_base, _mm512_set1_epi32(static_cast<int>(g)));
       __m512i xu[C];
       __m512 sx[C];
       for (size_t c = 0; c < C; ++c) {
         xu[c] = _mm512_xor_si512(_mm512_maskz_loadu_epi8(mask, xq + c * a.cols + col), bias);
-        const float* d = xd + c * groups + g0 + g;
-        sx[c] = _mm512_insertf32x8(_mm512_set1_ps(d[0]), _mm256_set1_ps(pair ? d[1] : 0.0f), 1);
+        const __m256 dx8 = _mm256_maskz_loadu_ps(scale_mask, xd + c * groups + g0);
+        sx[c] = _mm512_permutexvar_ps(idx, _mm512_castps256_ps512(dx8));
       }
       for (size_t r = 0; r < R; ++r) {
         const __m512i wv = _mm512_maskz_loadu_epi8(mask, w + r * a.cols + col);
         const __m512i neg_bias_sum = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, bias, wv));
-        const __m512 sw = _mm512_insertf32x8(_mm512_set1_ps(dw[r][g]),
-                                             _mm256_set1_ps(pair ? dw[r][g + 1] : 0.0f), 1);
+        const __m512 sw = _mm512_permutexvar_ps(idx, _mm512_castps256_ps512(_mm256_load_ps(dw[r])));
         for (size_t c = 0; c < C; ++c) {
           const __m512i isum = _mm512_dpbusd_epi32(neg_bias_sum, xu[c], wv);
           acc[r][c] =
