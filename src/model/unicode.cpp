@@ -105,24 +105,9 @@ std::string to_valid_utf8(std::string_view bytes) {
   return out;
 }
 
-std::string normalize(std::string_view text, NormalForm form) {
-  bool below_combining = true;
-  for (size_t i = 0; i < text.size() && below_combining;) {
-    auto b = static_cast<uint8_t>(text[i]);
-    if (b < 0x80) {
-      ++i;
-      continue;
-    }
-    below_combining = next_code_point(text, i) < 0x300;
-  }
-  // Below U+0300 there are no combining marks and no compatibility mappings NFC would apply;
-  // NFKC/NFKD do map some Latin-1 characters (e.g. U+00BD), so the shortcut is NFC-only
-  // (plus pure ASCII, which every form leaves alone).
-  if (below_combining && form == NormalForm::kNFC) return std::string(text);
-  bool ascii = true;
-  for (char c : text) ascii = ascii && static_cast<uint8_t>(c) < 0x80;
-  if (ascii) return std::string(text);
+namespace {
 
+std::string utf8proc_normalize(std::string_view text, NormalForm form) {
   int options = UTF8PROC_STABLE;
   switch (form) {
     case NormalForm::kNFC:
@@ -147,6 +132,45 @@ std::string normalize(std::string_view text, NormalForm form) {
     fail(ErrorKind::kInvalidArgument, "Unicode normalisation failed: ", utf8proc_errmsg(n));
   }
   return std::string(reinterpret_cast<const char*>(result), static_cast<size_t>(n));
+}
+
+}  // namespace
+
+std::string normalize(std::string_view text, NormalForm form) {
+  if (form != NormalForm::kNFC) {
+    bool ascii = true;
+    for (char c : text) ascii = ascii && static_cast<uint8_t>(c) < 0x80;
+    return ascii ? std::string(text) : utf8proc_normalize(text, form);
+  }
+  // NFC is local: a code point below U+0300 is a starter that composes with nothing before it
+  // and is reordered with nothing, so NFC(x + y) = NFC(x) + NFC(y) whenever y starts with one.
+  // Only the runs around code points >= U+0300 (plus the starter before each) need utf8proc;
+  // ASCII and Latin-1 text is copied as is.
+  std::string out;
+  size_t copied = 0;    // text[0, copied) is in `out`
+  size_t last_low = 0;  // start of the last code point < U+0300 seen
+  bool have_low = false;
+  for (size_t i = 0; i < text.size();) {
+    if (static_cast<uint8_t>(text[i]) < 0xCC) {  // U+0300 is CC 80: below that, a low code point
+      last_low = i;
+      have_low = true;
+      i += static_cast<uint8_t>(text[i]) < 0x80 ? 1 : 2;
+      continue;
+    }
+    // A run of code points >= U+0300 starts at i; it extends to the next low code point.
+    size_t run_begin = have_low ? last_low : i;
+    size_t j = i;
+    while (j < text.size() && static_cast<uint8_t>(text[j]) >= 0xCC) next_code_point(text, j);
+    if (out.empty() && copied == 0) out.reserve(text.size() + 16);
+    out.append(text.substr(copied, run_begin - copied));
+    out += utf8proc_normalize(text.substr(run_begin, j - run_begin), form);
+    copied = j;
+    have_low = false;
+    i = j;
+  }
+  if (copied == 0) return std::string(text);
+  out.append(text.substr(copied));
+  return out;
 }
 
 bool is_white_space(char32_t cp) {

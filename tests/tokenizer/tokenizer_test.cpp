@@ -3,6 +3,7 @@
 #include <thread>
 
 #include <gtest/gtest.h>
+#include <utf8proc.h>
 
 #include "core/error.h"
 #include "model/pretokenizer.h"
@@ -222,6 +223,25 @@ TEST(Unicode, RepairFollowsMaximalSubpartRule) {
   EXPECT_EQ(to_valid_utf8("ok\xE2\x82\xAC"), "ok\xE2\x82\xAC");
   EXPECT_TRUE(unicode::is_valid_utf8("\xF0\x9F\x98\x80"));
   EXPECT_FALSE(unicode::is_valid_utf8("\xF0\x9F\x98"));
+}
+
+TEST(Unicode, PiecewiseNfcEqualsWholeStringNfc) {
+  // Our NFC sends only the runs around code points >= U+0300 to utf8proc; it must equal
+  // utf8proc on the whole string. Random mixes of starters, combining marks, jamo, CJK.
+  const char32_t alphabet[] = {
+      U'a',      U'e',      U'A',      U' ',      U'\n',     U'\u00E9',     U'\u00C5', U'\u0301',
+      U'\u0308', U'\u0323', U'\u0304', U'\u1100', U'\u1161', U'\u11A8',     U'\uAC00', U'\u4E16',
+      U'\u212B', U'\u0915', U'\u093C', U'\u094D', U'\u0F73', U'\U0001F600', U'\u02FF', U'\u0300'};
+  std::mt19937 rng(17);
+  for (int trial = 0; trial < 3000; ++trial) {
+    std::string s;
+    for (int k = 0, n = static_cast<int>(rng() % 12); k < n; ++k)
+      unicode::append_utf8(s, alphabet[rng() % std::size(alphabet)]);
+    utf8proc_uint8_t* whole = utf8proc_NFC(reinterpret_cast<const utf8proc_uint8_t*>(s.c_str()));
+    std::string expected(reinterpret_cast<char*>(whole));
+    std::free(whole);
+    ASSERT_EQ(unicode::normalize(s, unicode::NormalForm::kNFC), expected) << s;
+  }
 }
 
 TEST(Unicode, ByteMapIsGpt2s) {
