@@ -3,7 +3,7 @@
 //
 // Weights are cycled through enough copies (>= 256 MiB in all) that every call streams them from
 // DRAM, as a decode step over a whole model does; a single small matrix would sit in L2 and
-// flatter the kernel. GB/s counts weight bytes (int8 values + f16 scales) per second; GFLOP/s
+// flatter the kernel (--hot measures exactly that: the compute ceiling). GB/s counts weight bytes (int8 values + f16 scales) per second; GFLOP/s
 // counts 2 * rows * cols * batch.
 #include <algorithm>
 #include <atomic>
@@ -38,6 +38,7 @@ struct Options {
   double min_seconds = 0.25;
   bool all_targets = false;
   bool quick = false;
+  bool hot = false;  // one weight copy that stays in cache: the compute ceiling, not DRAM
 };
 
 double seconds_since(Clock::time_point start) {
@@ -127,9 +128,9 @@ struct ColdWeights {
   std::vector<std::vector<uint16_t>> scales;
   int64_t rows = 0, cols = 0;
 
-  ColdWeights(int64_t r, int64_t c) : rows(r), cols(c) {
+  ColdWeights(int64_t r, int64_t c, bool hot) : rows(r), cols(c) {
     const size_t bytes = static_cast<size_t>(r * c + r * c / 16);
-    const size_t copies = std::max<size_t>(2, kColdBytes / bytes + 1);
+    const size_t copies = hot ? 1 : std::max<size_t>(2, kColdBytes / bytes + 1);
     std::mt19937 rng(7);
     std::vector<int8_t> v(static_cast<size_t>(r * c));
     for (auto& x : v) x = static_cast<int8_t>(static_cast<int>(rng() % 255) - 127);
@@ -170,6 +171,7 @@ int run(const Options& opts) {
   nlohmann::json out;
   out["cpu"] = cpu_name();
   out["best_target"] = kernels::target_name(kernels::active_target());
+  out["cache"] = opts.hot ? "hot" : "cold";
   out["memory"] = nlohmann::json::object();
   std::vector<std::unique_ptr<ThreadPool>> pools;
   for (int t : opts.threads) {
@@ -184,7 +186,7 @@ int run(const Options& opts) {
 
   nlohmann::json results = nlohmann::json::array();
   for (const Shape& shape : shapes) {
-    ColdWeights weights(shape.rows, shape.cols);
+    ColdWeights weights(shape.rows, shape.cols, opts.hot);
     std::mt19937 rng(3);
     std::normal_distribution<float> normal;
     std::vector<float> x(static_cast<size_t>(max_batch * shape.cols));
@@ -246,19 +248,19 @@ int run(const Options& opts) {
   return 0;
 }
 
-CommandRegistration reg("bench kernels", "Int8 matmul kernel throughput beside memory bandwidth",
-                        [](CLI::App& app) {
-                          auto opts = std::make_shared<Options>();
-                          app.add_flag("--json", opts->json, "Print one JSON document");
-                          app.add_option("--threads", opts->threads, "Thread counts to measure");
-                          app.add_option("--batch", opts->batches, "Batch sizes to measure");
-                          app.add_option("--min-seconds", opts->min_seconds,
-                                         "Measuring time per figure");
-                          app.add_flag("--all-targets", opts->all_targets,
-                                       "Measure every SIMD target, not only the best");
-                          app.add_flag("--quick", opts->quick, "Only the first shape (smoke test)");
-                          return [opts] { return run(*opts); };
-                        });
+CommandRegistration reg(
+    "bench kernels", "Int8 matmul kernel throughput beside memory bandwidth", [](CLI::App& app) {
+      auto opts = std::make_shared<Options>();
+      app.add_flag("--json", opts->json, "Print one JSON document");
+      app.add_option("--threads", opts->threads, "Thread counts to measure");
+      app.add_option("--batch", opts->batches, "Batch sizes to measure");
+      app.add_option("--min-seconds", opts->min_seconds, "Measuring time per figure");
+      app.add_flag("--all-targets", opts->all_targets,
+                   "Measure every SIMD target, not only the best");
+      app.add_flag("--quick", opts->quick, "Only the first shape (smoke test)");
+      app.add_flag("--hot", opts->hot, "Reuse one weight copy (cache-resident): compute ceiling");
+      return [opts] { return run(*opts); };
+    });
 
 }  // namespace
 }  // namespace stoa::cli
