@@ -200,7 +200,8 @@ GgufFile GgufFile::from_bytes(std::vector<uint8_t> bytes, const std::string& sou
 void GgufFile::parse() {
   Cursor in(base_, size_, source_);
   uint32_t magic = in.read<uint32_t>("magic");
-  if (magic != gguf::kMagic) in.bad("not a GGUF file (bad magic)");
+  if (magic != gguf::kMagic)
+    fail(ErrorKind::kBadFormat, source_, ": not a GGUF file (bad magic in the first 4 bytes)");
   version_ = in.read<uint32_t>("version");
   if (version_ != 2 && version_ != 3)
     in.bad(cat("GGUF version ", version_, " is not supported (2 or 3)"));

@@ -90,17 +90,18 @@ TEST(GgufFault, EveryHeaderByteFlipIsHandled) {
     uint64_t start = data_start(bytes);
     size_t errors = 0, accepted = 0;
     for (uint64_t pos = 0; pos < start; ++pos) {
-      for (uint8_t mask : {uint8_t{0x01}, uint8_t{0xff}}) {
-        std::vector<uint8_t> bad = bytes;
-        bad[pos] ^= mask;
-        (try_import(std::move(bad)).empty() ? accepted : errors) += 1;
-      }
+      // One flip per byte keeps this fast under ASan: every other byte is inverted, the rest
+      // get a single bit flipped, walking through all eight bit positions.
+      uint8_t mask = pos % 2 ? uint8_t{0xff} : static_cast<uint8_t>(1u << (pos / 2 % 8));
+      std::vector<uint8_t> bad = bytes;
+      bad[pos] ^= mask;
+      (try_import(std::move(bad)).empty() ? accepted : errors) += 1;
     }
     // Most structural bytes matter; a few (e.g. a letter of general.name) do not.
     EXPECT_GT(errors, accepted);
-    std::printf("[gguf fault] %s: %llu structure bytes x 2 flips: %zu errors, %zu clean imports\n",
-                gguf_export_type_name(type), static_cast<unsigned long long>(start), errors,
-                accepted);
+    std::printf(
+        "[gguf fault] %s: %llu structure bytes, one flip each: %zu errors, %zu clean imports\n",
+        gguf_export_type_name(type), static_cast<unsigned long long>(start), errors, accepted);
   }
 }
 
