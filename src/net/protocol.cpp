@@ -1,0 +1,434 @@
+#include "net/protocol.h"
+
+#include <openssl/rand.h>
+
+#include <cmath>
+#include <cstdio>
+
+#include "core/error.h"
+
+namespace stoa::net {
+namespace {
+
+using nlohmann::json;
+
+// Typed field access with messages that name the message and the field.
+template <typename T>
+T req(const json& j, const char* msg, const char* field) {
+  STOA_CHECK(j.is_object(), ErrorKind::kInvalidArgument, msg, ": expected a JSON object");
+  auto it = j.find(field);
+  STOA_CHECK(it != j.end(), ErrorKind::kInvalidArgument, msg, ": missing field '", field, "'");
+  try {
+    return it->get<T>();
+  } catch (const json::exception& e) {
+    fail(ErrorKind::kInvalidArgument, msg, ": field '", field, "' has the wrong type (",
+         it->type_name(), ")");
+  }
+}
+
+template <typename T>
+T opt(const json& j, const char* msg, const char* field, T fallback) {
+  STOA_CHECK(j.is_object(), ErrorKind::kInvalidArgument, msg, ": expected a JSON object");
+  auto it = j.find(field);
+  if (it == j.end() || it->is_null()) return fallback;
+  return req<T>(j, msg, field);
+}
+
+void check_protocol(int protocol, const char* msg) {
+  STOA_CHECK(protocol == kProtocolVersion, ErrorKind::kInvalidArgument, msg, ": protocol version ",
+             protocol, " is not supported (this hub speaks ", kProtocolVersion, ")");
+}
+
+std::optional<uint64_t> opt_u64(const json& j, const char* msg, const char* field) {
+  auto it = j.find(field);
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  return req<uint64_t>(j, msg, field);
+}
+
+}  // namespace
+
+const char* intake_status_name(IntakeStatus status) {
+  switch (status) {
+    case IntakeStatus::kAccepted:
+      return "accepted";
+    case IntakeStatus::kDuplicate:
+      return "duplicate";
+    case IntakeStatus::kRejected:
+      return "rejected";
+  }
+  return "?";
+}
+
+json to_json(const JoinRequest& m) {
+  return {{"protocol", m.protocol},
+          {"name", m.name},
+          {"threads", m.threads},
+          {"resume_id", m.resume_id}};
+}
+JoinRequest join_request_from_json(const json& j) {
+  const char* msg = "join request";
+  JoinRequest m;
+  m.protocol = req<int>(j, msg, "protocol");
+  check_protocol(m.protocol, msg);
+  m.name = opt<std::string>(j, msg, "name", "");
+  STOA_CHECK(m.name.size() <= 128, ErrorKind::kInvalidArgument, msg, ": name longer than 128");
+  m.threads = opt<int>(j, msg, "threads", 0);
+  m.resume_id = opt<std::string>(j, msg, "resume_id", "");
+  return m;
+}
+
+json to_json(const JoinResponse& m) {
+  return {{"protocol", m.protocol},
+          {"worker_id", m.worker_id},
+          {"session_token", m.session_token},
+          {"heartbeat_interval_s", m.heartbeat_interval_s},
+          {"vocab_size", m.vocab_size},
+          {"max_tokens", m.max_tokens},
+          {"topk", m.topk},
+          {"task", m.task}};
+}
+JoinResponse join_response_from_json(const json& j) {
+  const char* msg = "join response";
+  JoinResponse m;
+  m.protocol = req<int>(j, msg, "protocol");
+  check_protocol(m.protocol, msg);
+  m.worker_id = req<std::string>(j, msg, "worker_id");
+  m.session_token = req<std::string>(j, msg, "session_token");
+  m.heartbeat_interval_s = req<int>(j, msg, "heartbeat_interval_s");
+  m.vocab_size = req<int64_t>(j, msg, "vocab_size");
+  m.max_tokens = req<int64_t>(j, msg, "max_tokens");
+  m.topk = opt<int32_t>(j, msg, "topk", 0);
+  m.task = opt<std::string>(j, msg, "task", "");
+  return m;
+}
+
+json to_json(const BlobRef& m) {
+  return {{"kind", m.kind},
+          {"from_version", m.from_version},
+          {"to_version", m.to_version},
+          {"hash", m.hash},
+          {"bytes", m.bytes}};
+}
+BlobRef blob_ref_from_json(const json& j) {
+  const char* msg = "blob ref";
+  BlobRef m;
+  m.kind = req<std::string>(j, msg, "kind");
+  STOA_CHECK(m.kind == "anchor" || m.kind == "patch", ErrorKind::kInvalidArgument, msg, ": kind '",
+             m.kind, "' is neither anchor nor patch");
+  m.from_version = req<uint64_t>(j, msg, "from_version");
+  m.to_version = req<uint64_t>(j, msg, "to_version");
+  m.hash = req<std::string>(j, msg, "hash");
+  STOA_CHECK(m.hash.size() == 32, ErrorKind::kInvalidArgument, msg, ": hash '", m.hash,
+             "' is not 32 hex digits");
+  m.bytes = req<uint64_t>(j, msg, "bytes");
+  return m;
+}
+
+json to_json(const VersionInfo& m) {
+  json blobs = json::array();
+  for (const auto& b : m.blobs) blobs.push_back(to_json(b));
+  return {{"version", m.version ? json(*m.version) : json(nullptr)},
+          {"state_hash", m.state_hash},
+          {"blobs", blobs},
+          {"max_staleness", m.max_staleness}};
+}
+VersionInfo version_info_from_json(const json& j) {
+  const char* msg = "version info";
+  VersionInfo m;
+  STOA_CHECK(j.is_object(), ErrorKind::kInvalidArgument, msg, ": expected a JSON object");
+  m.version = opt_u64(j, msg, "version");
+  m.state_hash = opt<std::string>(j, msg, "state_hash", "");
+  auto blobs = opt<json>(j, msg, "blobs", json::array());
+  STOA_CHECK(blobs.is_array(), ErrorKind::kInvalidArgument, msg, ": 'blobs' is not an array");
+  for (const auto& b : blobs) m.blobs.push_back(blob_ref_from_json(b));
+  m.max_staleness = opt<uint64_t>(j, msg, "max_staleness", 0);
+  return m;
+}
+
+json to_json(const LeaseRequest& m) {
+  return {{"worker_id", m.worker_id}};
+}
+LeaseRequest lease_request_from_json(const json& j) {
+  LeaseRequest m;
+  m.worker_id = req<std::string>(j, "lease request", "worker_id");
+  return m;
+}
+
+json to_json(const SamplingParams& m) {
+  return {{"temperature", m.temperature},
+          {"top_p", m.top_p},
+          {"top_k", m.top_k},
+          {"max_new_tokens", m.max_new_tokens},
+          {"max_turns", m.max_turns},
+          {"max_observation_tokens", m.max_observation_tokens}};
+}
+SamplingParams sampling_params_from_json(const json& j) {
+  const char* msg = "sampling params";
+  SamplingParams m;
+  m.temperature = req<float>(j, msg, "temperature");
+  m.top_p = req<float>(j, msg, "top_p");
+  m.top_k = req<int32_t>(j, msg, "top_k");
+  m.max_new_tokens = req<int32_t>(j, msg, "max_new_tokens");
+  m.max_turns = req<int32_t>(j, msg, "max_turns");
+  m.max_observation_tokens = req<int32_t>(j, msg, "max_observation_tokens");
+  STOA_CHECK(std::isfinite(m.temperature) && m.temperature >= 0, ErrorKind::kInvalidArgument, msg,
+             ": temperature must be finite and >= 0");
+  STOA_CHECK(m.top_p > 0 && m.top_p <= 1, ErrorKind::kInvalidArgument, msg,
+             ": top_p must be in (0, 1]");
+  STOA_CHECK(m.max_new_tokens > 0 && m.max_turns > 0, ErrorKind::kInvalidArgument, msg,
+             ": max_new_tokens and max_turns must be positive");
+  return m;
+}
+
+json to_json(const Lease& m) {
+  return {{"lease_id", m.lease_id},
+          {"group_id", m.group_id},
+          {"prompt_id", m.prompt_id},
+          {"question", m.question},
+          {"prompt_tokens", m.prompt_tokens},
+          {"samples", m.samples},
+          {"sampling", to_json(m.sampling)},
+          {"deadline_unix_ms", m.deadline_unix_ms},
+          {"issued_at_version", m.issued_at_version}};
+}
+Lease lease_from_json(const json& j) {
+  const char* msg = "lease";
+  Lease m;
+  m.lease_id = req<std::string>(j, msg, "lease_id");
+  m.group_id = req<std::string>(j, msg, "group_id");
+  m.prompt_id = req<std::string>(j, msg, "prompt_id");
+  m.question = req<std::string>(j, msg, "question");
+  m.prompt_tokens = req<std::vector<int32_t>>(j, msg, "prompt_tokens");
+  m.samples = req<int32_t>(j, msg, "samples");
+  STOA_CHECK(m.samples > 0, ErrorKind::kInvalidArgument, msg, ": samples must be positive");
+  m.sampling = sampling_params_from_json(req<json>(j, msg, "sampling"));
+  m.deadline_unix_ms = req<int64_t>(j, msg, "deadline_unix_ms");
+  m.issued_at_version = opt<uint64_t>(j, msg, "issued_at_version", 0);
+  return m;
+}
+
+json to_json(const LeaseResponse& m) {
+  return {{"lease", m.lease ? to_json(*m.lease) : json(nullptr)},
+          {"retry_after_ms", m.retry_after_ms}};
+}
+LeaseResponse lease_response_from_json(const json& j) {
+  const char* msg = "lease response";
+  LeaseResponse m;
+  STOA_CHECK(j.is_object(), ErrorKind::kInvalidArgument, msg, ": expected a JSON object");
+  auto it = j.find("lease");
+  if (it != j.end() && !it->is_null()) m.lease = lease_from_json(*it);
+  m.retry_after_ms = opt<int64_t>(j, msg, "retry_after_ms", 0);
+  return m;
+}
+
+json to_json(const ReleaseRequest& m) {
+  return {{"worker_id", m.worker_id}, {"lease_id", m.lease_id}};
+}
+ReleaseRequest release_request_from_json(const json& j) {
+  ReleaseRequest m;
+  m.worker_id = req<std::string>(j, "release request", "worker_id");
+  m.lease_id = req<std::string>(j, "release request", "lease_id");
+  return m;
+}
+
+json to_json(const RolloutSubmission& m) {
+  return {{"id", m.id},
+          {"worker_id", m.worker_id},
+          {"lease_id", m.lease_id},
+          {"group_id", m.group_id},
+          {"prompt_id", m.prompt_id},
+          {"tokens", m.tokens},
+          {"mask", m.mask},
+          {"logprobs", m.logprobs},
+          {"versions", m.versions},
+          {"topk", m.topk},
+          {"topk_ids", m.topk_ids},
+          {"topk_logprobs", m.topk_logprobs},
+          {"answer", m.answer},
+          {"turns", m.turns},
+          {"timings",
+           {{"generate_ms", m.timings.generate_ms},
+            {"tool_ms", m.timings.tool_ms},
+            {"started_unix_ms", m.timings.started_unix_ms},
+            {"finished_unix_ms", m.timings.finished_unix_ms}}}};
+}
+RolloutSubmission rollout_submission_from_json(const json& j) {
+  const char* msg = "rollout";
+  RolloutSubmission m;
+  m.id = req<std::string>(j, msg, "id");
+  m.worker_id = req<std::string>(j, msg, "worker_id");
+  m.lease_id = req<std::string>(j, msg, "lease_id");
+  m.group_id = req<std::string>(j, msg, "group_id");
+  m.prompt_id = req<std::string>(j, msg, "prompt_id");
+  m.tokens = req<std::vector<int32_t>>(j, msg, "tokens");
+  m.mask = req<std::vector<uint8_t>>(j, msg, "mask");
+  // JSON has no NaN/Inf: a worker that produced one sends null, which we read as NaN so that
+  // validation rejects it with the right reason rather than as a type error.
+  auto lp = req<json>(j, msg, "logprobs");
+  STOA_CHECK(lp.is_array(), ErrorKind::kInvalidArgument, msg, ": field 'logprobs' is not an array");
+  m.logprobs.reserve(lp.size());
+  for (const auto& v : lp) {
+    if (v.is_null()) {
+      m.logprobs.push_back(std::nanf(""));
+    } else {
+      STOA_CHECK(v.is_number(), ErrorKind::kInvalidArgument, msg,
+                 ": field 'logprobs' holds a non-number");
+      m.logprobs.push_back(v.get<float>());
+    }
+  }
+  m.versions = req<std::vector<uint64_t>>(j, msg, "versions");
+  m.topk = opt<int32_t>(j, msg, "topk", 0);
+  m.topk_ids = opt<std::vector<int32_t>>(j, msg, "topk_ids", {});
+  m.topk_logprobs = opt<std::vector<float>>(j, msg, "topk_logprobs", {});
+  m.answer = opt<std::string>(j, msg, "answer", "");
+  m.turns = opt<int32_t>(j, msg, "turns", 0);
+  auto t = opt<json>(j, msg, "timings", json::object());
+  m.timings.generate_ms = opt<double>(t, "rollout timings", "generate_ms", 0);
+  m.timings.tool_ms = opt<double>(t, "rollout timings", "tool_ms", 0);
+  m.timings.started_unix_ms = opt<int64_t>(t, "rollout timings", "started_unix_ms", 0);
+  m.timings.finished_unix_ms = opt<int64_t>(t, "rollout timings", "finished_unix_ms", 0);
+  validate_structure(m);
+  return m;
+}
+
+json to_json(const RolloutResponse& m) {
+  json j = {{"status", intake_status_name(m.status)}, {"reward", m.reward}};
+  if (!m.reason.empty()) j["reason"] = m.reason;
+  if (!m.detail.empty()) j["detail"] = m.detail;
+  if (m.status == IntakeStatus::kRejected) j["error"] = m.reason + ": " + m.detail;
+  return j;
+}
+RolloutResponse rollout_response_from_json(const json& j) {
+  const char* msg = "rollout response";
+  RolloutResponse m;
+  auto s = req<std::string>(j, msg, "status");
+  if (s == "accepted") {
+    m.status = IntakeStatus::kAccepted;
+  } else if (s == "duplicate") {
+    m.status = IntakeStatus::kDuplicate;
+  } else if (s == "rejected") {
+    m.status = IntakeStatus::kRejected;
+  } else {
+    fail(ErrorKind::kInvalidArgument, msg, ": unknown status '", s, "'");
+  }
+  m.reason = opt<std::string>(j, msg, "reason", "");
+  m.detail = opt<std::string>(j, msg, "detail", "");
+  m.reward = opt<double>(j, msg, "reward", 0);
+  return m;
+}
+
+json to_json(const Heartbeat& m) {
+  return {{"worker_id", m.worker_id},
+          {"version", m.version ? json(*m.version) : json(nullptr)},
+          {"leases", m.leases},
+          {"tokens_generated", m.tokens_generated},
+          {"tokens_per_s", m.tokens_per_s},
+          {"idle_fraction", m.idle_fraction}};
+}
+Heartbeat heartbeat_from_json(const json& j) {
+  const char* msg = "heartbeat";
+  Heartbeat m;
+  m.worker_id = req<std::string>(j, msg, "worker_id");
+  m.version = opt_u64(j, msg, "version");
+  m.leases = opt<std::vector<std::string>>(j, msg, "leases", {});
+  STOA_CHECK(m.leases.size() <= 1024, ErrorKind::kInvalidArgument, msg, ": too many leases");
+  m.tokens_generated = opt<uint64_t>(j, msg, "tokens_generated", 0);
+  m.tokens_per_s = opt<double>(j, msg, "tokens_per_s", 0);
+  m.idle_fraction = opt<double>(j, msg, "idle_fraction", 0);
+  STOA_CHECK(std::isfinite(m.tokens_per_s) && m.tokens_per_s >= 0, ErrorKind::kInvalidArgument, msg,
+             ": tokens_per_s must be finite and >= 0");
+  return m;
+}
+
+json to_json(const HeartbeatResponse& m) {
+  return {{"latest_version", m.latest_version ? json(*m.latest_version) : json(nullptr)},
+          {"renewed", m.renewed},
+          {"cancelled", m.cancelled}};
+}
+HeartbeatResponse heartbeat_response_from_json(const json& j) {
+  const char* msg = "heartbeat response";
+  HeartbeatResponse m;
+  STOA_CHECK(j.is_object(), ErrorKind::kInvalidArgument, msg, ": expected a JSON object");
+  m.latest_version = opt_u64(j, msg, "latest_version");
+  m.renewed = opt<std::vector<std::string>>(j, msg, "renewed", {});
+  m.cancelled = opt<std::vector<std::string>>(j, msg, "cancelled", {});
+  return m;
+}
+
+json parse_body(const std::string& body, const std::string& what) {
+  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  STOA_CHECK(!j.is_discarded(), ErrorKind::kInvalidArgument, what, ": malformed JSON body (",
+             body.size(), " bytes)");
+  STOA_CHECK(j.is_object(), ErrorKind::kInvalidArgument, what, ": the body is JSON ", j.type_name(),
+             ", expected an object");
+  return j;
+}
+
+void validate_structure(const RolloutSubmission& m) {
+  const std::string who = cat("rollout '", m.id, "'");
+  STOA_CHECK(looks_like_uuid(m.id), ErrorKind::kInvalidArgument, who, ": id is not a UUID");
+  STOA_CHECK(
+      !m.worker_id.empty() && !m.lease_id.empty() && !m.group_id.empty() && !m.prompt_id.empty(),
+      ErrorKind::kInvalidArgument, who,
+      ": worker_id, lease_id, group_id and prompt_id "
+      "must be non-empty");
+  const size_t n = m.tokens.size();
+  STOA_CHECK(n > 0, ErrorKind::kInvalidArgument, who, ": no tokens");
+  STOA_CHECK(m.mask.size() == n && m.logprobs.size() == n && m.versions.size() == n,
+             ErrorKind::kInvalidArgument, who, ": ", n, " tokens but ", m.mask.size(), " mask, ",
+             m.logprobs.size(), " logprobs and ", m.versions.size(), " versions");
+  for (size_t t = 0; t < n; ++t) {
+    STOA_CHECK(m.mask[t] <= 1, ErrorKind::kInvalidArgument, who, ": mask[", t,
+               "] = ", int(m.mask[t]), " is neither 0 nor 1");
+  }
+  STOA_CHECK(m.topk >= 0 && m.topk <= 64, ErrorKind::kInvalidArgument, who, ": topk ", m.topk,
+             " outside [0, 64]");
+  const size_t k = static_cast<size_t>(m.topk);
+  STOA_CHECK(m.topk_ids.size() == n * k && m.topk_logprobs.size() == n * k,
+             ErrorKind::kInvalidArgument, who, ": top-K arrays must hold tokens * topk = ", n * k,
+             " values (got ", m.topk_ids.size(), " ids, ", m.topk_logprobs.size(), " logprobs)");
+}
+
+namespace {
+void random_bytes(uint8_t* out, size_t n) {
+  STOA_CHECK(RAND_bytes(out, static_cast<int>(n)) == 1, ErrorKind::kInternal,
+             "OpenSSL RAND_bytes failed");
+}
+std::string to_hex(const uint8_t* b, size_t n) {
+  static const char* digits = "0123456789abcdef";
+  std::string s;
+  for (size_t i = 0; i < n; ++i) {
+    s += digits[b[i] >> 4];
+    s += digits[b[i] & 15];
+  }
+  return s;
+}
+}  // namespace
+
+std::string random_uuid() {
+  uint8_t b[16];
+  random_bytes(b, 16);
+  b[6] = static_cast<uint8_t>((b[6] & 0x0f) | 0x40);
+  b[8] = static_cast<uint8_t>((b[8] & 0x3f) | 0x80);
+  std::string h = to_hex(b, 16);
+  return h.substr(0, 8) + "-" + h.substr(8, 4) + "-" + h.substr(12, 4) + "-" + h.substr(16, 4) +
+         "-" + h.substr(20);
+}
+
+std::string random_token() {
+  uint8_t b[16];
+  random_bytes(b, 16);
+  return to_hex(b, 16);
+}
+
+bool looks_like_uuid(const std::string& s) {
+  if (s.size() != 36) return false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+    char c = s[i];
+    if (dash ? c != '-' : !std::isxdigit(static_cast<unsigned char>(c))) return false;
+  }
+  return true;
+}
+
+}  // namespace stoa::net

@@ -1,0 +1,178 @@
+// The hub <-> worker wire protocol, version 1: one struct per JSON message, with codecs and
+// validation (docs/protocol.md is the prose version of this file). Every decoder takes untrusted
+// JSON and throws stoa::Error(kInvalidArgument) naming the message and the field at fault, so the
+// HTTP layer can answer 400 with that message; it never crashes on malformed input.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace stoa::net {
+
+constexpr int kProtocolVersion = 1;
+
+// ---- POST /v1/join (Authorization: Bearer <join token>) ----
+struct JoinRequest {
+  int protocol = kProtocolVersion;
+  std::string name;       // human-readable worker name (host, "worker-3"); not an identity
+  int threads = 0;        // informational
+  std::string resume_id;  // a worker id from a previous run of this worker ("" for a new one)
+};
+struct JoinResponse {
+  int protocol = kProtocolVersion;
+  std::string worker_id;
+  std::string session_token;  // Bearer token for every later call
+  int heartbeat_interval_s = 10;
+  int64_t vocab_size = 0;
+  int64_t max_tokens = 0;  // a rollout's whole transcript may not exceed this
+  int32_t topk = 0;        // how many top-K log-probs per position the hub wants (0: none)
+  std::string task;        // "search", ...
+};
+
+// ---- GET /v1/version?after=N&timeout=S (long-poll) ----
+// One blob a worker must fetch (GET /v1/blobs/{hash}) and apply, in order.
+struct BlobRef {
+  std::string kind;  // "anchor" | "patch"
+  uint64_t from_version = 0;
+  uint64_t to_version = 0;
+  std::string hash;  // 32 lowercase hex digits (xxh3-128 of the blob's bytes)
+  uint64_t bytes = 0;
+};
+struct VersionInfo {
+  // nullopt: nothing published yet (the worker waits and polls again).
+  std::optional<uint64_t> version;
+  std::string state_hash;  // xxh3-128 hex of the int8 state at `version` ("" if none)
+  // The catch-up route from the worker's `after` (absent: a cold start) to `version`.
+  std::vector<BlobRef> blobs;
+  uint64_t max_staleness = 0;  // rollouts whose oldest token is older than version-this are refused
+};
+
+// ---- POST /v1/lease ----
+struct LeaseRequest {
+  std::string worker_id;
+};
+struct SamplingParams {
+  float temperature = 1.0f;
+  float top_p = 1.0f;
+  int32_t top_k = 0;             // 0: off
+  int32_t max_new_tokens = 256;  // per turn
+  int32_t max_turns = 4;
+  int32_t max_observation_tokens = 500;
+};
+struct Lease {
+  std::string lease_id;
+  std::string group_id;
+  std::string prompt_id;
+  std::string question;                // the problem's question (the worker's Episode needs it)
+  std::vector<int32_t> prompt_tokens;  // the exact prompt; every rollout must start with it
+  int32_t samples = 1;                 // G: rollouts expected for this lease
+  SamplingParams sampling;
+  int64_t deadline_unix_ms = 0;  // after this the hub may reissue the group
+  uint64_t issued_at_version = 0;
+};
+struct LeaseResponse {
+  std::optional<Lease> lease;  // nullopt: no work right now; retry after retry_after_ms
+  int64_t retry_after_ms = 0;
+};
+
+// ---- POST /v1/release ----
+struct ReleaseRequest {
+  std::string worker_id;
+  std::string lease_id;
+};
+
+// ---- POST /v1/rollouts ----
+struct RolloutTimings {
+  double generate_ms = 0;
+  double tool_ms = 0;
+  int64_t started_unix_ms = 0;
+  int64_t finished_unix_ms = 0;
+};
+struct RolloutSubmission {
+  std::string id;  // client-generated UUID: the idempotency key
+  std::string worker_id;
+  std::string lease_id;
+  std::string group_id;
+  std::string prompt_id;
+  std::vector<int32_t> tokens;     // prompt, model tokens, observations
+  std::vector<uint8_t> mask;       // 1: model-generated (trained on), 0: prompt / observation
+  std::vector<float> logprobs;     // behaviour log μ per token (read where mask == 1)
+  std::vector<uint64_t> versions;  // policy version that produced each token (read where mask == 1)
+  int32_t topk = 0;                // K; topk_ids / topk_logprobs hold tokens.size() * K values
+  std::vector<int32_t> topk_ids;
+  std::vector<float> topk_logprobs;
+  std::string answer;  // the final answer text (informational: the reward is recomputed)
+  int32_t turns = 0;
+  RolloutTimings timings;
+};
+enum class IntakeStatus { kAccepted, kDuplicate, kRejected };
+const char* intake_status_name(IntakeStatus status);
+struct RolloutResponse {
+  IntakeStatus status = IntakeStatus::kAccepted;
+  std::string reason;  // rejected: a stable code ("bad_token_id", ...); see docs/protocol.md
+  std::string detail;  // human-readable
+  double reward = 0;   // accepted / duplicate: the hub's own reward
+};
+
+// ---- POST /v1/heartbeat ----
+struct Heartbeat {
+  std::string worker_id;
+  std::optional<uint64_t> version;  // the version the worker currently generates with
+  std::vector<std::string> leases;  // leases it is still working on (their deadlines are renewed)
+  uint64_t tokens_generated = 0;    // cumulative
+  double tokens_per_s = 0;
+  double idle_fraction = 0;  // cumulative fraction of time with nothing to generate
+};
+struct HeartbeatResponse {
+  std::optional<uint64_t> latest_version;
+  std::vector<std::string> renewed;    // leases whose deadline moved
+  std::vector<std::string> cancelled;  // leases no longer valid (the group completed / dropped)
+};
+
+// Codecs. from_json throws kInvalidArgument("<message>: field '<f>' ...") on missing/mistyped
+// fields and on structural violations (mismatched lengths, bad ids).
+nlohmann::json to_json(const JoinRequest& m);
+nlohmann::json to_json(const JoinResponse& m);
+nlohmann::json to_json(const BlobRef& m);
+nlohmann::json to_json(const VersionInfo& m);
+nlohmann::json to_json(const LeaseRequest& m);
+nlohmann::json to_json(const SamplingParams& m);
+nlohmann::json to_json(const Lease& m);
+nlohmann::json to_json(const LeaseResponse& m);
+nlohmann::json to_json(const ReleaseRequest& m);
+nlohmann::json to_json(const RolloutSubmission& m);
+nlohmann::json to_json(const RolloutResponse& m);
+nlohmann::json to_json(const Heartbeat& m);
+nlohmann::json to_json(const HeartbeatResponse& m);
+
+JoinRequest join_request_from_json(const nlohmann::json& j);
+JoinResponse join_response_from_json(const nlohmann::json& j);
+BlobRef blob_ref_from_json(const nlohmann::json& j);
+VersionInfo version_info_from_json(const nlohmann::json& j);
+LeaseRequest lease_request_from_json(const nlohmann::json& j);
+SamplingParams sampling_params_from_json(const nlohmann::json& j);
+Lease lease_from_json(const nlohmann::json& j);
+LeaseResponse lease_response_from_json(const nlohmann::json& j);
+ReleaseRequest release_request_from_json(const nlohmann::json& j);
+RolloutSubmission rollout_submission_from_json(const nlohmann::json& j);
+RolloutResponse rollout_response_from_json(const nlohmann::json& j);
+Heartbeat heartbeat_from_json(const nlohmann::json& j);
+HeartbeatResponse heartbeat_response_from_json(const nlohmann::json& j);
+
+// Parses a request body; throws kInvalidArgument("<what>: malformed JSON ...") on bad syntax or
+// a non-object.
+nlohmann::json parse_body(const std::string& body, const std::string& what);
+
+// Structural checks of a submission that need no hub state: non-empty ids, equal lengths
+// (mask/logprobs/versions == tokens, top-K sizes), mask values 0/1. Throws kInvalidArgument.
+void validate_structure(const RolloutSubmission& m);
+
+// A random RFC 4122 version-4 UUID (for rollout ids) and a random 128-bit hex token.
+std::string random_uuid();
+std::string random_token();
+bool looks_like_uuid(const std::string& s);
+
+}  // namespace stoa::net
