@@ -2,6 +2,7 @@
 // kUnsupported naming the component, rather than silently tokenizing differently from Hugging Face.
 #include <algorithm>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include "core/error.h"
@@ -158,7 +159,10 @@ std::string byte_level_bytes(const std::string& token) {
   return out;
 }
 
-void set_token(TokenizerState& s, int32_t id, const std::string& token, const std::string& where) {
+// Error paths build their JSON path lazily: formatting one per vocabulary entry and merge cost
+// more than the rest of loading.
+void set_token(TokenizerState& s, int32_t id, const std::string& token,
+               const std::function<std::string()>& where) {
   if (static_cast<size_t>(id) >= s.id_to_token.size()) {
     size_t n = std::max<size_t>(static_cast<size_t>(id) + 1, s.id_to_token.size() * 3 / 2);
     s.id_to_token.resize(n);
@@ -166,7 +170,7 @@ void set_token(TokenizerState& s, int32_t id, const std::string& token, const st
   }
   if (s.has_token[id] && s.id_to_token[id] != token) {
     tokjson::bad(
-        s.source, where,
+        s.source, where(),
         cat("id ", id, " is used by both \"", s.id_to_token[id], "\" and \"", token, "\""));
   }
   s.id_to_token[id] = token;
@@ -205,8 +209,12 @@ void parse_model(const Json& model, const tokjson::ParsedTokenizerJson& parsed, 
   }
   s.token_to_id.reserve(parsed.vocab.size() + 64);
   for (const auto& [token, raw_id] : parsed.vocab) {
-    std::string where = cat("model.vocab[\"", token, "\"]");
-    int32_t id = tokjson::id_of(Json(raw_id), src, where);
+    auto where = [&token = token] { return cat("model.vocab[\"", token, "\"]"); };
+    if (raw_id < 0 || raw_id > tokjson::kMaxTokenId) {
+      tokjson::bad(src, where(),
+                   cat("token id ", raw_id, " out of range [0, ", tokjson::kMaxTokenId, "]"));
+    }
+    auto id = static_cast<int32_t>(raw_id);
     set_token(s, id, token, where);
     s.token_to_id.emplace(token, id);
   }
@@ -229,24 +237,32 @@ void parse_model(const Json& model, const tokjson::ParsedTokenizerJson& parsed, 
                  "expected \"a b\" or [\"a\", \"b\"]");
   }
   MergeTable table;
-  std::string a, b;
+  std::string a, b, joined;
   for (size_t i = 0; i < parsed.merges.size(); ++i) {
     const tokjson::ParsedTokenizerJson::MergeEntry& m = parsed.merges[i];
-    std::string where = cat("model.merges[", i, "]");
+    auto where = [i] { return cat("model.merges[", i, "]"); };
     const std::string* left = &m.a;
     const std::string* right = &m.b;
     if (!m.pair) {  // legacy "a b" form
       size_t space = m.a.find(' ');
       if (space == std::string::npos || space == 0 || space + 1 == m.a.size()) {
-        tokjson::bad(src, where, cat("\"", m.a, "\" is not \"a b\""));
+        tokjson::bad(src, where(), cat("\"", m.a, "\" is not \"a b\""));
       }
       a = m.a.substr(0, space);
       b = m.a.substr(space + 1);
       left = &a;
       right = &b;
     }
-    int32_t ia = lookup(s, *left, where), ib = lookup(s, *right, where);
-    int32_t merged = lookup(s, *left + *right, where);
+    joined.assign(*left).append(*right);
+    auto find = [&](const std::string& token) {
+      auto it = s.token_to_id.find(token);
+      if (it == s.token_to_id.end()) {
+        tokjson::bad(src, where(), cat("token \"", token, "\" is not in the vocabulary"));
+      }
+      return it->second;
+    };
+    int32_t merged = find(joined);
+    int32_t ia = find(*left), ib = find(*right);
     // A repeated pair takes the later rank, as both the Rust and the JS tokenizers do.
     table.insert(ia, ib, {static_cast<int32_t>(i), merged});
   }
@@ -276,7 +292,7 @@ void parse_added_tokens(const Json& list, TokenizerState& s) {
     if (static_cast<size_t>(token.id) < s.has_token.size() && s.has_token[token.id]) {
       s.has_token[token.id] = 0;
     }
-    set_token(s, token.id, token.content, where);
+    set_token(s, token.id, token.content, [&where] { return where; });
     s.token_to_id[token.content] = token.id;
     s.added_tokens.push_back(token);
   }
