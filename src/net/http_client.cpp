@@ -1,0 +1,134 @@
+#include "net/http_client.h"
+
+#include <httplib.h>
+
+#include <nlohmann/json.hpp>
+#include <random>
+#include <thread>
+
+#include "core/error.h"
+
+namespace stoa::net {
+
+HttpClient::HttpClient(std::string base_url, HttpClientOptions options)
+    : base_url_(std::move(base_url)), options_(std::move(options)) {
+  while (!base_url_.empty() && base_url_.back() == '/') base_url_.pop_back();
+  STOA_CHECK(base_url_.rfind("http://", 0) == 0 || base_url_.rfind("https://", 0) == 0,
+             ErrorKind::kInvalidArgument, "hub URL '", base_url_,
+             "' must start with http:// or https://");
+  rng_state_ = std::random_device{}();
+  // Fail early on an unparsable URL rather than on the first call.
+  release(acquire());
+}
+
+HttpClient::~HttpClient() = default;
+
+void HttpClient::set_bearer_token(const std::string& token) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  token_ = token;
+}
+
+std::unique_ptr<httplib::Client> HttpClient::acquire() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!pool_.empty()) {
+      auto c = std::move(pool_.back());
+      pool_.pop_back();
+      return c;
+    }
+  }
+  auto c = std::make_unique<httplib::Client>(base_url_);
+  STOA_CHECK(c->is_valid(), ErrorKind::kInvalidArgument, "hub URL '", base_url_,
+             "' is not a valid http(s) URL");
+  c->set_keep_alive(true);
+  auto ct = options_.connect_timeout.count();
+  c->set_connection_timeout(ct / 1000, (ct % 1000) * 1000);
+  if (!options_.ca_cert_path.empty()) c->set_ca_cert_path(options_.ca_cert_path.c_str());
+  c->enable_server_certificate_verification(options_.verify_server);
+  return c;
+}
+
+void HttpClient::release(std::unique_ptr<httplib::Client> client) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (pool_.size() < 8) pool_.push_back(std::move(client));
+}
+
+std::chrono::milliseconds HttpClient::backoff(int attempt) {
+  // Full jitter (AWS architecture blog): uniform in [0, min(max, base * 2^attempt)], so many
+  // workers that lost the hub at once do not come back in lockstep.
+  int64_t cap = options_.backoff_base.count() << std::min(attempt, 20);
+  cap = std::min<int64_t>(cap, options_.backoff_max.count());
+  uint64_t r;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    rng_state_ = rng_state_ * 6364136223846793005ULL + 1442695040888963407ULL;
+    r = rng_state_ >> 33;
+  }
+  return std::chrono::milliseconds(cap > 0 ? static_cast<int64_t>(r % (cap + 1)) : 0);
+}
+
+HttpResponse HttpClient::send(const std::string& method, const std::string& path,
+                              const std::string* body, bool idempotent,
+                              std::chrono::milliseconds read_timeout) {
+  const int attempts = idempotent ? std::max(1, options_.max_attempts) : 1;
+  std::string last;
+  for (int attempt = 0; attempt < attempts; ++attempt) {
+    if (attempt > 0) {
+      if (on_retry_) on_retry_(attempt, last);
+      auto until = std::chrono::steady_clock::now() + backoff(attempt - 1);
+      while (!cancelled_ && std::chrono::steady_clock::now() < until) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+    }
+    if (cancelled_) break;
+    auto client = acquire();
+    auto rt = read_timeout.count() > 0 ? read_timeout : options_.read_timeout;
+    client->set_read_timeout(rt.count() / 1000, (rt.count() % 1000) * 1000);
+    client->set_write_timeout(rt.count() / 1000, (rt.count() % 1000) * 1000);
+    httplib::Headers headers;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!token_.empty()) headers.emplace("Authorization", "Bearer " + token_);
+    }
+    httplib::Result res = method == "GET"
+                              ? client->Get(path.c_str(), headers)
+                              : client->Post(path.c_str(), headers, *body, "application/json");
+    if (body) bytes_sent_ += body->size();
+    if (!res) {
+      last = cat(method, " ", base_url_, path, ": ", httplib::to_string(res.error()));
+      // A broken keep-alive connection is dropped, not returned to the pool.
+      continue;
+    }
+    bytes_received_ += res->body.size();
+    HttpResponse out{res->status, std::move(res->body), res->get_header_value("Content-Type")};
+    release(std::move(client));
+    bool retryable = out.status >= 500 || out.status == 408 || out.status == 429;
+    if (!retryable) return out;
+    last = cat(method, " ", base_url_, path, ": HTTP ", out.status, " ", out.body.substr(0, 200));
+    if (attempt + 1 == attempts) return out;
+  }
+  fail(ErrorKind::kNetwork, cancelled_ ? "cancelled: " : "", last.empty() ? path : last, " (after ",
+       attempts, attempts == 1 ? " attempt)" : " attempts)");
+}
+
+HttpResponse HttpClient::get(const std::string& path, bool idempotent,
+                             std::chrono::milliseconds read_timeout) {
+  return send("GET", path, nullptr, idempotent, read_timeout);
+}
+
+HttpResponse HttpClient::post_json(const std::string& path, const std::string& json_body,
+                                   bool idempotent, std::chrono::milliseconds read_timeout) {
+  return send("POST", path, &json_body, idempotent, read_timeout);
+}
+
+void check_ok(const HttpResponse& response, const std::string& what) {
+  if (response.status >= 200 && response.status < 300) return;
+  std::string message = response.body.substr(0, 500);
+  auto j = nlohmann::json::parse(response.body, nullptr, false);
+  if (j.is_object() && j.contains("error") && j["error"].is_string()) {
+    message = j["error"].get<std::string>();
+  }
+  fail(ErrorKind::kNetwork, what, ": HTTP ", response.status, ": ", message);
+}
+
+}  // namespace stoa::net

@@ -1,0 +1,91 @@
+// The HTTP(S) client the worker uses to talk to the hub: a bearer token, connect/read timeouts,
+// keep-alive connections from a small pool (so it is safe to call from several threads at once —
+// the sync thread long-polls while the rollout thread submits), and retries with exponential
+// back-off and full jitter for idempotent calls. Non-idempotent calls are tried once.
+#pragma once
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace httplib {
+class Client;
+}
+
+namespace stoa::net {
+
+struct HttpClientOptions {
+  std::chrono::milliseconds connect_timeout{5000};
+  std::chrono::milliseconds read_timeout{30000};
+  int max_attempts = 6;  // for idempotent calls; 1 for the others
+  std::chrono::milliseconds backoff_base{200};
+  std::chrono::milliseconds backoff_max{10000};
+  // HTTPS: a CA file to trust (e.g. the hub's self-signed certificate); empty: the system's.
+  std::string ca_cert_path;
+  bool verify_server = true;
+};
+
+struct HttpResponse {
+  int status = 0;
+  std::string body;
+  std::string content_type;
+};
+
+class HttpClient {
+ public:
+  // base_url: "http://host:port" or "https://host:port" (no path).
+  explicit HttpClient(std::string base_url, HttpClientOptions options = {});
+  ~HttpClient();
+  HttpClient(const HttpClient&) = delete;
+  HttpClient& operator=(const HttpClient&) = delete;
+
+  void set_bearer_token(const std::string& token);
+  const std::string& base_url() const { return base_url_; }
+
+  // Answers any status that is not retried (2xx, and 4xx other than 408/429). Retries (when
+  // idempotent) transport errors, 5xx, 408 and 429; throws stoa::Error(kNetwork) naming the URL
+  // and the last failure once the attempts are used up. `read_timeout` overrides the default
+  // (long-polls pass their own).
+  HttpResponse get(const std::string& path, bool idempotent = true,
+                   std::chrono::milliseconds read_timeout = std::chrono::milliseconds{0});
+  HttpResponse post_json(const std::string& path, const std::string& json_body, bool idempotent,
+                         std::chrono::milliseconds read_timeout = std::chrono::milliseconds{0});
+
+  // Called between attempts (tests observe retries; a worker can log them).
+  void on_retry(std::function<void(int attempt, const std::string& why)> fn) {
+    on_retry_ = std::move(fn);
+  }
+  // Makes every pending and future back-off sleep return at once and stops retrying (shutdown).
+  void cancel() { cancelled_ = true; }
+
+  uint64_t bytes_received() const { return bytes_received_; }
+  uint64_t bytes_sent() const { return bytes_sent_; }
+
+ private:
+  struct Pooled;
+  std::unique_ptr<httplib::Client> acquire();
+  void release(std::unique_ptr<httplib::Client> client);
+  HttpResponse send(const std::string& method, const std::string& path, const std::string* body,
+                    bool idempotent, std::chrono::milliseconds read_timeout);
+  std::chrono::milliseconds backoff(int attempt);
+
+  std::string base_url_;
+  HttpClientOptions options_;
+  std::mutex mutex_;
+  std::string token_;
+  std::vector<std::unique_ptr<httplib::Client>> pool_;
+  std::function<void(int, const std::string&)> on_retry_;
+  std::atomic<bool> cancelled_{false};
+  std::atomic<uint64_t> bytes_received_{0};
+  std::atomic<uint64_t> bytes_sent_{0};
+  uint64_t rng_state_;
+};
+
+// Raises stoa::Error(kNetwork) for a non-2xx response, quoting the hub's {"error": ...}.
+void check_ok(const HttpResponse& response, const std::string& what);
+
+}  // namespace stoa::net

@@ -1,0 +1,77 @@
+#include "net/hub_client.h"
+
+#include "core/error.h"
+#include "core/hash.h"
+
+namespace stoa::net {
+
+using nlohmann::json;
+
+namespace {
+json parse_response(const HttpResponse& r, const char* what) {
+  check_ok(r, what);
+  auto j = json::parse(r.body, nullptr, false);
+  STOA_CHECK(!j.is_discarded() && j.is_object(), ErrorKind::kNetwork, what,
+             ": the hub answered malformed JSON");
+  return j;
+}
+}  // namespace
+
+HubClient::HubClient(std::string base_url, HttpClientOptions options)
+    : http_(std::move(base_url), std::move(options)) {}
+
+JoinResponse HubClient::join(const std::string& join_token, const JoinRequest& request) {
+  http_.set_bearer_token(join_token);
+  auto r = http_.post_json("/v1/join", to_json(request).dump(), /*idempotent=*/false);
+  JoinResponse resp = join_response_from_json(parse_response(r, "join"));
+  worker_id_ = resp.worker_id;
+  http_.set_bearer_token(resp.session_token);
+  return resp;
+}
+
+VersionInfo HubClient::version(std::optional<uint64_t> after, std::chrono::seconds timeout) {
+  std::string path = cat("/v1/version?timeout=", timeout.count());
+  if (after) path += cat("&after=", *after);
+  auto r = http_.get(path, true, std::chrono::milliseconds((timeout.count() + 10) * 1000));
+  return version_info_from_json(parse_response(r, "version"));
+}
+
+std::vector<uint8_t> HubClient::blob(const std::string& hash_hex) {
+  Hash128 want;
+  STOA_CHECK(Hash128::parse(hash_hex, &want), ErrorKind::kInvalidArgument, "blob hash '", hash_hex,
+             "' is not 32 hex digits");
+  auto r = http_.get("/v1/blobs/" + hash_hex, true, std::chrono::milliseconds(300000));
+  check_ok(r, cat("blob ", hash_hex));
+  std::vector<uint8_t> bytes(r.body.begin(), r.body.end());
+  Hash128 got = hash_bytes(bytes.data(), bytes.size());
+  STOA_CHECK(got == want, ErrorKind::kIntegrity, "blob ", hash_hex, ": received ", bytes.size(),
+             " bytes hashing to ", got.hex());
+  return bytes;
+}
+
+LeaseResponse HubClient::lease() {
+  auto r = http_.post_json("/v1/lease", to_json(LeaseRequest{worker_id_}).dump(), false);
+  return lease_response_from_json(parse_response(r, "lease"));
+}
+
+void HubClient::release(const std::string& lease_id) {
+  auto r =
+      http_.post_json("/v1/release", to_json(ReleaseRequest{worker_id_, lease_id}).dump(), true);
+  check_ok(r, cat("release ", lease_id));
+}
+
+RolloutResponse HubClient::submit(const RolloutSubmission& rollout) {
+  auto r = http_.post_json("/v1/rollouts", to_json(rollout).dump(), /*idempotent=*/true);
+  if (r.status == 422) {
+    auto j = json::parse(r.body, nullptr, false);
+    if (!j.is_discarded() && j.is_object()) return rollout_response_from_json(j);
+  }
+  return rollout_response_from_json(parse_response(r, cat("rollout ", rollout.id).c_str()));
+}
+
+HeartbeatResponse HubClient::heartbeat(const Heartbeat& heartbeat) {
+  auto r = http_.post_json("/v1/heartbeat", to_json(heartbeat).dump(), true);
+  return heartbeat_response_from_json(parse_response(r, "heartbeat"));
+}
+
+}  // namespace stoa::net

@@ -1,0 +1,43 @@
+// Typed calls of the hub protocol (docs/protocol.md) over HttpClient: what `stoa work` uses.
+// Idempotent calls (version, blobs, rollouts by id, heartbeat, release) are retried with
+// back-off; join and lease are tried once (a lost lease response just expires on the hub).
+#pragma once
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "net/http_client.h"
+#include "net/protocol.h"
+
+namespace stoa::net {
+
+class HubClient {
+ public:
+  explicit HubClient(std::string base_url, HttpClientOptions options = {});
+
+  // Joins with the join token; afterwards every call carries the session token.
+  JoinResponse join(const std::string& join_token, const JoinRequest& request);
+  const std::string& worker_id() const { return worker_id_; }
+
+  // Long-poll: returns when the hub has a version above `after` or after `timeout`.
+  VersionInfo version(std::optional<uint64_t> after, std::chrono::seconds timeout);
+  // Fetches a blob; verifies its bytes hash to `hash_hex` (throws kIntegrity otherwise, so the
+  // caller re-fetches or falls back to an anchor).
+  std::vector<uint8_t> blob(const std::string& hash_hex);
+  LeaseResponse lease();
+  void release(const std::string& lease_id);
+  // Accepted, duplicate or rejected (422) all come back as a RolloutResponse; anything else
+  // throws kNetwork.
+  RolloutResponse submit(const RolloutSubmission& rollout);
+  HeartbeatResponse heartbeat(const Heartbeat& heartbeat);
+
+  HttpClient& http() { return http_; }
+
+ private:
+  HttpClient http_;
+  std::string worker_id_;
+};
+
+}  // namespace stoa::net
