@@ -54,13 +54,18 @@ TEST_P(RunnerTest, BatchAndForkMatchSoloRuns) {
     Sequence s = runner.new_sequence(64);
     return runner.append(s, all, Logits::kAll);
   };
-  Tensor ref_a = solo(a), ref_b = solo(b);
+  // b's sequence is one token ahead (so the batch mixes positions), then takes 3 tokens.
+  std::vector<int32_t> b_full = {11};
+  b_full.insert(b_full.end(), b.begin(), b.end());
+  Tensor ref_a = solo(a), ref_b = solo(b_full);
 
   Sequence base = runner.new_sequence(64);
   runner.append(base, prompt, Logits::kNone);
   Sequence fa = base.fork(), fb = base.fork(40);
   EXPECT_EQ(fa.length(), 20);
   EXPECT_EQ(fb.capacity(), 40);
+  const int32_t ahead = 11;
+  runner.append(fb, std::span<const int32_t>(&ahead, 1), Logits::kNone);
   // a and b advance together in one pass: a as a 7-token "tool observation", b by 3 tokens.
   SequenceInput inputs[] = {{&fa, a, Logits::kAll}, {&fb, b, Logits::kAll}};
   std::vector<Tensor> out = runner.append_batch(inputs);
@@ -72,12 +77,16 @@ TEST_P(RunnerTest, BatchAndForkMatchSoloRuns) {
   }
   for (int64_t i = 0; i < 3; ++i) {
     for (int64_t v = 0; v < V; ++v) {
-      EXPECT_NEAR(out[1].as<float>()[i * V + v], ref_b.as<float>()[(20 + i) * V + v], 1e-5);
+      EXPECT_NEAR(out[1].as<float>()[i * V + v], ref_b.as<float>()[(21 + i) * V + v], 1e-5);
     }
   }
   EXPECT_EQ(base.length(), 20);  // forks do not share state with their parent
   EXPECT_EQ(fa.length(), 27);
   EXPECT_EQ(fb.tokens().back(), b.back());
+  // An empty append changes nothing and returns no rows.
+  Tensor none = runner.append(fa, std::span<const int32_t>(), Logits::kAll);
+  EXPECT_EQ(none.dim(0), 0);
+  EXPECT_EQ(fa.length(), 27);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllArchs, RunnerTest,
