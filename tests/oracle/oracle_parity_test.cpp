@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
@@ -212,6 +213,31 @@ INSTANTIATE_TEST_SUITE_P(Tiny, OracleParity,
                              if (ch == '-') ch = '_';
                            return s;
                          });
+
+std::vector<char> file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// ggml's own GGUF implementation parses our file and writes it back byte for byte: our writer
+// lays out header, metadata, tensor table, padding and data exactly as ggml does, and whatever
+// ggml writes our reader reads (the round trip of test_gguf covers that side).
+TEST_P(OracleParity, GgmlRewritesOurGgufByteForByte) {
+  ModelWeights w = random_weights(preset_config(GetParam()), 77);
+  for (GgufExportType type : {GgufExportType::kF32, GgufExportType::kF16, GgufExportType::kQ8_0}) {
+    std::string ours = (work_dir() / (GetParam() + ".ours.gguf")).string();
+    std::string theirs = (work_dir() / (GetParam() + ".ggml.gguf")).string();
+    GgufExportOptions opts;
+    opts.type = type;
+    opts.model_name = GetParam();
+    export_gguf(w, ours, opts);
+    run_capture(cat(STOA_LLAMA_ORACLE, " regguf --gguf '", ours, "' --out '", theirs, "' 2>&1"));
+    EXPECT_TRUE(file_bytes(ours) == file_bytes(theirs))
+        << gguf_export_type_name(type) << ": ggml rewrote the file differently";
+    fs::remove(ours);
+    fs::remove(theirs);
+  }
+}
 
 // The benchmark mode the engine benchmarks compare against: several sequence ids per batch.
 TEST(OracleHarness, BenchReportsThroughput) {

@@ -16,6 +16,10 @@
 //       Prints JSON with prefill tok/s and aggregate decode tok/s (wall clock), plus the process
 //       CPU seconds of each phase.
 //
+//   stoa-llama-oracle regguf --gguf IN --out OUT
+//       Reads IN with ggml's own GGUF parser and writes it back with ggml's writer: a second,
+//       independent GGUF implementation for Stoa's writer and reader to agree with.
+//
 // Every result goes to stdout as one JSON object; failures print {"error": ...} and exit 1.
 #include <algorithm>
 #include <chrono>
@@ -34,6 +38,8 @@
 #include <nlohmann/json.hpp>
 
 #include "ggml-backend.h"
+#include "ggml.h"
+#include "gguf.h"
 #include "llama.h"
 
 namespace {
@@ -66,7 +72,8 @@ struct Args {
 
 Args parse_args(int argc, char** argv) {
   Args args;
-  if (argc < 2) throw std::runtime_error("usage: stoa-llama-oracle info|logits|bench --gguf F ...");
+  if (argc < 2)
+    throw std::runtime_error("usage: stoa-llama-oracle info|logits|bench|regguf --gguf F ...");
   args.command = argv[1];
   static const char* kFlags[] = {"kv-f32", "verbose"};
   for (int i = 2; i < argc; ++i) {
@@ -327,6 +334,31 @@ nlohmann::json cmd_bench(const Args& args) {
           {"decode_ms_per_step", steps > 0 ? 1000.0 * decode_s / static_cast<double>(steps) : 0.0}};
 }
 
+nlohmann::json cmd_regguf(const Args& args) {
+  std::string in = args.need("gguf"), out = args.need("out");
+  ggml_context* data = nullptr;
+  gguf_init_params params{/*no_alloc=*/false, /*ctx=*/&data};
+  gguf_context* ctx = gguf_init_from_file(in.c_str(), params);
+  if (!ctx) throw std::runtime_error("ggml's GGUF parser rejected '" + in + "'");
+  // A fresh context fed from the parsed one (metadata copied, tensors added from the loaded ggml
+  // tensors), as ggml's own tools build files.
+  gguf_context* copy = gguf_init_empty();
+  gguf_set_kv(copy, ctx);
+  for (int64_t i = 0; i < gguf_get_n_tensors(ctx); ++i)
+    gguf_add_tensor(copy, ggml_get_tensor(data, gguf_get_tensor_name(ctx, i)));
+  bool ok = gguf_write_to_file(copy, out.c_str(), /*only_meta=*/false);
+  gguf_free(copy);
+  nlohmann::json result = {{"version", gguf_get_version(ctx)},
+                           {"n_kv", gguf_get_n_kv(ctx)},
+                           {"n_tensors", gguf_get_n_tensors(ctx)},
+                           {"alignment", gguf_get_alignment(ctx)},
+                           {"out", out}};
+  gguf_free(ctx);
+  if (data) ggml_free(data);
+  if (!ok) throw std::runtime_error("ggml could not write '" + out + "'");
+  return result;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -341,8 +373,11 @@ int main(int argc, char** argv) {
       result = cmd_logits(args);
     } else if (args.command == "bench") {
       result = cmd_bench(args);
+    } else if (args.command == "regguf") {
+      result = cmd_regguf(args);
     } else {
-      throw std::runtime_error("unknown command '" + args.command + "' (info, logits, bench)");
+      throw std::runtime_error("unknown command '" + args.command +
+                               "' (info, logits, bench, regguf)");
     }
     std::printf("%s\n", result.dump().c_str());
     llama_backend_free();
