@@ -60,5 +60,7 @@ void apply_patch(Int8State& state, const Patch& patch);
 // the later value wins; a group re-scaled in b replaces a's points and group there; b's points
 // inside a group re-scaled by a are folded into that group.
 Patch compose_patches(const Patch& a, const Patch& b);
+// Folds k >= 1 consecutive patches into one (left to right).
+Patch compose_chain(const std::vector<Patch>& patches);
 
 }  // namespace stoa::pulse

@@ -142,4 +142,11 @@ Patch compose_patches(const Patch& a, const Patch& b) {
   return r;
 }
 
+Patch compose_chain(const std::vector<Patch>& patches) {
+  STOA_CHECK(!patches.empty(), ErrorKind::kInvalidArgument, "compose: no patches");
+  Patch r = patches.front();
+  for (size_t i = 1; i < patches.size(); ++i) r = compose_patches(r, patches[i]);
+  return r;
+}
+
 }  // namespace stoa::pulse

@@ -172,6 +172,10 @@ TEST(PulsePatch, ComposeEqualsSequentialApplication) {
   apply_patch(r, right);
   EXPECT_TRUE(same_bytes(r, chain[4]));
   EXPECT_THROW(compose_patches(p[0], p[2]), Error);  // not consecutive
+  Int8State whole = chain[0];
+  apply_patch(whole, compose_chain(p));
+  EXPECT_TRUE(same_bytes(whole, chain.back()));
+  EXPECT_THROW(compose_chain({}), Error);
 }
 
 TEST(PulsePatch, ComposeHandlesGroupsAgainstPoints) {
