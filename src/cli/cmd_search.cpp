@@ -25,11 +25,10 @@ struct IndexOptions {
 int run_index(const IndexOptions& opts) {
   auto policy = opts.skip_bad_lines ? env::BadLinePolicy::kSkip : env::BadLinePolicy::kFatal;
   env::IndexBuildStats stats = env::build_bm25_index(opts.corpus, opts.out, policy);
-  nlohmann::json out = {{"documents", stats.documents},
-                        {"skipped_lines", stats.skipped_lines},
-                        {"seconds", stats.seconds},
-                        {"docs_per_second", stats.docs_per_second()},
-                        {"index", opts.out}};
+  nlohmann::json out = {
+      {"documents", stats.documents},     {"skipped_lines", stats.skipped_lines},
+      {"seconds", stats.seconds},         {"docs_per_second", stats.docs_per_second()},
+      {"cpu_seconds", stats.cpu_seconds}, {"index", opts.out}};
   std::printf("%s\n", out.dump().c_str());
   return 0;
 }

@@ -22,8 +22,10 @@ namespace stoa::env {
 struct IndexBuildStats {
   int64_t documents = 0;
   int64_t skipped_lines = 0;
-  double seconds = 0;
+  double seconds = 0;      // wall clock
+  double cpu_seconds = 0;  // this process's CPU time (meaningful on a loaded machine)
   double docs_per_second() const { return seconds > 0 ? documents / seconds : 0; }
+  double docs_per_cpu_second() const { return cpu_seconds > 0 ? documents / cpu_seconds : 0; }
 };
 
 // Builds an index in out_dir (created or overwritten) from a corpus JSONL file.

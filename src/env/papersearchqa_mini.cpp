@@ -1,7 +1,9 @@
 #include "env/papersearchqa_mini.h"
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
+#include <unordered_set>
 
 #include "core/error.h"
 #include "env/entity_names.h"
@@ -161,90 +163,48 @@ const std::vector<std::string> kConclusion = {"These findings clarify the biolog
                                               "Our data provide new insight into {S}.",
                                               "Further studies of {S} are warranted."};
 
-// Background sentences built from the vocabulary of the paraphrased questions: they make papers
-// that share no entity with a question still match its wording, which is what makes copying a
-// paraphrased question into the search box worse than searching for its subject.
-const std::vector<std::string> kFillerWords = {"compound",
-                                               "alleviated",
-                                               "clinical",
-                                               "symptoms",
-                                               "cohort",
-                                               "individuals",
-                                               "pharmacological",
-                                               "agent",
-                                               "benefit",
-                                               "studies",
-                                               "genetic",
-                                               "analysis",
-                                               "affected",
-                                               "families",
-                                               "implicated",
-                                               "locus",
-                                               "responsible",
-                                               "defects",
-                                               "hereditary",
-                                               "factor",
-                                               "researchers",
-                                               "pathology",
-                                               "vivo",
-                                               "commonly",
-                                               "species",
-                                               "creature",
-                                               "investigators",
-                                               "recapitulate",
-                                               "experimentally",
-                                               "laboratory",
-                                               "technique",
-                                               "clinicians",
-                                               "confirm",
-                                               "suspected",
-                                               "case",
-                                               "identifies",
-                                               "therapeutic",
-                                               "effect",
-                                               "mediated",
-                                               "blockade",
-                                               "molecule",
-                                               "exert",
-                                               "action",
-                                               "circulating",
-                                               "concentrations",
-                                               "dosing",
-                                               "cleared",
-                                               "blood",
-                                               "halving",
-                                               "strongest",
-                                               "abundance",
-                                               "tissue",
-                                               "staining",
-                                               "accumulate",
-                                               "population",
-                                               "heavy",
-                                               "polypeptide",
-                                               "gel",
-                                               "migration",
-                                               "size",
-                                               "measured",
-                                               "product",
-                                               "translated",
-                                               "transcripts",
-                                               "diagnosed",
-                                               "rise",
-                                               "rely",
-                                               "exerts",
-                                               "studying",
-                                               "lets"};
+// Background sentences built from the wording of the paraphrased questions: each takes a few
+// content words of one paraphrase template. Papers that share no entity with a question thus still
+// match much of its wording, which is what makes copying a paraphrased question into the search
+// box worse than searching for its subject (measured in docs/tasks.md).
+const std::vector<std::vector<std::string>>& paraphrase_words() {
+  static const std::vector<std::vector<std::string>> words = [] {
+    static const std::unordered_set<std::string> skip = {
+        "the", "of",   "in",  "a",   "to",   "by",    "as",  "what", "which",
+        "how", "does", "is",  "for", "with", "after", "its", "it",   "an",
+        "on",  "from", "can", "do",  "who",  "give",  "50",  "s"};
+    std::vector<std::vector<std::string>> out;
+    for (const auto& spec : relations()) {
+      for (const auto& t : spec.paraphrased_questions) {
+        std::vector<std::string> list;
+        std::string word;
+        for (char c : t + " ") {
+          if (std::isalpha(static_cast<unsigned char>(c))) {
+            word.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+            continue;
+          }
+          if (!word.empty() && word != "s" && !skip.count(word)) list.push_back(word);
+          word.clear();
+        }
+        out.push_back(std::move(list));
+      }
+    }
+    return out;
+  }();
+  return words;
+}
 const std::vector<std::string> kFillerFrames = {
     "Prior work on {1} {2} and {3} {4} remains limited.",
     "Earlier reports linked {1} {2} to {3} {4}.", "The role of {1} {2} in {3} {4} is debated.",
     "We also considered {1} {2}, {3} and {4}."};
 
 std::string filler_sentence(Prng& prng) {
+  std::vector<std::string> pool = prng.pick(paraphrase_words());
+  prng.shuffle(pool);
   std::string out = prng.pick(kFillerFrames);
-  for (int i = 1; i <= 4; ++i) {
-    std::string key = "{" + std::to_string(i) + "}";
-    out.replace(out.find(key), key.size(), prng.pick(kFillerWords));
-  }
+  static constexpr std::string_view kKeys[] = {"{1}", "{2}", "{3}", "{4}"};
+  for (size_t i = 0; i < 4; ++i)
+    out.replace(out.find(kKeys[i]), kKeys[i].size(), pool[i % pool.size()]);
   return out;
 }
 
@@ -390,7 +350,7 @@ MiniDataset generate_papersearchqa_mini(const MiniConfig& config) {
     sentences.push_back(fill(text.pick(spec.statements), vars));
     sentences.push_back(fill(text.pick(kSupport), vars));
     sentences.push_back(filler_sentence(text));
-    sentences.push_back(filler_sentence(text));
+    if (text.chance(0.5)) sentences.push_back(filler_sentence(text));
     if (x != fact.subject && text.chance(0.4))
       sentences.push_back(fill(text.pick(kContrast), vars));
     sentences.push_back(fill(text.pick(kConclusion), vars));

@@ -34,17 +34,20 @@ std::string search_r1_prompt(std::string_view question) {
 Action parse_action(std::string_view text) {
   // Scan left to right for the first opening tag that has its own closing tag after it; this is
   // what the lazy regex does: at each start position it tries "search" then "answer".
-  static constexpr std::string_view kNames[] = {"search", "answer"};
+  struct Tag {
+    ActionKind kind;
+    std::string_view open, close;
+  };
+  static constexpr Tag kTags[] = {{ActionKind::kSearch, "<search>", "</search>"},
+                                  {ActionKind::kAnswer, "<answer>", "</answer>"}};
   for (size_t pos = text.find('<'); pos != std::string_view::npos; pos = text.find('<', pos + 1)) {
-    for (std::string_view name : kNames) {
-      std::string open = "<" + std::string(name) + ">";
-      if (text.compare(pos, open.size(), open) != 0) continue;
-      std::string close = "</" + std::string(name) + ">";
-      size_t begin = pos + open.size();
-      size_t end = text.find(close, begin);
+    for (const Tag& tag : kTags) {
+      if (text.compare(pos, tag.open.size(), tag.open) != 0) continue;
+      size_t begin = pos + tag.open.size();
+      size_t end = text.find(tag.close, begin);
       if (end == std::string_view::npos) continue;
       Action action;
-      action.kind = name == "search" ? ActionKind::kSearch : ActionKind::kAnswer;
+      action.kind = tag.kind;
       action.content = std::string(strip_ascii(text.substr(begin, end - begin)));
       return action;
     }
