@@ -15,11 +15,13 @@ struct TrainBenchOptions {
   std::vector<std::string> archs = {"qwen3", "lfm2", "lfm2_moe"};
   std::vector<std::string> sizes = {"10m", "100m"};
   int64_t seq_len = 512;
-  int64_t batch = 2;           // rollouts per step (one group)
+  int64_t batch = 1;           // rollouts per step (one group)
   int64_t prompt_tokens = 64;  // untrained prefix of each rollout
   int steps = 2;               // timed steps (after `warmup` untimed ones)
   int warmup = 1;
-  int threads = 0;  // 0: libtorch's default
+  // 0: libtorch's default (one per core). On a machine shared with other busy processes use 1:
+  // libtorch's OpenMP barriers spin, and 2 threads on 2 oversubscribed cores measured 17x slower.
+  int threads = 0;
   std::string device = "cpu";
   DType compute_dtype = DType::kF32;
   int64_t sgemm_size = 2048;  // square matmul for the peak measurement

@@ -58,7 +58,7 @@ TEST_F(TrainCli, SftTrainsWritesAModelAndResumes) {
   }
   const std::string common = "train --sft --data " + (dir / "data.jsonl").string() + " --model " +
                              (dir / "model").string() +
-                             " --lr 3e-3 --batch-tokens 16 --threads 2 --json --checkpoint " +
+                             " --lr 3e-3 --batch-tokens 16 --threads 1 --json --checkpoint " +
                              (dir / "ckpt").string();
   ASSERT_EQ(stoa(dir, common + " --epochs 6 --out " + (dir / "out").string()), 0)
       << read(dir / "err.txt");
@@ -99,7 +99,7 @@ TEST_F(TrainCli, BadDataNamesFileAndLine) {
 TEST_F(TrainCli, BenchTrainJson) {
   ASSERT_EQ(stoa(dir,
                  "bench train --json --archs qwen3,lfm2_moe --sizes 10m --seq-len 64 "
-                 "--prompt-tokens 8 --batch 1 --steps 1 --warmup 0 --threads 2"),
+                 "--prompt-tokens 8 --batch 1 --steps 1 --warmup 0 --threads 1"),
             0)
       << read(dir / "err.txt");
   nlohmann::json report = nlohmann::json::parse(read(dir / "out.txt"));
