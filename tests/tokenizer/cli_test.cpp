@@ -43,6 +43,8 @@ Outcome run(const std::string& args, const std::string& stdin_text, const fs::pa
 class TokenizerCli : public ::testing::Test {
  protected:
   void SetUp() override {
+    ASSERT_TRUE(fs::exists(test::env_or_throw("STOA_BINARY")))
+        << test::env_or_throw("STOA_BINARY") << " does not exist: build the stoa target first";
     dir_ = fs::temp_directory_path() / ("stoa_tok_cli_" + std::to_string(getpid()));
     fs::create_directories(dir_);
   }
