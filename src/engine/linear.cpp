@@ -3,6 +3,8 @@
 #include "core/dtype.h"
 #include "core/error.h"
 
+#include <vector>
+
 namespace stoa::engine {
 
 Linear Linear::from_f32(Tensor weight) {
@@ -63,17 +65,27 @@ float dot_f32(const float* a, const float* b, int64_t n) {
   return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7])) + tail;
 }
 
-float dot_int8_row(const int8_t* q, const uint16_t* scales, const float* x, int64_t n) {
+// The int8 dot product, on a row already widened to float (unscaled): per group of 32, the same
+// 8-lane sum as dot_f32, times the group's scale. Widening once per row serves every token of a
+// pass, and the arithmetic per output element is the same for any token count.
+static float dot_widened_row(const float* w, const float* scales, const float* x, int64_t n) {
   float total = 0;
   for (int64_t g = 0; g < n / kInt8GroupSize; ++g) {
-    // Widen the group first, then the same 8-lane sum as dot_f32: the compiler vectorises the
-    // two simple loops, where a fused int8-to-float multiply loop stays scalar.
-    float w[kInt8GroupSize];
-    const int8_t* qg = q + g * kInt8GroupSize;
-    for (int64_t i = 0; i < kInt8GroupSize; ++i) w[i] = static_cast<float>(qg[i]);
-    total += f16_to_f32(scales[g]) * dot_f32(w, x + g * kInt8GroupSize, kInt8GroupSize);
+    total += scales[g] * dot_f32(w + g * kInt8GroupSize, x + g * kInt8GroupSize, kInt8GroupSize);
   }
   return total;
+}
+
+// Widens one int8 row and its f16 scales to float.
+static void widen_row(const int8_t* q, const uint16_t* scales, int64_t n, float* w, float* s) {
+  for (int64_t i = 0; i < n; ++i) w[i] = static_cast<float>(q[i]);
+  for (int64_t g = 0; g < n / kInt8GroupSize; ++g) s[g] = f16_to_f32(scales[g]);
+}
+
+float dot_int8_row(const int8_t* q, const uint16_t* scales, const float* x, int64_t n) {
+  std::vector<float> w(static_cast<size_t>(n)), s(static_cast<size_t>(n / kInt8GroupSize));
+  widen_row(q, scales, n, w.data(), s.data());
+  return dot_widened_row(w.data(), s.data(), x, n);
 }
 
 void Linear::forward(const float* x, int64_t tokens, float* y, ThreadPool& pool) const {
@@ -83,12 +95,15 @@ void Linear::forward(const float* x, int64_t tokens, float* y, ThreadPool& pool)
   // Chunks of 16 rows keep each thread's slice of W contiguous; the weight row stays in cache
   // while every token uses it.
   pool.parallel_for(rows, 16, [&](int64_t begin, int64_t end) {
+    std::vector<float> widened(int8_ ? static_cast<size_t>(cols) : 0);
+    std::vector<float> scales(int8_ ? static_cast<size_t>(cols / kInt8GroupSize) : 0);
     for (int64_t r = begin; r < end; ++r) {
       if (int8_) {
-        const int8_t* q = q_.values.data() + r * cols;
-        const uint16_t* s = q_.scales.data() + r * (cols / kInt8GroupSize);
-        for (int64_t t = 0; t < tokens; ++t)
-          y[t * rows + r] = dot_int8_row(q, s, x + t * cols, cols);
+        widen_row(q_.values.data() + r * cols, q_.scales.data() + r * (cols / kInt8GroupSize), cols,
+                  widened.data(), scales.data());
+        for (int64_t t = 0; t < tokens; ++t) {
+          y[t * rows + r] = dot_widened_row(widened.data(), scales.data(), x + t * cols, cols);
+        }
       } else {
         const float* w = f32_.as<float>() + r * cols;
         for (int64_t t = 0; t < tokens; ++t) y[t * rows + r] = dot_f32(w, x + t * cols, cols);
