@@ -232,16 +232,19 @@ HWY_INLINE void TileW8A8(const Args8& a, size_t row, size_t b) {
       if (chunks == 1) {
         // One vector per block (AVX-512): the integer block sum is formed and consumed at once.
         V16 xv[C];
-        for (size_t c = 0; c < C; ++c)
+        VF sx[C];
+        for (size_t c = 0; c < C; ++c) {
           xv[c] = hn::PromoteTo(di16, hn::LoadU(di8, xq + c * a.cols + col0));
+          sx[c] = hn::Set(df, xd[c * groups + g0 + g]);
+        }
         for (size_t r = 0; r < R; ++r) {
           const V16 wv = hn::PromoteTo(di16, hn::LoadU(di8, w + r * a.cols + col0));
+          const VF sw = hn::Set(df, dw[r][g]);
           for (size_t c = 0; c < C; ++c) {
             VI odd = hn::Zero(di32);
             VI isum = hn::ReorderWidenMulAccumulate(di32, wv, xv[c], hn::Zero(di32), odd);
             isum = hn::RearrangeToOddPlusEven(isum, odd);
-            const VF scale = hn::Set(df, dw[r][g] * xd[c * groups + g0 + g]);
-            acc[r][c] = hn::MulAdd(hn::ConvertTo(df, isum), scale, acc[r][c]);
+            acc[r][c] = hn::MulAdd(hn::Mul(hn::ConvertTo(df, isum), sx[c]), sw, acc[r][c]);
           }
         }
       } else {
@@ -259,11 +262,13 @@ HWY_INLINE void TileW8A8(const Args8& a, size_t row, size_t b) {
               isum[r][c] = hn::ReorderWidenMulAccumulate(di32, wv, xv[c], isum[r][c], odd[r][c]);
           }
         }
+        VF sx[C];
+        for (size_t c = 0; c < C; ++c) sx[c] = hn::Set(df, xd[c * groups + g0 + g]);
         for (size_t r = 0; r < R; ++r) {
+          const VF sw = hn::Set(df, dw[r][g]);
           for (size_t c = 0; c < C; ++c) {
             const VI s = hn::RearrangeToOddPlusEven(isum[r][c], odd[r][c]);
-            const VF scale = hn::Set(df, dw[r][g] * xd[c * groups + g0 + g]);
-            acc[r][c] = hn::MulAdd(hn::ConvertTo(df, s), scale, acc[r][c]);
+            acc[r][c] = hn::MulAdd(hn::Mul(hn::ConvertTo(df, s), sx[c]), sw, acc[r][c]);
           }
         }
       }
