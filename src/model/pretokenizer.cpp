@@ -110,7 +110,8 @@ Regex::Regex(const std::string& pattern, bool literal, const std::string& what)
   std::string translated = literal ? pattern : oniguruma_to_pcre2(pattern);
   int error = 0;
   PCRE2_SIZE offset = 0;
-  uint32_t options = PCRE2_UTF | PCRE2_UCP | (literal ? PCRE2_LITERAL : 0);
+  // PCRE2 refuses UCP together with LITERAL (it means nothing for a literal).
+  uint32_t options = PCRE2_UTF | (literal ? PCRE2_LITERAL : PCRE2_UCP);
   impl_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(translated.data()), translated.size(),
                               options, &error, &offset, nullptr);
   if (!impl_->code) {

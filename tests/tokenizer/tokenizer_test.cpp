@@ -1,4 +1,5 @@
 // Unit tests of the byte-level BPE tokenizer on hand-built tiny vocabularies.
+#include <deque>
 #include <random>
 #include <thread>
 
@@ -249,6 +250,51 @@ TEST(Unicode, ByteMapIsGpt2s) {
   EXPECT_EQ(unicode::byte_to_char(' '), U'\u0120');
   EXPECT_EQ(unicode::byte_to_char('\n'), U'\u010A');
   for (int b = 0; b < 256; ++b) EXPECT_EQ(unicode::char_to_byte(unicode::byte_to_char(b)), b);
+}
+
+// The Rust crate's documented example for SplitDelimiterBehavior on "the-final--countdown".
+TEST(PreTokenizer, SplitBehaviorsFollowTheRustCrate) {
+  auto pieces_for = [](const std::string& behavior) {
+    nlohmann::json spec = {
+        {"type", "Sequence"},
+        {"pretokenizers",
+         {{{"type", "Split"}, {"pattern", {{"String", "-"}}}, {"behavior", behavior}},
+          {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}}}}};
+    PreTokenizer pt = PreTokenizer::from_json(spec, "split.json");
+    std::vector<std::string_view> views;
+    std::deque<std::string> arena;
+    pt.split("the-final--countdown", views, arena);
+    return std::vector<std::string>(views.begin(), views.end());
+  };
+  using V = std::vector<std::string>;
+  EXPECT_EQ(pieces_for("Removed"), (V{"the", "final", "countdown"}));
+  EXPECT_EQ(pieces_for("Isolated"), (V{"the", "-", "final", "-", "-", "countdown"}));
+  EXPECT_EQ(pieces_for("MergedWithPrevious"), (V{"the-", "final-", "-", "countdown"}));
+  EXPECT_EQ(pieces_for("MergedWithNext"), (V{"the", "-final", "-", "-countdown"}));
+  EXPECT_EQ(pieces_for("Contiguous"), (V{"the", "-", "final", "--", "countdown"}));
+}
+
+TEST(PreTokenizer, ByteLevelRegexAndPrefixSpace) {
+  auto pieces_for = [](bool use_regex, bool prefix, const std::string& text) {
+    nlohmann::json spec = {
+        {"type", "ByteLevel"}, {"add_prefix_space", prefix}, {"use_regex", use_regex}};
+    PreTokenizer pt = PreTokenizer::from_json(spec, "bl.json");
+    std::vector<std::string_view> views;
+    std::deque<std::string> arena;
+    pt.split(text, views, arena);
+    return std::vector<std::string>(views.begin(), views.end());
+  };
+  using V = std::vector<std::string>;
+  EXPECT_EQ(pieces_for(true, false, "Hello world's 42!!  x"),
+            (V{"Hello", " world", "'s", " 42", "!!", " ", " x"}));
+  EXPECT_EQ(pieces_for(true, true, "Hi there"), (V{" Hi", " there"}));
+  EXPECT_EQ(pieces_for(false, true, "Hi there"), (V{" Hi there"}));
+  EXPECT_EQ(pieces_for(false, true, " x"), (V{" x"}));
+  // Through the whole tokenizer: merges never cross the GPT-2 pieces.
+  TinySpec spec;
+  spec.merges = {{" ", "H"}, {" H", "i"}};
+  spec.pre_tokenizer = {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"use_regex", true}};
+  EXPECT_EQ(make(spec).encode("Hi"), ids({257}));
 }
 
 TEST(Regex, OnigurumaEscapesAreTranslated) {
