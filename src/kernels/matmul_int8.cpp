@@ -208,7 +208,6 @@ HWY_INLINE void TileW8A8(const Args8& a, size_t row, size_t b) {
   const hn::Rebind<int32_t, DF> di32;
   const hn::Repartition<int16_t, decltype(di32)> di16;  // twice the lanes of di32
   const hn::Rebind<int8_t, decltype(di16)> di8;
-  constexpr size_t kMaxChunks = kBlock / 2;  // enough for the narrowest target
   const size_t lanes16 = hn::Lanes(di16);
   const size_t chunks = kBlock / lanes16;
   using VF = hn::Vec<DF>;
@@ -251,7 +250,7 @@ HWY_INLINE void TileW8A8(const Args8& a, size_t row, size_t b) {
         VI isum[R][C], odd[R][C];
         for (size_t r = 0; r < R; ++r)
           for (size_t c = 0; c < C; ++c) isum[r][c] = odd[r][c] = hn::Zero(di32);
-        for (size_t k = 0; k < chunks && k < kMaxChunks; ++k) {
+        for (size_t k = 0; k < chunks; ++k) {
           const size_t col = col0 + k * lanes16;
           V16 xv[C];
           for (size_t c = 0; c < C; ++c)
