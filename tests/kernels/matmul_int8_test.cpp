@@ -137,6 +137,28 @@ TEST(DequantizeQ8, MatchesCoreExactly) {
   });
 }
 
+// Extreme grid values: -128 weights (possible in foreign Q8_0 files) against +-127 activations,
+// where any saturating or sign trick would show.
+TEST(MatmulW8A8, ExtremeValuesAreExact) {
+  test::for_each_target([] {
+    const int64_t rows = 9, cols = 96, batch = 3;
+    Problem p = make_problem(rows, cols, batch, 23);
+    for (size_t i = 0; i < p.w.values.size(); ++i)
+      p.w.values[i] = static_cast<int8_t>(i % 3 == 0 ? -128 : (i % 3 == 1 ? 127 : -127));
+    for (size_t i = 0; i < p.x.size(); ++i) p.x[i] = (i % 5 == 0) ? -1.0f : 1.0f;
+    Quantized q = quantize(p.x.data(), batch, cols);
+    std::vector<float> y(static_cast<size_t>(batch * rows));
+    matmul_w8a8(p.view(), q.acts, y.data(), rows, 0, rows);
+    std::vector<double> want(y.size()), abs_sum(y.size());
+    ref::matmul_w8a8(p.view(), q.acts, want.data(), abs_sum.data(), rows);
+    expect_close(y, want, abs_sum, "extreme w8a8");
+    std::vector<float> y32(y.size());
+    matmul_w8a32(p.view(), p.x.data(), cols, batch, y32.data(), rows, 0, rows);
+    ref::matmul_w8a32(p.view(), p.x.data(), cols, batch, want.data(), abs_sum.data(), rows);
+    expect_close(y32, want, abs_sum, "extreme w8a32");
+  });
+}
+
 // Strided input/output views and a partial row range: only the requested rows are written.
 TEST(MatmulInt8, RowRangeAndStridesWriteOnlyTheirOutputs) {
   test::for_each_target([] {
