@@ -3,6 +3,7 @@
 // id sequences (which produce broken UTF-8 and special tokens in odd places).
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <random>
 
 #include <gtest/gtest.h>
@@ -132,6 +133,55 @@ TEST(TokenizerOracle, TrainedTokenizerMatchesHuggingFaceJs) {
     }
   }
   std::printf("trained tokenizer oracle: %zu strings, %zu mismatches\n", corpus.size(), mismatches);
+  EXPECT_EQ(mismatches, 0u);
+}
+
+// The other byte-level configuration: GPT-2 style (ByteLevel with its own regex and a prefix
+// space, normaliser Sequence[NFC], legacy "a b" merges), on the trained vocabulary. Strings with
+// U+0085 or U+FEFF are left out: the JS library runs GPT-2's regex with JavaScript's \s (which
+// includes U+FEFF and excludes U+0085), where the Rust crate and we use Unicode White_Space.
+TEST(TokenizerOracle, Gpt2StyleConfigurationMatchesHuggingFaceJs) {
+  BpeTrainerOptions options;
+  options.vocab_size = 2000;
+  BpeTrainer trainer(options);
+  for (const std::string& s : test::oracle_corpus(78, 300)) trainer.add_text(s);
+  nlohmann::json j = nlohmann::json::parse(trainer.train().tokenizer_json());
+  j["pre_tokenizer"] = {{"type", "ByteLevel"},
+                        {"add_prefix_space", true},
+                        {"trim_offsets", true},
+                        {"use_regex", true}};
+  j["normalizer"] = {{"type", "Sequence"}, {"normalizers", {{{"type", "NFC"}}}}};
+  nlohmann::json legacy = nlohmann::json::array();
+  for (const auto& m : j["model"]["merges"])
+    legacy.push_back(m[0].get<std::string>() + " " + m[1].get<std::string>());
+  j["model"]["merges"] = legacy;
+  std::string dir =
+      (std::filesystem::temp_directory_path() / ("stoa_tok_gpt2_" + std::to_string(getpid())))
+          .string();
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/tokenizer.json") << j.dump();
+  Tokenizer tok = Tokenizer::from_file(dir + "/tokenizer.json");
+
+  std::vector<std::string> corpus;
+  for (const std::string& s : test::oracle_corpus())
+    if (s.find("\u0085") == std::string::npos && s.find("\uFEFF") == std::string::npos)
+      corpus.push_back(s);
+  std::vector<nlohmann::json> requests;
+  for (const std::string& s : corpus) requests.push_back({{"text", s}});
+  std::vector<nlohmann::json> answers =
+      test::run_oracle(dir + "/tokenizer.json", "-", requests, dir + "/oracle");
+  std::filesystem::remove_all(dir);
+  size_t mismatches = 0;
+  for (size_t i = 0; i < corpus.size(); ++i) {
+    std::vector<int32_t> ours = tok.encode(corpus[i]);
+    std::vector<int32_t> theirs = answers[i].at("ids").get<std::vector<int32_t>>();
+    if (ours != theirs && ++mismatches <= 10) {
+      ADD_FAILURE() << "item " << i << " " << nlohmann::json(corpus[i].substr(0, 200)).dump()
+                    << "\n ours:   " << show_ids(ours) << "\n theirs: " << show_ids(theirs);
+    }
+  }
+  std::printf("GPT-2 style oracle: %zu strings, %zu mismatches\n", corpus.size(), mismatches);
+  EXPECT_GE(corpus.size(), 500u);
   EXPECT_EQ(mismatches, 0u);
 }
 
