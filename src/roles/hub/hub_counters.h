@@ -1,0 +1,31 @@
+// Private to the Hub's .cpp files: the counters behind /metrics, /v1/status and the summary.
+#pragma once
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "roles/hub/hub.h"
+
+namespace stoa::hub {
+
+// Counters behind /metrics, /v1/status and the demo summary.
+struct Hub::Counters {
+  int64_t accepted = 0;
+  int64_t duplicate = 0;
+  std::map<std::string, int64_t> rejected;  // by reason
+  std::map<std::string, int64_t> dropped;   // groups, by reason
+  int64_t groups_trained = 0;
+  int64_t leases_issued = 0;
+  int64_t leases_expired = 0;
+  int64_t leases_released = 0;
+  int64_t tokens_accepted = 0;
+  int64_t model_tokens_accepted = 0;
+  double reward_sum = 0;
+  // Staleness at intake (latest version - oldest model token's version), buckets 0..8, >8.
+  std::vector<int64_t> staleness = std::vector<int64_t>(10, 0);
+  std::optional<StepReport> last_step;
+  int64_t start_ms = 0;
+};
+
+}  // namespace stoa::hub

@@ -1,0 +1,312 @@
+// Rollout intake (POST /v1/rollouts) and the TrainerPort side of the Hub: validation against the
+// lease, the vocabulary, the published versions and the staleness window; the reward recomputed
+// from the transcript; the durable insert; complete groups handed to the trainer loop.
+#include <algorithm>
+#include <cmath>
+
+#include "core/log.h"
+#include "roles/hub/hub.h"
+#include "roles/hub/hub_counters.h"
+
+namespace stoa::hub {
+
+using nlohmann::json;
+
+namespace {
+// A log-softmax can round to a hair above 0; anything larger is a bug or a forgery. Matches
+// train::kLogprobTolerance (train/rollout.h), which the hub cannot include (torch-free).
+constexpr float kLogprobTolerance = 1e-4f;
+
+bool bad_logprob(float v) {
+  return !std::isfinite(v) || v > kLogprobTolerance;
+}
+
+AcceptedRollout accepted_from_row(const RolloutRow& row) {
+  auto sub = net::rollout_submission_from_json(json::parse(row.payload));
+  AcceptedRollout r;
+  r.id = sub.id;
+  r.worker_id = sub.worker_id;
+  r.tokens = std::move(sub.tokens);
+  r.mask = std::move(sub.mask);
+  r.logprobs = std::move(sub.logprobs);
+  r.versions = std::move(sub.versions);
+  r.topk = sub.topk;
+  r.topk_ids = std::move(sub.topk_ids);
+  r.topk_logprobs = std::move(sub.topk_logprobs);
+  r.reward = row.reward;
+  r.min_version = row.min_version;
+  r.max_version = row.max_version;
+  return r;
+}
+}  // namespace
+
+net::RolloutResponse Hub::reject(const std::string& reason, const std::string& detail) {
+  counters_->rejected[reason]++;
+  net::RolloutResponse r;
+  r.status = net::IntakeStatus::kRejected;
+  r.reason = reason;
+  r.detail = detail;
+  return r;
+}
+
+net::RolloutResponse Hub::submit(const std::string& caller, const net::RolloutSubmission& m) {
+  if (m.worker_id != caller) {
+    throw RequestError(403, cat("rollout '", m.id, "': worker_id '", m.worker_id,
+                                "' does not match the session token's worker"));
+  }
+  net::validate_structure(m);  // decoders already did; callers may build messages themselves
+  std::lock_guard<std::mutex> lock(mutex_);
+  const std::string who = cat("rollout ", m.id);
+  // Idempotency first: a retry of an accepted rollout is a duplicate even if its lease has
+  // since expired or its group was trained.
+  if (auto prev = ledger_->rollout(m.id)) {
+    counters_->duplicate++;
+    net::RolloutResponse r;
+    r.status = net::IntakeStatus::kDuplicate;
+    r.reward = prev->reward;
+    return r;
+  }
+  auto lit = leases_.find(m.lease_id);
+  if (lit == leases_.end())
+    return reject("unknown_lease", cat(who, ": unknown lease ", m.lease_id));
+  const LeaseRow& lease = lit->second;
+  if (lease.worker_id != caller) {
+    return reject("lease_worker_mismatch",
+                  cat(who, ": lease ", m.lease_id, " was issued to another worker"));
+  }
+  auto git = groups_.find(lease.group_id);
+  if (git == groups_.end() || m.group_id != lease.group_id ||
+      m.prompt_id != git->second.row.prompt_id) {
+    return reject("lease_mismatch", cat(who, ": group/prompt (", m.group_id, ", ", m.prompt_id,
+                                        ") do not match lease ", m.lease_id));
+  }
+  GroupState& g = git->second;
+  if (g.row.status == GroupStatus::kTrained || g.row.status == GroupStatus::kDropped) {
+    return reject("group_closed",
+                  cat(who, ": group ", g.row.id, " is already ", group_status_name(g.row.status)));
+  }
+  if (g.row.status == GroupStatus::kComplete || g.accepted >= g.row.samples) {
+    return reject("group_full",
+                  cat(who, ": group ", g.row.id, " already has its ", g.row.samples, " rollouts"));
+  }
+  const int64_t n = static_cast<int64_t>(m.tokens.size());
+  if (n > config_.max_tokens) {
+    return reject("too_long", cat(who, ": ", n, " tokens exceed the limit ", config_.max_tokens));
+  }
+  const auto& prompt = prompt_tokens_locked(g.row.prompt_index);
+  if (m.tokens.size() < prompt.size() ||
+      !std::equal(prompt.begin(), prompt.end(), m.tokens.begin())) {
+    return reject("prompt_mismatch", cat(who, ": the transcript does not start with the lease's ",
+                                         prompt.size(), "-token prompt"));
+  }
+  for (size_t t = 0; t < prompt.size(); ++t) {
+    if (m.mask[t]) {
+      return reject("prompt_mismatch", cat(who, ": prompt token ", t, " is marked as generated"));
+    }
+  }
+  int64_t model_tokens = 0;
+  uint64_t vmin = UINT64_MAX, vmax = 0;
+  for (int64_t t = 0; t < n; ++t) {
+    int32_t id = m.tokens[static_cast<size_t>(t)];
+    if (id < 0 || id >= deps_.vocab_size) {
+      return reject("bad_token_id", cat(who, ": token ", t, " has id ", id, " outside [0, ",
+                                        deps_.vocab_size, ")"));
+    }
+    if (!m.mask[static_cast<size_t>(t)]) continue;
+    ++model_tokens;
+    float lp = m.logprobs[static_cast<size_t>(t)];
+    if (bad_logprob(lp)) {
+      return reject("bad_logprob",
+                    cat(who, ": log-prob of token ", t, " is ", lp, " (must be finite and <= 0)"));
+    }
+    uint64_t v = m.versions[static_cast<size_t>(t)];
+    vmin = std::min(vmin, v);
+    vmax = std::max(vmax, v);
+  }
+  if (model_tokens == 0)
+    return reject("no_generated_tokens", cat(who, ": no model-generated token"));
+  for (uint64_t v : {vmin, vmax}) {
+    if (!versions_.count(v)) {
+      return reject("unknown_version", cat(who, ": version ", v, " was never published"));
+    }
+  }
+  for (int64_t t = 0; t < n; ++t) {
+    if (m.mask[static_cast<size_t>(t)] && !versions_.count(m.versions[static_cast<size_t>(t)])) {
+      return reject("unknown_version",
+                    cat(who, ": token ", t, " claims version ", m.versions[static_cast<size_t>(t)],
+                        ", never published"));
+    }
+  }
+  const uint64_t latest = versions_.rbegin()->first;
+  if (latest > vmin && latest - vmin > config_.max_staleness) {
+    return reject("stale", cat(who, ": oldest token from version ", vmin, ", latest is ", latest,
+                               " (window ", config_.max_staleness, ")"));
+  }
+  if (m.topk > 0) {
+    const size_t k = static_cast<size_t>(m.topk);
+    for (size_t t = 0; t < m.tokens.size(); ++t) {
+      if (!m.mask[t]) continue;
+      bool has_sampled = false;
+      for (size_t j = 0; j < k; ++j) {
+        int32_t id = m.topk_ids[t * k + j];
+        float lp = m.topk_logprobs[t * k + j];
+        if (id < 0 || id >= deps_.vocab_size || bad_logprob(lp)) {
+          return reject("bad_topk", cat(who, ": top-K entry ", j, " of token ", t, " is invalid"));
+        }
+        has_sampled |= id == m.tokens[t];
+      }
+      if (!has_sampled) {
+        return reject("bad_topk", cat(who, ": top-K row of token ", t, " lacks the sampled token"));
+      }
+    }
+  }
+  // The reward is the hub's own: decode what follows the prompt, as Episode::response_text does.
+  double reward = 0;
+  try {
+    std::string response =
+        deps_.codec->decode(std::span<const int32_t>(m.tokens).subspan(prompt.size()));
+    reward = deps_.task->reward(
+        response, deps_.prompts.at(static_cast<size_t>(g.row.prompt_index)).golden_answers);
+  } catch (const Error& e) {
+    return reject("bad_token_id", cat(who, ": the transcript does not decode: ", e.what()));
+  }
+  STOA_CHECK(std::isfinite(reward), ErrorKind::kInternal, who, ": the task's reward is ", reward);
+
+  RolloutRow row;
+  row.id = m.id;
+  row.group_id = g.row.id;
+  row.lease_id = m.lease_id;
+  row.worker_id = caller;
+  row.reward = reward;
+  row.min_version = vmin;
+  row.max_version = vmax;
+  row.tokens = n;
+  row.accepted_ms = now();
+  row.payload = net::to_json(m).dump();
+  const bool completes = g.accepted + 1 >= g.row.samples;
+  LeaseRow lease_after = lease;
+  int64_t from_lease = g.accepted_by_lease[m.lease_id] + 1;
+  if (lease_after.state == LeaseState::kOpen && from_lease >= lease_after.samples) {
+    lease_after.state = LeaseState::kDone;
+  }
+  // One transaction: the rollout, the group's completion and the lease's state commit together
+  // (synchronous=FULL: on disk before we answer).
+  ledger_->transaction([&] {
+    ledger_->insert_rollout(row);
+    if (completes) ledger_->set_group_status(g.row.id, GroupStatus::kComplete);
+    if (lease_after.state != lease.state) ledger_->put_lease(lease_after);
+  });
+  g.accepted++;
+  g.accepted_by_lease[m.lease_id] = from_lease;
+  lit->second = lease_after;
+  if (completes) {
+    g.row.status = GroupStatus::kComplete;
+    // Other leases on this group (a reissue raced a late result) can stop: heartbeat cancels.
+    groups_cv_.notify_all();
+  }
+  auto& c = *counters_;
+  c.accepted++;
+  c.tokens_accepted += n;
+  c.model_tokens_accepted += model_tokens;
+  c.reward_sum += reward;
+  c.staleness[std::min<uint64_t>(latest - std::min(latest, vmin), 9)]++;
+  workers_[caller].rollouts_accepted++;
+  net::RolloutResponse r;
+  r.status = net::IntakeStatus::kAccepted;
+  r.reward = reward;
+  return r;
+}
+
+// ---------------------------------------------------------------- TrainerPort
+
+std::vector<AcceptedGroup> Hub::take_groups(size_t max_groups, std::chrono::milliseconds wait) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  auto ready = [&] {
+    if (stopped_) return true;
+    for (const auto& [id, g] : groups_) {
+      if (g.row.status == GroupStatus::kComplete && !pending_.count(id)) return true;
+    }
+    return false;
+  };
+  groups_cv_.wait_for(lock, wait, ready);
+  std::vector<AcceptedGroup> out;
+  for (const auto& gid : group_order_) {
+    if (out.size() >= max_groups) break;
+    const auto& g = groups_.at(gid);
+    if (g.row.status != GroupStatus::kComplete || pending_.count(gid)) continue;
+    AcceptedGroup ag;
+    ag.group_id = gid;
+    ag.prompt_id = g.row.prompt_id;
+    for (const auto& row : ledger_->rollouts_of_group(gid))
+      ag.rollouts.push_back(accepted_from_row(row));
+    // Defensive: the intake never accepts more than G, but the trainer relies on exactly G.
+    if (ag.rollouts.size() > static_cast<size_t>(g.row.samples)) ag.rollouts.resize(g.row.samples);
+    pending_.insert(gid);
+    out.push_back(std::move(ag));
+  }
+  return out;
+}
+
+void Hub::mark_trained(const std::vector<std::string>& group_ids, const StepReport& report) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  json rep = {{"step", report.step},
+              {"step_seconds", report.step_seconds},
+              {"busy_fraction", report.busy_fraction},
+              {"masked_fraction", report.masked_fraction},
+              {"tv", report.tv},
+              {"kl", report.kl},
+              {"reward_mean", report.reward_mean},
+              {"loss", report.loss},
+              {"groups", report.groups},
+              {"tokens", report.tokens},
+              {"group_ids", group_ids}};
+  for (const auto& [k, v] : report.extra) rep["extra"][k] = v;
+  ledger_->transaction([&] {
+    for (const auto& id : group_ids) {
+      STOA_CHECK(groups_.count(id), ErrorKind::kInvalidArgument, "mark_trained: unknown group '",
+                 id, "'");
+      ledger_->set_group_status(id, GroupStatus::kTrained, report.step);
+    }
+    ledger_->put_step(report.step, now(), rep.dump());
+  });
+  for (const auto& id : group_ids) {
+    groups_.at(id).row.status = GroupStatus::kTrained;
+    groups_.at(id).row.trained_step = report.step;
+    pending_.erase(id);
+    counters_->groups_trained++;
+  }
+  counters_->last_step = report;
+}
+
+void Hub::mark_dropped(const std::vector<std::string>& group_ids, const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ledger_->transaction([&] {
+    for (const auto& id : group_ids) {
+      STOA_CHECK(groups_.count(id), ErrorKind::kInvalidArgument, "mark_dropped: unknown group '",
+                 id, "'");
+      ledger_->set_group_status(id, GroupStatus::kDropped, -1, reason);
+    }
+  });
+  for (const auto& id : group_ids) {
+    groups_.at(id).row.status = GroupStatus::kDropped;
+    groups_.at(id).row.drop_reason = reason;
+    pending_.erase(id);
+    counters_->dropped[reason]++;
+  }
+}
+
+int64_t Hub::last_step() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return ledger_->last_step();
+}
+
+void Hub::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopped_ = true;
+  }
+  version_cv_.notify_all();
+  groups_cv_.notify_all();
+}
+
+}  // namespace stoa::hub

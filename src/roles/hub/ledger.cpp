@@ -1,0 +1,380 @@
+#include "roles/hub/ledger.h"
+
+#include <sqlite3.h>
+
+#include "core/error.h"
+
+namespace stoa::hub {
+namespace {
+
+// A prepared statement with positional binds; finalised on scope exit.
+class Stmt {
+ public:
+  Stmt(sqlite3* db, const char* sql, const std::string& path) : db_(db), path_(path) {
+    int rc = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr);
+    STOA_CHECK(rc == SQLITE_OK, ErrorKind::kInternal, "ledger ", path, ": cannot prepare '", sql,
+               "': ", sqlite3_errmsg(db));
+  }
+  ~Stmt() { sqlite3_finalize(stmt_); }
+  Stmt& bind(int i, const std::string& v) {
+    sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+    return *this;
+  }
+  Stmt& bind(int i, int64_t v) {
+    sqlite3_bind_int64(stmt_, i, v);
+    return *this;
+  }
+  Stmt& bind(int i, double v) {
+    sqlite3_bind_double(stmt_, i, v);
+    return *this;
+  }
+  // true: a row is ready; false: done.
+  bool step() {
+    int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    STOA_CHECK(rc == SQLITE_DONE, ErrorKind::kIo, "ledger ", path_, ": ", sqlite3_errmsg(db_));
+    return false;
+  }
+  void run() { step(); }
+  std::string text(int c) const {
+    auto* p = sqlite3_column_text(stmt_, c);
+    return p ? std::string(reinterpret_cast<const char*>(p),
+                           static_cast<size_t>(sqlite3_column_bytes(stmt_, c)))
+             : std::string();
+  }
+  int64_t i64(int c) const { return sqlite3_column_int64(stmt_, c); }
+  double f64(int c) const { return sqlite3_column_double(stmt_, c); }
+
+ private:
+  sqlite3* db_;
+  sqlite3_stmt* stmt_ = nullptr;
+  const std::string& path_;
+};
+
+// Forward migrations, index i brings the schema from version i to i + 1.
+const char* const kMigrations[] = {
+    R"sql(
+CREATE TABLE workers(id TEXT PRIMARY KEY, name TEXT NOT NULL, session_token TEXT NOT NULL,
+                     joined_ms INTEGER NOT NULL, last_seen_ms INTEGER NOT NULL);
+CREATE TABLE groups(id TEXT PRIMARY KEY, prompt_id TEXT NOT NULL, prompt_index INTEGER NOT NULL,
+                    samples INTEGER NOT NULL, status TEXT NOT NULL, created_ms INTEGER NOT NULL,
+                    trained_step INTEGER NOT NULL, drop_reason TEXT NOT NULL);
+CREATE TABLE leases(id TEXT PRIMARY KEY, group_id TEXT NOT NULL, worker_id TEXT NOT NULL,
+                    samples INTEGER NOT NULL, state TEXT NOT NULL, issued_ms INTEGER NOT NULL,
+                    deadline_ms INTEGER NOT NULL, max_deadline_ms INTEGER NOT NULL,
+                    issued_at_version INTEGER NOT NULL);
+CREATE INDEX leases_state ON leases(state);
+CREATE TABLE rollouts(id TEXT PRIMARY KEY, group_id TEXT NOT NULL, lease_id TEXT NOT NULL,
+                      worker_id TEXT NOT NULL, reward REAL NOT NULL, min_version INTEGER NOT NULL,
+                      max_version INTEGER NOT NULL, tokens INTEGER NOT NULL,
+                      accepted_ms INTEGER NOT NULL, payload TEXT NOT NULL);
+CREATE INDEX rollouts_group ON rollouts(group_id);
+CREATE TABLE versions(version INTEGER PRIMARY KEY, state_hash TEXT NOT NULL,
+                      published_ms INTEGER NOT NULL, blobs TEXT NOT NULL);
+CREATE TABLE steps(step INTEGER PRIMARY KEY, ms INTEGER NOT NULL, report TEXT NOT NULL);
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+)sql",
+};
+
+}  // namespace
+
+const char* group_status_name(GroupStatus s) {
+  switch (s) {
+    case GroupStatus::kOpen:
+      return "open";
+    case GroupStatus::kComplete:
+      return "complete";
+    case GroupStatus::kTrained:
+      return "trained";
+    case GroupStatus::kDropped:
+      return "dropped";
+  }
+  return "?";
+}
+GroupStatus parse_group_status(const std::string& n) {
+  if (n == "open") return GroupStatus::kOpen;
+  if (n == "complete") return GroupStatus::kComplete;
+  if (n == "trained") return GroupStatus::kTrained;
+  if (n == "dropped") return GroupStatus::kDropped;
+  fail(ErrorKind::kBadFormat, "ledger: unknown group status '", n, "'");
+}
+const char* lease_state_name(LeaseState s) {
+  switch (s) {
+    case LeaseState::kOpen:
+      return "open";
+    case LeaseState::kExpired:
+      return "expired";
+    case LeaseState::kReleased:
+      return "released";
+    case LeaseState::kDone:
+      return "done";
+  }
+  return "?";
+}
+LeaseState parse_lease_state(const std::string& n) {
+  if (n == "open") return LeaseState::kOpen;
+  if (n == "expired") return LeaseState::kExpired;
+  if (n == "released") return LeaseState::kReleased;
+  if (n == "done") return LeaseState::kDone;
+  fail(ErrorKind::kBadFormat, "ledger: unknown lease state '", n, "'");
+}
+
+Ledger::Ledger(const std::string& path) : path_(path) {
+  int rc =
+      sqlite3_open_v2(path.c_str(), &db_,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
+  if (rc != SQLITE_OK) {
+    std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
+    sqlite3_close(db_);
+    db_ = nullptr;
+    fail(ErrorKind::kIo, "ledger ", path, ": cannot open: ", msg);
+  }
+  sqlite3_busy_timeout(db_, 5000);
+  try {
+    // WAL: readers (status page) never block the intake writer. synchronous=FULL: a commit is
+    // on disk when it returns, which is what "durable before the HTTP 200" needs (NORMAL
+    // would only protect against application crashes, not power loss).
+    exec("PRAGMA journal_mode=WAL");
+    exec("PRAGMA synchronous=FULL");
+    exec("PRAGMA foreign_keys=ON");
+    migrate();
+  } catch (...) {
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw;
+  }
+}
+
+Ledger::~Ledger() {
+  if (db_) sqlite3_close(db_);
+}
+
+void Ledger::exec(const char* sql) const {
+  char* err = nullptr;
+  int rc = sqlite3_exec(db_, sql, nullptr, nullptr, &err);
+  if (rc != SQLITE_OK) {
+    std::string msg = err ? err : sqlite3_errmsg(db_);
+    sqlite3_free(err);
+    fail(rc == SQLITE_NOTADB || rc == SQLITE_CORRUPT ? ErrorKind::kBadFormat : ErrorKind::kIo,
+         "ledger ", path_, ": ", msg);
+  }
+}
+
+int Ledger::schema_version() const {
+  Stmt s(db_, "PRAGMA user_version", path_);
+  s.step();
+  return static_cast<int>(s.i64(0));
+}
+
+void Ledger::migrate() {
+  int have = schema_version();
+  constexpr int n = static_cast<int>(sizeof(kMigrations) / sizeof(kMigrations[0]));
+  static_assert(n == kSchemaVersion);
+  STOA_CHECK(have <= n, ErrorKind::kUnsupported, "ledger ", path_, ": schema version ", have,
+             " is newer than this hub's (", n, ")");
+  for (int v = have; v < n; ++v) {
+    transaction([&] {
+      exec(kMigrations[v]);
+      exec(cat("PRAGMA user_version=", v + 1).c_str());
+    });
+  }
+}
+
+void Ledger::begin() {
+  exec("BEGIN IMMEDIATE");
+}
+void Ledger::commit() {
+  exec("COMMIT");
+}
+void Ledger::rollback() {
+  sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+}
+
+void Ledger::put_worker(const WorkerRow& r) {
+  Stmt(db_, "INSERT OR REPLACE INTO workers VALUES(?,?,?,?,?)", path_)
+      .bind(1, r.id)
+      .bind(2, r.name)
+      .bind(3, r.session_token)
+      .bind(4, r.joined_ms)
+      .bind(5, r.last_seen_ms)
+      .run();
+}
+
+void Ledger::touch_worker(const std::string& id, int64_t now_ms) {
+  Stmt(db_, "UPDATE workers SET last_seen_ms=? WHERE id=?", path_)
+      .bind(1, now_ms)
+      .bind(2, id)
+      .run();
+}
+
+std::vector<WorkerRow> Ledger::workers() const {
+  Stmt s(db_, "SELECT id,name,session_token,joined_ms,last_seen_ms FROM workers", path_);
+  std::vector<WorkerRow> out;
+  while (s.step()) out.push_back({s.text(0), s.text(1), s.text(2), s.i64(3), s.i64(4)});
+  return out;
+}
+
+void Ledger::put_group(const GroupRow& r) {
+  Stmt(db_, "INSERT OR REPLACE INTO groups VALUES(?,?,?,?,?,?,?,?)", path_)
+      .bind(1, r.id)
+      .bind(2, r.prompt_id)
+      .bind(3, r.prompt_index)
+      .bind(4, static_cast<int64_t>(r.samples))
+      .bind(5, std::string(group_status_name(r.status)))
+      .bind(6, r.created_ms)
+      .bind(7, r.trained_step)
+      .bind(8, r.drop_reason)
+      .run();
+}
+
+void Ledger::set_group_status(const std::string& id, GroupStatus status, int64_t trained_step,
+                              const std::string& drop_reason) {
+  Stmt(db_, "UPDATE groups SET status=?, trained_step=?, drop_reason=? WHERE id=?", path_)
+      .bind(1, std::string(group_status_name(status)))
+      .bind(2, trained_step)
+      .bind(3, drop_reason)
+      .bind(4, id)
+      .run();
+}
+
+std::vector<GroupRow> Ledger::groups() const {
+  Stmt s(db_,
+         "SELECT id,prompt_id,prompt_index,samples,status,created_ms,trained_step,drop_reason "
+         "FROM groups ORDER BY created_ms, rowid",
+         path_);
+  std::vector<GroupRow> out;
+  while (s.step()) {
+    out.push_back({s.text(0), s.text(1), s.i64(2), static_cast<int32_t>(s.i64(3)),
+                   parse_group_status(s.text(4)), s.i64(5), s.i64(6), s.text(7)});
+  }
+  return out;
+}
+
+void Ledger::put_lease(const LeaseRow& r) {
+  Stmt(db_, "INSERT OR REPLACE INTO leases VALUES(?,?,?,?,?,?,?,?,?)", path_)
+      .bind(1, r.id)
+      .bind(2, r.group_id)
+      .bind(3, r.worker_id)
+      .bind(4, static_cast<int64_t>(r.samples))
+      .bind(5, std::string(lease_state_name(r.state)))
+      .bind(6, r.issued_ms)
+      .bind(7, r.deadline_ms)
+      .bind(8, r.max_deadline_ms)
+      .bind(9, static_cast<int64_t>(r.issued_at_version))
+      .run();
+}
+
+std::vector<LeaseRow> Ledger::leases(bool open_only) const {
+  Stmt s(db_,
+         open_only ? "SELECT * FROM leases WHERE state='open' ORDER BY issued_ms, rowid"
+                   : "SELECT * FROM leases ORDER BY issued_ms, rowid",
+         path_);
+  std::vector<LeaseRow> out;
+  while (s.step()) {
+    out.push_back({s.text(0), s.text(1), s.text(2), static_cast<int32_t>(s.i64(3)),
+                   parse_lease_state(s.text(4)), s.i64(5), s.i64(6), s.i64(7),
+                   static_cast<uint64_t>(s.i64(8))});
+  }
+  return out;
+}
+
+void Ledger::insert_rollout(const RolloutRow& r) {
+  Stmt(db_, "INSERT INTO rollouts VALUES(?,?,?,?,?,?,?,?,?,?)", path_)
+      .bind(1, r.id)
+      .bind(2, r.group_id)
+      .bind(3, r.lease_id)
+      .bind(4, r.worker_id)
+      .bind(5, r.reward)
+      .bind(6, static_cast<int64_t>(r.min_version))
+      .bind(7, static_cast<int64_t>(r.max_version))
+      .bind(8, r.tokens)
+      .bind(9, r.accepted_ms)
+      .bind(10, r.payload)
+      .run();
+}
+
+namespace {
+RolloutRow read_rollout(const Stmt& s) {
+  return {s.text(0),
+          s.text(1),
+          s.text(2),
+          s.text(3),
+          s.f64(4),
+          static_cast<uint64_t>(s.i64(5)),
+          static_cast<uint64_t>(s.i64(6)),
+          s.i64(7),
+          s.i64(8),
+          s.text(9)};
+}
+}  // namespace
+
+std::optional<RolloutRow> Ledger::rollout(const std::string& id) const {
+  Stmt s(db_, "SELECT * FROM rollouts WHERE id=?", path_);
+  s.bind(1, id);
+  if (!s.step()) return std::nullopt;
+  return read_rollout(s);
+}
+
+std::vector<RolloutRow> Ledger::rollouts_of_group(const std::string& group_id) const {
+  Stmt s(db_, "SELECT * FROM rollouts WHERE group_id=? ORDER BY accepted_ms, rowid", path_);
+  s.bind(1, group_id);
+  std::vector<RolloutRow> out;
+  while (s.step()) out.push_back(read_rollout(s));
+  return out;
+}
+
+std::vector<std::pair<std::string, int64_t>> Ledger::rollout_counts() const {
+  Stmt s(db_, "SELECT group_id, COUNT(*) FROM rollouts GROUP BY group_id", path_);
+  std::vector<std::pair<std::string, int64_t>> out;
+  while (s.step()) out.emplace_back(s.text(0), s.i64(1));
+  return out;
+}
+
+int64_t Ledger::rollout_count() const {
+  Stmt s(db_, "SELECT COUNT(*) FROM rollouts", path_);
+  s.step();
+  return s.i64(0);
+}
+
+void Ledger::put_version(const VersionRow& r) {
+  Stmt(db_, "INSERT OR REPLACE INTO versions VALUES(?,?,?,?)", path_)
+      .bind(1, static_cast<int64_t>(r.version))
+      .bind(2, r.state_hash)
+      .bind(3, r.published_ms)
+      .bind(4, r.blobs_json)
+      .run();
+}
+
+std::vector<VersionRow> Ledger::versions() const {
+  Stmt s(db_, "SELECT version,state_hash,published_ms,blobs FROM versions ORDER BY version", path_);
+  std::vector<VersionRow> out;
+  while (s.step()) out.push_back({static_cast<uint64_t>(s.i64(0)), s.text(1), s.i64(2), s.text(3)});
+  return out;
+}
+
+void Ledger::put_step(int64_t step, int64_t ms, const std::string& report_json) {
+  Stmt(db_, "INSERT OR REPLACE INTO steps VALUES(?,?,?)", path_)
+      .bind(1, step)
+      .bind(2, ms)
+      .bind(3, report_json)
+      .run();
+}
+
+int64_t Ledger::last_step() const {
+  Stmt s(db_, "SELECT COALESCE(MAX(step),0) FROM steps", path_);
+  s.step();
+  return s.i64(0);
+}
+
+std::optional<std::string> Ledger::meta(const std::string& key) const {
+  Stmt s(db_, "SELECT value FROM meta WHERE key=?", path_);
+  s.bind(1, key);
+  if (!s.step()) return std::nullopt;
+  return s.text(0);
+}
+
+void Ledger::set_meta(const std::string& key, const std::string& value) {
+  Stmt(db_, "INSERT OR REPLACE INTO meta VALUES(?,?)", path_).bind(1, key).bind(2, value).run();
+}
+
+}  // namespace stoa::hub

@@ -1,0 +1,196 @@
+// The Hub's observability: GET /v1/status (JSON), GET /metrics (Prometheus text format 0.0.4)
+// and the counters the demo summary reads.
+#include <sstream>
+
+#include "roles/hub/hub.h"
+#include "roles/hub/hub_counters.h"
+
+namespace stoa::hub {
+
+using nlohmann::json;
+
+namespace {
+// Prometheus label values escape backslash, quote and newline.
+std::string label(const std::string& v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+}  // namespace
+
+std::vector<WorkerStats> Hub::workers() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<WorkerStats> out;
+  for (const auto& [id, w] : workers_) out.push_back(w);
+  return out;
+}
+
+std::map<std::string, double> Hub::counters() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto& c = *counters_;
+  std::map<std::string, double> m;
+  m["rollouts_accepted"] = static_cast<double>(c.accepted);
+  m["rollouts_duplicate"] = static_cast<double>(c.duplicate);
+  int64_t rejected = 0;
+  for (const auto& [r, n] : c.rejected) {
+    rejected += n;
+    m["rollouts_rejected_" + r] = static_cast<double>(n);
+  }
+  m["rollouts_rejected"] = static_cast<double>(rejected);
+  int64_t dropped = 0;
+  for (const auto& [r, n] : c.dropped) {
+    dropped += n;
+    m["groups_dropped_" + r] = static_cast<double>(n);
+  }
+  m["groups_dropped"] = static_cast<double>(dropped);
+  m["groups_trained"] = static_cast<double>(c.groups_trained);
+  m["groups_queued"] = static_cast<double>(queued_groups_locked());
+  m["leases_issued"] = static_cast<double>(c.leases_issued);
+  m["leases_expired"] = static_cast<double>(c.leases_expired);
+  m["leases_released"] = static_cast<double>(c.leases_released);
+  m["tokens_accepted"] = static_cast<double>(c.tokens_accepted);
+  m["model_tokens_accepted"] = static_cast<double>(c.model_tokens_accepted);
+  m["reward_mean_accepted"] = c.accepted ? c.reward_sum / static_cast<double>(c.accepted) : 0.0;
+  m["workers"] = static_cast<double>(workers_.size());
+  m["versions"] = static_cast<double>(versions_.size());
+  return m;
+}
+
+json Hub::status() const {
+  auto counters_map = counters();
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto latest = version_info_locked(std::nullopt).version;
+  int64_t t = now();
+  json j;
+  j["protocol"] = net::kProtocolVersion;
+  j["task"] = deps_.task->name();
+  j["uptime_s"] = static_cast<double>(t - counters_->start_ms) / 1000.0;
+  j["latest_version"] = latest ? json(*latest) : json(nullptr);
+  j["step"] = ledger_->last_step();
+  j["counters"] = counters_map;
+  j["staleness_histogram"] = counters_->staleness;
+  int64_t open_leases = 0;
+  for (const auto& [id, l] : leases_) open_leases += l.state == LeaseState::kOpen;
+  j["leases_open"] = open_leases;
+  json workers = json::array();
+  for (const auto& [id, w] : workers_) {
+    json wj = {{"id", w.id},
+               {"name", w.name},
+               {"seen_s_ago", static_cast<double>(t - w.last_seen_ms) / 1000.0},
+               {"version", w.version ? json(*w.version) : json(nullptr)},
+               {"tokens_generated", w.tokens_generated},
+               {"tokens_per_s", w.tokens_per_s},
+               {"idle_fraction", w.idle_fraction},
+               {"rollouts_accepted", w.rollouts_accepted}};
+    if (latest && w.version) wj["patch_lag"] = *latest - std::min(*latest, *w.version);
+    workers.push_back(wj);
+  }
+  j["workers"] = workers;
+  if (const auto& s = counters_->last_step) {
+    j["last_step"] = {{"step", s->step},
+                      {"step_seconds", s->step_seconds},
+                      {"busy_fraction", s->busy_fraction},
+                      {"masked_fraction", s->masked_fraction},
+                      {"tv", s->tv},
+                      {"kl", s->kl},
+                      {"reward_mean", s->reward_mean},
+                      {"loss", s->loss},
+                      {"groups", s->groups},
+                      {"tokens", s->tokens}};
+  }
+  return j;
+}
+
+std::string Hub::metrics() const {
+  auto cm = counters();
+  auto st = status();
+  std::ostringstream o;
+  auto gauge = [&](const std::string& name, const std::string& help, double v,
+                   const char* type = "gauge") {
+    o << "# HELP stoa_" << name << " " << help << "\n# TYPE stoa_" << name << " " << type << "\n"
+      << "stoa_" << name << " " << v << "\n";
+  };
+  gauge("latest_version", "Latest published policy version",
+        st["latest_version"].is_null() ? -1.0 : st["latest_version"].get<double>());
+  gauge("versions_published", "Versions published", cm["versions"], "counter");
+  gauge("trainer_step", "Last trainer step recorded", st["step"].get<double>(), "counter");
+  gauge("queue_depth_groups", "Complete groups waiting for the trainer", cm["groups_queued"]);
+  gauge("leases_open", "Open leases", st["leases_open"].get<double>());
+  gauge("workers", "Workers that ever joined", cm["workers"]);
+  o << "# HELP stoa_rollouts_total Rollouts submitted, by intake result\n"
+       "# TYPE stoa_rollouts_total counter\n";
+  o << "stoa_rollouts_total{status=\"accepted\"} " << cm["rollouts_accepted"] << "\n";
+  o << "stoa_rollouts_total{status=\"duplicate\"} " << cm["rollouts_duplicate"] << "\n";
+  o << "# HELP stoa_rollouts_rejected_total Rejected rollouts by reason\n"
+       "# TYPE stoa_rollouts_rejected_total counter\n";
+  for (const auto& [k, v] : cm) {
+    if (k.rfind("rollouts_rejected_", 0) == 0) {
+      o << "stoa_rollouts_rejected_total{reason=\"" << label(k.substr(18)) << "\"} " << v << "\n";
+    }
+  }
+  o << "# HELP stoa_groups_total Groups by outcome\n# TYPE stoa_groups_total counter\n";
+  o << "stoa_groups_total{outcome=\"trained\"} " << cm["groups_trained"] << "\n";
+  for (const auto& [k, v] : cm) {
+    if (k.rfind("groups_dropped_", 0) == 0) {
+      o << "stoa_groups_total{outcome=\"dropped\",reason=\"" << label(k.substr(15)) << "\"} " << v
+        << "\n";
+    }
+  }
+  gauge("reward_mean_accepted", "Mean hub-computed reward of accepted rollouts",
+        cm["reward_mean_accepted"]);
+  gauge("tokens_accepted_total", "Tokens in accepted rollouts", cm["tokens_accepted"], "counter");
+  // Staleness at intake as a cumulative histogram (le = versions behind the latest).
+  o << "# HELP stoa_rollout_staleness_versions Latest version minus the rollout's oldest token "
+       "version, at intake\n# TYPE stoa_rollout_staleness_versions histogram\n";
+  double cum = 0;
+  const auto& h = st["staleness_histogram"];
+  double sum = 0;
+  for (size_t b = 0; b < h.size(); ++b) {
+    double n = h[b].get<double>();
+    cum += n;
+    sum += n * static_cast<double>(b);
+    if (b + 1 < h.size()) {
+      o << "stoa_rollout_staleness_versions_bucket{le=\"" << b << "\"} " << cum << "\n";
+    }
+  }
+  o << "stoa_rollout_staleness_versions_bucket{le=\"+Inf\"} " << cum << "\n";
+  o << "stoa_rollout_staleness_versions_sum " << sum << "\n";
+  o << "stoa_rollout_staleness_versions_count " << cum << "\n";
+  if (st.contains("last_step")) {
+    const auto& s = st["last_step"];
+    gauge("step_seconds", "Duration of the last trainer step", s["step_seconds"].get<double>());
+    gauge("trainer_busy_fraction", "Trainer busy fraction (last step)",
+          s["busy_fraction"].get<double>());
+    gauge("dppo_masked_fraction", "Fraction of tokens masked by the DPPO trust region",
+          s["masked_fraction"].get<double>());
+    gauge("policy_tv", "Mean total variation between behaviour and current policy",
+          s["tv"].get<double>());
+    gauge("policy_kl", "Mean KL between behaviour and current policy", s["kl"].get<double>());
+    gauge("train_reward_mean", "Mean reward of the last step's rollouts",
+          s["reward_mean"].get<double>());
+    gauge("train_loss", "Loss of the last step", s["loss"].get<double>());
+  }
+  o << "# HELP stoa_worker_tokens_per_second Generation throughput reported by each worker\n"
+       "# TYPE stoa_worker_tokens_per_second gauge\n";
+  for (const auto& w : st["workers"]) {
+    o << "stoa_worker_tokens_per_second{worker=\"" << label(w["id"].get<std::string>()) << "\"} "
+      << w["tokens_per_s"].get<double>() << "\n";
+  }
+  o << "# HELP stoa_worker_patch_lag_versions Latest version minus the worker's version\n"
+       "# TYPE stoa_worker_patch_lag_versions gauge\n";
+  for (const auto& w : st["workers"]) {
+    if (!w.contains("patch_lag")) continue;
+    o << "stoa_worker_patch_lag_versions{worker=\"" << label(w["id"].get<std::string>()) << "\"} "
+      << w["patch_lag"].get<double>() << "\n";
+  }
+  return o.str();
+}
+
+}  // namespace stoa::hub

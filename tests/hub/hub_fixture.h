@@ -1,0 +1,111 @@
+// A real Hub over real parts, small: a two-document BM25 index behind the real SearchTask, the
+// byte-level codec (vocabulary 256), three questions, a fresh ledger and blob store in a temp
+// dir, and a clock the test moves by hand (lease deadlines).
+#pragma once
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "env/bm25_index.h"
+#include "env/episode.h"
+#include "env/search_task.h"
+#include "env/token_codec.h"
+#include "net/protocol.h"
+#include "pulse/blob_store.h"
+#include "roles/hub/hub.h"
+
+namespace stoa::hub::testing {
+
+class HubFixture : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir = std::filesystem::temp_directory_path() /
+          ("stoa_hub_test_" + net::random_token().substr(0, 10));
+    std::filesystem::create_directories(dir);
+    env::build_bm25_index(
+        std::vector<env::CorpusDoc>{{"d1", "Borvex\nBorvex treats migraine."},
+                                    {"d2", "Kalumin\nKalumin is made by Zentra."}},
+        (dir / "index").string());
+    index = std::make_unique<env::Bm25Index>((dir / "index").string());
+    task = std::make_unique<env::SearchTask>(*index);
+    store = std::make_unique<pulse::BlobStore>((dir / "blobs").string());
+    config.ledger_path = (dir / "ledger.sqlite").string();
+    config.join_token = "join-secret";
+    config.group_size = 2;
+    config.lease_ttl_ms = 10'000;
+    config.lease_max_ms = 30'000;
+    config.max_staleness = 2;
+    config.max_tokens = 2048;
+    config.sampling.max_turns = 2;
+    clock = 1'000'000;
+  }
+  void TearDown() override {
+    hub.reset();
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+
+  HubDeps deps() {
+    HubDeps d;
+    d.task = task.get();
+    d.codec = &codec;
+    d.vocab_size = 256;
+    d.prompts = {{"q1", "What does Borvex treat?", {"migraine"}, "migraine", "", "", "", "train"},
+                 {"q2", "Who makes Kalumin?", {"Zentra"}, "Zentra", "", "", "", "train"},
+                 {"q3", "What is Borvex?", {"a drug"}, "a drug", "", "", "", "train"}};
+    d.store = store.get();
+    d.clock_ms = [this] { return clock.load(); };
+    return d;
+  }
+  Hub& open_hub() {
+    hub.reset();
+    hub = std::make_unique<Hub>(config, deps());
+    return *hub;
+  }
+  void publish(uint64_t version) {
+    pulse::Published p;
+    p.version = version;
+    hub->publish_version(p, Hash128{version, version});
+  }
+  std::string join(const std::string& name = "w") {
+    net::JoinRequest r;
+    r.name = name;
+    return hub->join("join-secret", r).worker_id;
+  }
+  // A rollout for `lease` whose generated text is `text`, every model token from `version`.
+  net::RolloutSubmission rollout(const std::string& worker, const net::Lease& lease,
+                                 const std::string& text, uint64_t version) {
+    net::RolloutSubmission m;
+    m.id = net::random_uuid();
+    m.worker_id = worker;
+    m.lease_id = lease.lease_id;
+    m.group_id = lease.group_id;
+    m.prompt_id = lease.prompt_id;
+    m.tokens = lease.prompt_tokens;
+    m.mask.assign(m.tokens.size(), 0);
+    m.logprobs.assign(m.tokens.size(), 0.0f);
+    m.versions.assign(m.tokens.size(), 0);
+    for (int32_t id : codec.encode(text)) {
+      m.tokens.push_back(id);
+      m.mask.push_back(1);
+      m.logprobs.push_back(-0.5f);
+      m.versions.push_back(version);
+    }
+    m.answer = text;
+    return m;
+  }
+
+  std::filesystem::path dir;
+  std::unique_ptr<env::Bm25Index> index;
+  std::unique_ptr<env::SearchTask> task;
+  env::ByteCodec codec;
+  std::unique_ptr<pulse::BlobStore> store;
+  HubConfig config;
+  std::atomic<int64_t> clock{0};
+  std::unique_ptr<Hub> hub;
+};
+
+}  // namespace stoa::hub::testing
