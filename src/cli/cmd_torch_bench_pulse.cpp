@@ -111,7 +111,10 @@ int run(const Options& o) {
       trainer.copy_weights_to(&current);
       const pulse::PulseBenchRun& r = bench.measure(lr, step, views_of(current));
       log_info("bench", "pulse lr ", lr, " steps ", step, ": changed ", r.changed_fraction,
-               ", patch ", r.patch_bytes, " bytes, bitexact ", r.bitexact);
+               ", patch ", r.patch_bytes, " B (full int8 ", r.full_int8_bytes, ", xor+zstd ",
+               r.xor_zstd_bytes, ", full zstd ", r.full_zstd_bytes, ", bf16 patch ",
+               r.bf16_patch_bytes, "), encode ", r.encode_mbps, " MB/s, apply ", r.apply_mbps,
+               " MB/s, bitexact ", r.bitexact);
     }
   }
   if (o.json) {
