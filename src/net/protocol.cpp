@@ -4,6 +4,8 @@
 
 #include <cmath>
 #include <cstdio>
+#include <limits>
+#include <type_traits>
 
 #include "core/error.h"
 
@@ -12,17 +14,69 @@ namespace {
 
 using nlohmann::json;
 
+// A JSON number as the integer type T, refusing floats, booleans and out-of-range values:
+// nlohmann's get<T>() would cast 1e99 or -1 silently (the former is undefined behaviour).
+template <typename T>
+bool as_integer(const json& v, T* out) {
+  if (v.is_number_unsigned()) {
+    uint64_t u = v.get<uint64_t>();
+    if (u > static_cast<uint64_t>(std::numeric_limits<T>::max())) return false;
+    *out = static_cast<T>(u);
+    return true;
+  }
+  if (v.is_number_integer()) {
+    int64_t i = v.get<int64_t>();
+    if constexpr (std::is_unsigned_v<T>) {
+      if (i < 0) return false;
+    } else {
+      if (i < static_cast<int64_t>(std::numeric_limits<T>::min())) return false;
+    }
+    if (static_cast<uint64_t>(std::max<int64_t>(i, 0)) >
+        static_cast<uint64_t>(std::numeric_limits<T>::max())) {
+      return false;
+    }
+    *out = static_cast<T>(i);
+    return true;
+  }
+  return false;
+}
+
+// True for std::vector of an integer type (token ids, mask bytes, versions).
+template <typename T>
+struct is_int_vector : std::false_type {};
+template <typename T>
+struct is_int_vector<std::vector<T>> : std::bool_constant<std::is_integral_v<T>> {};
+
 // Typed field access with messages that name the message and the field.
 template <typename T>
 T req(const json& j, const char* msg, const char* field) {
   STOA_CHECK(j.is_object(), ErrorKind::kInvalidArgument, msg, ": expected a JSON object");
   auto it = j.find(field);
   STOA_CHECK(it != j.end(), ErrorKind::kInvalidArgument, msg, ": missing field '", field, "'");
-  try {
-    return it->get<T>();
-  } catch (const json::exception& e) {
-    fail(ErrorKind::kInvalidArgument, msg, ": field '", field, "' has the wrong type (",
-         it->type_name(), ")");
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    T out{};
+    STOA_CHECK(as_integer(*it, &out), ErrorKind::kInvalidArgument, msg, ": field '", field,
+               "' is not an integer in range (", it->dump().substr(0, 40), ")");
+    return out;
+  } else if constexpr (is_int_vector<T>::value) {
+    STOA_CHECK(it->is_array(), ErrorKind::kInvalidArgument, msg, ": field '", field,
+               "' is not an array");
+    T out;
+    out.reserve(it->size());
+    for (size_t i = 0; i < it->size(); ++i) {
+      typename T::value_type v{};
+      STOA_CHECK(as_integer((*it)[i], &v), ErrorKind::kInvalidArgument, msg, ": field '", field,
+                 "[", i, "]' is not an integer in range (", (*it)[i].dump().substr(0, 40), ")");
+      out.push_back(v);
+    }
+    return out;
+  } else {
+    try {
+      return it->get<T>();
+    } catch (const json::exception& e) {
+      fail(ErrorKind::kInvalidArgument, msg, ": field '", field, "' has the wrong type (",
+           it->type_name(), ")");
+    }
   }
 }
 

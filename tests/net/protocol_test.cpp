@@ -1,0 +1,196 @@
+// Codecs of the wire protocol: every message round-trips, and every decoder turns malformed,
+// mistyped or structurally wrong JSON into stoa::Error(kInvalidArgument) naming the field.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "core/error.h"
+#include "net/protocol.h"
+
+namespace stoa::net {
+namespace {
+
+using nlohmann::json;
+
+RolloutSubmission sample_rollout() {
+  RolloutSubmission m;
+  m.id = random_uuid();
+  m.worker_id = "w-1";
+  m.lease_id = "l-1";
+  m.group_id = "g-1";
+  m.prompt_id = "q-1";
+  m.tokens = {5, 6, 7, 8};
+  m.mask = {0, 0, 1, 1};
+  m.logprobs = {0, 0, -0.25f, -1.5f};
+  m.versions = {0, 0, 3, 4};
+  m.topk = 1;
+  m.topk_ids = {5, 6, 7, 8};
+  m.topk_logprobs = {0, 0, -0.25f, -1.5f};
+  m.answer = "Borvex";
+  m.turns = 2;
+  m.timings.generate_ms = 12.5;
+  m.timings.started_unix_ms = 100;
+  m.timings.finished_unix_ms = 200;
+  return m;
+}
+
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument) << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "no error";
+  return "";
+}
+
+TEST(Protocol, RolloutRoundTrip) {
+  auto m = sample_rollout();
+  auto back = rollout_submission_from_json(json::parse(to_json(m).dump()));
+  EXPECT_EQ(back.id, m.id);
+  EXPECT_EQ(back.tokens, m.tokens);
+  EXPECT_EQ(back.mask, m.mask);
+  EXPECT_EQ(back.logprobs, m.logprobs);
+  EXPECT_EQ(back.versions, m.versions);
+  EXPECT_EQ(back.topk_ids, m.topk_ids);
+  EXPECT_EQ(back.answer, m.answer);
+  EXPECT_EQ(back.timings.generate_ms, 12.5);
+}
+
+TEST(Protocol, OtherMessagesRoundTrip) {
+  Lease l;
+  l.lease_id = "l";
+  l.group_id = "g";
+  l.prompt_id = "p";
+  l.question = "Q?";
+  l.prompt_tokens = {1, 2, 3};
+  l.samples = 4;
+  l.sampling.temperature = 0.7f;
+  l.deadline_unix_ms = 123;
+  LeaseResponse lr{l, 0};
+  auto back = lease_response_from_json(json::parse(to_json(lr).dump()));
+  ASSERT_TRUE(back.lease.has_value());
+  EXPECT_EQ(back.lease->prompt_tokens, l.prompt_tokens);
+  EXPECT_FLOAT_EQ(back.lease->sampling.temperature, 0.7f);
+  EXPECT_FALSE(lease_response_from_json(to_json(LeaseResponse{std::nullopt, 500})).lease);
+
+  VersionInfo v;
+  v.version = 7;
+  v.state_hash = std::string(32, 'a');
+  v.blobs.push_back({"anchor", 5, 5, std::string(32, 'b'), 100});
+  v.blobs.push_back({"patch", 5, 7, std::string(32, 'c'), 10});
+  auto vb = version_info_from_json(json::parse(to_json(v).dump()));
+  EXPECT_EQ(vb.version, 7u);
+  ASSERT_EQ(vb.blobs.size(), 2u);
+  EXPECT_EQ(vb.blobs[1].from_version, 5u);
+  EXPECT_FALSE(version_info_from_json(to_json(VersionInfo{})).version.has_value());
+
+  Heartbeat h;
+  h.worker_id = "w";
+  h.version = 3;
+  h.leases = {"a", "b"};
+  h.tokens_per_s = 12;
+  auto hb = heartbeat_from_json(to_json(h));
+  EXPECT_EQ(hb.leases, h.leases);
+  EXPECT_EQ(hb.version, 3u);
+
+  JoinResponse j;
+  j.worker_id = "w";
+  j.session_token = "t";
+  j.vocab_size = 5;
+  j.max_tokens = 9;
+  EXPECT_EQ(join_response_from_json(to_json(j)).max_tokens, 9);
+  RolloutResponse rr;
+  rr.status = IntakeStatus::kRejected;
+  rr.reason = "stale";
+  auto rj = to_json(rr);
+  EXPECT_TRUE(rj.contains("error"));
+  EXPECT_EQ(rollout_response_from_json(rj).reason, "stale");
+}
+
+TEST(Protocol, StructuralErrorsNameTheField) {
+  auto base = to_json(sample_rollout());
+  auto with = [&](const char* field, json v) {
+    json j = base;
+    j[field] = v;
+    return error_of([&] { rollout_submission_from_json(j); });
+  };
+  EXPECT_NE(with("id", "not-a-uuid").find("UUID"), std::string::npos);
+  EXPECT_NE(with("tokens", "x").find("tokens"), std::string::npos);
+  EXPECT_NE(with("mask", json::array({0, 0, 1})).find("mask"), std::string::npos);
+  EXPECT_NE(with("mask", json::array({0, 0, 2, 1})).find("mask[2]"), std::string::npos);
+  EXPECT_NE(with("tokens", json::array()).find("no tokens"), std::string::npos);
+  EXPECT_NE(with("topk", 3).find("top-K"), std::string::npos);
+  EXPECT_NE(with("topk", -1).find("topk"), std::string::npos);
+  EXPECT_NE(with("versions", json::array({0, 0, -1, 1})).find("versions"), std::string::npos);
+  EXPECT_NE(with("logprobs", json::array({0, 0, "a", 1})).find("logprobs"), std::string::npos);
+  json missing = base;
+  missing.erase("lease_id");
+  EXPECT_NE(error_of([&] { rollout_submission_from_json(missing); }).find("lease_id"),
+            std::string::npos);
+  // JSON has no NaN: a null log-prob decodes to NaN for the intake to reject with a reason.
+  json nulled = base;
+  nulled["logprobs"][2] = nullptr;
+  EXPECT_TRUE(std::isnan(rollout_submission_from_json(nulled).logprobs[2]));
+  EXPECT_NE(error_of([&] {
+              join_request_from_json(json{{"protocol", 2}});
+            }).find("protocol"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { parse_body("{", "join"); }).find("malformed"), std::string::npos);
+  EXPECT_NE(error_of([&] { parse_body("[]", "join"); }).find("array"), std::string::npos);
+  EXPECT_NE(error_of([&] {
+              blob_ref_from_json(json{{"kind", "x"}});
+            }).find("kind"),
+            std::string::npos);
+}
+
+TEST(Protocol, FuzzedJsonNeverEscapesAsAnythingButError) {
+  // Random mutations of a valid message: every decoder either succeeds or throws stoa::Error.
+  std::mt19937 rng(7);
+  std::string good = to_json(sample_rollout()).dump();
+  for (int i = 0; i < 3000; ++i) {
+    std::string s = good;
+    int edits = 1 + static_cast<int>(rng() % 4);
+    for (int e = 0; e < edits; ++e) {
+      size_t at = rng() % s.size();
+      switch (rng() % 3) {
+        case 0:
+          s[at] = static_cast<char>(rng() % 256);
+          break;
+        case 1:
+          s.erase(at, 1 + rng() % 8);
+          break;
+        default:
+          s.insert(at, 1, "{}[]\",:0-e9n"[rng() % 12]);
+      }
+      if (s.empty()) s = "{";
+    }
+    try {
+      auto j = parse_body(s, "fuzz");
+      rollout_submission_from_json(j);
+    } catch (const Error&) {
+    }
+    try {
+      auto j = parse_body(s, "fuzz");
+      heartbeat_from_json(j);
+      lease_response_from_json(j);
+      version_info_from_json(j);
+    } catch (const Error&) {
+    }
+  }
+}
+
+TEST(Protocol, UuidsAndTokens) {
+  auto u = random_uuid();
+  EXPECT_TRUE(looks_like_uuid(u)) << u;
+  EXPECT_EQ(u[14], '4');
+  EXPECT_NE(random_uuid(), u);
+  EXPECT_FALSE(looks_like_uuid("0000"));
+  EXPECT_FALSE(looks_like_uuid(std::string(36, 'z')));
+  EXPECT_EQ(random_token().size(), 32u);
+}
+
+}  // namespace
+}  // namespace stoa::net
