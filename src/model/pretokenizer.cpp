@@ -1,5 +1,8 @@
 #include "model/pretokenizer.h"
 
+#include <algorithm>
+#include <cstdint>
+
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
@@ -130,7 +133,11 @@ void Regex::find_all(std::string_view text, std::vector<std::pair<size_t, size_t
   std::unique_ptr<pcre2_match_data, decltype(&pcre2_match_data_free)> data(
       pcre2_match_data_create_from_pattern(impl_->code, nullptr), &pcre2_match_data_free);
   std::unique_ptr<pcre2_match_context, decltype(&pcre2_match_context_free)> context(
-      nullptr, &pcre2_match_context_free);
+      pcre2_match_context_create(nullptr), &pcre2_match_context_free);
+  // PCRE2's default limit (10M backtracking steps) trips on a legitimate but long whitespace run
+  // (`\s*[\r\n]+` scans the run before `\s+(?!\S)` takes it): scale the limit with the text.
+  pcre2_set_match_limit(context.get(), static_cast<uint32_t>(std::min<size_t>(
+                                           UINT32_MAX, 10'000'000 + 64 * text.size())));
   std::unique_ptr<pcre2_jit_stack, decltype(&pcre2_jit_stack_free)> stack(nullptr,
                                                                           &pcre2_jit_stack_free);
   auto subject = reinterpret_cast<PCRE2_SPTR>(text.data());
@@ -143,7 +150,6 @@ void Regex::find_all(std::string_view text, std::vector<std::pair<size_t, size_t
     if (rc == PCRE2_ERROR_JIT_STACKLIMIT && !stack) {
       // The default 32 KiB JIT stack overflows on long runs; retry this match with 64 MiB max.
       stack.reset(pcre2_jit_stack_create(32 * 1024, 64 * 1024 * 1024, nullptr));
-      context.reset(pcre2_match_context_create(nullptr));
       pcre2_jit_stack_assign(context.get(), nullptr, stack.get());
       continue;
     }
