@@ -4,20 +4,21 @@
 #include <vector>
 
 #include "engine/ops.h"
+#include "engine/scratch.h"
+#include "kernels/vec_ops.h"
 
 namespace stoa::engine {
 
 void attend(const float* q, const float* keys, const float* values, int64_t n, int64_t stride,
             int64_t head_dim, float* scores, float* out) {
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
-  for (int64_t j = 0; j < n; ++j) scores[j] = dot_f32(q, keys + j * stride, head_dim) * scale;
-  softmax(scores, n);
-  for (int64_t d = 0; d < head_dim; ++d) out[d] = 0;
-  for (int64_t j = 0; j < n; ++j) {
-    const float* v = values + j * stride;
-    const float p = scores[j];
-    for (int64_t d = 0; d < head_dim; ++d) out[d] += p * v[d];
-  }
+  // SIMD kernels; each (token, head) is computed alone, so the result does not depend on the
+  // rest of the batch or on which thread runs it.
+  const auto n_keys = static_cast<size_t>(n);
+  const auto hd = static_cast<size_t>(head_dim);
+  kernels::attention_scores(q, keys, static_cast<size_t>(stride), n_keys, hd, scale, scores);
+  kernels::softmax(scores, n_keys);
+  kernels::attention_values(scores, values, static_cast<size_t>(stride), n_keys, hd, out);
 }
 
 void attention_block(const AttentionWeights& w, int64_t layer, const Batch& batch, const float* x,
@@ -28,22 +29,24 @@ void attention_block(const AttentionWeights& w, int64_t layer, const Batch& batc
   const int64_t kv_dim = w.kv_heads * hd;
   const int64_t group = w.heads / w.kv_heads;
 
-  std::vector<float> q(static_cast<size_t>(T * q_dim));
-  std::vector<float> k(static_cast<size_t>(T * kv_dim));
-  std::vector<float> v(static_cast<size_t>(T * kv_dim));
-  w.q->forward(x, T, q.data(), pool);
-  w.k->forward(x, T, k.data(), pool);
-  w.v->forward(x, T, v.data(), pool);
+  thread_local std::vector<float> q_buf, k_buf, v_buf, ctx_buf;
+  thread_local std::vector<const BatchSegment*> seg_buf;
+  float* q = scratch(q_buf, static_cast<size_t>(T * q_dim));
+  float* k = scratch(k_buf, static_cast<size_t>(T * kv_dim));
+  float* v = scratch(v_buf, static_cast<size_t>(T * kv_dim));
+  w.q->forward(x, T, q, pool);
+  w.k->forward(x, T, k, pool);
+  w.v->forward(x, T, v, pool);
 
   for (int64_t t = 0; t < T; ++t) {
     const int64_t pos = batch.positions[static_cast<size_t>(t)];
     for (int64_t h = 0; h < w.heads; ++h) {
-      float* head = q.data() + t * q_dim + h * hd;
+      float* head = q + t * q_dim + h * hd;
       rms_norm(head, w.q_norm, hd, w.eps, head);
       rope_rotate_half(head, hd, pos, w.rope_theta);
     }
     for (int64_t h = 0; h < w.kv_heads; ++h) {
-      float* head = k.data() + t * kv_dim + h * hd;
+      float* head = k + t * kv_dim + h * hd;
       rms_norm(head, w.k_norm, hd, w.eps, head);
       rope_rotate_half(head, hd, pos, w.rope_theta);
     }
@@ -56,34 +59,33 @@ void attention_block(const AttentionWeights& w, int64_t layer, const Batch& batc
     const int64_t start = seg.start_position();
     state.keys.resize(static_cast<size_t>((start + seg.count) * kv_dim));
     state.values.resize(static_cast<size_t>((start + seg.count) * kv_dim));
-    std::copy(k.begin() + seg.offset * kv_dim, k.begin() + (seg.offset + seg.count) * kv_dim,
+    std::copy(k + seg.offset * kv_dim, k + (seg.offset + seg.count) * kv_dim,
               state.keys.begin() + start * kv_dim);
-    std::copy(v.begin() + seg.offset * kv_dim, v.begin() + (seg.offset + seg.count) * kv_dim,
+    std::copy(v + seg.offset * kv_dim, v + (seg.offset + seg.count) * kv_dim,
               state.values.begin() + start * kv_dim);
   }
 
-  std::vector<float> ctx(static_cast<size_t>(T * q_dim));
-  std::vector<const BatchSegment*> seg_of(static_cast<size_t>(T));
+  float* ctx = scratch(ctx_buf, static_cast<size_t>(T * q_dim));
+  const BatchSegment** seg_of = scratch(seg_buf, static_cast<size_t>(T));
   for (const BatchSegment& seg : batch.segments) {
-    for (int64_t i = 0; i < seg.count; ++i) seg_of[static_cast<size_t>(seg.offset + i)] = &seg;
+    for (int64_t i = 0; i < seg.count; ++i) seg_of[seg.offset + i] = &seg;
   }
   const int tasks = pool.size();
   const int64_t items = T * w.heads;
   pool.run(tasks, [&](int task) {
-    std::vector<float> scores;
+    thread_local std::vector<float> scores_buf;
     for (int64_t item = task; item < items; item += tasks) {
       const int64_t t = item / w.heads;
       const int64_t h = item % w.heads;
-      const Sequence::LayerState& state = seg_of[static_cast<size_t>(t)]->seq->layer(layer);
+      const Sequence::LayerState& state = seg_of[t]->seq->layer(layer);
       const int64_t n = batch.positions[static_cast<size_t>(t)] + 1;
-      scores.resize(static_cast<size_t>(n));
+      float* scores = scratch(scores_buf, static_cast<size_t>(n));
       const int64_t kvh = h / group;
-      attend(q.data() + t * q_dim + h * hd, state.keys.data() + kvh * hd,
-             state.values.data() + kvh * hd, n, kv_dim, hd, scores.data(),
-             ctx.data() + t * q_dim + h * hd);
+      attend(q + t * q_dim + h * hd, state.keys.data() + kvh * hd, state.values.data() + kvh * hd,
+             n, kv_dim, hd, scores, ctx + t * q_dim + h * hd);
     }
   });
-  w.o->forward(ctx.data(), T, out, pool);
+  w.o->forward(ctx, T, out, pool);
 }
 
 }  // namespace stoa::engine

@@ -4,31 +4,33 @@
 
 #include "core/error.h"
 #include "engine/ops.h"
+#include "engine/scratch.h"
 
 namespace stoa::engine {
 
 void Architecture::forward_layers(const Batch& batch, float* hidden, ThreadPool& pool) const {
   const int64_t T = batch.size();
   const int64_t H = hidden_;
-  std::vector<float> normed(static_cast<size_t>(T * H));
-  std::vector<float> delta(static_cast<size_t>(T * H));
+  thread_local std::vector<float> normed_buf, delta_buf;
+  float* normed = scratch(normed_buf, static_cast<size_t>(T * H));
+  float* delta = scratch(delta_buf, static_cast<size_t>(T * H));
   for (size_t li = 0; li < layers_.size(); ++li) {
     const DecoderLayer& layer = layers_[li];
     const int64_t index = static_cast<int64_t>(li);
     for (int64_t t = 0; t < T; ++t) {
-      rms_norm(hidden + t * H, layer.mixer_norm, H, eps_, normed.data() + t * H);
+      rms_norm(hidden + t * H, layer.mixer_norm, H, eps_, normed + t * H);
     }
     if (layer.kind == LayerKind::kAttention) {
-      attention_block(layer.attention, index, batch, normed.data(), delta.data(), pool);
+      attention_block(layer.attention, index, batch, normed, delta, pool);
     } else {
-      short_conv_block(layer.conv, index, batch, normed.data(), delta.data(), pool);
+      short_conv_block(layer.conv, index, batch, normed, delta, pool);
     }
-    for (int64_t i = 0; i < T * H; ++i) hidden[i] += delta[static_cast<size_t>(i)];
+    for (int64_t i = 0; i < T * H; ++i) hidden[i] += delta[i];
     for (int64_t t = 0; t < T; ++t) {
-      rms_norm(hidden + t * H, layer.ffn_norm, H, eps_, normed.data() + t * H);
+      rms_norm(hidden + t * H, layer.ffn_norm, H, eps_, normed + t * H);
     }
-    layer.ffn.run(normed.data(), T, delta.data(), pool);
-    for (int64_t i = 0; i < T * H; ++i) hidden[i] += delta[static_cast<size_t>(i)];
+    layer.ffn.run(normed, T, delta, pool);
+    for (int64_t i = 0; i < T * H; ++i) hidden[i] += delta[i];
   }
 }
 

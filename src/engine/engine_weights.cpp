@@ -197,4 +197,8 @@ size_t EngineWeights::nbytes() const {
   return total;
 }
 
+void EngineWeights::set_backend(Backend backend) {
+  for (auto& [name, linear] : linears_) linear.set_backend(backend);
+}
+
 }  // namespace stoa::engine

@@ -59,6 +59,9 @@ class EngineWeights {
   void set_f32(const std::string& name, const Tensor& tensor);
   Int8Matrix& int8_mutable(const std::string& name);
 
+  // The int8 matmul backend of every Linear (linear.h); f32 Linears ignore it.
+  void set_backend(Backend backend);
+
   // Every tensor in name order, for hashing and inspection.
   const std::map<std::string, Linear>& linears() const { return linears_; }
   const std::map<std::string, Tensor>& vectors() const { return vectors_; }

@@ -2,10 +2,31 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "kernels/matmul_int8.h"
 
 #include <vector>
 
 namespace stoa::engine {
+
+const char* backend_name(Backend backend) {
+  switch (backend) {
+    case Backend::kReference:
+      return "reference";
+    case Backend::kW8A8:
+      return "w8a8";
+    case Backend::kW8A32:
+      return "w8a32";
+  }
+  return "?";
+}
+
+Backend parse_backend(const std::string& name) {
+  if (name == "reference") return Backend::kReference;
+  if (name == "w8a8") return Backend::kW8A8;
+  if (name == "w8a32") return Backend::kW8A32;
+  fail(ErrorKind::kInvalidArgument, "unknown engine backend '", name,
+       "' (expected reference, w8a8 or w8a32)");
+}
 
 Linear Linear::from_f32(Tensor weight) {
   STOA_CHECK(weight.dtype() == DType::kF32 && weight.rank() == 2, ErrorKind::kInvalidArgument,
@@ -88,10 +109,47 @@ float dot_int8_row(const int8_t* q, const uint16_t* scales, const float* x, int6
   return dot_widened_row(w.data(), s.data(), x, n);
 }
 
+namespace {
+
+// Quantised activations of the pass in flight. Grown to the largest pass seen and then reused,
+// so steady-state decode steps allocate nothing. One per calling thread: passes are issued by
+// the thread that owns the runner, the pool's workers only read it.
+struct ActivationScratch {
+  std::vector<int8_t> values;
+  std::vector<float> scales;
+  kernels::Q8Activations quantize(const float* x, int64_t tokens, int64_t cols) {
+    const size_t n = static_cast<size_t>(tokens * cols);
+    if (values.size() < n) values.resize(n);
+    if (scales.size() < n / kInt8GroupSize) scales.resize(n / kInt8GroupSize);
+    kernels::Q8Activations acts{values.data(), scales.data(), tokens, cols};
+    kernels::quantize_activations_q8(x, cols, acts);
+    return acts;
+  }
+};
+thread_local ActivationScratch t_scratch;
+
+}  // namespace
+
 void Linear::forward(const float* x, int64_t tokens, float* y, ThreadPool& pool) const {
   const int64_t rows = rows_;
   const int64_t cols = cols_;
   if (tokens <= 0) return;
+  if (int8_ && backend_ != Backend::kReference) {
+    const kernels::Int8Weights w{q_.values.data(), q_.scales.data(), rows, cols};
+    // Rows split in multiples of 16 keep every thread on whole row tiles; the bits do not
+    // depend on the split (kernels' guarantee), only the speed does.
+    if (backend_ == Backend::kW8A8) {
+      const kernels::Q8Activations acts = t_scratch.quantize(x, tokens, cols);
+      pool.parallel_for(rows, 16, [&](int64_t begin, int64_t end) {
+        kernels::matmul_w8a8(w, acts, y, rows, begin, end);
+      });
+    } else {
+      pool.parallel_for(rows, 16, [&](int64_t begin, int64_t end) {
+        kernels::matmul_w8a32(w, x, cols, tokens, y, rows, begin, end);
+      });
+    }
+    return;
+  }
   // Chunks of 16 rows keep each thread's slice of W contiguous; the weight row stays in cache
   // while every token uses it.
   pool.parallel_for(rows, 16, [&](int64_t begin, int64_t end) {

@@ -1,15 +1,26 @@
 // A linear map y = W x with W [out, in] held either in f32 or on the int8 grid (GGUF Q8_0
-// blocks). The reference engine computes int8 products by dequantizing on the fly and
-// accumulating in f32: activations stay f32, so the only int8 error is the weights' own.
+// blocks). int8 products run on one of three backends:
+//   kW8A8      (default) kernels/matmul_w8a8: activations quantised per 32-block to int8, exact
+//              integer block dot products — llama.cpp's Q8_0 x Q8_0 arithmetic, the fastest
+//              kernel on every x86 target we measured (docs/notes/fastengine.md);
+//   kW8A32     kernels/matmul_w8a32: f32 activations, weights widened in SIMD registers;
+//   kReference plain loops (dequantize on the fly, f32 accumulation): the reference engine.
+// All three are batch invariant: an output element depends only on its weight row and its
+// token's activations, never on the other tokens of the pass or on the thread split.
 #pragma once
 #include <cstdint>
 #include <span>
+#include <string>
 
 #include "core/int8_grid.h"
 #include "core/tensor.h"
 #include "core/thread_pool.h"
 
 namespace stoa::engine {
+
+enum class Backend { kReference, kW8A8, kW8A32 };
+const char* backend_name(Backend backend);
+Backend parse_backend(const std::string& name);  // "reference" | "w8a8" | "w8a32"
 
 class Linear {
  public:
@@ -23,6 +34,8 @@ class Linear {
   int64_t rows() const { return rows_; }  // output features
   int64_t cols() const { return cols_; }  // input features
   bool is_int8() const { return int8_; }
+  Backend backend() const { return backend_; }
+  void set_backend(Backend backend) { backend_ = backend; }
 
   // y[t * rows + r] = sum_c W[r, c] * x[t * cols + c] for t in [0, tokens). Output rows are
   // spread over the pool; every output element is computed by the same code whatever `tokens`
@@ -40,6 +53,7 @@ class Linear {
   int64_t rows_ = 0;
   int64_t cols_ = 0;
   bool int8_ = false;
+  Backend backend_ = Backend::kW8A8;
   Tensor f32_;
   Int8Matrix q_;
 };

@@ -1,7 +1,8 @@
 #include "engine/model_runner.h"
 
 #include <algorithm>
-#include <set>
+
+#include "engine/scratch.h"
 
 #include "core/error.h"
 
@@ -28,13 +29,15 @@ std::vector<Tensor> ModelRunner::append_batch(std::span<const SequenceInput> inp
   const int64_t V = c.vocab_size;
 
   // Validate everything first: a failed pass must leave every sequence as it was.
-  std::set<const Sequence*> seen;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const SequenceInput& in = inputs[i];
     STOA_CHECK(in.seq != nullptr, ErrorKind::kInvalidArgument, "batch input ", i,
                " has no sequence");
-    STOA_CHECK(seen.insert(in.seq).second, ErrorKind::kInvalidArgument, "batch input ", i,
-               " repeats a sequence already in the batch");
+    // A linear scan, not a set: batches are small and this runs every decode step.
+    for (size_t j = 0; j < i; ++j) {
+      STOA_CHECK(inputs[j].seq != in.seq, ErrorKind::kInvalidArgument, "batch input ", i,
+                 " repeats a sequence already in the batch");
+    }
     STOA_CHECK(in.seq->num_layers() == c.num_layers &&
                    in.seq->kv_dim() == c.num_kv_heads * c.head_dim && in.seq->hidden() == H,
                ErrorKind::kInvalidArgument, "batch input ", i,
@@ -50,7 +53,12 @@ std::vector<Tensor> ModelRunner::append_batch(std::span<const SequenceInput> inp
     }
   }
 
-  Batch batch;
+  // Per-pass buffers are grow-only scratch (scratch.h): a steady decode step allocates only
+  // the returned logits tensors.
+  thread_local Batch batch;
+  batch.tokens.clear();
+  batch.positions.clear();
+  batch.segments.clear();
   for (const SequenceInput& in : inputs) {
     if (in.tokens.empty()) continue;
     BatchSegment seg{in.seq, batch.size(), static_cast<int64_t>(in.tokens.size())};
@@ -62,15 +70,18 @@ std::vector<Tensor> ModelRunner::append_batch(std::span<const SequenceInput> inp
   }
   const int64_t T = batch.size();
 
-  std::vector<float> hidden(static_cast<size_t>(T * H));
+  thread_local std::vector<float> hidden_buf, normed_buf, logits_buf;
+  float* hidden = scratch(hidden_buf, static_cast<size_t>(T * H));
   const Linear& embedding = weights_->embedding();
   for (int64_t t = 0; t < T; ++t)
-    embedding.row(batch.tokens[static_cast<size_t>(t)], hidden.data() + t * H);
-  if (T > 0) arch_->forward_layers(batch, hidden.data(), *pool_);
+    embedding.row(batch.tokens[static_cast<size_t>(t)], hidden + t * H);
+  if (T > 0) arch_->forward_layers(batch, hidden, *pool_);
 
   // Logits only for the rows asked for: the vocabulary projection dominates a small model.
-  std::vector<int64_t> rows;
-  std::vector<std::pair<int64_t, int64_t>> range(inputs.size(), {0, 0});  // into `rows`
+  thread_local std::vector<int64_t> rows;
+  thread_local std::vector<std::pair<int64_t, int64_t>> range;  // into `rows`
+  rows.clear();
+  range.assign(inputs.size(), {0, 0});
   {
     int64_t offset = 0;
     for (size_t i = 0; i < inputs.size(); ++i) {
@@ -86,19 +97,19 @@ std::vector<Tensor> ModelRunner::append_batch(std::span<const SequenceInput> inp
     }
   }
   const int64_t R = static_cast<int64_t>(rows.size());
-  std::vector<float> normed(static_cast<size_t>(R * H));
+  float* normed = scratch(normed_buf, static_cast<size_t>(R * H));
   for (int64_t r = 0; r < R; ++r) {
-    arch_->final_norm(hidden.data() + rows[static_cast<size_t>(r)] * H, normed.data() + r * H);
+    arch_->final_norm(hidden + rows[static_cast<size_t>(r)] * H, normed + r * H);
   }
-  std::vector<float> logits(static_cast<size_t>(R * V));
-  if (R > 0) weights_->lm_head().forward(normed.data(), R, logits.data(), *pool_);
+  float* logits = scratch(logits_buf, static_cast<size_t>(R * V));
+  if (R > 0) weights_->lm_head().forward(normed, R, logits, *pool_);
 
   std::vector<Tensor> out;
   out.reserve(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     const auto [first, last] = range[i];
     Tensor t(DType::kF32, {last - first, V});
-    std::copy(logits.begin() + first * V, logits.begin() + last * V, t.as<float>());
+    std::copy(logits + first * V, logits + last * V, t.as<float>());
     out.push_back(std::move(t));
   }
   for (const SequenceInput& in : inputs) {

@@ -50,6 +50,8 @@ class ModelRunner {
   const EngineWeights& weights() const { return *weights_; }
   // For in-place weight updates between passes (never during one).
   EngineWeights& mutable_weights() { return *weights_; }
+  // The int8 matmul backend (default kW8A8); kReference is the plain-loop reference engine.
+  void set_backend(Backend backend) { weights_->set_backend(backend); }
 
   Sequence new_sequence(int64_t capacity) const { return Sequence(config(), capacity); }
 

@@ -33,7 +33,19 @@ Sequence Sequence::fork(int64_t capacity) const {
   copy.hidden_ = hidden_;
   copy.tokens_ = tokens_;
   copy.layers_ = layers_;
+  copy.preallocated_ = preallocated_;
+  if (preallocated_) copy.preallocate();
   return copy;
+}
+
+void Sequence::preallocate() {
+  preallocated_ = true;
+  tokens_.reserve(static_cast<size_t>(capacity_));
+  for (LayerState& l : layers_) {
+    if (!l.conv.empty()) continue;  // conv layers hold fixed-size state already
+    l.keys.reserve(static_cast<size_t>(capacity_ * kv_dim_));
+    l.values.reserve(static_cast<size_t>(capacity_ * kv_dim_));
+  }
 }
 
 size_t Sequence::nbytes() const {

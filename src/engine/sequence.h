@@ -13,12 +13,19 @@ namespace stoa::engine {
 
 class Sequence {
  public:
-  // `capacity` bounds the tokens it may ever hold; memory grows with use, not with capacity.
+  // `capacity` bounds the tokens it may ever hold; memory grows with use, not with capacity,
+  // unless preallocate() is called.
   Sequence(const ModelConfig& config, int64_t capacity);
   Sequence(Sequence&&) noexcept = default;
   Sequence& operator=(Sequence&&) noexcept = default;
   Sequence(const Sequence&) = delete;  // copies are explicit: fork()
   Sequence& operator=(const Sequence&) = delete;
+
+  // Reserves the KV cache for the whole capacity now, so appends never allocate or move the
+  // cache (a decode slot's memory is fixed when the slot is made). Forks of a preallocated
+  // sequence are preallocated too.
+  void preallocate();
+  bool preallocated() const { return preallocated_; }
 
   // A deep copy of the state, optionally with another capacity (>= length()).
   Sequence fork() const { return fork(capacity_); }
@@ -50,6 +57,7 @@ class Sequence {
   int64_t capacity_ = 0;
   int64_t kv_dim_ = 0;
   int64_t hidden_ = 0;
+  bool preallocated_ = false;
   std::vector<int32_t> tokens_;
   std::vector<LayerState> layers_;
 };

@@ -2,6 +2,8 @@
 
 #include <vector>
 
+#include "engine/scratch.h"
+
 namespace stoa::engine {
 
 void short_conv_step(const float* kernel, int64_t hidden, int64_t kernel_size, float* state,
@@ -25,27 +27,28 @@ void short_conv_block(const ShortConvWeights& w, int64_t layer, const Batch& bat
                       float* out, ThreadPool& pool) {
   const int64_t T = batch.size();
   const int64_t H = w.hidden;
-  std::vector<float> bcx(static_cast<size_t>(T * 3 * H));
-  w.in_proj->forward(x, T, bcx.data(), pool);
+  thread_local std::vector<float> bcx_buf, y_buf, bx_buf;
+  float* bcx = scratch(bcx_buf, static_cast<size_t>(T * 3 * H));
+  w.in_proj->forward(x, T, bcx, pool);
 
-  std::vector<float> y(static_cast<size_t>(T * H));
-  std::vector<float> bx(static_cast<size_t>(H));
+  float* y = scratch(y_buf, static_cast<size_t>(T * H));
+  float* bx = scratch(bx_buf, static_cast<size_t>(H));
   for (const BatchSegment& seg : batch.segments) {
     float* state = seg.seq->layer(layer).conv.data();
     // Tokens of one sequence go through the conv in order: each step reads the state the
     // previous one left.
     for (int64_t i = 0; i < seg.count; ++i) {
       const int64_t t = seg.offset + i;
-      const float* b = bcx.data() + t * 3 * H;
+      const float* b = bcx + t * 3 * H;
       const float* c = b + H;
       const float* xs = b + 2 * H;
-      for (int64_t h = 0; h < H; ++h) bx[static_cast<size_t>(h)] = b[h] * xs[h];
-      float* yt = y.data() + t * H;
-      short_conv_step(w.kernel, H, w.kernel_size, state, bx.data(), yt);
+      for (int64_t h = 0; h < H; ++h) bx[h] = b[h] * xs[h];
+      float* yt = y + t * H;
+      short_conv_step(w.kernel, H, w.kernel_size, state, bx, yt);
       for (int64_t h = 0; h < H; ++h) yt[h] *= c[h];
     }
   }
-  w.out_proj->forward(y.data(), T, out, pool);
+  w.out_proj->forward(y, T, out, pool);
 }
 
 }  // namespace stoa::engine

@@ -1,0 +1,189 @@
+#include "engine/batch_decoder.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace stoa::engine {
+
+BatchDecoder::BatchDecoder(ModelRunner& runner, int64_t slots, int64_t capacity)
+    : runner_(runner), capacity_(capacity) {
+  STOA_CHECK(slots > 0 && capacity > 0, ErrorKind::kInvalidArgument,
+             "a batch decoder needs slots > 0 and capacity > 0, got ", slots, " and ", capacity);
+  slots_.resize(static_cast<size_t>(slots));
+}
+
+BatchDecoder::Slot& BatchDecoder::slot_at(int64_t slot) {
+  STOA_CHECK(slot >= 0 && slot < slots(), ErrorKind::kInvalidArgument, "slot ", slot,
+             " out of range [0, ", slots(), ")");
+  return slots_[static_cast<size_t>(slot)];
+}
+
+const BatchDecoder::Slot& BatchDecoder::slot_at(int64_t slot) const {
+  STOA_CHECK(slot >= 0 && slot < slots(), ErrorKind::kInvalidArgument, "slot ", slot,
+             " out of range [0, ", slots(), ")");
+  return slots_[static_cast<size_t>(slot)];
+}
+
+int64_t BatchDecoder::active() const {
+  return std::count_if(slots_.begin(), slots_.end(), [](const Slot& s) {
+    return s.state == State::kActive || s.state == State::kWaitingForFork;
+  });
+}
+
+int64_t BatchDecoder::free_slots() const {
+  return std::count_if(slots_.begin(), slots_.end(),
+                       [](const Slot& s) { return s.state == State::kFree; });
+}
+
+bool BatchDecoder::is_free(int64_t slot) const {
+  return slot_at(slot).state == State::kFree;
+}
+bool BatchDecoder::is_paused(int64_t slot) const {
+  return slot_at(slot).state == State::kPaused;
+}
+
+const Sequence& BatchDecoder::sequence(int64_t slot) const {
+  const Slot& s = slot_at(slot);
+  STOA_CHECK(s.seq.has_value(), ErrorKind::kInvalidArgument, "slot ", slot,
+             " holds no sequence yet");
+  return *s.seq;
+}
+
+int64_t BatchDecoder::take_free_slot() {
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    if (slots_[i].state == State::kFree) return static_cast<int64_t>(i);
+  }
+  fail(ErrorKind::kInvalidArgument, "all ", slots_.size(), " decode slots are busy");
+}
+
+void BatchDecoder::arm(Slot& s, const GenerateOptions& options, uint64_t stream) {
+  STOA_CHECK(options.max_tokens >= 1, ErrorKind::kInvalidArgument,
+             "max_tokens must be >= 1 for a decode slot, got ", options.max_tokens);
+  validate_sampling_params(options.sampling);
+  s.sampler.emplace(options.sampling, options.seed, stream);
+  s.stop_tokens = options.stop_tokens;
+  s.budget = options.max_tokens;
+}
+
+int64_t BatchDecoder::start(std::span<const int32_t> prompt, const GenerateOptions& options) {
+  return start_group(prompt, 1, options).front();
+}
+
+std::vector<int64_t> BatchDecoder::start_group(std::span<const int32_t> prompt, int64_t n,
+                                               const GenerateOptions& options) {
+  STOA_CHECK(!prompt.empty(), ErrorKind::kInvalidArgument,
+             "a decode slot needs a non-empty prompt");
+  STOA_CHECK(n >= 1 && n <= free_slots(), ErrorKind::kInvalidArgument, "a group of ", n,
+             " needs that many free slots; ", free_slots(), " of ", slots(), " are free");
+  STOA_CHECK(static_cast<int64_t>(prompt.size()) < capacity_, ErrorKind::kInvalidArgument,
+             "a prompt of ", prompt.size(), " tokens does not fit a slot of capacity ", capacity_);
+  const int32_t V = static_cast<int32_t>(runner_.config().vocab_size);
+  for (size_t j = 0; j < prompt.size(); ++j) {
+    STOA_CHECK(prompt[j] >= 0 && prompt[j] < V, ErrorKind::kInvalidArgument, "prompt token ", j,
+               " has id ", prompt[j], ", outside the vocabulary [0, ", V, ")");
+  }
+  std::vector<int64_t> out;
+  const int64_t leader = take_free_slot();
+  {
+    Slot& s = slots_[static_cast<size_t>(leader)];
+    arm(s, options, options.stream);
+    s.seq.emplace(runner_.new_sequence(capacity_));
+    s.seq->preallocate();
+    s.pending.assign(prompt.begin(), prompt.end());
+    s.state = State::kActive;
+    out.push_back(leader);
+  }
+  for (int64_t i = 1; i < n; ++i) {
+    const int64_t f = take_free_slot();
+    Slot& s = slots_[static_cast<size_t>(f)];
+    arm(s, options, options.stream + static_cast<uint64_t>(i));
+    s.seq.reset();
+    s.pending.clear();
+    s.leader = leader;
+    s.state = State::kWaitingForFork;
+    out.push_back(f);
+  }
+  return out;
+}
+
+void BatchDecoder::resume(int64_t slot, std::span<const int32_t> tokens,
+                          const GenerateOptions& options) {
+  Slot& s = slot_at(slot);
+  STOA_CHECK(s.state == State::kPaused, ErrorKind::kInvalidArgument, "slot ", slot,
+             " is not paused (only a finished slot can take a new turn)");
+  const int32_t V = static_cast<int32_t>(runner_.config().vocab_size);
+  for (size_t j = 0; j < tokens.size(); ++j) {
+    STOA_CHECK(tokens[j] >= 0 && tokens[j] < V, ErrorKind::kInvalidArgument, "token ", j,
+               " has id ", tokens[j], ", outside the vocabulary [0, ", V, ")");
+  }
+  STOA_CHECK(
+      s.seq->length() + static_cast<int64_t>(s.pending.size() + tokens.size()) < s.seq->capacity(),
+      ErrorKind::kInvalidArgument, "slot ", slot, ": ", tokens.size(),
+      " more tokens do not fit its capacity ", s.seq->capacity());
+  // Keep the sampler (its stream carries on); take the new budget and stop tokens.
+  STOA_CHECK(options.max_tokens >= 1, ErrorKind::kInvalidArgument, "max_tokens must be >= 1");
+  s.stop_tokens = options.stop_tokens;
+  s.budget = options.max_tokens;
+  s.pending.insert(s.pending.end(), tokens.begin(), tokens.end());
+  s.state = State::kActive;
+}
+
+Sequence BatchDecoder::release(int64_t slot) {
+  Slot& s = slot_at(slot);
+  STOA_CHECK(s.state == State::kActive || s.state == State::kPaused, ErrorKind::kInvalidArgument,
+             "slot ", slot, " holds no sequence to release");
+  Sequence seq = std::move(*s.seq);
+  s = Slot{};
+  return seq;
+}
+
+StepEvent BatchDecoder::sample_into(int64_t i, const float* logits) {
+  Slot& s = slots_[static_cast<size_t>(i)];
+  const int64_t V = runner_.config().vocab_size;
+  StepEvent e;
+  e.slot = i;
+  e.sampled = s.sampler->sample(std::span<const float>(logits, static_cast<size_t>(V)));
+  --s.budget;
+  e.stopped =
+      std::find(s.stop_tokens.begin(), s.stop_tokens.end(), e.sampled.token) != s.stop_tokens.end();
+  // The sampled token must still be fed; a slot whose cache is full cannot take it.
+  const bool full = s.seq->length() + 1 >= s.seq->capacity();
+  e.finished = e.stopped || s.budget <= 0 || full;
+  s.pending.assign(1, e.sampled.token);
+  if (e.finished) s.state = State::kPaused;
+  return e;
+}
+
+std::vector<StepEvent> BatchDecoder::step() {
+  std::vector<SequenceInput> inputs;
+  std::vector<int64_t> owner;
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    Slot& s = slots_[i];
+    if (s.state != State::kActive) continue;
+    inputs.push_back({&*s.seq, s.pending, Logits::kLast});
+    owner.push_back(static_cast<int64_t>(i));
+  }
+  std::vector<StepEvent> events;
+  if (inputs.empty()) return events;
+  std::vector<Tensor> logits = runner_.append_batch(inputs);
+  for (size_t k = 0; k < owner.size(); ++k) {
+    const int64_t i = owner[k];
+    // Forks first: they copy the leader's state before the leader's pending token changes
+    // meaning (the state itself is already final for this pass).
+    for (size_t f = 0; f < slots_.size(); ++f) {
+      Slot& w = slots_[f];
+      if (w.state != State::kWaitingForFork || w.leader != i) continue;
+      w.seq.emplace(slots_[static_cast<size_t>(i)].seq->fork());
+      w.state = State::kActive;
+      w.leader = -1;
+      events.push_back(sample_into(static_cast<int64_t>(f), logits[k].as<float>()));
+    }
+    events.push_back(sample_into(i, logits[k].as<float>()));
+  }
+  std::sort(events.begin(), events.end(),
+            [](const StepEvent& a, const StepEvent& b) { return a.slot < b.slot; });
+  return events;
+}
+
+}  // namespace stoa::engine
