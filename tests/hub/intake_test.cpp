@@ -181,3 +181,32 @@ TEST_F(Intake, TopKWithTheSampledTokenIsAccepted) {
 
 }  // namespace
 }  // namespace stoa::hub::testing
+
+namespace stoa::hub::testing {
+namespace {
+
+TEST_F(HubFixture, ManyAcceptedRolloutsAllSurviveReopen) {
+  // Also the figure for docs/notes/hub.md: the cost of one durable (synchronous=FULL) intake.
+  config.max_open_groups = 1000;
+  open_hub();
+  publish(1);
+  auto w = join();
+  const int groups = 50;
+  std::vector<net::RolloutSubmission> subs;
+  for (int g = 0; g < groups; ++g) {
+    auto l = *hub->lease(w).lease;
+    for (int i = 0; i < l.samples; ++i) subs.push_back(rollout(w, l, "<answer>zentra</answer>", 1));
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  for (const auto& s : subs) ASSERT_EQ(hub->submit(w, s).status, net::IntakeStatus::kAccepted);
+  double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("intake: %zu durable accepts, %.2f ms each\n", subs.size(), ms / subs.size());
+  open_hub();
+  EXPECT_EQ(hub->counters()["rollouts_accepted"], static_cast<double>(subs.size()));
+  EXPECT_EQ(hub->take_groups(1000, std::chrono::milliseconds(0)).size(),
+            static_cast<size_t>(groups));
+}
+
+}  // namespace
+}  // namespace stoa::hub::testing
