@@ -97,6 +97,7 @@ TEST_F(Port, MetricsAndStatusCarryTheNumbers) {
   rep.step = 3;
   rep.masked_fraction = 0.125;
   rep.tv = 0.01;
+  rep.extra["patch_bytes"] = 1234;
   hub->mark_trained({g}, rep);
   net::Heartbeat hb;
   hb.worker_id = w;
@@ -108,6 +109,7 @@ TEST_F(Port, MetricsAndStatusCarryTheNumbers) {
   EXPECT_NE(m.find("stoa_rollouts_total{status=\"accepted\"} 2"), std::string::npos) << m;
   EXPECT_NE(m.find("stoa_worker_tokens_per_second{worker=\"" + w + "\"} 42"), std::string::npos);
   EXPECT_NE(m.find("stoa_rollout_staleness_versions_count 2"), std::string::npos) << m;
+  EXPECT_NE(m.find("stoa_train_patch_bytes 1234"), std::string::npos) << m;
   auto s = hub->status();
   EXPECT_EQ(s["step"], 3);
   EXPECT_EQ(s["workers"][0]["patch_lag"], 0);

@@ -1,5 +1,6 @@
 // The Hub's observability: GET /v1/status (JSON), GET /metrics (Prometheus text format 0.0.4)
 // and the counters the demo summary reads.
+#include <cctype>
 #include <sstream>
 
 #include "roles/hub/hub.h"
@@ -104,6 +105,7 @@ json Hub::status() const {
                       {"loss", s->loss},
                       {"groups", s->groups},
                       {"tokens", s->tokens}};
+    for (const auto& [k, v] : s->extra) j["last_step"]["extra"][k] = v;
   }
   return j;
 }
@@ -176,6 +178,13 @@ std::string Hub::metrics() const {
     gauge("train_reward_mean", "Mean reward of the last step's rollouts",
           s["reward_mean"].get<double>());
     gauge("train_loss", "Loss of the last step", s["loss"].get<double>());
+    if (s.contains("extra")) {
+      for (const auto& [k, v] : s["extra"].items()) {
+        std::string name = "train_";
+        for (char c : k) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+        gauge(name, "Trainer-reported " + k, v.get<double>());
+      }
+    }
   }
   o << "# HELP stoa_worker_tokens_per_second Generation throughput reported by each worker\n"
        "# TYPE stoa_worker_tokens_per_second gauge\n";
