@@ -3,6 +3,7 @@
 // retried POST is counted once, blobs are served content-addressed with immutable caching.
 #include <httplib.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <thread>
 
@@ -250,6 +251,46 @@ TEST_F(Http, ClientRetriesIdempotentCallsAndGivesUp) {
   retries = 0;
   EXPECT_THROW(c.post_json("/v1/lease", "{}", /*idempotent=*/false), Error);
   EXPECT_EQ(retries, 0);
+}
+
+}  // namespace
+}  // namespace stoa::hub::testing
+
+namespace stoa::hub::testing {
+namespace {
+
+TEST_F(HubFixture, ServesHttpsWithAConfiguredCertificate) {
+  // A throwaway self-signed certificate for 127.0.0.1 (the openssl CLI ships with libssl).
+  auto cert = (dir / "cert.pem").string(), key = (dir / "key.pem").string();
+  std::string cmd =
+      "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 "
+      "-addext subjectAltName=IP:127.0.0.1 -keyout " +
+      key + " -out " + cert + " >/dev/null 2>&1";
+  if (std::system(cmd.c_str()) != 0) GTEST_SKIP() << "openssl CLI unavailable";
+  open_hub();
+  publish(1);
+  ServerOptions so;
+  so.tls_cert_path = cert;
+  so.tls_key_path = key;
+  HubServer server(*hub, so);
+  server.start();
+  ASSERT_TRUE(server.tls());
+  EXPECT_EQ(server.url().rfind("https://", 0), 0u);
+  net::HttpClientOptions o;
+  o.ca_cert_path = cert;  // trust exactly this certificate
+  net::HubClient client(server.url(), o);
+  auto joined = client.join("join-secret", {});
+  EXPECT_FALSE(joined.worker_id.empty());
+  EXPECT_EQ(client.version(std::nullopt, std::chrono::seconds(1)).version.value_or(0), 1u);
+  // A client that does not trust the certificate is refused by the TLS handshake.
+  net::HttpClientOptions strict;
+  strict.max_attempts = 1;
+  net::HubClient untrusting(server.url(), strict);
+  EXPECT_THROW(untrusting.join("join-secret", {}), Error);
+  // A certificate path that does not exist is a clear error, not a half-started server.
+  ServerOptions bad = so;
+  bad.tls_cert_path = (dir / "missing.pem").string();
+  EXPECT_THROW(HubServer(*hub, bad), Error);
 }
 
 }  // namespace
