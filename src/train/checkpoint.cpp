@@ -80,7 +80,8 @@ Trainer Trainer::resume(const std::string& dir, const TrainOptions& options) {
              " has format version ", meta.value("version", 0), "; this build reads ", kVersion);
   auto impl = std::make_unique<Impl>(load_model_dir((root / "model").string()), options);
   try {
-    torch::load(*impl->optimizer, (root / "optimizer.pt").string());
+    // Mapped onto this trainer's device: a checkpoint written on a GPU resumes on a CPU too.
+    torch::load(*impl->optimizer, (root / "optimizer.pt").string(), impl->device);
   } catch (const std::exception& e) {
     fail(ErrorKind::kBadFormat, "checkpoint optimiser state ", (root / "optimizer.pt").string(),
          " cannot be loaded: ", e.what());
