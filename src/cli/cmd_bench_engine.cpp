@@ -1,0 +1,361 @@
+// `stoa bench engine`: our int8 engine beside llama.cpp on the same Q8_0 GGUF, same machine,
+// same run. For each preset: random weights → Q8_0 GGUF (export_gguf) → our engine loads that
+// file (import_gguf: the Q8_0 blocks verbatim on the int8 grid) and llama.cpp loads it through
+// stoa-llama-oracle. Measured: prefill tok/s (one prompt), decode tok/s at batch 1, aggregate
+// decode tok/s at batch 8 and 32 (one token of every sequence per step, greedy).
+//
+// The machine may be shared: ours and llama.cpp's runs alternate and each figure is the best of
+// --reps repetitions; tokens per process-CPU-second are reported beside wall-clock tok/s, since
+// wall time on a loaded machine counts the time the scheduler gave to others.
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/command.h"
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "engine/model_runner.h"
+#include "kernels/targets.h"
+#include "model/gguf_reader.h"
+#include "model/gguf_writer.h"
+#include "model/presets.h"
+#include "model/weights.h"
+
+namespace stoa::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+struct Options {
+  std::vector<std::string> presets = {"bench-qwen3", "bench-lfm2moe"};
+  int threads = 2;
+  bool json_out = false;
+  bool quick = false;
+  int64_t prompt_tokens = 512;  // the prefill figure's prompt
+  int64_t decode_prompt = 32;   // prompt of each sequence before the decode figures
+  int64_t decode_steps = 32;
+  std::vector<int64_t> batches = {1, 8, 32};
+  int reps = 3;
+  std::string oracle;  // stoa-llama-oracle; default: next to this binary
+  bool no_llama = false;
+  std::string backend = "w8a8";
+  std::string workdir;  // where the GGUF goes; default: a temp dir
+  uint64_t seed = 1;
+};
+
+struct Timing {
+  double wall_s = 0;
+  double cpu_s = 0;
+};
+
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+template <typename Fn>
+Timing timed(Fn&& fn) {
+  const auto t0 = Clock::now();
+  const double c0 = process_cpu_seconds();
+  fn();
+  return {std::chrono::duration<double>(Clock::now() - t0).count(), process_cpu_seconds() - c0};
+}
+
+std::string cpu_name() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const size_t colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(colon + 2);
+    }
+  }
+  return "unknown";
+}
+
+// Best-of-5 memcpy bandwidth over 256 MiB (bytes copied per second, i.e. counting the read side
+// only, the same way the weight bandwidth below counts weight bytes read).
+double memcpy_gbps() {
+  const size_t n = size_t{256} << 20;
+  std::vector<char> a(n, 1), b(n, 2);
+  double best = 0;
+  for (int i = 0; i < 5; ++i) {
+    const auto t0 = Clock::now();
+    std::memcpy(i % 2 ? a.data() : b.data(), i % 2 ? b.data() : a.data(), n);
+    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    best = std::max(best, static_cast<double>(n) / s / 1e9);
+  }
+  return best;
+}
+
+int32_t argmax(const float* row, int64_t n) {
+  return static_cast<int32_t>(std::max_element(row, row + n) - row);
+}
+
+// Our engine. Returns {tokens, timing} for a prefill or a decode figure.
+struct OursBench {
+  engine::ModelRunner& runner;
+  const Options& opts;
+  std::mt19937 rng{1234};
+
+  std::vector<int32_t> random_tokens(int64_t n) {
+    std::uniform_int_distribution<int32_t> pick(
+        0, static_cast<int32_t>(runner.config().vocab_size) - 1);
+    std::vector<int32_t> t(static_cast<size_t>(n));
+    for (auto& x : t) x = pick(rng);
+    return t;
+  }
+
+  std::pair<double, Timing> prefill() {
+    const std::vector<int32_t> prompt = random_tokens(opts.prompt_tokens);
+    engine::Sequence seq = runner.new_sequence(opts.prompt_tokens + 1);
+    seq.preallocate();
+    Timing t = timed([&] { runner.append(seq, prompt, engine::Logits::kLast); });
+    return {static_cast<double>(opts.prompt_tokens), t};
+  }
+
+  std::pair<double, Timing> decode(int64_t batch) {
+    const int64_t V = runner.config().vocab_size;
+    std::vector<engine::Sequence> seqs;
+    std::vector<std::vector<int32_t>> prompts;
+    for (int64_t s = 0; s < batch; ++s) {
+      seqs.push_back(runner.new_sequence(opts.decode_prompt + opts.decode_steps + 1));
+      seqs.back().preallocate();
+      prompts.push_back(random_tokens(opts.decode_prompt));
+    }
+    std::vector<engine::SequenceInput> inputs(static_cast<size_t>(batch));
+    for (int64_t s = 0; s < batch; ++s) {
+      inputs[static_cast<size_t>(s)] = {&seqs[static_cast<size_t>(s)],
+                                        prompts[static_cast<size_t>(s)], engine::Logits::kLast};
+    }
+    std::vector<Tensor> logits = runner.append_batch(inputs);  // prefill: not timed
+    std::vector<int32_t> next(static_cast<size_t>(batch));
+    Timing t = timed([&] {
+      for (int64_t step = 0; step < opts.decode_steps; ++step) {
+        for (int64_t s = 0; s < batch; ++s) {
+          next[static_cast<size_t>(s)] = argmax(logits[static_cast<size_t>(s)].as<float>(), V);
+          inputs[static_cast<size_t>(s)].tokens =
+              std::span<const int32_t>(&next[static_cast<size_t>(s)], 1);
+        }
+        logits = runner.append_batch(inputs);
+      }
+    });
+    return {static_cast<double>(batch * opts.decode_steps), t};
+  }
+};
+
+std::string self_dir() {
+  std::error_code ec;
+  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string(".") : exe.parent_path().string();
+}
+
+// Runs stoa-llama-oracle bench and returns its JSON.
+json run_oracle(const Options& opts, const std::string& oracle, const std::string& gguf,
+                int64_t prompt, int64_t steps, int64_t batch) {
+  const std::string cmd = "'" + oracle + "' bench --gguf '" + gguf + "' --prompt-tokens " +
+                          std::to_string(prompt) + " --decode " + std::to_string(steps) +
+                          " --batch " + std::to_string(batch) + " --threads " +
+                          std::to_string(opts.threads) + " 2>/dev/null";
+  FILE* p = popen(cmd.c_str(), "r");
+  STOA_CHECK(p != nullptr, ErrorKind::kIo, "cannot run ", oracle);
+  std::string out;
+  char buf[4096];
+  size_t got;
+  while ((got = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, got);
+  const int rc = pclose(p);
+  json j = json::parse(out, nullptr, false);
+  STOA_CHECK(rc == 0 && !j.is_discarded() && !j.contains("error"), ErrorKind::kIo, oracle,
+             " bench failed (exit ", rc, "): ", out);
+  return j;
+}
+
+struct Best {
+  double tps = 0;      // tokens per wall second
+  double cpu_tps = 0;  // tokens per process-CPU second
+  void add(double tokens, const Timing& t) {
+    if (t.wall_s > 0) tps = std::max(tps, tokens / t.wall_s);
+    if (t.cpu_s > 0) cpu_tps = std::max(cpu_tps, tokens / t.cpu_s);
+  }
+};
+
+json bench_model(const Options& opts, const std::string& preset, const std::string& oracle,
+                 const std::string& workdir) {
+  const ModelConfig config = preset_config(preset);
+  const ModelWeights master = random_weights(config, opts.seed);
+  int64_t params = 0;
+  for (const auto& [name, t] : master.tensors) params += t.numel();
+  const std::string gguf = workdir + "/" + preset + ".q8_0.gguf";
+  GgufExportOptions eo;
+  eo.type = GgufExportType::kQ8_0;
+  eo.model_name = preset;
+  export_gguf(master, gguf, eo);
+
+  // Our engine on the very blocks of that file.
+  std::map<std::string, Int8Matrix> int8;
+  ModelWeights imported = import_gguf(gguf, &int8);
+  std::map<std::string, Tensor> f32;
+  for (auto& [name, t] : imported.tensors) {
+    if (!int8.count(name)) f32.emplace(name, std::move(t));
+  }
+  ThreadPool pool(opts.threads);
+  engine::ModelRunner runner(
+      engine::EngineWeights::from_state(imported.config, std::move(int8), std::move(f32)), &pool);
+  runner.set_backend(engine::parse_backend(opts.backend));
+  size_t weight_bytes = runner.weights().nbytes();
+  OursBench ours{runner, opts};
+
+  const std::vector<std::string> keys = {"prefill_tps", "decode_tps_b1", "decode_tps_b8",
+                                         "decode_tps_b32"};
+  std::map<std::string, Best> best_ours, best_llama;
+  auto key_of = [](int64_t b) { return "decode_tps_b" + std::to_string(b); };
+  for (int rep = 0; rep < opts.reps; ++rep) {
+    // Alternate ours / llama.cpp per figure so both see the same machine load.
+    {
+      auto [n, t] = ours.prefill();
+      best_ours["prefill_tps"].add(n, t);
+      if (!opts.no_llama) {
+        json j = run_oracle(opts, oracle, gguf, opts.prompt_tokens, 0, 1);
+        best_llama["prefill_tps"].add(
+            static_cast<double>(opts.prompt_tokens),
+            {j["prefill_s"].get<double>(), j["prefill_cpu_s"].get<double>()});
+      }
+    }
+    for (int64_t b : opts.batches) {
+      auto [n, t] = ours.decode(b);
+      best_ours[key_of(b)].add(n, t);
+      if (!opts.no_llama) {
+        json j = run_oracle(opts, oracle, gguf, opts.decode_prompt, opts.decode_steps, b);
+        best_llama[key_of(b)].add(static_cast<double>(b * opts.decode_steps),
+                                  {j["decode_s"].get<double>(), j["decode_cpu_s"].get<double>()});
+      }
+    }
+  }
+  std::error_code ec;
+  std::filesystem::remove(gguf, ec);
+
+  json out = {{"name", preset}, {"params", params}};
+  json o, l, r, o_cpu, l_cpu, r_cpu;
+  for (auto& [k, b] : best_ours) {
+    o[k] = b.tps;
+    o_cpu[k] = b.cpu_tps;
+    if (!opts.no_llama) {
+      l[k] = best_llama[k].tps;
+      l_cpu[k] = best_llama[k].cpu_tps;
+      r[k] = best_llama[k].tps > 0 ? b.tps / best_llama[k].tps : 0.0;
+      r_cpu[k] = best_llama[k].cpu_tps > 0 ? b.cpu_tps / best_llama[k].cpu_tps : 0.0;
+    }
+  }
+  out["ours"] = o;
+  out["llama_cpp"] = opts.no_llama ? json(nullptr) : l;
+  out["ratio"] = opts.no_llama ? json(nullptr) : r;
+  // Tokens per process-CPU-second: the comparison that survives a loaded machine.
+  out["per_cpu_second"] = {{"ours", o_cpu},
+                           {"llama_cpp", opts.no_llama ? json(nullptr) : l_cpu},
+                           {"ratio", opts.no_llama ? json(nullptr) : r_cpu}};
+  out["weight_bytes"] = weight_bytes;
+  // Batch-1 decode streams every weight once per token (the embedding table aside: one row).
+  out["weight_gbps_b1"] = best_ours["decode_tps_b1"].tps * static_cast<double>(weight_bytes) / 1e9;
+  int64_t attn_layers = 0;
+  for (int64_t i = 0; i < config.num_layers; ++i)
+    attn_layers += config.is_attention_layer(i) ? 1 : 0;
+  out["kv_bytes_per_cached_token"] =
+      attn_layers * 2 * config.num_kv_heads * config.head_dim * static_cast<int64_t>(sizeof(float));
+  out["conv_state_bytes_per_sequence"] = (config.num_layers - attn_layers) *
+                                         (config.conv_kernel - 1) * config.hidden_size *
+                                         static_cast<int64_t>(sizeof(float));
+  return out;
+}
+
+int run(Options opts) {
+  if (opts.quick) {
+    opts.prompt_tokens = std::min<int64_t>(opts.prompt_tokens, 128);
+    opts.decode_steps = std::min<int64_t>(opts.decode_steps, 8);
+    opts.decode_prompt = std::min<int64_t>(opts.decode_prompt, 16);
+    opts.reps = 1;
+  }
+  STOA_CHECK(opts.threads >= 1 && opts.reps >= 1 && opts.prompt_tokens >= 1 &&
+                 opts.decode_steps >= 1 && opts.decode_prompt >= 1,
+             ErrorKind::kInvalidArgument,
+             "--threads, --reps, --prompt-tokens, --decode-steps, --decode-prompt must be >= 1");
+  (void)engine::parse_backend(opts.backend);  // fail before the slow part
+  std::string oracle = opts.oracle.empty() ? self_dir() + "/stoa-llama-oracle" : opts.oracle;
+  if (!opts.no_llama) {
+    STOA_CHECK(access(oracle.c_str(), X_OK) == 0, ErrorKind::kNotFound, "llama.cpp harness '",
+               oracle, "' not found or not executable (build stoa-llama-oracle, pass --oracle, ",
+               "or --no-llama)");
+  }
+  std::string workdir = opts.workdir;
+  if (workdir.empty()) {
+    workdir =
+        (std::filesystem::temp_directory_path() / ("stoa-bench-engine-" + std::to_string(getpid())))
+            .string();
+  }
+  std::filesystem::create_directories(workdir);
+
+  json result = {{"threads", opts.threads}, {"cpu", cpu_name()}};
+  result["backend"] = opts.backend;
+  result["kernel_target"] = kernels::target_name(kernels::active_target());
+  result["prompt_tokens"] = opts.prompt_tokens;
+  result["decode_prompt_tokens"] = opts.decode_prompt;
+  result["decode_steps"] = opts.decode_steps;
+  result["reps"] = opts.reps;
+  json models = json::array();
+  for (const std::string& preset : opts.presets) {
+    models.push_back(bench_model(opts, preset, oracle, workdir));
+    if (!opts.json_out) std::fprintf(stderr, "%s\n", models.back().dump(2).c_str());
+  }
+  if (opts.workdir.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(workdir, ec);
+  }
+  result["models"] = models;
+  // Peak RSS of the model runs (every preset's master f32 weights, GGUF import and engine),
+  // taken before the memcpy probe's own buffers.
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  result["peak_rss_bytes"] = static_cast<int64_t>(ru.ru_maxrss) * 1024;
+  result["memcpy_gbps"] = memcpy_gbps();
+  std::printf("%s\n", result.dump(opts.json_out ? -1 : 2).c_str());
+  return 0;
+}
+
+CommandRegistration reg(
+    "bench engine", "Engine speed beside llama.cpp on the same Q8_0 GGUF", [](CLI::App& app) {
+      auto opts = std::make_shared<Options>();
+      app.add_option("--preset", opts->presets, "Presets to run")->capture_default_str();
+      app.add_option("--threads", opts->threads)->capture_default_str();
+      app.add_flag("--json", opts->json_out, "One-line JSON on stdout");
+      app.add_flag("--quick", opts->quick, "Short run (128-token prompt, 8 steps, 1 rep)");
+      app.add_option("--prompt-tokens", opts->prompt_tokens)->capture_default_str();
+      app.add_option("--decode-prompt", opts->decode_prompt,
+                     "Prompt of each sequence before the decode figures")
+          ->capture_default_str();
+      app.add_option("--decode-steps", opts->decode_steps)->capture_default_str();
+      app.add_option("--batch", opts->batches, "Decode batch sizes")->capture_default_str();
+      app.add_option("--reps", opts->reps, "Best of this many")->capture_default_str();
+      app.add_option("--oracle", opts->oracle, "Path of stoa-llama-oracle");
+      app.add_flag("--no-llama", opts->no_llama, "Only our engine");
+      app.add_option("--backend", opts->backend, "reference | w8a8 | w8a32")->capture_default_str();
+      app.add_option("--workdir", opts->workdir, "Where the GGUF is written");
+      app.add_option("--seed", opts->seed)->capture_default_str();
+      return [opts] { return run(*opts); };
+    });
+
+}  // namespace
+}  // namespace stoa::cli
