@@ -1,0 +1,52 @@
+#include "roles/worker/engine_update.h"
+
+#include "core/dtype.h"
+#include "core/error.h"
+
+namespace stoa::worker {
+namespace {
+
+Tensor bf16_as_f32(const pulse::StateTensor& t) {
+  Tensor out(DType::kF32, t.shape);
+  convert_bf16_to_f32(t.bf16.data(), out.as<float>(), t.bf16.size());
+  return out;
+}
+
+Tensor int8_as_f32(const pulse::StateTensor& t) {
+  Tensor out(DType::kF32, t.shape);
+  int8_dequantize(t.q, out.as<float>());
+  return out;
+}
+
+}  // namespace
+
+engine::EngineWeights engine_weights_from_update(const ModelConfig& config,
+                                                 const WeightUpdate& update) {
+  STOA_CHECK(update.full, ErrorKind::kInvalidArgument,
+             "engine weights need a full update (an anchor), got a patch batch at version ",
+             update.version);
+  std::map<std::string, Int8Matrix> int8;
+  std::map<std::string, Tensor> f32;
+  for (const auto& [name, t] : update.tensors) {
+    if (t.kind == pulse::TensorKind::kInt8)
+      int8.emplace(name, t.q);
+    else
+      f32.emplace(name, bf16_as_f32(t));
+  }
+  return engine::EngineWeights::from_state(config, std::move(int8), std::move(f32));
+}
+
+void apply_update(engine::EngineWeights& weights, const WeightUpdate& update) {
+  for (const auto& [name, t] : update.tensors) {
+    if (t.kind == pulse::TensorKind::kBf16) {
+      weights.set_f32(name, bf16_as_f32(t));
+    } else if (weights.has_linear(name) && weights.linear(name).is_int8()) {
+      weights.set_int8(name, t.q);
+    } else {
+      // An int8 tensor the engine computes in f32 (the MoE router): from_state dequantized it.
+      weights.set_f32(name, int8_as_f32(t));
+    }
+  }
+}
+
+}  // namespace stoa::worker

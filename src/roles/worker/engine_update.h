@@ -1,0 +1,19 @@
+// From verified PULSE state to the engine: the first full update builds the EngineWeights, every
+// later one (patch batches and anchor reloads alike) is written in place, so the runner and its
+// sequences stay valid and a switch costs only the touched tensors. Called by the generation
+// thread at a safe point between two decode steps.
+#pragma once
+#include "engine/engine_weights.h"
+#include "model/config.h"
+#include "roles/worker/weight_sync.h"
+
+namespace stoa::worker {
+
+// kInvalidArgument unless `update.full`.
+engine::EngineWeights engine_weights_from_update(const ModelConfig& config,
+                                                 const WeightUpdate& update);
+// Writes every tensor of `update` into `weights` (shapes must match; kNotFound naming an unknown
+// tensor).
+void apply_update(engine::EngineWeights& weights, const WeightUpdate& update);
+
+}  // namespace stoa::worker

@@ -1,0 +1,44 @@
+// `stoa work`: one rollout worker. Threads:
+//   - sync: long-polls the hub and keeps a verified int8 state (WeightSync);
+//   - heartbeat: renews the leases in progress, learns of cancelled ones;
+//   - streamer: sends each finished rollout the moment it is done (RolloutStreamer);
+//   - generation (the caller's thread): leases groups and runs up to `slots` multi-turn rollouts
+//     as one batch on the engine, switching weights between decode steps.
+// Every sampled token is tagged with the version of the weights whose logits it was drawn from.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+namespace stoa::worker {
+
+struct WorkerOptions {
+  std::string hub_url;
+  std::string join_token;
+  std::string name = "worker";
+  std::string
+      model_dir;  // config.json + tokenizer.json of the run's model (weights come from the hub)
+  std::string index_dir;      // local search index, or
+  std::string search_url;     // a retrieval server
+  std::string state_dir;      // worker id and rollout spool, for resuming after a restart
+  int threads = 0;            // engine threads (0: the global pool's default)
+  int slots = 4;              // rollouts generated together
+  double max_minutes = 0;     // 0: until stopped
+  uint64_t seed = 0;          // 0: from the clock
+  int shutdown_grace_s = 20;  // on stop: finish rollouts this long, then release the rest
+};
+
+struct WorkerStats {
+  uint64_t rollouts_finished = 0;
+  uint64_t tokens_generated = 0;
+  uint64_t weight_switches = 0;
+  uint64_t leases = 0;
+  uint64_t leases_released = 0;
+  double idle_fraction = 0;
+};
+
+// Runs until `stop` is set (SIGINT/SIGTERM) or max_minutes; returns the stats. Throws on a
+// configuration error (bad model dir, join refused).
+WorkerStats run_worker(const WorkerOptions& options, const std::atomic<bool>& stop);
+
+}  // namespace stoa::worker
