@@ -66,8 +66,8 @@ bool contains_any(const std::string& haystack, const std::vector<std::string>& n
 }  // namespace
 
 std::vector<Demonstration> make_demonstrations(const std::vector<QaItem>& train, const Task& task,
-                                               const TokenCodec& codec,
-                                               const DemoOptions& options, DemoStats* stats) {
+                                               const TokenCodec& codec, const DemoOptions& options,
+                                               DemoStats* stats) {
   for (double p : {options.good_query, options.answer_when_found, options.answer_when_missing}) {
     STOA_CHECK(p >= 0 && p <= 1, ErrorKind::kInvalidArgument,
                "demonstrations: probabilities must be in [0, 1], got ", p);
@@ -83,7 +83,7 @@ std::vector<Demonstration> make_demonstrations(const std::vector<QaItem>& train,
     STOA_CHECK(!item.golden_answers.empty(), ErrorKind::kInvalidArgument, "demonstrations: item '",
                item.id, "' has no golden answer");
     answers_by_category[item.category].push_back(item.answer.empty() ? item.golden_answers[0]
-                                                                      : item.answer);
+                                                                     : item.answer);
   }
 
   Prng root(options.seed);
@@ -99,14 +99,17 @@ std::vector<Demonstration> make_demonstrations(const std::vector<QaItem>& train,
     const std::string query = d.good_query ? good_query_for(item) : poor_query_for(train, i, rng);
 
     Episode ep(task, item, codec, options.episode);
-    const std::string turn1 = "<think> I need to search for information to answer this. </think>\n"
-                              "<search> " + query + " </search>";
+    const std::string turn1 =
+        "<think> I need to search for information to answer this. </think>\n"
+        "<search> " +
+        query + " </search>";
     Decision dec = ep.step(codec.encode(turn1));
     const std::string observation = codec.decode(dec.appended);
     d.found = contains_any(observation, item.golden_answers);
 
     std::string answer;
-    const bool right = rng.chance(d.found ? options.answer_when_found : options.answer_when_missing);
+    const bool right =
+        rng.chance(d.found ? options.answer_when_found : options.answer_when_missing);
     if (right) {
       answer = item.answer.empty() ? item.golden_answers[0] : item.answer;
     } else {
@@ -124,8 +127,9 @@ std::vector<Demonstration> make_demonstrations(const std::vector<QaItem>& train,
       }
     }
     const std::string think =
-        d.found ? "<think> The documents mention the answer. </think>\n"
-                : "<think> The documents do not say it directly; I will give my best guess. </think>\n";
+        d.found
+            ? "<think> The documents mention the answer. </think>\n"
+            : "<think> The documents do not say it directly; I will give my best guess. </think>\n";
     if (!ep.done()) ep.step(codec.encode(think + "<answer> " + answer + " </answer>"));
     d.correct = ep.reward() > 0.5;
     d.tokens = ep.tokens();

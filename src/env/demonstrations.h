@@ -27,8 +27,8 @@
 namespace stoa::env {
 
 struct DemoOptions {
-  double good_query = 0.7;          // P(the search uses the question's own words)
-  double answer_when_found = 0.75;  // P(correct answer | retrieved docs contain it)
+  double good_query = 0.7;           // P(the search uses the question's own words)
+  double answer_when_found = 0.75;   // P(correct answer | retrieved docs contain it)
   double answer_when_missing = 0.1;  // P(correct answer | they do not): a lucky guess
   uint64_t seed = 1;
   EpisodeConfig episode;  // the worker's episode settings (max_turns, observation budget)
@@ -55,8 +55,7 @@ struct DemoStats {
 // One demonstration per item, in order. Throws kInvalidArgument naming the item if any item is
 // not from the train split (QaItem::split != "train") or has no golden answer.
 std::vector<Demonstration> make_demonstrations(const std::vector<QaItem>& train, const Task& task,
-                                               const TokenCodec& codec,
-                                               const DemoOptions& options,
+                                               const TokenCodec& codec, const DemoOptions& options,
                                                DemoStats* stats = nullptr);
 
 // The trainer's pre-tokenised SFT form (train/sft_data.h): {"id", "tokens", "mask"} per line.

@@ -1,0 +1,80 @@
+// `stoa data demos`: scripted, deliberately imperfect SFT demonstrations from the TRAIN split
+// (env/demonstrations.h), tokenised with the model's tokenizer, as the pre-tokenised SFT JSONL
+// that `stoa train --sft` reads. Torch-free.
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/command.h"
+#include "core/error.h"
+#include "env/bm25_index.h"
+#include "env/dataset.h"
+#include "env/demonstrations.h"
+#include "env/search_task.h"
+#include "env/token_codec.h"
+#include "env/tokenizer_codec.h"
+#include "model/tokenizer.h"
+
+namespace stoa::cli {
+namespace {
+
+struct Options {
+  std::string data;
+  std::string index;
+  std::string tokenizer;  // tokenizer.json ("" : byte-level codec)
+  std::string out;
+  int64_t limit = 0;
+  env::DemoOptions demo;
+};
+
+int run(const Options& o) {
+  std::vector<env::QaItem> train =
+      env::load_qa(o.data + "/train.jsonl", env::BadLinePolicy::kFatal);
+  if (o.limit > 0 && static_cast<int64_t>(train.size()) > o.limit) train.resize(o.limit);
+  std::unique_ptr<env::TokenCodec> codec;
+  if (o.tokenizer.empty()) {
+    codec = std::make_unique<env::ByteCodec>();
+  } else {
+    codec = std::make_unique<env::TokenizerCodec>(Tokenizer::from_file(o.tokenizer));
+  }
+  env::Bm25Index index(o.index.empty() ? o.data + "/index" : o.index);
+  env::SearchTask task(index);
+  env::DemoStats st;
+  auto demos = env::make_demonstrations(train, task, *codec, o.demo, &st);
+  env::write_demonstrations_jsonl(demos, o.out);
+  const double n = st.demonstrations ? static_cast<double>(st.demonstrations) : 1.0;
+  nlohmann::json j = {{"out", o.out},
+                      {"demonstrations", st.demonstrations},
+                      {"good_query_fraction", st.good_queries / n},
+                      {"found_fraction", st.found / n},
+                      {"correct_fraction", st.correct / n},
+                      {"tokens", st.tokens},
+                      {"trained_tokens", st.trained_tokens}};
+  std::printf("%s\n", j.dump(2).c_str());
+  return 0;
+}
+
+CommandRegistration demos_cmd(
+    "data demos", "Scripted imperfect SFT demonstrations from the train split", [](CLI::App& app) {
+      auto o = std::make_shared<Options>();
+      app.add_option("--data", o->data, "dataset directory (train.jsonl)")->required();
+      app.add_option("--index", o->index, "BM25 index directory (default <data>/index)");
+      app.add_option("--tokenizer", o->tokenizer, "tokenizer.json (default: byte-level)");
+      app.add_option("--out", o->out, "output SFT JSONL")->required();
+      app.add_option("--limit", o->limit, "first N train questions only (0: all)");
+      app.add_option("--good-query", o->demo.good_query, "P(a good search query)");
+      app.add_option("--answer-when-found", o->demo.answer_when_found,
+                     "P(correct answer | retrieved docs contain it)");
+      app.add_option("--answer-when-missing", o->demo.answer_when_missing,
+                     "P(correct answer | they do not)");
+      app.add_option("--max-turns", o->demo.episode.max_turns, "episode max_turns");
+      app.add_option("--max-observation-tokens", o->demo.episode.max_observation_tokens,
+                     "observation budget per search");
+      app.add_option("--seed", o->demo.seed, "random seed");
+      return [o] { return run(*o); };
+    });
+
+}  // namespace
+}  // namespace stoa::cli

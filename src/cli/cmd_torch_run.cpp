@@ -1,0 +1,120 @@
+// `stoa run --config run.toml`: the hub and the trainer in one process. The HTTP hub (leases,
+// intake into the SQLite ledger, blobs, long-polls) serves workers on its own threads while the
+// trainer loop takes complete groups from the same ledger, trains, and publishes versions. A
+// restart with the same config resumes: the ledger keeps every acknowledged rollout and which
+// groups were trained; the trainer resumes from its checkpoint (roles/trainer/trainer_loop.h).
+// SIGINT / SIGTERM stop it cleanly after the current step.
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/command.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "env/bm25_index.h"
+#include "env/dataset.h"
+#include "env/search_task.h"
+#include "env/token_codec.h"
+#include "env/tokenizer_codec.h"
+#include "model/tokenizer.h"
+#include "model/weights.h"
+#include "pulse/blob_store.h"
+#include "roles/hub/hub.h"
+#include "roles/hub/server.h"
+#include "roles/trainer/run_config.h"
+#include "roles/trainer/trainer_loop.h"
+
+namespace stoa::cli {
+namespace {
+
+std::atomic<bool> g_stop{false};
+extern "C" void on_signal(int) {
+  g_stop.store(true);
+}
+
+struct Options {
+  std::string config;
+  int64_t max_steps = -1;  // overrides [run] max_steps when >= 0
+};
+
+int run(const Options& o) {
+  trainer::RunConfig c = trainer::load_run_config(o.config);
+  if (o.max_steps >= 0) c.loop.max_steps = o.max_steps;
+  std::filesystem::create_directories(c.run_dir);
+
+  ModelWeights initial = load_model_dir(c.model_dir);
+  std::unique_ptr<env::TokenCodec> codec;
+  const std::string tok_path = c.model_dir + "/tokenizer.json";
+  if (std::filesystem::exists(tok_path)) {
+    codec = std::make_unique<env::TokenizerCodec>(Tokenizer::from_file(tok_path));
+  } else {
+    STOA_CHECK(initial.config.vocab_size >= 256, ErrorKind::kBadFormat, "run: ", c.model_dir,
+               " has no tokenizer.json and a vocabulary under 256 (byte-level fallback)");
+    codec = std::make_unique<env::ByteCodec>();
+  }
+  env::Bm25Index index(c.index_dir);
+  env::SearchTask task(index);
+  pulse::BlobStore store(c.run_dir + "/blobs");
+
+  hub::HubDeps deps;
+  deps.task = &task;
+  deps.codec = codec.get();
+  deps.vocab_size = initial.config.vocab_size;
+  deps.prompts = env::load_qa(c.data_dir + "/train.jsonl", env::BadLinePolicy::kFatal);
+  for (const auto& q : deps.prompts) {
+    STOA_CHECK(q.split.empty() || q.split == "train", ErrorKind::kInvalidArgument,
+               "run: ", c.data_dir, "/train.jsonl holds item '", q.id, "' of split '", q.split,
+               "'");
+  }
+  deps.store = &store;
+  if (c.train.max_sequence_tokens == 0) c.train.max_sequence_tokens = c.hub.max_tokens;
+
+  hub::Hub hub(c.hub, deps);
+  trainer::TrainerLoop loop(hub, store, initial, c.train, c.loop);
+  initial = ModelWeights();
+  loop.start();  // a version exists before any worker can lease
+  hub::HubServer server(hub, c.server);
+  server.start();
+  {
+    nlohmann::json info = {{"url", server.url()},
+                           {"port", server.port()},
+                           {"version", loop.version()},
+                           {"resumed", loop.resumed()},
+                           {"last_step", loop.last_step()}};
+    std::ofstream(c.run_dir + "/hub.json") << info.dump() << '\n';
+    std::printf("stoa run: hub at %s, version %llu%s\n", server.url().c_str(),
+                static_cast<unsigned long long>(loop.version()),
+                loop.resumed() ? " (resumed from checkpoint)" : "");
+    std::fflush(stdout);
+  }
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  loop.run(g_stop);
+  log_info("run", "stopping after step ", loop.last_step(), ", version ", loop.version());
+  hub.stop();
+  server.stop();
+  nlohmann::json summary = {{"steps", loop.last_step()},
+                            {"version", loop.version()},
+                            {"groups_dropped_stale", loop.groups_dropped()}};
+  for (const auto& [k, v] : hub.counters()) summary["counters"][k] = v;
+  std::printf("%s\n", summary.dump().c_str());
+  return 0;
+}
+
+CommandRegistration run_cmd("run", "Hub + asynchronous DPPO trainer from a TOML run config",
+                            [](CLI::App& app) {
+                              auto o = std::make_shared<Options>();
+                              app.add_option("--config", o->config, "run.toml")->required();
+                              app.add_option("--max-steps", o->max_steps,
+                                             "stop after this many ledger steps (overrides the "
+                                             "config)");
+                              return [o] { return run(*o); };
+                            });
+
+}  // namespace
+}  // namespace stoa::cli

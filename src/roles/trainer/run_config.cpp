@@ -1,0 +1,209 @@
+#include "roles/trainer/run_config.h"
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <toml++/toml.h>
+
+#include "core/error.h"
+
+namespace stoa::trainer {
+namespace fs = std::filesystem;
+namespace {
+
+// Reads typed values out of one [section], remembering which keys were consumed so that the
+// leftovers can be reported as unknown.
+class Section {
+ public:
+  Section(const toml::table* table, std::string name, std::string source)
+      : table_(table), name_(std::move(name)), source_(std::move(source)) {}
+
+  template <typename T>
+  void get(const char* key, T& out) {
+    used_.insert(key);
+    if (!table_) return;
+    const toml::node* node = table_->get(key);
+    if (!node) return;
+    if constexpr (std::is_same_v<T, std::string>) {
+      auto v = node->value<std::string>();
+      if (!v) bad(key, "a string");
+      out = *v;
+    } else if constexpr (std::is_same_v<T, bool>) {
+      auto v = node->value<bool>();
+      if (!v) bad(key, "a boolean");
+      out = *v;
+    } else if constexpr (std::is_floating_point_v<T>) {
+      auto v = node->value<double>();  // integers convert
+      if (!v) bad(key, "a number");
+      out = static_cast<T>(*v);
+    } else {
+      auto v = node->value_exact<int64_t>();
+      if (!v) bad(key, "an integer");
+      if (*v < 0) bad(key, "a non-negative integer");
+      out = static_cast<T>(*v);
+    }
+  }
+  void check_unknown() const {
+    if (!table_) return;
+    for (const auto& [k, v] : *table_) {
+      const std::string key(k.str());
+      STOA_CHECK(used_.count(key), ErrorKind::kInvalidArgument, source_, ": unknown key '", key,
+                 "' in [", name_, "]");
+    }
+  }
+
+ private:
+  [[noreturn]] void bad(const char* key, const char* what) const {
+    fail(ErrorKind::kInvalidArgument, source_, ": [", name_, "] ", key, " must be ", what);
+  }
+  const toml::table* table_;
+  std::string name_, source_;
+  std::set<std::string> used_;
+};
+
+std::string resolve(const std::string& base, const std::string& p) {
+  if (p.empty() || fs::path(p).is_absolute() || base.empty()) return p;
+  return (fs::path(base) / p).lexically_normal().string();
+}
+
+}  // namespace
+
+RunConfig parse_run_config(const std::string& text, const std::string& source,
+                           const std::string& base_dir) {
+  toml::table root;
+  try {
+    root = toml::parse(text, source);
+  } catch (const toml::parse_error& e) {
+    std::ostringstream msg;
+    msg << e.description() << " at line " << e.source().begin.line << ", column "
+        << e.source().begin.column;
+    fail(ErrorKind::kBadFormat, source, ": invalid TOML: ", msg.str());
+  }
+  static const std::set<std::string> kSections = {"run", "hub", "sampling", "trainer", "pulse"};
+  for (const auto& [k, v] : root) {
+    const std::string key(k.str());
+    STOA_CHECK(kSections.count(key) && v.is_table(), ErrorKind::kInvalidArgument, source,
+               ": unknown section or key '", key,
+               "' (expected [run], [hub], [sampling], [trainer], [pulse])");
+  }
+  RunConfig c;
+  c.run_dir = "run";
+  c.loop.gather_timeout = std::chrono::milliseconds(2000);
+
+  Section run(root["run"].as_table(), "run", source);
+  run.get("dir", c.run_dir);
+  run.get("model", c.model_dir);
+  run.get("data", c.data_dir);
+  run.get("index", c.index_dir);
+  run.get("max_steps", c.loop.max_steps);
+  run.check_unknown();
+  STOA_CHECK(!c.model_dir.empty(), ErrorKind::kInvalidArgument, source,
+             ": [run] model is required");
+  STOA_CHECK(!c.data_dir.empty(), ErrorKind::kInvalidArgument, source, ": [run] data is required");
+  c.run_dir = resolve(base_dir, c.run_dir);
+  c.model_dir = resolve(base_dir, c.model_dir);
+  c.data_dir = resolve(base_dir, c.data_dir);
+  c.index_dir = c.index_dir.empty() ? c.data_dir + "/index" : resolve(base_dir, c.index_dir);
+
+  Section hub(root["hub"].as_table(), "hub", source);
+  hub.get("host", c.server.host);
+  hub.get("port", c.server.port);
+  hub.get("threads", c.server.threads);
+  hub.get("tls_cert", c.server.tls_cert_path);
+  hub.get("tls_key", c.server.tls_key_path);
+  hub.get("join_token", c.hub.join_token);
+  hub.get("group_size", c.hub.group_size);
+  int64_t ttl_s = c.hub.lease_ttl_ms / 1000, max_s = c.hub.lease_max_ms / 1000;
+  hub.get("lease_ttl_s", ttl_s);
+  hub.get("lease_max_s", max_s);
+  c.hub.lease_ttl_ms = ttl_s * 1000;
+  c.hub.lease_max_ms = max_s * 1000;
+  hub.get("max_open_groups", c.hub.max_open_groups);
+  hub.get("max_queued_groups", c.hub.max_queued_groups);
+  hub.get("max_tokens", c.hub.max_tokens);
+  hub.get("topk", c.hub.topk);
+  hub.get("seed", c.hub.seed);
+  hub.check_unknown();
+  STOA_CHECK(!c.hub.join_token.empty(), ErrorKind::kInvalidArgument, source,
+             ": [hub] join_token is required");
+  STOA_CHECK(c.hub.group_size >= 1, ErrorKind::kInvalidArgument, source,
+             ": [hub] group_size must be >= 1");
+  STOA_CHECK(c.server.tls_cert_path.empty() == c.server.tls_key_path.empty(),
+             ErrorKind::kInvalidArgument, source, ": [hub] tls_cert and tls_key go together");
+  c.server.tls_cert_path = resolve(base_dir, c.server.tls_cert_path);
+  c.server.tls_key_path = resolve(base_dir, c.server.tls_key_path);
+
+  Section s(root["sampling"].as_table(), "sampling", source);
+  s.get("temperature", c.hub.sampling.temperature);
+  s.get("top_p", c.hub.sampling.top_p);
+  s.get("top_k", c.hub.sampling.top_k);
+  s.get("max_new_tokens", c.hub.sampling.max_new_tokens);
+  s.get("max_turns", c.hub.sampling.max_turns);
+  s.get("max_observation_tokens", c.hub.sampling.max_observation_tokens);
+  s.check_unknown();
+
+  Section t(root["trainer"].as_table(), "trainer", source);
+  auto& to = c.train;
+  t.get("device", to.device);
+  t.get("threads", to.threads);
+  t.get("lr", to.optimizer.lr);
+  t.get("weight_decay", to.optimizer.weight_decay);
+  t.get("max_grad_norm", to.optimizer.max_grad_norm);
+  t.get("warmup_steps", to.schedule.warmup_steps);
+  t.get("micro_batch_tokens", to.micro_batch_tokens);
+  t.get("seed", to.seed);
+  std::string loss = train::loss_kind_name(to.loss.kind);
+  std::string advantage = train::advantage_kind_name(to.loss.advantage);
+  std::string aggregation = train::aggregation_name(to.loss.aggregation);
+  t.get("loss", loss);
+  t.get("advantage", advantage);
+  t.get("aggregation", aggregation);
+  t.get("delta_hi", to.loss.delta_hi);
+  t.get("delta_lo", to.loss.delta_lo);
+  t.get("clip_eps_hi", to.loss.clip_eps_hi);
+  t.get("clip_eps_lo", to.loss.clip_eps_lo);
+  t.get("ratio_cap", to.loss.ratio_cap);
+  t.get("groups_per_step", c.loop.groups_per_step);
+  t.get("min_groups", c.loop.min_groups);
+  int64_t gather_ms = c.loop.gather_timeout.count();
+  t.get("gather_timeout_ms", gather_ms);
+  c.loop.gather_timeout = std::chrono::milliseconds(gather_ms);
+  t.get("max_staleness", c.loop.staleness.max_staleness);
+  t.get("checkpoint_every", c.loop.checkpoint_every);
+  t.check_unknown();
+  try {
+    to.loss.kind = train::parse_loss_kind(loss);
+    to.loss.advantage = train::parse_advantage_kind(advantage);
+    to.loss.aggregation = train::parse_aggregation(aggregation);
+    train::validate_train_options(to);
+  } catch (const Error& e) {
+    fail(ErrorKind::kInvalidArgument, source, ": [trainer] ", e.what());
+  }
+  // The hub refuses at intake what the trainer would drop anyway: one bound for both.
+  c.hub.max_staleness = c.loop.staleness.max_staleness;
+  c.hub.topk = train::loss_needs_topk(to.loss.kind) && c.hub.topk == 0 ? 8 : c.hub.topk;
+
+  Section p(root["pulse"].as_table(), "pulse", source);
+  p.get("anchor_every", c.loop.publisher.anchor_every);
+  p.get("keep_anchors", c.loop.publisher.retention.keep_anchors);
+  p.check_unknown();
+  STOA_CHECK(c.loop.publisher.anchor_every >= 1, ErrorKind::kInvalidArgument, source,
+             ": [pulse] anchor_every must be >= 1");
+
+  c.hub.ledger_path = c.run_dir + "/ledger.sqlite";
+  c.loop.checkpoint_dir = c.run_dir + "/checkpoint";
+  c.loop.log_path = c.run_dir + "/steps.jsonl";
+  return c;
+}
+
+RunConfig load_run_config(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  STOA_CHECK(in.good(), ErrorKind::kNotFound, "run config ", path, " cannot be opened");
+  std::ostringstream s;
+  s << in.rdbuf();
+  return parse_run_config(s.str(), path, fs::path(path).parent_path().string());
+}
+
+}  // namespace stoa::trainer

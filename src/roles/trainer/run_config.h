@@ -1,0 +1,42 @@
+// The run configuration of `stoa run --config run.toml` (the hub + trainer process), in TOML.
+// Unknown keys are errors (a typo must not silently fall back to a default), and every value is
+// range-checked by the options it lands in. Paths are relative to the TOML file's directory.
+//
+//   [run]      dir (ledger, blobs, checkpoint, steps.jsonl), model (initial HF model dir),
+//              data (train.jsonl), index (default <data>/index), max_steps
+//   [hub]      host, port, join_token, tls_cert, tls_key, threads, group_size, lease_ttl_s,
+//              lease_max_s, max_open_groups, max_queued_groups, max_tokens, topk, seed
+//   [sampling] temperature, top_p, top_k, max_new_tokens, max_turns, max_observation_tokens
+//   [trainer]  device, threads, lr, weight_decay, max_grad_norm, warmup_steps,
+//              micro_batch_tokens, seed, loss, delta_hi, delta_lo, clip_eps_hi, clip_eps_lo,
+//              ratio_cap, advantage, aggregation, groups_per_step, min_groups,
+//              gather_timeout_ms, max_staleness, checkpoint_every
+//   [pulse]    anchor_every, keep_anchors
+#pragma once
+#include <string>
+
+#include "roles/hub/hub.h"
+#include "roles/hub/server.h"
+#include "roles/trainer/trainer_loop.h"
+#include "train/train_options.h"
+
+namespace stoa::trainer {
+
+struct RunConfig {
+  std::string run_dir;
+  std::string model_dir;
+  std::string data_dir;
+  std::string index_dir;
+  hub::HubConfig hub;  // ledger_path filled from run_dir
+  hub::ServerOptions server;
+  train::TrainOptions train;
+  TrainerLoopOptions loop;  // checkpoint_dir / log_path filled from run_dir
+};
+
+// Throws kInvalidArgument naming the file and the key for an unknown key, a wrong type or an
+// out-of-range value; kNotFound / kBadFormat for a missing or malformed file.
+RunConfig load_run_config(const std::string& path);
+RunConfig parse_run_config(const std::string& text, const std::string& source,
+                           const std::string& base_dir);
+
+}  // namespace stoa::trainer

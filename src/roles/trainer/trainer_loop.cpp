@@ -1,0 +1,194 @@
+#include "roles/trainer/trainer_loop.h"
+
+#include <filesystem>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "pulse/model_view.h"
+
+namespace stoa::trainer {
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// Trainer::save_checkpoint writes <dir>.tmp (trainer.json last) and then replaces <dir>; a crash
+// between removing the old directory and the rename leaves only a complete <dir>.tmp.
+std::optional<std::string> find_checkpoint(const std::string& dir) {
+  if (dir.empty()) return std::nullopt;
+  if (fs::exists(fs::path(dir) / "trainer.json")) return dir;
+  const std::string tmp = dir + ".tmp";
+  if (!fs::exists(dir) && fs::exists(fs::path(tmp) / "trainer.json")) return tmp;
+  return std::nullopt;
+}
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+}  // namespace
+
+TrainerLoop::TrainerLoop(hub::TrainerPort& port, pulse::BlobStore& store,
+                         const ModelWeights& initial, const train::TrainOptions& train_options,
+                         TrainerLoopOptions options)
+    : port_(port), store_(store), options_(std::move(options)) {
+  STOA_CHECK(options_.checkpoint_every >= 1, ErrorKind::kInvalidArgument,
+             "trainer loop: checkpoint_every must be >= 1, got ", options_.checkpoint_every);
+  STOA_CHECK(options_.groups_per_step >= 1 && options_.min_groups >= 1 &&
+                 options_.min_groups <= options_.groups_per_step,
+             ErrorKind::kInvalidArgument,
+             "trainer loop: need 1 <= min_groups <= groups_per_step, got ", options_.min_groups,
+             " and ", options_.groups_per_step);
+  if (auto ckpt = find_checkpoint(options_.checkpoint_dir)) {
+    trainer_ = std::make_unique<train::Trainer>(train::Trainer::resume(*ckpt, train_options));
+    resumed_ = true;
+    log_info("trainer", "resumed from checkpoint ", *ckpt, " (trainer step ",
+             trainer_->step_count(), ", ledger step ", port_.last_step(), ")");
+  } else {
+    trainer_ = std::make_unique<train::Trainer>(initial, train_options);
+  }
+  last_step_ = port_.last_step();
+  publisher_ = std::make_unique<pulse::Publisher>(store_, options_.publisher);
+  if (!options_.log_path.empty()) {
+    log_.open(options_.log_path, std::ios::app);
+    STOA_CHECK(log_.good(), ErrorKind::kIo, "trainer loop: cannot open step log ",
+               options_.log_path);
+  }
+}
+
+TrainerLoop::~TrainerLoop() = default;
+
+uint64_t TrainerLoop::publish() {
+  const auto latest = port_.latest_version();
+  const uint64_t next = latest ? *latest + 1 : 0;
+  trainer_->copy_weights_to(&scratch_);
+  pulse::Int8State state = pulse::int8_view_of(scratch_, next, &quantizer_);
+  const Hash128 hash = state.state_hash();
+  pulse::Published published = publisher_->publish(std::move(state));
+  port_.publish_version(published, hash);
+  last_patch_bytes_ = published.patch ? published.patch->bytes : 0;
+  last_anchor_bytes_ = published.anchor ? published.anchor->bytes : 0;
+  version_ = next;
+  return next;
+}
+
+void TrainerLoop::start() {
+  if (started_) return;
+  publish();
+  started_ = true;
+  last_step_end_ = Clock::now();
+  log_info("trainer", "published version ", version_, resumed_ ? " (resumed)" : "");
+}
+
+std::optional<LoopStep> TrainerLoop::step_once() {
+  start();
+  // Gather: keep taking whatever is complete until groups_per_step, or until the timeout has
+  // passed with at least min_groups in hand.
+  const auto gather_start = Clock::now();
+  while (carry_.size() < options_.groups_per_step) {
+    auto got = port_.take_groups(options_.groups_per_step - carry_.size(), options_.poll);
+    for (auto& g : got) carry_.push_back(std::move(g));
+    const bool timed_out = Clock::now() - gather_start >= options_.gather_timeout;
+    if (timed_out && carry_.size() >= options_.min_groups) break;
+    if (timed_out && got.empty())
+      return std::nullopt;  // nothing arriving: let the caller check stop
+  }
+
+  StalenessSplit split = apply_staleness(std::move(carry_), version_, options_.staleness);
+  carry_.clear();
+  if (!split.dropped.empty()) {
+    port_.mark_dropped(split.dropped, "stale");
+    groups_dropped_ += static_cast<int64_t>(split.dropped.size());
+    log_info("trainer", "dropped ", split.dropped.size(), " stale group(s) at version ", version_);
+  }
+  if (split.kept.empty()) return std::nullopt;
+
+  const auto compute_start = Clock::now();
+  const double wall = seconds_since(last_step_end_);
+  LoopStep s;
+  s.step = last_step_ + 1;
+  s.metrics = trainer_->train_step(to_rollout_groups(split.kept));
+  for (const auto& g : split.kept) s.trained.push_back(g.group_id);
+  s.dropped = split.dropped;
+  s.staleness_histogram = split.histogram;
+
+  hub::StepReport& r = s.report;
+  r.step = s.step;
+  r.step_seconds = s.metrics.seconds;
+  r.masked_fraction = s.metrics.masked_fraction;
+  r.tv = s.metrics.tv_mean;
+  r.kl = s.metrics.kl_mean;
+  r.reward_mean = mean_reward(split.kept);
+  r.loss = s.metrics.loss;
+  r.groups = static_cast<int64_t>(split.kept.size());
+  r.tokens = s.metrics.tokens;
+  // Of the wall time since the previous step ended (gathering + this step), the share spent
+  // computing: what "the trainer never waits" is measured by.
+  const double busy = seconds_since(compute_start);
+  r.busy_fraction = wall + busy > 0 ? busy / (wall + busy) : 1.0;
+  r.extra["lr"] = s.metrics.lr;
+  r.extra["grad_norm"] = s.metrics.grad_norm;
+  r.extra["entropy"] = s.metrics.entropy;
+  r.extra["groups_dropped_stale"] = static_cast<double>(split.dropped.size());
+  // Durable before anything else depends on the step: from here on these groups are never
+  // handed out again, whatever happens to this process.
+  port_.mark_trained(s.trained, r);
+  last_step_ = s.step;
+
+  s.version = publish();
+  s.patch_bytes = last_patch_bytes_;
+  s.anchor_bytes = last_anchor_bytes_;
+  if (!options_.checkpoint_dir.empty() && s.step % options_.checkpoint_every == 0) {
+    trainer_->save_checkpoint(options_.checkpoint_dir);
+  }
+  last_step_end_ = Clock::now();
+  log_step(s);
+  return s;
+}
+
+void TrainerLoop::run(const std::atomic<bool>& stop) {
+  start();
+  while (!stop.load()) {
+    if (options_.max_steps > 0 && last_step_ >= options_.max_steps) break;
+    step_once();
+  }
+}
+
+void TrainerLoop::log_step(const LoopStep& s) {
+  if (!log_.is_open()) return;
+  const auto& m = s.metrics;
+  nlohmann::json hist = nlohmann::json::object();
+  for (const auto& [k, v] : s.staleness_histogram) hist[std::to_string(k)] = v;
+  nlohmann::json j = {{"step", s.step},
+                      {"version", s.version},
+                      {"trainer_step", m.step},
+                      {"groups", s.trained.size()},
+                      {"groups_dropped_stale", s.dropped.size()},
+                      {"staleness_histogram", hist},
+                      {"reward_mean", s.report.reward_mean},
+                      {"loss", m.loss},
+                      {"lr", m.lr},
+                      {"sequences", m.sequences},
+                      {"tokens", m.tokens},
+                      {"tokens_total", m.tokens_total},
+                      {"masked_fraction", m.masked_fraction},
+                      {"masked_fraction_pos", m.masked_fraction_pos},
+                      {"masked_fraction_neg", m.masked_fraction_neg},
+                      {"tv_mean", m.tv_mean},
+                      {"tv_max", m.tv_max},
+                      {"kl_mean", m.kl_mean},
+                      {"kl_max", m.kl_max},
+                      {"entropy", m.entropy},
+                      {"grad_norm", m.grad_norm},
+                      {"step_seconds", m.seconds},
+                      {"busy_fraction", s.report.busy_fraction},
+                      {"patch_bytes", s.patch_bytes},
+                      {"anchor_bytes", s.anchor_bytes}};
+  log_ << j.dump() << '\n';
+  log_.flush();
+}
+
+}  // namespace stoa::trainer

@@ -1,0 +1,104 @@
+// The trainer loop inside the hub process: take complete groups from the ledger (TrainerPort),
+// apply the staleness policy, take one DPPO step, publish the next version (f32 → int8 view →
+// PULSE patch, anchors every N), record the step in the ledger, checkpoint.
+//
+// Crash safety ("no rollout is trained on twice"): a step's groups are marked trained in the
+// ledger (one durable transaction) BEFORE the checkpoint that contains the step is written. A
+// kill -9 between the two loses that step's update (the restarted trainer resumes from the older
+// checkpoint and those groups stay closed) — at-most-once, never twice. With checkpoint_every = 1
+// the window is one step. Versions are numbered by the ledger, not by the trainer's step count:
+// a restarted trainer always publishes a fresh version (latest + 1) from the weights it actually
+// holds, so no worker keeps generating with a lost step's weights for longer than one sync.
+//
+// Training never waits for a particular worker: a step trains on whatever complete groups exist
+// once `gather_timeout` has passed with at least `min_groups` of them.
+#pragma once
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/weights.h"
+#include "pulse/blob_store.h"
+#include "pulse/publisher.h"
+#include "pulse/quantizer.h"
+#include "roles/hub/trainer_port.h"
+#include "roles/trainer/step_batch.h"
+#include "train/trainer.h"
+
+namespace stoa::trainer {
+
+struct TrainerLoopOptions {
+  StalenessPolicy staleness;
+  size_t groups_per_step = 4;  // at most this many groups per optimiser step
+  size_t min_groups = 1;       // train once this many are ready and gather_timeout passed
+  std::chrono::milliseconds gather_timeout{2000};
+  std::chrono::milliseconds poll{250};  // one take_groups wait
+  int64_t checkpoint_every = 1;         // steps (≥ 1)
+  std::string checkpoint_dir;           // Trainer::save_checkpoint target ("" disables)
+  std::string log_path;                 // JSONL, one line per step ("" disables)
+  pulse::PublisherOptions publisher;
+  int64_t max_steps = 0;  // stop after this many ledger steps (0: until stop)
+};
+
+struct LoopStep {
+  int64_t step = 0;      // the ledger's step number
+  uint64_t version = 0;  // published after the step
+  train::StepMetrics metrics;
+  hub::StepReport report;
+  std::vector<std::string> trained;  // group ids
+  std::vector<std::string> dropped;
+  std::map<uint64_t, int64_t> staleness_histogram;
+  uint64_t patch_bytes = 0, anchor_bytes = 0;
+};
+
+class TrainerLoop {
+ public:
+  // Resumes from options.checkpoint_dir when it holds a checkpoint, else starts from `initial`.
+  TrainerLoop(hub::TrainerPort& port, pulse::BlobStore& store, const ModelWeights& initial,
+              const train::TrainOptions& train_options, TrainerLoopOptions options);
+  ~TrainerLoop();
+
+  // Publishes the weights this process holds as a new version (latest + 1, or 0 on a fresh run).
+  // Call once before stepping; step_once calls it if not done.
+  void start();
+  // Gathers groups (up to gather_timeout), drops stale ones, trains, publishes, checkpoints.
+  // Returns the step, or nullopt when nothing was trained (nothing ready, or all dropped).
+  std::optional<LoopStep> step_once();
+  // step_once until `stop` is set or max_steps is reached.
+  void run(const std::atomic<bool>& stop);
+
+  bool resumed() const { return resumed_; }
+  uint64_t version() const { return version_; }
+  int64_t last_step() const { return last_step_; }
+  int64_t groups_dropped() const { return groups_dropped_; }
+  const train::Trainer& trainer() const { return *trainer_; }
+
+ private:
+  uint64_t publish();  // returns the new version
+  void log_step(const LoopStep& s);
+
+  hub::TrainerPort& port_;
+  pulse::BlobStore& store_;
+  TrainerLoopOptions options_;
+  std::unique_ptr<train::Trainer> trainer_;
+  ModelWeights scratch_;  // f32 weights copied out for quantisation (buffers reused)
+  pulse::Int8Quantizer quantizer_;
+  std::unique_ptr<pulse::Publisher> publisher_;
+  std::vector<hub::AcceptedGroup> carry_;  // taken from the port, not yet trained or dropped
+  bool resumed_ = false;
+  bool started_ = false;
+  uint64_t version_ = 0;
+  int64_t last_step_ = 0;
+  int64_t groups_dropped_ = 0;
+  uint64_t last_patch_bytes_ = 0, last_anchor_bytes_ = 0;
+  std::chrono::steady_clock::time_point last_step_end_;
+  std::ofstream log_;
+};
+
+}  // namespace stoa::trainer

@@ -1,0 +1,123 @@
+// Scripted SFT demonstrations on a small real PaperSearchQA-mini (real BM25 index, real
+// SearchTask): only train questions, the exact protocol, deliberately imperfect, and readable by
+// the trainer's SFT loader.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <set>
+
+#include "env/bm25_index.h"
+#include "env/demonstrations.h"
+#include "env/papersearchqa_mini.h"
+#include "env/search_task.h"
+#include "env/token_codec.h"
+#include "net/protocol.h"
+#include "train/sft_data.h"
+
+namespace stoa::env {
+namespace {
+
+class Demos : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir = new std::filesystem::path(std::filesystem::temp_directory_path() /
+                                    ("stoa_demos_" + net::random_token().substr(0, 10)));
+    MiniConfig mc;
+    mc.papers = 400;
+    mc.questions = 300;
+    mc.seed = 5;
+    data = new MiniDataset(generate_papersearchqa_mini(mc));
+    build_bm25_index(data->corpus, (*dir / "index").string());
+    index = new Bm25Index((*dir / "index").string());
+  }
+  static void TearDownTestSuite() {
+    delete index;
+    delete data;
+    std::error_code ec;
+    std::filesystem::remove_all(*dir, ec);
+    delete dir;
+  }
+  static inline std::filesystem::path* dir = nullptr;
+  static inline MiniDataset* data = nullptr;
+  static inline Bm25Index* index = nullptr;
+  ByteCodec codec;
+};
+
+TEST_F(Demos, OnlyTrainQuestionsAndTheExactProtocol) {
+  SearchTask task(*index);
+  DemoStats stats;
+  auto demos = make_demonstrations(data->train, task, codec, DemoOptions{}, &stats);
+  ASSERT_EQ(demos.size(), data->train.size());
+  std::set<std::string> held_out_questions;
+  for (const auto* split : {&data->validation, &data->test})
+    for (const auto& q : *split) held_out_questions.insert(q.question);
+  ASSERT_FALSE(held_out_questions.empty());
+  for (size_t i = 0; i < demos.size(); i++) {
+    const auto& d = demos[i];
+    ASSERT_EQ(d.tokens.size(), d.mask.size());
+    const std::string text = codec.decode(d.tokens);
+    // The prompt is the train question's exact Search-R1 prompt; no held-out question anywhere.
+    EXPECT_EQ(text.rfind(search_r1_prompt(data->train[i].question), 0), 0u) << d.id;
+    for (const auto& q : held_out_questions) {
+      if (q == data->train[i].question) continue;  // a duplicate wording in train is its own
+      ASSERT_EQ(text.find(q), std::string::npos) << d.id << " contains held-out question: " << q;
+    }
+    // Model turns (mask 1) hold the actions; observations (mask 0) hold <information>.
+    std::string model, other;
+    for (size_t t = 0; t < d.tokens.size(); t++)
+      (d.mask[t] ? model : other) += static_cast<char>(d.tokens[t]);
+    EXPECT_NE(model.find("<search> "), std::string::npos) << d.id;
+    EXPECT_NE(model.find("</answer>"), std::string::npos) << d.id;
+    EXPECT_EQ(model.find("<information>"), std::string::npos) << d.id;
+    EXPECT_NE(other.find("<information>"), std::string::npos) << d.id;
+  }
+  // Deliberately imperfect, but mostly on-protocol and often right.
+  const double n = static_cast<double>(stats.demonstrations);
+  EXPECT_NEAR(stats.good_queries / n, 0.7, 0.1);
+  EXPECT_GT(stats.found, stats.good_queries / 2) << "good queries should usually retrieve";
+  EXPECT_GT(stats.correct / n, 0.2);
+  EXPECT_LT(stats.correct / n, 0.8);
+  std::printf("demos: %lld, good queries %lld, found %lld, correct %lld, tokens %lld\n",
+              static_cast<long long>(stats.demonstrations),
+              static_cast<long long>(stats.good_queries), static_cast<long long>(stats.found),
+              static_cast<long long>(stats.correct), static_cast<long long>(stats.tokens));
+}
+
+TEST_F(Demos, HeldOutSplitsAreRefused) {
+  SearchTask task(*index);
+  for (const auto* split : {&data->validation, &data->test}) {
+    auto items = data->train;
+    items.insert(items.begin() + 3, split->front());
+    try {
+      make_demonstrations(items, task, codec, DemoOptions{});
+      FAIL() << "a held-out item was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(split->front().id), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST_F(Demos, DeterministicAndReadableByTheSftLoader) {
+  SearchTask task(*index);
+  std::vector<QaItem> few(data->train.begin(), data->train.begin() + 20);
+  auto a = make_demonstrations(few, task, codec, DemoOptions{});
+  auto b = make_demonstrations(few, task, codec, DemoOptions{});
+  for (size_t i = 0; i < a.size(); i++) EXPECT_EQ(a[i].tokens, b[i].tokens);
+  const std::string path = (*dir / "demos.jsonl").string();
+  write_demonstrations_jsonl(a, path);
+  train::SftDataOptions so;
+  so.vocab_size = 256;
+  auto loaded = train::load_sft_jsonl(path, so);
+  ASSERT_EQ(loaded.size(), a.size());
+  for (size_t i = 0; i < a.size(); i++) {
+    EXPECT_EQ(loaded[i].id, a[i].id);
+    EXPECT_EQ(loaded[i].tokens, a[i].tokens);
+    EXPECT_EQ(loaded[i].mask, a[i].mask);
+  }
+  DemoOptions bad;
+  bad.good_query = 1.5;
+  EXPECT_THROW(make_demonstrations(few, task, codec, bad), Error);
+}
+
+}  // namespace
+}  // namespace stoa::env

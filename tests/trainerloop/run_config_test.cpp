@@ -1,0 +1,110 @@
+// The TOML run config: defaults, every section read, paths resolved, and bad input refused with
+// the file and key named.
+#include <gtest/gtest.h>
+
+#include "roles/trainer/run_config.h"
+
+namespace stoa::trainer {
+namespace {
+
+const char* kMinimal = R"(
+[run]
+model = "model"
+data = "data"
+[hub]
+join_token = "t"
+)";
+
+TEST(RunConfig, DefaultsAndPathsRelativeToTheFile) {
+  auto c = parse_run_config(kMinimal, "run.toml", "/runs/a");
+  EXPECT_EQ(c.model_dir, "/runs/a/model");
+  EXPECT_EQ(c.data_dir, "/runs/a/data");
+  EXPECT_EQ(c.index_dir, "/runs/a/data/index");
+  EXPECT_EQ(c.hub.ledger_path, "/runs/a/run/ledger.sqlite");
+  EXPECT_EQ(c.loop.checkpoint_dir, "/runs/a/run/checkpoint");
+  EXPECT_EQ(c.loop.log_path, "/runs/a/run/steps.jsonl");
+  EXPECT_EQ(c.train.loss.kind, train::LossKind::kDppoBinaryTv);
+  EXPECT_EQ(c.hub.max_staleness, c.loop.staleness.max_staleness);
+}
+
+TEST(RunConfig, EverySectionIsRead) {
+  auto c = parse_run_config(R"(
+[run]
+dir = "/abs/run"
+model = "m"
+data = "d"
+index = "idx"
+max_steps = 7
+[hub]
+port = 8123
+join_token = "secret"
+group_size = 8
+lease_ttl_s = 30
+max_open_groups = 5
+[sampling]
+temperature = 0.9
+max_new_tokens = 128
+max_turns = 3
+[trainer]
+lr = 2e-5
+loss = "dppo-topk-kl"
+delta_hi = 0.05
+delta_lo = 0.05
+groups_per_step = 6
+min_groups = 2
+gather_timeout_ms = 500
+max_staleness = 2
+checkpoint_every = 3
+[pulse]
+anchor_every = 5
+keep_anchors = 2
+)",
+                            "x.toml", "/base");
+  EXPECT_EQ(c.run_dir, "/abs/run");
+  EXPECT_EQ(c.index_dir, "/base/idx");
+  EXPECT_EQ(c.loop.max_steps, 7);
+  EXPECT_EQ(c.server.port, 8123);
+  EXPECT_EQ(c.hub.group_size, 8);
+  EXPECT_EQ(c.hub.lease_ttl_ms, 30000);
+  EXPECT_EQ(c.hub.max_open_groups, 5u);
+  EXPECT_FLOAT_EQ(c.hub.sampling.temperature, 0.9f);
+  EXPECT_EQ(c.hub.sampling.max_new_tokens, 128);
+  EXPECT_EQ(c.hub.sampling.max_turns, 3);
+  EXPECT_DOUBLE_EQ(c.train.optimizer.lr, 2e-5);
+  EXPECT_EQ(c.train.loss.kind, train::LossKind::kDppoTopkKl);
+  EXPECT_GT(c.hub.topk, 0) << "a top-K loss makes the hub ask workers for top-K";
+  EXPECT_EQ(c.loop.groups_per_step, 6u);
+  EXPECT_EQ(c.loop.min_groups, 2u);
+  EXPECT_EQ(c.loop.gather_timeout.count(), 500);
+  EXPECT_EQ(c.loop.staleness.max_staleness, 2u);
+  EXPECT_EQ(c.hub.max_staleness, 2u);
+  EXPECT_EQ(c.loop.checkpoint_every, 3);
+  EXPECT_EQ(c.loop.publisher.anchor_every, 5u);
+  EXPECT_EQ(c.loop.publisher.retention.keep_anchors, 2u);
+}
+
+void expect_error(const std::string& text, const std::string& needle) {
+  try {
+    parse_run_config(text, "bad.toml", "");
+    FAIL() << "accepted: " << text;
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("bad.toml"), std::string::npos) << e.what();
+  }
+}
+
+TEST(RunConfig, BadInputIsRefusedNamingFileAndKey) {
+  expect_error(std::string(kMinimal) + "[trainer]\nlearning_rate = 1\n", "learning_rate");
+  expect_error(std::string(kMinimal) + "[trainr]\nlr = 1\n", "trainr");
+  expect_error(std::string(kMinimal) + "[trainer]\nlr = \"fast\"\n", "lr");
+  expect_error(std::string(kMinimal) + "[trainer]\nloss = \"nope\"\n", "nope");
+  expect_error(std::string(kMinimal) + "[trainer]\nlr = -1.0\n", "lr");
+  expect_error(std::string(kMinimal) + "[trainer]\ngroups_per_step = -2\n", "groups_per_step");
+  expect_error(std::string(kMinimal) + "[pulse]\nanchor_every = 0\n", "anchor_every");
+  expect_error("[run]\ndata = \"d\"\n[hub]\njoin_token = \"t\"\n", "model");
+  expect_error("[run]\nmodel = \"m\"\ndata = \"d\"\n", "join_token");
+  expect_error("[run\nmodel = 1", "invalid TOML");
+}
+
+}  // namespace
+}  // namespace stoa::trainer

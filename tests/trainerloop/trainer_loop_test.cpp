@@ -1,0 +1,229 @@
+// The trainer loop over a real Hub (SQLite ledger, leases, intake with recomputed rewards), a
+// real blob store and PULSE publisher, and a tiny libtorch model. The restart tests tear the loop
+// and the hub down and build new ones on the same files — what a restarted process does — with
+// a "crash" placed in the window between the ledger's step mark and the checkpoint, and with
+// groups handed to the trainer but never marked.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "hub/hub_fixture.h"
+#include "model/presets.h"
+#include "pulse/catalog.h"
+#include "roles/trainer/trainer_loop.h"
+
+namespace stoa::trainer {
+namespace {
+
+class TrainerLoopTest : public hub::testing::HubFixture {
+ protected:
+  void SetUp() override {
+    HubFixture::SetUp();
+    config.max_open_groups = 64;
+    config.max_staleness = 3;
+    initial = random_weights(preset_config("tiny-qwen3"), 7);
+    topts.threads = 1;
+    topts.optimizer.lr = 1e-3;
+    loop_opts.groups_per_step = 2;
+    loop_opts.min_groups = 1;
+    loop_opts.gather_timeout = std::chrono::milliseconds(50);
+    loop_opts.poll = std::chrono::milliseconds(10);
+    loop_opts.checkpoint_dir = (dir / "checkpoint").string();
+    loop_opts.log_path = (dir / "steps.jsonl").string();
+    loop_opts.publisher.anchor_every = 3;
+  }
+  void TearDown() override {
+    loop.reset();
+    HubFixture::TearDown();
+  }
+  TrainerLoop& open_loop() {
+    loop.reset();
+    loop = std::make_unique<TrainerLoop>(*hub, *store, initial, topts, loop_opts);
+    loop->start();
+    return *loop;
+  }
+  // Leases `n` groups and completes each with G rollouts at the hub's latest version (one right,
+  // one wrong answer so the group has a non-zero advantage). Returns the group ids.
+  std::vector<std::string> fill_groups(int n) {
+    const std::string w = join();
+    const uint64_t v = *hub->latest_version();
+    std::vector<std::string> ids;
+    for (int i = 0; i < n; i++) {
+      auto lease = hub->lease(w).lease;
+      EXPECT_TRUE(lease.has_value());
+      if (!lease) break;
+      for (int s = 0; s < lease->samples; s++) {
+        auto r = hub->submit(
+            w, rollout(w, *lease,
+                       s % 2 ? "<answer>nope</answer>" : "<answer>migraine Zentra a drug</answer>",
+                       v));
+        EXPECT_EQ(r.status, net::IntakeStatus::kAccepted) << r.reason << " " << r.detail;
+      }
+      ids.push_back(lease->group_id);
+    }
+    return ids;
+  }
+  std::map<std::string, hub::GroupRow> ledger_groups() {
+    std::map<std::string, hub::GroupRow> out;
+    hub::Ledger ledger(config.ledger_path);
+    for (auto& g : ledger.groups()) out[g.id] = g;
+    return out;
+  }
+  std::vector<nlohmann::json> log_lines() {
+    std::vector<nlohmann::json> out;
+    std::ifstream in(loop_opts.log_path);
+    std::string line;
+    while (std::getline(in, line)) out.push_back(nlohmann::json::parse(line));
+    return out;
+  }
+
+  ModelWeights initial;
+  train::TrainOptions topts;
+  TrainerLoopOptions loop_opts;
+  std::unique_ptr<TrainerLoop> loop;
+};
+
+TEST_F(TrainerLoopTest, StepsPublishVersionsAndLogEveryStep) {
+  open_hub();
+  auto& l = open_loop();
+  EXPECT_FALSE(l.resumed());
+  EXPECT_EQ(*hub->latest_version(), 0u);  // the initial weights, published before any step
+  EXPECT_FALSE(l.step_once().has_value()) << "nothing ready: the loop must not block forever";
+
+  auto ids = fill_groups(3);
+  auto s1 = l.step_once();
+  ASSERT_TRUE(s1.has_value());
+  EXPECT_EQ(s1->step, 1);
+  EXPECT_EQ(s1->version, 1u);
+  EXPECT_EQ(s1->trained.size(), 2u);  // groups_per_step
+  EXPECT_GT(s1->patch_bytes, 0u);
+  auto s2 = l.step_once();
+  ASSERT_TRUE(s2.has_value());
+  EXPECT_EQ(s2->trained.size(), 1u);  // trains on what is there; never waits for more
+  EXPECT_EQ(s2->version, 2u);
+  EXPECT_EQ(*hub->latest_version(), 2u);
+  EXPECT_EQ(hub->last_step(), 2);
+
+  auto rows = ledger_groups();
+  for (const auto& id : ids) EXPECT_EQ(rows.at(id).status, hub::GroupStatus::kTrained) << id;
+  auto lines = log_lines();
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[1]["step"], 2);
+  EXPECT_EQ(lines[1]["version"], 2);
+  for (const char* key : {"loss", "masked_fraction", "tv_mean", "kl_mean", "reward_mean",
+                          "patch_bytes", "staleness_histogram", "busy_fraction", "grad_norm"})
+    EXPECT_TRUE(lines[0].contains(key)) << key;
+  // The hub's recomputed reward: one right and one wrong answer per group.
+  EXPECT_NEAR(lines[0]["reward_mean"].get<double>(), 0.5, 0.5);
+  // The published blobs are in the store and the catalog routes a cold start to version 2.
+  auto catalog = pulse::Catalog::load((dir / "blobs" / "catalog.json").string());
+  EXPECT_EQ(catalog.latest_version(), 2u);
+  EXPECT_FALSE(catalog.plan(std::nullopt, 2).empty());
+}
+
+TEST_F(TrainerLoopTest, StaleGroupsAreDroppedAndCounted) {
+  loop_opts.staleness.max_staleness = 0;  // strictly on-policy trainer, lenient hub intake
+  open_hub();
+  auto& l = open_loop();
+  fill_groups(1);
+  ASSERT_TRUE(l.step_once().has_value());  // version 0 rollouts at version 0: fresh
+  ASSERT_EQ(l.version(), 1u);
+  // Rollouts sampled with version 0 but arriving after version 1 was published.
+  const std::string w = join("late");
+  auto lease = *hub->lease(w).lease;
+  for (int s = 0; s < lease.samples; s++)
+    ASSERT_EQ(hub->submit(w, rollout(w, lease, "<answer>x</answer>", 0)).status,
+              net::IntakeStatus::kAccepted);
+  EXPECT_FALSE(l.step_once().has_value());
+  EXPECT_EQ(l.groups_dropped(), 1);
+  EXPECT_EQ(ledger_groups().at(lease.group_id).status, hub::GroupStatus::kDropped);
+  EXPECT_EQ(hub->counters()["groups_dropped_stale"], 1) << "the hub counts the dropped group";
+  EXPECT_EQ(hub->last_step(), 1);
+  // A dropped group is never handed out again.
+  EXPECT_TRUE(hub->take_groups(10, std::chrono::milliseconds(1)).empty());
+}
+
+TEST_F(TrainerLoopTest, RestartResumesFromCheckpointAndTrainsNothingTwice) {
+  loop_opts.checkpoint_every = 2;
+  open_hub();
+  std::multiset<std::string> trained;  // every group id every step trained on, both lives
+  {
+    auto& l = open_loop();
+    fill_groups(6);
+    for (int i = 0; i < 3; i++) {
+      auto s = l.step_once();
+      ASSERT_TRUE(s.has_value());
+      trained.insert(s->trained.begin(), s->trained.end());
+    }
+    // Step 3 is marked in the ledger but not checkpointed (every 2): the crash window.
+    ASSERT_EQ(hub->last_step(), 3);
+    EXPECT_EQ(l.trainer().step_count(), 3);
+  }
+  // Two more complete groups: one handed to the trainer (pending) when the process dies, one
+  // still waiting in the queue.
+  auto extra = fill_groups(2);
+  auto pending = hub->take_groups(1, std::chrono::milliseconds(1));
+  ASSERT_EQ(pending.size(), 1u);
+  const uint64_t version_before = *hub->latest_version();
+  loop.reset();
+  open_hub();  // the restarted process: a new Hub on the same ledger, a new loop
+  auto& l2 = open_loop();
+  EXPECT_TRUE(l2.resumed());
+  EXPECT_EQ(l2.trainer().step_count(), 2) << "resumes from the step-2 checkpoint";
+  EXPECT_EQ(l2.last_step(), 3) << "step numbering continues from the ledger";
+  EXPECT_EQ(l2.version(), version_before + 1) << "the resumed weights are a new version";
+  EXPECT_EQ(*hub->latest_version(), version_before + 1);
+
+  for (int i = 0; i < 3; i++) {
+    auto s = l2.step_once();
+    if (!s) break;
+    EXPECT_EQ(s->step, 4 + i);
+    trained.insert(s->trained.begin(), s->trained.end());
+  }
+  // Every group of both lives trained exactly once: the pending one came back, none twice.
+  std::set<std::string> unique(trained.begin(), trained.end());
+  EXPECT_EQ(unique.size(), trained.size()) << "a group was trained on twice";
+  EXPECT_EQ(trained.size(), 8u);
+  EXPECT_TRUE(unique.count(pending[0].group_id));
+  for (const auto& id : extra) EXPECT_TRUE(unique.count(id)) << id;
+  for (const auto& [id, row] : ledger_groups()) {
+    if (row.status == hub::GroupStatus::kComplete || row.status == hub::GroupStatus::kOpen)
+      ADD_FAILURE() << "group " << id << " left untrained";
+  }
+  EXPECT_EQ(hub->last_step(), l2.last_step());
+  EXPECT_EQ(l2.trainer().step_count(), 2 + (l2.last_step() - 3));
+}
+
+TEST_F(TrainerLoopTest, ResumeSurvivesACrashInsideCheckpointReplacement) {
+  open_hub();
+  {
+    auto& l = open_loop();
+    fill_groups(1);
+    ASSERT_TRUE(l.step_once().has_value());
+  }
+  loop.reset();
+  // save_checkpoint removes <dir> and renames <dir>.tmp; a kill between the two leaves only tmp.
+  std::filesystem::rename(dir / "checkpoint", dir / "checkpoint.tmp");
+  open_hub();
+  auto& l2 = open_loop();
+  EXPECT_TRUE(l2.resumed());
+  EXPECT_EQ(l2.trainer().step_count(), 1);
+}
+
+TEST_F(TrainerLoopTest, BadOptionsAreRefused) {
+  open_hub();
+  loop_opts.checkpoint_every = 0;
+  EXPECT_THROW(TrainerLoop(*hub, *store, initial, topts, loop_opts), Error);
+  loop_opts.checkpoint_every = 1;
+  loop_opts.min_groups = 3;
+  loop_opts.groups_per_step = 2;
+  EXPECT_THROW(TrainerLoop(*hub, *store, initial, topts, loop_opts), Error);
+}
+
+}  // namespace
+}  // namespace stoa::trainer
