@@ -3,17 +3,13 @@
 #include <set>
 
 #include "core/error.h"
+#include "model/precision_plan.h"
 
 namespace stoa::engine {
 namespace {
 
 constexpr const char* kEmbedding = "model.embed_tokens.weight";
 constexpr const char* kLmHead = "lm_head.weight";
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 Tensor copy_f32(const Tensor& t, const std::string& name) {
   STOA_CHECK(t.dtype() == DType::kF32, ErrorKind::kInvalidArgument, "tensor ", name, " is ",
@@ -28,8 +24,8 @@ const char* weight_format_name(WeightFormat format) {
 }
 
 bool int8_eligible(const std::string& name, const Shape& shape) {
-  if (shape.size() != 2 || shape[1] % kInt8GroupSize != 0) return false;
-  return !ends_with(name, ".feed_forward.gate.weight");
+  // The precision plan is the one rule shared with PULSE and the GGUF export.
+  return carrier_for(name, shape) == Carrier::kInt8Grid;
 }
 
 EngineWeights EngineWeights::from_model(const ModelWeights& weights, WeightFormat format) {
