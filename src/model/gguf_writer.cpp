@@ -10,6 +10,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "model/gguf_arch_map.h"
+#include "model/precision_plan.h"
 
 namespace stoa {
 
@@ -225,6 +226,18 @@ Tensor source_f32(const ModelWeights& weights, const std::string& name, const Sh
   return to_f32(t.view());
 }
 
+// Q8_0 exactly where the precision plan puts the tensor on the int8 grid, so the llama.cpp oracle
+// and the engine/PULSE workers round the same weights. A stacked tensor (experts) is Q8_0 only when
+// every source is; they share a shape and role, so mixed answers mean the plan table is wrong.
+bool q8_by_precision_plan(const GgufTensorPlan& plan) {
+  size_t int8 = 0;
+  for (size_t s = 0; s < plan.sources.size(); ++s)
+    if (carrier_for(plan.sources[s], plan.source_shapes[s]) == Carrier::kInt8Grid) ++int8;
+  STOA_CHECK(int8 == 0 || int8 == plan.sources.size(), ErrorKind::kInternal, "GGUF export: '",
+             plan.gguf_name, "' stacks tensors of different precision carriers");
+  return int8 > 0;
+}
+
 void append_q8(const Int8Matrix& m, std::vector<uint8_t>* out) {
   int64_t groups = m.groups_per_row();
   for (int64_t r = 0; r < m.rows; ++r) {
@@ -260,7 +273,7 @@ void export_gguf(const ModelWeights& weights, const std::string& path,
     std::vector<int64_t> ne(plan.shape.rbegin(), plan.shape.rend());
     GgmlType type = GgmlType::kF32;
     if (plan.matrix && options.type == GgufExportType::kF16) type = GgmlType::kF16;
-    if (plan.matrix && options.type == GgufExportType::kQ8_0 && ne[0] % kInt8GroupSize == 0)
+    if (plan.matrix && options.type == GgufExportType::kQ8_0 && q8_by_precision_plan(plan))
       type = GgmlType::kQ8_0;
     std::vector<uint8_t> data;
     for (size_t s = 0; s < plan.sources.size(); ++s) {
