@@ -197,14 +197,17 @@ struct Best {
 json bench_model(const Options& opts, const std::string& preset, const std::string& oracle,
                  const std::string& workdir) {
   const ModelConfig config = preset_config(preset);
-  const ModelWeights master = random_weights(config, opts.seed);
   int64_t params = 0;
-  for (const auto& [name, t] : master.tensors) params += t.numel();
   const std::string gguf = workdir + "/" + preset + ".q8_0.gguf";
-  GgufExportOptions eo;
-  eo.type = GgufExportType::kQ8_0;
-  eo.model_name = preset;
-  export_gguf(master, gguf, eo);
+  {
+    // The f32 masters only live until the GGUF is written, so peak RSS reflects the engine.
+    const ModelWeights master = random_weights(config, opts.seed);
+    for (const auto& [name, t] : master.tensors) params += t.numel();
+    GgufExportOptions eo;
+    eo.type = GgufExportType::kQ8_0;
+    eo.model_name = preset;
+    export_gguf(master, gguf, eo);
+  }
 
   // Our engine on the very blocks of that file.
   std::map<std::string, Int8Matrix> int8;
@@ -213,6 +216,7 @@ json bench_model(const Options& opts, const std::string& preset, const std::stri
   for (auto& [name, t] : imported.tensors) {
     if (!int8.count(name)) f32.emplace(name, std::move(t));
   }
+  imported.tensors.clear();  // the dequantized copies of the int8 tensors
   ThreadPool pool(opts.threads);
   engine::ModelRunner runner(
       engine::EngineWeights::from_state(imported.config, std::move(int8), std::move(f32)), &pool);
