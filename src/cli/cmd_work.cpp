@@ -1,0 +1,54 @@
+// `stoa work`: a rollout worker (roles/worker/worker.h). Built without libtorch.
+#include <atomic>
+#include <csignal>
+#include <memory>
+
+#include "cli/command.h"
+#include "core/log.h"
+#include "roles/worker/worker.h"
+
+namespace stoa::cli {
+namespace {
+
+std::atomic<bool> g_stop{false};
+extern "C" void on_signal(int) {
+  g_stop = true;
+}  // the loop notices at its next pass
+
+int run(const worker::WorkerOptions& o) {
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  const worker::WorkerStats s = worker::run_worker(o, g_stop);
+  (void)s;
+  return 0;
+}
+
+CommandRegistration reg(
+    "work", "Rollout worker: join a hub, sync weights, generate and stream rollouts",
+    [](CLI::App& app) {
+      auto o = std::make_shared<worker::WorkerOptions>();
+      app.add_option("--hub", o->hub_url, "hub URL, http(s)://host:port")->required();
+      app.add_option("--token", o->join_token, "join token")->required();
+      app.add_option("--model", o->model_dir,
+                     "directory with the run's config.json and tokenizer.json (weights come "
+                     "from the hub)")
+          ->required();
+      app.add_option("--index", o->index_dir, "local search index directory");
+      app.add_option("--search-url", o->search_url, "retrieval server URL");
+      app.add_option("--name", o->name, "worker name")->capture_default_str();
+      app.add_option("--state-dir", o->state_dir,
+                     "worker id and rollout spool (default .stoa-worker-<name>)");
+      app.add_option("--threads", o->threads, "engine threads (0: all cores)")
+          ->capture_default_str();
+      app.add_option("--slots", o->slots, "rollouts generated together")->capture_default_str();
+      app.add_option("--minutes", o->max_minutes, "stop after this long (0: until signalled)")
+          ->capture_default_str();
+      app.add_option("--seed", o->seed, "sampler seed (0: from the clock)");
+      app.add_option("--grace", o->shutdown_grace_s,
+                     "seconds to finish rollouts on SIGINT/SIGTERM before releasing leases")
+          ->capture_default_str();
+      return [o] { return run(*o); };
+    });
+
+}  // namespace
+}  // namespace stoa::cli
