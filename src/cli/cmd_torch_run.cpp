@@ -33,7 +33,7 @@ namespace stoa::cli {
 namespace {
 
 std::atomic<bool> g_stop{false};
-extern "C" void on_signal(int) {
+void stop_run_on_signal(int) {
   g_stop.store(true);
 }
 
@@ -92,8 +92,8 @@ int run(const Options& o) {
                 loop.resumed() ? " (resumed from checkpoint)" : "");
     std::fflush(stdout);
   }
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
+  std::signal(SIGINT, stop_run_on_signal);
+  std::signal(SIGTERM, stop_run_on_signal);
   loop.run(g_stop);
   log_info("run", "stopping after step ", loop.last_step(), ", version ", loop.version());
   hub.stop();

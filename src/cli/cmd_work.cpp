@@ -11,13 +11,13 @@ namespace stoa::cli {
 namespace {
 
 std::atomic<bool> g_stop{false};
-extern "C" void on_signal(int) {
+void stop_work_on_signal(int) {
   g_stop = true;
 }  // the loop notices at its next pass
 
 int run(const worker::WorkerOptions& o) {
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
+  std::signal(SIGINT, stop_work_on_signal);
+  std::signal(SIGTERM, stop_work_on_signal);
   const worker::WorkerStats s = worker::run_worker(o, g_stop);
   (void)s;
   return 0;
