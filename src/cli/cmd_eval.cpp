@@ -76,17 +76,22 @@ int run(const Options& o) {
   // The model's own tokenizer when it has one; a byte-level codec for tokenizer-less test
   // models (ids 0..255 must then be in the vocabulary).
   std::unique_ptr<env::TokenCodec> codec;
+  // Ids past the codec's vocabulary decode to nothing, so sampling is restricted to the ids the
+  // codec knows (a model's embedding table is often padded past its tokenizer).
+  int64_t sample_vocab = config.vocab_size;
   const std::string tok_path = o.model + "/tokenizer.json";
   if (std::filesystem::exists(tok_path)) {
     Tokenizer tok = Tokenizer::from_file(tok_path);
     STOA_CHECK(tok.vocab_size() <= config.vocab_size, ErrorKind::kBadFormat, "eval: tokenizer ",
                tok_path, " has ", tok.vocab_size(), " tokens but the model's vocabulary is ",
                config.vocab_size);
+    sample_vocab = tok.vocab_size();
     codec = std::make_unique<env::TokenizerCodec>(std::move(tok));
   } else {
     STOA_CHECK(config.vocab_size >= 256, ErrorKind::kBadFormat, "eval: ", o.model,
                " has no tokenizer.json and a vocabulary under 256 (byte-level fallback)");
     codec = std::make_unique<env::ByteCodec>();
+    sample_vocab = 256;
   }
   engine::ModelRunner runner = engine::ModelRunner::from_model(
       weights, o.int8 ? engine::WeightFormat::kInt8 : engine::WeightFormat::kF32);
@@ -141,7 +146,7 @@ int run(const Options& o) {
       const auto& l = logits[i];
       const int32_t tok = s.sampler
                               ->sample(std::span<const float>(
-                                  l.as<float>(), static_cast<size_t>(config.vocab_size)))
+                                  l.as<float>(), static_cast<size_t>(sample_vocab)))
                               .token;
       s.turn.push_back(tok);
       generated++;
