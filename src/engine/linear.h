@@ -2,7 +2,7 @@
 // blocks). int8 products run on one of three backends:
 //   kW8A8      (default) kernels/matmul_w8a8: activations quantised per 32-block to int8, exact
 //              integer block dot products — llama.cpp's Q8_0 x Q8_0 arithmetic, the fastest
-//              kernel on every x86 target we measured (docs/notes/fastengine.md);
+//              kernel on every x86 target we measured (docs/design/fastengine.md);
 //   kW8A32     kernels/matmul_w8a32: f32 activations, weights widened in SIMD registers;
 //   kReference plain loops (dequantize on the fly, f32 accumulation): the reference engine.
 // All three are batch invariant: an output element depends only on its weight row and its

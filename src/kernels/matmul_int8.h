@@ -3,7 +3,7 @@
 // W is in the int8 grid = GGUF Q8_0 layout (core/int8_grid.h): values row-major [rows, cols],
 // one f16 scale per group of 32 consecutive values of a row ([rows, cols/32], f16 bits).
 //
-// Two variants, chosen by the engine by measurement (docs/notes/kernels.md):
+// Two variants, chosen by the engine by measurement (docs/design/kernels.md):
 //   W8A8  activations quantised per 32-block to int8 (llama.cpp's Q8_0 x Q8_0 path: d = amax/127
 //         stored as f16, q = roundf(x / d)); per block an exact integer dot product, then
 //         acc += float(isum) * (d_w * d_x).

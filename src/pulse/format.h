@@ -19,7 +19,7 @@ namespace stoa::pulse {
 inline constexpr char kMagic[8] = {'S', 'T', 'O', 'A', 'P', 'U', 'L', 'S'};
 inline constexpr uint16_t kFormatVersion = 1;
 inline constexpr size_t kHeaderSize = 112;
-// Chosen by measurement (docs/notes/pulse.md): smallest after zstd on realistic sparsity.
+// Chosen by measurement (docs/design/pulse.md): smallest after zstd on realistic sparsity.
 inline constexpr PositionCoding kDefaultPositionCoding = PositionCoding::kShuffled;
 
 enum class BlobKind : uint8_t { kPatch = 1, kAnchor = 2 };

@@ -10,7 +10,7 @@
 //   kRowCol    row/column split as in the PULSE reference: per touched row a row gap, a count
 //              and the column gaps, all LEB128.
 // The bench measured which is smallest after zstd on realistic sparsity; the encoder's default
-// is that one (see kDefaultPositionCoding and docs/notes/pulse.md).
+// is that one (see kDefaultPositionCoding and docs/design/pulse.md).
 #pragma once
 #include <cstdint>
 #include <span>

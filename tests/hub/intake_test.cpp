@@ -186,7 +186,7 @@ namespace stoa::hub::testing {
 namespace {
 
 TEST_F(HubFixture, ManyAcceptedRolloutsAllSurviveReopen) {
-  // Also the figure for docs/notes/hub.md: the cost of one durable (synchronous=FULL) intake.
+  // Also the figure for docs/design/hub.md: the cost of one durable (synchronous=FULL) intake.
   config.max_open_groups = 1000;
   open_hub();
   publish(1);

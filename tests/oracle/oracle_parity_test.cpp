@@ -37,7 +37,7 @@ constexpr int64_t kPrefill = 40;  // then 56 single-token decode steps
 // Wider than the default init (0.02), so the logits spread and the softmax is not near-uniform
 // (a KL bar on near-uniform distributions lets real bugs through). Not much wider: llama.cpp's
 // Q8_0 path rounds activations to 8 bits, and with larger activations near-tied MoE routing
-// decisions flip between the two engines on some tokens (see docs/notes/oracle.md).
+// decisions flip between the two engines on some tokens (see docs/design/oracle.md).
 constexpr float kStd = 0.05f;
 
 fs::path work_dir() {

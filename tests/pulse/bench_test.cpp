@@ -1,5 +1,5 @@
 // The bench machinery on a tiny simulated model (unit), and the full simulated bench on a ~100M
-// parameter Qwen3-shaped model (slow; prints the JSON table that docs/notes/pulse.md quotes).
+// parameter Qwen3-shaped model (slow; prints the JSON table that docs/design/pulse.md quotes).
 #include <gtest/gtest.h>
 
 #include <cstdio>
