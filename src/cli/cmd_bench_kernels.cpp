@@ -3,8 +3,8 @@
 //
 // Weights are cycled through enough copies (>= 256 MiB in all) that every call streams them from
 // DRAM, as a decode step over a whole model does; a single small matrix would sit in L2 and
-// flatter the kernel (--hot measures exactly that: the compute ceiling). GB/s counts weight bytes (int8 values + f16 scales) per second; GFLOP/s
-// counts 2 * rows * cols * batch.
+// flatter the kernel (--hot measures exactly that: the compute ceiling). GB/s counts weight bytes
+// (int8 values + f16 scales) per second; GFLOP/s counts 2 * rows * cols * batch.
 #include <algorithm>
 #include <atomic>
 #include <chrono>

@@ -87,16 +87,28 @@ std::string read_file(const std::string& path) {
 // some code, some accented, CJK and emoji text; about one document per 2 kB.
 std::vector<std::string> synthetic_documents(size_t bytes) {
   static const char* words[] = {
-      "the",     "of",        "and",      "protein", "expression", "cells",    "patients",
-      "was",     "in",        "with",     "study",   "gene",       "results",  "associated",
-      "cancer",  "increased", "analysis", "we",      "treatment",  "receptor", "significantly",
-      "mutation", "clinical", "response", "levels",  "induced",    "binding",  "pathway",
-      "mice",    "observed",  "however",  "tumor",   "activity",   "model",    "compared"};
-  static const char* extras[] = {
-      "p < 0.05",     "(n = 128)",          "IL-6",         "TNF-\xCE\xB1", "5'-UTR",
-      "caf\xC3\xA9",  "na\xC3\xAFve",       "\xE7\xBB\x86\xE8\x83\x9E",     "\xF0\x9F\x98\x80",
-      "x_i = f(y);",  "for (int i = 0; i < n; ++i)", "[1, 2, 3]",   "2019-03-14",   "37.5%",
-      "Smith et al.", "doi:10.1000/182",    "\xD0\x91\xD0\xB5\xD0\xBB\xD0\xBE\xD0\xBA"};
+      "the",      "of",        "and",      "protein", "expression", "cells",    "patients",
+      "was",      "in",        "with",     "study",   "gene",       "results",  "associated",
+      "cancer",   "increased", "analysis", "we",      "treatment",  "receptor", "significantly",
+      "mutation", "clinical",  "response", "levels",  "induced",    "binding",  "pathway",
+      "mice",     "observed",  "however",  "tumor",   "activity",   "model",    "compared"};
+  static const char* extras[] = {"p < 0.05",
+                                 "(n = 128)",
+                                 "IL-6",
+                                 "TNF-\xCE\xB1",
+                                 "5'-UTR",
+                                 "caf\xC3\xA9",
+                                 "na\xC3\xAFve",
+                                 "\xE7\xBB\x86\xE8\x83\x9E",
+                                 "\xF0\x9F\x98\x80",
+                                 "x_i = f(y);",
+                                 "for (int i = 0; i < n; ++i)",
+                                 "[1, 2, 3]",
+                                 "2019-03-14",
+                                 "37.5%",
+                                 "Smith et al.",
+                                 "doi:10.1000/182",
+                                 "\xD0\x91\xD0\xB5\xD0\xBB\xD0\xBE\xD0\xBA"};
   std::vector<std::string> docs;
   uint64_t state = 42;
   auto next = [&state] {
@@ -192,8 +204,8 @@ int run(const Options& opt) {
   nlohmann::json ours = rates(bytes, static_cast<double>(tokens), passes, seconds, cpu);
 
   // The peer, in node.
-  std::filesystem::path work = std::filesystem::temp_directory_path() /
-                               ("stoa_bench_tokenizer_" + std::to_string(getpid()));
+  std::filesystem::path work =
+      std::filesystem::temp_directory_path() / ("stoa_bench_tokenizer_" + std::to_string(getpid()));
   std::filesystem::create_directories(work);
   std::string script = (work / "peer.mjs").string(), docs_path = (work / "docs.json").string(),
               out_path = (work / "peer.json").string();
@@ -204,19 +216,18 @@ int run(const Options& opt) {
   if (!std::filesystem::exists(module)) {
     fail(ErrorKind::kNotFound, module, ": the JS peer is missing (run scripts/setup)");
   }
-  std::string cmd = "node " + quote(script) + " " + quote(module) + " " + quote(tokenizer_path) +
-                    " " +
-                    (std::filesystem::exists(config_path) ? quote(config_path.string()) : "-") +
-                    " " + quote(docs_path) + " " + std::to_string(opt.min_seconds) + " > " +
-                    quote(out_path);
+  std::string cmd =
+      "node " + quote(script) + " " + quote(module) + " " + quote(tokenizer_path) + " " +
+      (std::filesystem::exists(config_path) ? quote(config_path.string()) : "-") + " " +
+      quote(docs_path) + " " + std::to_string(opt.min_seconds) + " > " + quote(out_path);
   int rc = std::system(cmd.c_str());
   if (rc != 0) fail(ErrorKind::kIo, "the node peer failed (rc ", rc, "): ", cmd);
   nlohmann::json peer_raw = nlohmann::json::parse(read_file(out_path));
   std::filesystem::remove_all(work);
   double peer_tokens = peer_raw.at("tokens").get<double>();
-  nlohmann::json peer = rates(bytes, peer_tokens, peer_raw.at("passes").get<double>(),
-                              peer_raw.at("seconds").get<double>(),
-                              peer_raw.at("cpu_seconds").get<double>());
+  nlohmann::json peer =
+      rates(bytes, peer_tokens, peer_raw.at("passes").get<double>(),
+            peer_raw.at("seconds").get<double>(), peer_raw.at("cpu_seconds").get<double>());
 
   nlohmann::json report = {
       {"tokenizer", tokenizer_path},
@@ -249,19 +260,16 @@ int run(const Options& opt) {
   return report["tokens_match"].get<bool>() ? 0 : 1;
 }
 
-CommandRegistration reg("bench tokenizer", "Tokenizer encode speed beside @huggingface/tokenizers",
-                        [](CLI::App& app) {
-                          auto opt = std::make_shared<Options>();
-                          app.add_flag("--json", opt->json, "Print the report as JSON");
-                          app.add_option("--tokenizer", opt->tokenizer,
-                                         "tokenizer.json (default: Qwen3's from .deps)");
-                          app.add_option("--text", opt->text,
-                                         "Text file to encode (default: synthetic mix)");
-                          app.add_option("--mb", opt->mb, "MB of text to encode per pass");
-                          app.add_option("--min-seconds", opt->min_seconds,
-                                         "Minimum timed seconds per side");
-                          return [opt] { return run(*opt); };
-                        });
+CommandRegistration reg(
+    "bench tokenizer", "Tokenizer encode speed beside @huggingface/tokenizers", [](CLI::App& app) {
+      auto opt = std::make_shared<Options>();
+      app.add_flag("--json", opt->json, "Print the report as JSON");
+      app.add_option("--tokenizer", opt->tokenizer, "tokenizer.json (default: Qwen3's from .deps)");
+      app.add_option("--text", opt->text, "Text file to encode (default: synthetic mix)");
+      app.add_option("--mb", opt->mb, "MB of text to encode per pass");
+      app.add_option("--min-seconds", opt->min_seconds, "Minimum timed seconds per side");
+      return [opt] { return run(*opt); };
+    });
 
 }  // namespace
 }  // namespace stoa::cli

@@ -144,10 +144,10 @@ int run(const Options& o) {
       Slot& s = slots[i];
       s.fed += static_cast<int64_t>(s.pending.size());
       const auto& l = logits[i];
-      const int32_t tok = s.sampler
-                              ->sample(std::span<const float>(
-                                  l.as<float>(), static_cast<size_t>(sample_vocab)))
-                              .token;
+      const int32_t tok =
+          s.sampler
+              ->sample(std::span<const float>(l.as<float>(), static_cast<size_t>(sample_vocab)))
+              .token;
       s.turn.push_back(tok);
       generated++;
       const bool stop = tok == eos ||
