@@ -25,6 +25,8 @@ std::optional<std::string> find_checkpoint(const std::string& dir) {
   return std::nullopt;
 }
 
+const Clock::time_point kEpoch = Clock::now();  // process start: elapsed_s in the step log
+
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
@@ -186,7 +188,11 @@ void TrainerLoop::log_step(const LoopStep& s) {
                       {"step_seconds", m.seconds},
                       {"busy_fraction", s.report.busy_fraction},
                       {"patch_bytes", s.patch_bytes},
-                      {"anchor_bytes", s.anchor_bytes}};
+                      {"anchor_bytes", s.anchor_bytes},
+                      {"unix_ms", std::chrono::duration_cast<std::chrono::milliseconds>(
+                                      std::chrono::system_clock::now().time_since_epoch())
+                                      .count()},
+                      {"elapsed_s", seconds_since(kEpoch)}};
   log_ << j.dump() << '\n';
   log_.flush();
 }
