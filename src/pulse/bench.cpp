@@ -26,7 +26,8 @@ bool same_state(const Int8State& a, const Int8State& b) {
   if (a.size() != b.size() || !(a.state_hash() == b.state_hash())) return false;
   for (const auto& [name, ta] : a.tensors()) {
     const StateTensor& tb = b.at(name);
-    if (ta.q.values != tb.q.values || ta.q.scales != tb.q.scales || ta.bf16 != tb.bf16)
+    if (ta.q.values != tb.q.values || ta.q.scales != tb.q.scales || ta.bf16 != tb.bf16 ||
+        ta.f32 != tb.f32)
       return false;
   }
   return true;
@@ -58,8 +59,10 @@ std::vector<uint8_t> raw_state_bytes(const Int8State& state) {
     if (t.kind == TensorKind::kInt8) {
       append(t.q.values.data(), t.q.values.size());
       append(t.q.scales.data(), t.q.scales.size() * 2);
-    } else {
+    } else if (t.kind == TensorKind::kBf16) {
       append(t.bf16.data(), t.bf16.size() * 2);
+    } else {
+      append(t.f32.data(), t.f32.size() * 4);
     }
   }
   return out;

@@ -37,6 +37,7 @@ class ByteWriter {
   // Arrays of u16 (f16 scales, bf16 values) in one copy; the format is little-endian and so is
   // every host we build for (checked below).
   void u16_array(const uint16_t* values, size_t n) { bytes(values, n * 2); }
+  void u32_array(const uint32_t* values, size_t n) { bytes(values, n * 4); }  // f32 bits
   size_t size() const { return out_.size(); }
   std::vector<uint8_t>& buffer() { return out_; }
 
@@ -63,6 +64,11 @@ class ByteReader {
     need(n, 2, field);
     auto s = take(n * 2, field);
     if (!s.empty()) std::memcpy(out, s.data(), s.size());  // out may be null when n == 0
+  }
+  void u32_array(uint32_t* out, uint64_t n, const char* field) {
+    need(n, 4, field);
+    auto s = take(n * 4, field);
+    if (!s.empty()) std::memcpy(out, s.data(), s.size());
   }
   // Throws unless count * elem_size bytes are left (overflow-safe).
   void need(uint64_t count, uint64_t elem_size, const char* field) const;

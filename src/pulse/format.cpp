@@ -65,7 +65,7 @@ DecodeLimits patch_limits_for(const Int8State& state) {
     uint64_t n = static_cast<uint64_t>(t.numel());
     uint64_t groups = static_cast<uint64_t>(t.groups());
     bound += 128 + name.size() + 8 * t.shape.size();  // section head and coding headers
-    bound += n * (8 + 2);                             // 8-byte gaps + a bf16 (or int8) value
+    bound += n * (8 + 4);                             // 8-byte gaps + an f32/bf16/int8 value
     bound += groups * (8 + 2 + kInt8GroupSize);       // group gap, scale, values
   }
   return DecodeLimits{bound};
@@ -94,7 +94,11 @@ BlobHeader read_header(std::span<const uint8_t> blob, const std::string& what) {
   if (!(stored == header_hash))
     fail(ErrorKind::kIntegrity, what, ": header checksum mismatch (corrupt header)");
   if (version != kFormatVersion)
-    r.bad(cat("has format version ", version, ", this build reads ", kFormatVersion));
+    r.bad(cat("has format version ", version, ", this build reads only version ", kFormatVersion,
+              version < kFormatVersion
+                  ? " (an older publisher; version 1 carried the MoE router on the int8 grid: "
+                    "re-publish an anchor with this build)"
+                  : " (a newer publisher: update this build)"));
   if (kind != 1 && kind != 2) r.bad(cat("has unknown kind ", int(kind)));
   h.kind = static_cast<BlobKind>(kind);
   if (compression != 1) r.bad(cat("has unknown compression ", int(compression)));
@@ -164,7 +168,7 @@ static TensorHead get_tensor_head(ByteReader& r, const std::string* previous) {
   if (previous && !(t.name > *previous))
     r.bad(cat("tensor '", t.name, "' is not sorted after '", *previous, "'"));
   uint8_t kind = r.u8("tensor kind");
-  if (kind > 1) r.bad(cat("tensor '", t.name, "' has unknown kind ", int(kind)));
+  if (kind > 2) r.bad(cat("tensor '", t.name, "' has unknown kind ", int(kind)));
   t.kind = static_cast<TensorKind>(kind);
   uint8_t rank = r.u8("tensor rank");
   if (rank > 8) r.bad(cat("tensor '", t.name, "' has rank ", int(rank)));
@@ -224,8 +228,10 @@ std::vector<uint8_t> patch_payload(const Patch& patch, PositionCoding coding) {
       put_positions(w, t.groups, row_length(t.shape) / kInt8GroupSize, coding);
       w.u16_array(t.group_scales.data(), t.group_scales.size());
       w.bytes(t.group_values.data(), t.group_values.size());
-    } else {
+    } else if (t.kind == TensorKind::kBf16) {
       w.u16_array(t.bf16.data(), t.bf16.size());
+    } else {
+      w.u32_array(t.f32.data(), t.f32.size());
     }
   }
   return raw;
@@ -281,10 +287,14 @@ Patch decode_patch(std::span<const uint8_t> blob, const DecodeLimits& limits) {
       auto gv = r.take(g * kInt8GroupSize, "group values");
       t.group_values.assign(reinterpret_cast<const int8_t*>(gv.data()),
                             reinterpret_cast<const int8_t*>(gv.data()) + gv.size());
-    } else {
+    } else if (t.kind == TensorKind::kBf16) {
       r.need(n, 2, "bf16 values");
       t.bf16.resize(n);
       r.u16_array(t.bf16.data(), n, "bf16 values");
+    } else {
+      r.need(n, 4, "f32 values");
+      t.f32.resize(n);
+      r.u32_array(t.f32.data(), n, "f32 values");
     }
     p.tensors.push_back(std::move(t));
   }
@@ -305,8 +315,10 @@ std::vector<uint8_t> encode_anchor(const Int8State& state, int zstd_level) {
     if (t.kind == TensorKind::kInt8) {
       w.u16_array(t.q.scales.data(), t.q.scales.size());
       w.bytes(t.q.values.data(), t.q.values.size());
-    } else {
+    } else if (t.kind == TensorKind::kBf16) {
       w.u16_array(t.bf16.data(), t.bf16.size());
+    } else {
+      w.u32_array(t.f32.data(), t.f32.size());
     }
   }
   BlobHeader h;
@@ -344,11 +356,16 @@ Int8State decode_anchor(std::span<const uint8_t> blob, const DecodeLimits& limit
       q.values.assign(reinterpret_cast<const int8_t*>(v.data()),
                       reinterpret_cast<const int8_t*>(v.data()) + v.size());
       state.add_int8(head.name, std::move(q));
-    } else {
+    } else if (head.kind == TensorKind::kBf16) {
       r.need(head.numel, 2, "bf16 tensor");
       std::vector<uint16_t> values(static_cast<size_t>(head.numel));
       r.u16_array(values.data(), head.numel, "bf16 values");
       state.add_bf16(head.name, head.shape, std::move(values));
+    } else {
+      r.need(head.numel, 4, "f32 tensor");
+      std::vector<uint32_t> bits(static_cast<size_t>(head.numel));
+      r.u32_array(bits.data(), head.numel, "f32 values");
+      state.add_f32(head.name, head.shape, std::move(bits));
     }
     if (!(state.tensor_hash(head.name) == head.hash))
       fail(ErrorKind::kIntegrity, what, ": tensor '", head.name, "' does not match its hash");

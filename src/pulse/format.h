@@ -17,7 +17,9 @@
 namespace stoa::pulse {
 
 inline constexpr char kMagic[8] = {'S', 'T', 'O', 'A', 'P', 'U', 'L', 'S'};
-inline constexpr uint16_t kFormatVersion = 1;
+// Version 2 added the f32 tensor kind (the MoE router and expert_bias, per the precision plan);
+// a version-1 blob carried the router on the int8 grid, so it is refused, not reinterpreted.
+inline constexpr uint16_t kFormatVersion = 2;
 inline constexpr size_t kHeaderSize = 112;
 // Chosen by measurement (docs/design/pulse.md): smallest after zstd on realistic sparsity.
 inline constexpr PositionCoding kDefaultPositionCoding = PositionCoding::kShuffled;

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "model/precision_plan.h"
 
 namespace stoa::pulse {
 
@@ -12,8 +13,22 @@ const char* tensor_kind_name(TensorKind kind) {
       return "int8";
     case TensorKind::kBf16:
       return "bf16";
+    case TensorKind::kF32:
+      return "f32";
   }
   return "?";
+}
+
+TensorKind tensor_kind_for(const std::string& name, const Shape& shape) {
+  switch (carrier_for(name, shape)) {
+    case Carrier::kInt8Grid:
+      return TensorKind::kInt8;
+    case Carrier::kF32:
+      return TensorKind::kF32;
+    case Carrier::kBf16:
+      break;
+  }
+  return TensorKind::kBf16;
 }
 
 Hash128 StateTensor::compute_hash() const {
@@ -22,8 +37,10 @@ Hash128 StateTensor::compute_hash() const {
     h.add("values", TensorView(const_cast<int8_t*>(q.values.data()), DType::kI8, {q.rows, q.cols}));
     h.add("scales", TensorView(const_cast<uint16_t*>(q.scales.data()), DType::kF16,
                                {q.rows, q.cols / kInt8GroupSize}));
-  } else {
+  } else if (kind == TensorKind::kBf16) {
     h.add("values", TensorView(const_cast<uint16_t*>(bf16.data()), DType::kBF16, shape));
+  } else {
+    h.add("values", TensorView(const_cast<uint32_t*>(f32.data()), DType::kF32, shape));
   }
   return h.finish();
 }
@@ -42,10 +59,17 @@ static void check_tensor(const std::string& name, const StateTensor& t) {
                    t.q.scales.size() == static_cast<size_t>(t.numel() / kInt8GroupSize),
                ErrorKind::kInvalidArgument, "int8 state: tensor '", name, "' of shape ",
                shape_string(t.shape), " is not a consistent int8 grid matrix");
-  } else {
+  } else if (t.kind == TensorKind::kBf16) {
     STOA_CHECK(t.bf16.size() == static_cast<size_t>(t.numel()), ErrorKind::kInvalidArgument,
                "int8 state: bf16 tensor '", name, "' holds ", t.bf16.size(), " values for shape ",
                shape_string(t.shape));
+  } else if (t.kind == TensorKind::kF32) {
+    STOA_CHECK(t.f32.size() == static_cast<size_t>(t.numel()), ErrorKind::kInvalidArgument,
+               "int8 state: f32 tensor '", name, "' holds ", t.f32.size(), " values for shape ",
+               shape_string(t.shape));
+  } else {
+    fail(ErrorKind::kInvalidArgument, "int8 state: tensor '", name, "' has unknown kind ",
+         static_cast<int>(t.kind));
   }
 }
 
@@ -71,6 +95,14 @@ void Int8State::add_bf16(const std::string& name, Shape shape, std::vector<uint1
   t.kind = TensorKind::kBf16;
   t.shape = std::move(shape);
   t.bf16 = std::move(values);
+  add(name, std::move(t));
+}
+
+void Int8State::add_f32(const std::string& name, Shape shape, std::vector<uint32_t> bits) {
+  StateTensor t;
+  t.kind = TensorKind::kF32;
+  t.shape = std::move(shape);
+  t.f32 = std::move(bits);
   add(name, std::move(t));
 }
 

@@ -1,8 +1,10 @@
-// The receiver's weights: the trainer's int8 view of a model. Every quantisable 2-D tensor is an
-// Int8Matrix on the GGUF Q8_0 grid (f16 scale per 32 values); every other tensor (norms, conv
-// kernels, biases) is carried as bf16 — a worker computes with bf16-or-wider norms anyway, and
-// bf16 keeps those tensors as sparse under small updates as the int8 ones (an f32 copy would
-// change in nearly every element at every step).
+// The receiver's weights: the trainer's int8 view of a model. Which carrier a tensor travels in is
+// the shared precision plan's choice (model/precision_plan.h, carrier_for): the big 2-D matrices
+// are Int8Matrix on the GGUF Q8_0 grid (f16 scale per 32 values); the MoE router and expert_bias
+// travel in f32, because expert choice is a discontinuous top-k that a rounded router would flip
+// versus the trainer; every other tensor (norms, conv kernels, biases) is bf16 — a worker computes
+// with bf16-or-wider norms anyway, and bf16 keeps those tensors as sparse under small updates as
+// the int8 ones (an f32 copy would change in nearly every element at every step).
 //
 // The state caches the xxh3-128 of every tensor so that applying a patch rehashes only the
 // tensors it touches; mutation therefore goes only through this class (and the patch applier).
@@ -18,22 +20,33 @@
 
 namespace stoa::pulse {
 
-enum class TensorKind : uint8_t { kInt8 = 0, kBf16 = 1 };
+// The wire values of the kinds (docs/pulse-format.md); kF32 arrived with format version 2.
+enum class TensorKind : uint8_t { kInt8 = 0, kBf16 = 1, kF32 = 2 };
 const char* tensor_kind_name(TensorKind kind);
+// The kind the precision plan gives tensor `name` of shape `shape`.
+TensorKind tensor_kind_for(const std::string& name, const Shape& shape);
 
 struct StateTensor {
   TensorKind kind = TensorKind::kInt8;
   Shape shape;
   Int8Matrix q;                // kInt8: rows = shape[0], cols = shape[1]
   std::vector<uint16_t> bf16;  // kBf16: numel() values, bf16 bits
+  // kF32: numel() values as f32 BITS, so that equality, diffing and hashing are bitwise (a float
+  // compare would call -0 == +0 and miss a change the hash sees). Copy out with memcpy.
+  std::vector<uint32_t> f32;
 
   int64_t numel() const { return shape_numel(shape); }
-  size_t nbytes() const { return kind == TensorKind::kInt8 ? q.nbytes() : bf16.size() * 2; }
+  size_t nbytes() const {
+    return kind == TensorKind::kInt8   ? q.nbytes()
+           : kind == TensorKind::kBf16 ? bf16.size() * 2
+                                       : f32.size() * 4;
+  }
   int64_t groups() const {
     return kind == TensorKind::kInt8 ? static_cast<int64_t>(q.scales.size()) : 0;
   }
   // The tensor's content hash (see docs/pulse-format.md, "Hashes"): a StateHasher fed
-  // ("values", I8 [rows, cols]) then ("scales", F16 [rows, cols/32]); or ("values", BF16 shape).
+  // ("values", I8 [rows, cols]) then ("scales", F16 [rows, cols/32]); or ("values", BF16 shape);
+  // or ("values", F32 shape).
   Hash128 compute_hash() const;
 };
 
@@ -44,6 +57,7 @@ class Int8State {
   // Adds a tensor; names must be unique. Throws kInvalidArgument on a malformed tensor.
   void add_int8(const std::string& name, Int8Matrix q);
   void add_bf16(const std::string& name, Shape shape, std::vector<uint16_t> values);
+  void add_f32(const std::string& name, Shape shape, std::vector<uint32_t> bits);
   void add(const std::string& name, StateTensor tensor);
 
   const std::map<std::string, StateTensor>& tensors() const { return tensors_; }
@@ -64,7 +78,7 @@ class Int8State {
   // not part of it, so it stays fixed over a training run; a patch for another model is refused.
   Hash128 fingerprint() const;
 
-  size_t nbytes() const;  // int8 values + f16 scales + bf16 tensors
+  size_t nbytes() const;  // int8 values + f16 scales + bf16 and f32 tensors
   int64_t numel() const;
   int64_t int8_numel() const;  // values on the int8 grid
 

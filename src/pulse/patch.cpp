@@ -55,6 +55,10 @@ static TensorPatch diff_tensor(const std::string& name, const StateTensor& a,
     diff_range(a.bf16.data(), b.bf16.data(), 0, b.bf16.size(), &tp.positions, &tp.bf16);
     return tp;
   }
+  if (b.kind == TensorKind::kF32) {
+    diff_range(a.f32.data(), b.f32.data(), 0, b.f32.size(), &tp.positions, &tp.f32);
+    return tp;
+  }
   const int8_t* va = a.q.values.data();
   const int8_t* vb = b.q.values.data();
   size_t groups = b.q.scales.size();

@@ -24,6 +24,7 @@ struct TensorPatch {
   std::vector<uint64_t> positions;     // flat element indices, strictly increasing
   std::vector<int8_t> i8;              // kInt8: the new value at each position
   std::vector<uint16_t> bf16;          // kBf16: the new value (bits) at each position
+  std::vector<uint32_t> f32;           // kF32: the new value (bits) at each position
   std::vector<uint64_t> groups;        // kInt8: re-scaled group indices, strictly increasing
   std::vector<uint16_t> group_scales;  // f16 bits, one per group
   std::vector<int8_t> group_values;    // 32 per group

@@ -43,19 +43,22 @@ void validate_patch(const Int8State& state, const Patch& patch) {
     uint64_t numel = static_cast<uint64_t>(t.numel());
     check_sorted_below(tp.positions, numel, tp.name, "position");
     if (tp.kind == TensorKind::kInt8) {
-      STOA_CHECK(tp.i8.size() == tp.positions.size() && tp.bf16.empty(), ErrorKind::kBadFormat,
-                 "patch: tensor '", tp.name, "' has ", tp.i8.size(), " int8 values for ",
-                 tp.positions.size(), " positions");
+      STOA_CHECK(tp.i8.size() == tp.positions.size() && tp.bf16.empty() && tp.f32.empty(),
+                 ErrorKind::kBadFormat, "patch: tensor '", tp.name, "' has ", tp.i8.size(),
+                 " int8 values for ", tp.positions.size(), " positions");
       check_sorted_below(tp.groups, static_cast<uint64_t>(t.groups()), tp.name, "group");
       STOA_CHECK(tp.group_scales.size() == tp.groups.size() &&
                      tp.group_values.size() == tp.groups.size() * kInt8GroupSize,
                  ErrorKind::kBadFormat, "patch: tensor '", tp.name,
                  "' has inconsistent rescaled-group sections");
     } else {
-      STOA_CHECK(tp.bf16.size() == tp.positions.size() && tp.i8.empty() && tp.groups.empty() &&
-                     tp.group_scales.empty() && tp.group_values.empty(),
-                 ErrorKind::kBadFormat, "patch: bf16 tensor '", tp.name, "' has ", tp.bf16.size(),
-                 " values for ", tp.positions.size(), " positions (and must have no groups)");
+      const size_t values = tp.kind == TensorKind::kBf16 ? tp.bf16.size() : tp.f32.size();
+      const size_t other = tp.kind == TensorKind::kBf16 ? tp.f32.size() : tp.bf16.size();
+      STOA_CHECK(values == tp.positions.size() && other == 0 && tp.i8.empty() &&
+                     tp.groups.empty() && tp.group_scales.empty() && tp.group_values.empty(),
+                 ErrorKind::kBadFormat, "patch: ", tensor_kind_name(tp.kind), " tensor '", tp.name,
+                 "' has ", values, " values for ", tp.positions.size(),
+                 " positions (and must have no groups)");
     }
   }
 }
@@ -67,23 +70,29 @@ struct Undo {
   std::string name;
   std::vector<int8_t> i8;
   std::vector<uint16_t> bf16;
+  std::vector<uint32_t> f32;
   std::vector<uint16_t> group_scales;
   std::vector<int8_t> group_values;
   Hash128 old_hash;
 };
 
+// Point scatter for the bf16 and f32 kinds: the old values go to `old` first (allocation before
+// the first write).
+template <typename T>
+void scatter_points(std::vector<T>& dst, const std::vector<uint64_t>& pos,
+                    const std::vector<T>& values, std::vector<T>& old) {
+  old.resize(pos.size());
+  for (size_t i = 0; i < pos.size(); ++i) {
+    old[i] = dst[pos[i]];
+    dst[pos[i]] = values[i];
+  }
+}
+
 void scatter(StateTensor& t, const TensorPatch& tp, Undo& undo) {
   size_t n = tp.positions.size();
   const uint64_t* pos = tp.positions.data();
-  if (t.kind == TensorKind::kBf16) {
-    uint16_t* dst = t.bf16.data();
-    undo.bf16.resize(n);
-    for (size_t i = 0; i < n; ++i) {
-      undo.bf16[i] = dst[pos[i]];
-      dst[pos[i]] = tp.bf16[i];
-    }
-    return;
-  }
+  if (t.kind == TensorKind::kBf16) return scatter_points(t.bf16, tp.positions, tp.bf16, undo.bf16);
+  if (t.kind == TensorKind::kF32) return scatter_points(t.f32, tp.positions, tp.f32, undo.f32);
   int8_t* values = t.q.values.data();
   size_t groups = tp.groups.size();
   // Every allocation happens before the first write, so a failed allocation leaves t untouched.
@@ -112,6 +121,10 @@ void unscatter(StateTensor& t, const TensorPatch& tp, const Undo& undo) {
   size_t n = tp.positions.size();
   if (t.kind == TensorKind::kBf16) {
     for (size_t i = 0; i < n; ++i) t.bf16[tp.positions[i]] = undo.bf16[i];
+    return;
+  }
+  if (t.kind == TensorKind::kF32) {
+    for (size_t i = 0; i < n; ++i) t.f32[tp.positions[i]] = undo.f32[i];
     return;
   }
   int8_t* values = t.q.values.data();
@@ -144,7 +157,7 @@ void apply_patch(Int8State& state, const Patch& patch) {
 
   for (const TensorPatch& tp : patch.tensors) {
     StateTensor& t = editor.tensor(tp.name);
-    Undo u{tp.name, {}, {}, {}, {}, state.tensor_hash(tp.name)};
+    Undo u{tp.name, {}, {}, {}, {}, {}, state.tensor_hash(tp.name)};
     try {
       scatter(t, tp, u);  // throws (bad_alloc) only before its first write
       undo.push_back(std::move(u));

@@ -73,6 +73,10 @@ TensorPatch compose_tensor(const TensorPatch& a_in, const TensorPatch& b_in) {
                  nullptr);
     return r;
   }
+  if (r.kind == TensorKind::kF32) {
+    merge_points(a_in.positions, a_in.f32, b_in.positions, b_in.f32, &r.positions, &r.f32, nullptr);
+    return r;
+  }
   TensorPatch a = fold_points_into_groups(a_in);
   TensorPatch b = fold_points_into_groups(b_in);
   // Groups: b's replace a's; a's others survive.

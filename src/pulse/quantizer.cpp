@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "core/error.h"
@@ -9,8 +10,8 @@
 
 namespace stoa::pulse {
 
-bool is_int8_tensor(const Shape& shape) {
-  return int8_grid_fits(shape);
+bool is_int8_tensor(const std::string& name, const Shape& shape) {
+  return tensor_kind_for(name, shape) == TensorKind::kInt8;
 }
 
 bool should_rescale(float amax, uint16_t frozen, uint16_t fresh, const RescaleRule& rule) {
@@ -81,16 +82,24 @@ Int8State Int8Quantizer::quantize(const WeightViews& weights, uint64_t version,
       converted = to_f32(view);
       data = converted.as<const float>();
     }
-    if (!is_int8_tensor(view.shape)) {
+    const TensorKind kind = tensor_kind_for(name, view.shape);
+    if (kind != TensorKind::kInt8) {
       STOA_CHECK(fresh_grid || !scales_.count(name), ErrorKind::kInvalidArgument,
                  "int8 quantizer: tensor '", name, "' changed shape to ", shape_string(view.shape));
-      std::vector<uint16_t> bf16(static_cast<size_t>(view.numel()));
-      for (size_t i = 0; i < bf16.size(); ++i) {
+      const size_t n = static_cast<size_t>(view.numel());
+      for (size_t i = 0; i < n; ++i)
         STOA_CHECK(std::isfinite(data[i]), ErrorKind::kInvalidArgument, "int8 quantizer: tensor '",
                    name, "' has a non-finite value at element ", i);
-        bf16[i] = f32_to_bf16(data[i]);
+      if (kind == TensorKind::kF32) {
+        // The router and expert_bias: the master's f32 bits exactly (the trainer's routing).
+        std::vector<uint32_t> bits(n);
+        if (n) std::memcpy(bits.data(), data, n * sizeof(float));
+        state.add_f32(name, view.shape, std::move(bits));
+      } else {
+        std::vector<uint16_t> bf16(n);
+        for (size_t i = 0; i < n; ++i) bf16[i] = f32_to_bf16(data[i]);
+        state.add_bf16(name, view.shape, std::move(bf16));
       }
-      state.add_bf16(name, view.shape, std::move(bf16));
       continue;
     }
     int64_t rows = view.shape[0], cols = view.shape[1];

@@ -26,8 +26,9 @@ namespace stoa::pulse {
 // Master weights by name; f32 (other float dtypes are converted). Non-owning.
 using WeightViews = std::map<std::string, TensorView>;
 
-// Which tensors go on the int8 grid: 2-D with a column count that is a multiple of 32.
-bool is_int8_tensor(const Shape& shape);
+// Which tensors go on the int8 grid: the precision plan's kInt8Grid (2-D, cols % 32 == 0, and not
+// the MoE router). The other tensors travel as tensor_kind_for() says (f32 or bf16).
+bool is_int8_tensor(const std::string& name, const Shape& shape);
 
 struct RescaleRule {
   float shrink_below = 0.5f;  // rescale when the fresh scale < shrink_below * the frozen scale
@@ -52,7 +53,8 @@ class Int8Quantizer {
   explicit Int8Quantizer(RescaleRule rule = {}, ThreadPool* pool = nullptr)
       : rule_(rule), pool_(pool) {}
 
-  // Quantises the weights into a state at `version`. Without a grid yet, chooses fresh scales
+  // Quantises the weights into a state at `version`, each tensor in the carrier the precision
+  // plan gives it (int8 grid, f32 bits, or bf16). Without a grid yet, chooses fresh scales
   // (and freezes them); with one, reuses the frozen scales and applies the rescale rule.
   // Throws kInvalidArgument for a non-finite weight or a tensor set that does not match the grid.
   Int8State quantize(const WeightViews& weights, uint64_t version, QuantizeStats* stats = nullptr);

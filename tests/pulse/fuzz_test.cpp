@@ -4,6 +4,7 @@
 // ASan+UBSan) or a half-applied state.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 
@@ -26,33 +27,48 @@ struct Outcome {
 class Fuzzer {
  public:
   Fuzzer() {
+    // Seeds from two models: a Qwen3-shaped simulation (int8 + bf16) and tiny-lfm2moe, whose
+    // router and expert_bias sections carry f32 values (format version 2's new kind).
     AdamSimulator sim(SimLayout{64, 64, 64, 1, 2, 2, 32}, 99);
     Int8Quantizer quant;
-    base_ = quant.quantize(sim.views(), 0);
+    bases_[0] = quant.quantize(sim.views(), 0);
     sim.step(3e-3f);  // a large step: points, re-scaled groups and bf16 changes all present
-    Int8State next = quant.quantize(sim.views(), 1);
-    Patch p = make_patch(base_, next);
-    size_t groups = 0;
-    for (const auto& t : p.tensors) groups += t.groups.size();
-    EXPECT_GT(groups, 0u);
-    for (auto coding : {PositionCoding::kVarint, PositionCoding::kFixed, PositionCoding::kShuffled,
-                        PositionCoding::kRowCol})
-      patches_.push_back(encode_patch(p, EncodeOptions{coding, 1}));
-    anchor_ = encode_anchor(next);
+    add_seeds(0, quant.quantize(sim.views(), 1));
+    auto moe = testing::moe_chain(4, 1e-6f);  // sparse; v3 re-scales groups; every f32 value moves
+    bases_[1] = moe[0];
+    add_seeds(1, moe[3]);
   }
 
-  // Runs one input through the decoders (and the applier, for a patch).
+  void add_seeds(int base, const Int8State& next) {
+    Patch p = make_patch(bases_[base], next);
+    size_t groups = 0, f32 = 0;
+    for (const auto& t : p.tensors) {
+      groups += t.groups.size();
+      f32 += t.f32.size();
+    }
+    EXPECT_GT(groups, 0u);
+    if (base == 1) {
+      EXPECT_GT(f32, 0u);
+    }
+    for (auto coding : {PositionCoding::kVarint, PositionCoding::kFixed, PositionCoding::kShuffled,
+                        PositionCoding::kRowCol})
+      seeds_.push_back({encode_patch(p, EncodeOptions{coding, 1}), base});
+    seeds_.push_back({encode_anchor(next), base});
+  }
+
+  // Runs one input through the decoders (and the applier, for a patch, on the seed's base).
   void feed(const std::vector<uint8_t>& blob, Outcome& out) {
+    const Int8State& base = bases_[base_of_last_seed_];
     try {
       BlobHeader h = read_header(blob);
       if (h.kind == BlobKind::kPatch) {
         Patch p = decode_patch(blob, kLimits);
-        Int8State s = base_;
+        Int8State s = base;
         try {
           apply_patch(s, p);
         } catch (const Error&) {
           // Refused: the state must be exactly the one we started from.
-          if (!same_bytes(s, base_) || !(s.state_hash() == base_.state_hash()))
+          if (!same_bytes(s, base) || !(s.state_hash() == base.state_hash()))
             ADD_FAILURE() << "a refused patch changed the state";
           throw;
         }
@@ -67,9 +83,11 @@ class Fuzzer {
     }
   }
 
+  // A seed blob; the next feed() applies patches to that seed's base state.
   std::vector<uint8_t> pick_seed() {
-    size_t i = rng_() % (patches_.size() + 1);
-    return i < patches_.size() ? patches_[i] : anchor_;
+    const Seed& seed = seeds_[rng_() % seeds_.size()];
+    base_of_last_seed_ = seed.base;
+    return seed.blob;
   }
 
   // Byte-level mutations of the whole blob (mostly stopped by the envelope checksums).
@@ -150,16 +168,87 @@ class Fuzzer {
   std::mt19937_64 rng_{20260204};
 
  private:
-  Int8State base_;
-  std::vector<std::vector<uint8_t>> patches_;
-  std::vector<uint8_t> anchor_;
+  struct Seed {
+    std::vector<uint8_t> blob;
+    int base;
+  };
+  Int8State bases_[2];
+  std::vector<Seed> seeds_;
+  int base_of_last_seed_ = 0;
 };
 
 TEST(PulseFuzz, SeedsAreValid) {
   Fuzzer f;
   Outcome out;
-  for (int i = 0; i < 5; ++i) f.feed(f.pick_seed(), out);
+  for (int i = 0; i < 20; ++i) f.feed(f.pick_seed(), out);
   EXPECT_EQ(out.refused, 0);
+}
+
+// Mutations aimed at the f32 sections: every byte range that holds a router or expert_bias
+// value in a tiny-lfm2moe patch or anchor is hit, behind a valid envelope.
+TEST(PulseFuzz, F32SectionMutations) {
+  auto moe = testing::moe_chain(2, 1e-6f);
+  Patch p = make_patch(moe[0], moe[1]);
+  std::vector<std::pair<std::vector<uint8_t>, bool>> blobs = {{encode_patch(p), true},
+                                                              {encode_anchor(moe[1]), false}};
+  std::mt19937_64 rng(77);
+  int refused = 0, total = 0;
+  for (const auto& [blob, is_patch] : blobs) {
+    BlobHeader h;
+    std::vector<uint8_t> raw = open_blob(blob, &h);
+    // Where the f32 values lie in the payload.
+    std::vector<std::pair<size_t, size_t>> ranges;
+    auto locate = [&](const std::vector<uint32_t>& v) {
+      auto* b = reinterpret_cast<const uint8_t*>(v.data());
+      auto it = std::search(raw.begin(), raw.end(), b, b + v.size() * 4);
+      ASSERT_NE(it, raw.end());
+      ranges.push_back({static_cast<size_t>(it - raw.begin()), v.size() * 4});
+    };
+    if (is_patch) {
+      for (const auto& t : p.tensors)
+        if (t.kind == TensorKind::kF32) locate(t.f32);
+    } else {
+      for (const auto& [name, t] : moe[1].tensors())
+        if (t.kind == TensorKind::kF32) locate(t.f32);
+    }
+    ASSERT_EQ(ranges.size(), 6u);
+    for (int i = 0; i < 400; ++i) {
+      auto [at, len] = ranges[rng() % ranges.size()];
+      std::vector<uint8_t> r = raw;
+      switch (rng() % 3) {
+        case 0:  // a bit flip inside a value
+          r[at + rng() % len] ^= static_cast<uint8_t>(1u << (rng() % 8));
+          break;
+        case 1:  // cut inside the section
+          r.resize(at + rng() % len);
+          break;
+        default:  // the section's count/length fields just before the values
+          r[at - 1 - rng() % std::min<size_t>(at, 24)] ^= static_cast<uint8_t>(1 + rng() % 255);
+          break;
+      }
+      std::vector<uint8_t> sealed = seal_blob(h, r, 1);
+      ++total;
+      try {
+        if (is_patch) {
+          Int8State s = moe[0];
+          try {
+            apply_patch(s, decode_patch(sealed, kLimits));
+          } catch (const Error&) {
+            if (!same_bytes(s, moe[0])) ADD_FAILURE() << "a refused patch changed the state";
+            throw;
+          }
+        } else {
+          decode_anchor(sealed, kLimits);
+        }
+      } catch (const Error&) {
+        ++refused;
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << "foreign exception: " << e.what();
+      }
+    }
+  }
+  // Every mutation changes a value, cuts the payload or breaks a count: none may verify.
+  EXPECT_EQ(refused, total);
 }
 
 TEST(PulseFuzz, ByteMutationsOfTheWholeBlob) {

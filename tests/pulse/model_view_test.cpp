@@ -1,5 +1,6 @@
-// PULSE on real model layouts: every architecture's tensors get a kind (LFM2's conv kernels and
-// every norm are bf16), the fingerprint follows the config, and a model travels exactly.
+// PULSE on real model layouts: every architecture's tensors get the precision plan's kind (LFM2's
+// conv kernels and every norm are bf16, the MoE router and expert_bias f32), the fingerprint
+// follows the config, and a model travels exactly.
 #include <gtest/gtest.h>
 
 #include "model/presets.h"
@@ -20,7 +21,7 @@ TEST(PulseModelView, EveryArchitectureRoundTrips) {
     Int8State v0 = int8_view_of(w, 0, &quant);
     EXPECT_EQ(v0.size(), w.tensors.size());
     for (const auto& [name, t] : v0.tensors())
-      EXPECT_EQ(t.kind == TensorKind::kInt8, w.at(name).rank() == 2) << name;
+      EXPECT_EQ(t.kind, tensor_kind_for(name, w.at(name).shape())) << name;
     Int8State back = decode_anchor(encode_anchor(v0));
     EXPECT_EQ(back.state_hash(), v0.state_hash());
     EXPECT_EQ(back.fingerprint(), v0.fingerprint());

@@ -1,5 +1,7 @@
 #include "roles/worker/engine_update.h"
 
+#include <cstring>
+
 #include "core/dtype.h"
 #include "core/error.h"
 
@@ -10,6 +12,18 @@ Tensor bf16_as_f32(const pulse::StateTensor& t) {
   Tensor out(DType::kF32, t.shape);
   convert_bf16_to_f32(t.bf16.data(), out.as<float>(), t.bf16.size());
   return out;
+}
+
+// The MoE router and expert_bias travel as f32 bits (the precision plan): copied, not rounded.
+Tensor f32_bits_as_f32(const pulse::StateTensor& t) {
+  Tensor out(DType::kF32, t.shape);
+  if (!t.f32.empty()) std::memcpy(out.as<float>(), t.f32.data(), t.f32.size() * sizeof(float));
+  return out;
+}
+
+// bf16 and f32 state tensors as the engine's f32.
+Tensor wide_as_f32(const pulse::StateTensor& t) {
+  return t.kind == pulse::TensorKind::kF32 ? f32_bits_as_f32(t) : bf16_as_f32(t);
 }
 
 Tensor int8_as_f32(const pulse::StateTensor& t) {
@@ -31,15 +45,15 @@ engine::EngineWeights engine_weights_from_update(const ModelConfig& config,
     if (t.kind == pulse::TensorKind::kInt8)
       int8.emplace(name, t.q);
     else
-      f32.emplace(name, bf16_as_f32(t));
+      f32.emplace(name, wide_as_f32(t));
   }
   return engine::EngineWeights::from_state(config, std::move(int8), std::move(f32));
 }
 
 void apply_update(engine::EngineWeights& weights, const WeightUpdate& update) {
   for (const auto& [name, t] : update.tensors) {
-    if (t.kind == pulse::TensorKind::kBf16) {
-      weights.set_f32(name, bf16_as_f32(t));
+    if (t.kind != pulse::TensorKind::kInt8) {
+      weights.set_f32(name, wide_as_f32(t));
     } else if (weights.has_linear(name) && weights.linear(name).is_int8()) {
       weights.set_int8(name, t.q);
     } else {
