@@ -1,0 +1,262 @@
+// DelayProxy against real loopback sockets: bytes arrive intact and are counted each way, each
+// direction is held for the one-way delay, the rate limit bounds throughput, half-closes pass
+// through, and bad options are refused.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+
+#include "core/error.h"
+#include "net/delay_proxy.h"
+
+namespace stoa::net {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+double ms_since(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+
+// A one-connection-at-a-time TCP server on 127.0.0.1: echoes (or only counts) what it reads and
+// closes its side after the peer's EOF.
+class TestServer {
+ public:
+  explicit TestServer(bool echo) : echo_(echo) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    EXPECT_EQ(::listen(fd_, 8), 0);
+    socklen_t len = sizeof a;
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~TestServer() {
+    ::shutdown(fd_, SHUT_RDWR);
+    ::close(fd_);
+    thread_.join();
+  }
+  int port() const { return port_; }
+  uint64_t received() const { return received_; }
+  bool saw_eof() const { return saw_eof_; }
+
+ private:
+  void serve() {
+    const int c = ::accept(fd_, nullptr, nullptr);
+    if (c < 0) return;
+    int one = 1;
+    ::setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    char buf[65536];
+    while (true) {
+      const ssize_t n = ::recv(c, buf, sizeof buf, 0);
+      if (n <= 0) {
+        saw_eof_ = n == 0;
+        break;
+      }
+      received_ += static_cast<uint64_t>(n);
+      if (echo_) ::send(c, buf, static_cast<size_t>(n), MSG_NOSIGNAL);
+    }
+    if (echo_) ::send(c, "bye", 3, MSG_NOSIGNAL);  // after the peer's half-close
+    ::close(c);
+  }
+  bool echo_;
+  int fd_ = -1;
+  int port_ = 0;
+  std::atomic<uint64_t> received_{0};
+  std::atomic<bool> saw_eof_{false};
+  std::thread thread_;
+};
+
+int connect_to(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  return fd;
+}
+
+std::string read_exactly(int fd, size_t n) {
+  std::string out;
+  char buf[65536];
+  while (out.size() < n) {
+    const ssize_t r = ::recv(fd, buf, std::min(sizeof buf, n - out.size()), 0);
+    if (r <= 0) break;
+    out.append(buf, static_cast<size_t>(r));
+  }
+  return out;
+}
+
+DelayProxyOptions options_for(int target_port) {
+  DelayProxyOptions o;
+  o.target_port = target_port;
+  return o;
+}
+
+TEST(DelayProxy, ForwardsBytesIntactAndCountsEachWay) {
+  TestServer server(/*echo=*/true);
+  DelayProxy proxy(options_for(server.port()));
+  const int fd = connect_to(proxy.port());
+  std::string payload(1 << 20, '\0');
+  std::mt19937 rng(7);
+  for (char& ch : payload) ch = static_cast<char>(rng());
+  std::thread writer([&] {
+    ASSERT_EQ(::send(fd, payload.data(), payload.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(payload.size()));
+    ::shutdown(fd, SHUT_WR);  // the half-close must reach the server through the proxy
+  });
+  const std::string echoed = read_exactly(fd, payload.size() + 3);
+  writer.join();
+  ::close(fd);
+  ASSERT_EQ(echoed.size(), payload.size() + 3);
+  EXPECT_TRUE(echoed.compare(0, payload.size(), payload) == 0);
+  EXPECT_EQ(echoed.substr(payload.size()), "bye") << "the server saw the client's half-close";
+  EXPECT_TRUE(server.saw_eof());
+  proxy.stop();
+  const DelayProxyCounters c = proxy.counters();
+  EXPECT_EQ(c.bytes_to_target, payload.size());
+  EXPECT_EQ(c.bytes_to_client, payload.size() + 3);
+  EXPECT_EQ(c.connections, 1u);
+  EXPECT_EQ(c.connect_failures, 0u);
+}
+
+TEST(DelayProxy, HoldsEachDirectionForTheOneWayDelay) {
+  TestServer server(/*echo=*/true);
+  DelayProxyOptions o = options_for(server.port());
+  o.one_way_delay = 30ms;
+  DelayProxy proxy(o);
+  const int fd = connect_to(proxy.port());
+  double total = 0;
+  constexpr int kRounds = 5;
+  for (int i = 0; i < kRounds; ++i) {
+    const auto t0 = Clock::now();
+    ASSERT_EQ(::send(fd, "x", 1, MSG_NOSIGNAL), 1);
+    ASSERT_EQ(read_exactly(fd, 1), "x");
+    const double rtt = ms_since(t0);
+    EXPECT_GE(rtt, 60.0) << "round " << i << ": two one-way delays of 30 ms";
+    EXPECT_LT(rtt, 1000.0) << "round " << i;
+    total += rtt;
+  }
+  EXPECT_LT(total / kRounds, 400.0);
+  ::close(fd);
+}
+
+TEST(DelayProxy, DelayPipelinesInsteadOfStoppingAndWaiting) {
+  // 20 chunks sent back to back through a 50 ms one-way delay: one delay in all, not 20.
+  TestServer server(/*echo=*/false);
+  DelayProxyOptions o = options_for(server.port());
+  o.one_way_delay = 50ms;
+  DelayProxy proxy(o);
+  const int fd = connect_to(proxy.port());
+  const auto t0 = Clock::now();
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_EQ(::send(fd, "0123456789", 10, MSG_NOSIGNAL), 10);
+    std::this_thread::sleep_for(1ms);
+  }
+  while (server.received() < 200 && ms_since(t0) < 5000) std::this_thread::sleep_for(1ms);
+  const double took = ms_since(t0);
+  EXPECT_EQ(server.received(), 200u);
+  EXPECT_GE(took, 50.0);
+  EXPECT_LT(took, 50.0 * 10) << "chunks must overlap in flight";
+  ::close(fd);
+}
+
+TEST(DelayProxy, RateLimitBoundsThroughput) {
+  TestServer server(/*echo=*/false);
+  DelayProxyOptions o = options_for(server.port());
+  o.rate_bytes_per_s = 2e6;  // 16 Mbit/s
+  DelayProxy proxy(o);
+  const int fd = connect_to(proxy.port());
+  const std::string payload(1'000'000, 'r');
+  const auto t0 = Clock::now();
+  std::thread writer(
+      [&] { ASSERT_EQ(::send(fd, payload.data(), payload.size(), MSG_NOSIGNAL), 1'000'000); });
+  while (server.received() < payload.size() && ms_since(t0) < 10'000)
+    std::this_thread::sleep_for(2ms);
+  const double took = ms_since(t0);
+  writer.join();
+  EXPECT_EQ(server.received(), payload.size());
+  EXPECT_GE(took, 450.0) << "1 MB at 2 MB/s takes about 500 ms";
+  EXPECT_LT(took, 5000.0);
+  EXPECT_EQ(proxy.counters().bytes_to_target, payload.size());
+  ::close(fd);
+}
+
+TEST(DelayProxy, StopClosesOpenConnectionsPromptly) {
+  TestServer server(/*echo=*/true);
+  DelayProxyOptions o = options_for(server.port());
+  o.one_way_delay = 10ms;
+  DelayProxy proxy(o);
+  const int fd = connect_to(proxy.port());
+  ASSERT_EQ(::send(fd, "ping", 4, MSG_NOSIGNAL), 4);
+  ASSERT_EQ(read_exactly(fd, 4), "ping");
+  const auto t0 = Clock::now();
+  proxy.stop();
+  EXPECT_LT(ms_since(t0), 2000.0);
+  char b;
+  EXPECT_LE(::recv(fd, &b, 1, 0), 0) << "the client sees its connection closed";
+  ::close(fd);
+  proxy.stop();  // idempotent
+}
+
+TEST(DelayProxy, ATargetThatRefusesIsCountedAndTheClientIsClosed) {
+  int unused_port = 0;
+  {
+    TestServer probe(/*echo=*/false);
+    unused_port = probe.port();
+    const int fd = connect_to(probe.port());  // let the probe's accept return
+    ::close(fd);
+  }
+  DelayProxy proxy(options_for(unused_port));
+  const int fd = connect_to(proxy.port());
+  char b;
+  EXPECT_LE(::recv(fd, &b, 1, 0), 0);
+  ::close(fd);
+  for (int i = 0; i < 100 && proxy.counters().connect_failures == 0; ++i)
+    std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(proxy.counters().connect_failures, 1u);
+  EXPECT_EQ(proxy.counters().connections, 0u);
+}
+
+TEST(DelayProxy, BadOptionsAreRefusedByName) {
+  DelayProxyOptions o;
+  o.target_port = 0;
+  try {
+    DelayProxy p(o);
+    FAIL() << "port 0 accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("target port"), std::string::npos) << e.what();
+  }
+  o.target_port = 80;
+  o.listen_host = "localhost-not-an-ip";
+  try {
+    DelayProxy p(o);
+    FAIL() << "a host name accepted as an address";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("localhost-not-an-ip"), std::string::npos) << e.what();
+  }
+  o.listen_host = "127.0.0.1";
+  o.one_way_delay = std::chrono::microseconds(-1);
+  EXPECT_THROW(DelayProxy p(o), Error);
+}
+
+}  // namespace
+}  // namespace stoa::net
