@@ -151,10 +151,15 @@ std::string write_run_toml(const Options& o, const Assets& a, const ConfigSpec& 
     << "[sampling]\ntemperature = 1.0\nmax_new_tokens = 48\nmax_turns = 2\n"
     << "max_observation_tokens = 128\n"
     << "[trainer]\nthreads = " << o.trainer_threads
-    << "\ngroups_per_step = 2\nmin_groups = 1\ngather_timeout_ms = 1000\nmax_staleness = 4\n"
+    << "\ngroups_per_step = 1\nmin_groups = 1\ngather_timeout_ms = 1000\nmax_staleness = 4\n"
     // A checkpoint per step would add ~0.1 GB of writes per step to what is measured here.
     << "checkpoint_every = 1000000\n";
-  if (c.full_int8) t << "[pulse]\nanchor_every = 1\n";
+  // Full int8 each version: an anchor every version is not enough on its own, because the
+  // publisher also writes the patch from the previous version and the hub's route planner
+  // serves the cheapest route (the patch). Keeping only the newest anchor prunes every patch
+  // (retention keeps patches starting at or after the oldest kept anchor), so a worker one
+  // version behind must fetch the whole anchor.
+  if (c.full_int8) t << "[pulse]\nanchor_every = 1\nkeep_anchors = 1\n";
   return dir + "/run.toml";
 }
 
