@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "engine/ops.h"
+#include "engine/pass_workers.h"
 #include "engine/scratch.h"
 #include "kernels/vec_ops.h"
 
@@ -34,21 +35,29 @@ void attention_block(const AttentionWeights& w, int64_t layer, const Batch& batc
   float* q = scratch(q_buf, static_cast<size_t>(T * q_dim));
   float* k = scratch(k_buf, static_cast<size_t>(T * kv_dim));
   float* v = scratch(v_buf, static_cast<size_t>(T * kv_dim));
-  w.q->forward(x, T, q, pool);
-  w.k->forward(x, T, k, pool);
-  w.v->forward(x, T, v, pool);
+  {
+    // One quantisation of x and one parallel operation for all three projections.
+    const Linear* qkv[3] = {w.q, w.k, w.v};
+    float* outs[3] = {q, k, v};
+    Linear::forward_group(qkv, x, T, outs, pool);
+  }
 
+  // One position's rotation angles serve all its heads (the pow/sincos dominated this loop).
+  thread_local std::vector<float> cos_buf, sin_buf;
+  float* cs = scratch(cos_buf, static_cast<size_t>(hd / 2));
+  float* sn = scratch(sin_buf, static_cast<size_t>(hd / 2));
   for (int64_t t = 0; t < T; ++t) {
     const int64_t pos = batch.positions[static_cast<size_t>(t)];
+    rope_angles(hd, pos, w.rope_theta, cs, sn);
     for (int64_t h = 0; h < w.heads; ++h) {
       float* head = q + t * q_dim + h * hd;
       rms_norm(head, w.q_norm, hd, w.eps, head);
-      rope_rotate_half(head, hd, pos, w.rope_theta);
+      rope_apply(head, hd, cs, sn);
     }
     for (int64_t h = 0; h < w.kv_heads; ++h) {
       float* head = k + t * kv_dim + h * hd;
       rms_norm(head, w.k_norm, hd, w.eps, head);
-      rope_rotate_half(head, hd, pos, w.rope_theta);
+      rope_apply(head, hd, cs, sn);
     }
   }
 
@@ -72,7 +81,7 @@ void attention_block(const AttentionWeights& w, int64_t layer, const Batch& batc
   }
   const int tasks = pool.size();
   const int64_t items = T * w.heads;
-  pool.run(tasks, [&](int task) {
+  parallel_run(pool, tasks, [&](int task) {
     thread_local std::vector<float> scores_buf;
     for (int64_t item = task; item < items; item += tasks) {
       const int64_t t = item / w.heads;

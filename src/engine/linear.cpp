@@ -2,7 +2,10 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "engine/pass_workers.h"
 #include "kernels/matmul_int8.h"
+
+#include <algorithm>
 
 #include <vector>
 
@@ -117,42 +120,139 @@ namespace {
 struct ActivationScratch {
   std::vector<int8_t> values;
   std::vector<float> scales;
-  kernels::Q8Activations quantize(const float* x, int64_t tokens, int64_t cols) {
-    const size_t n = static_cast<size_t>(tokens * cols);
+  void reserve(int64_t elements) {
+    const size_t n = static_cast<size_t>(elements);
     if (values.size() < n) values.resize(n);
     if (scales.size() < n / kInt8GroupSize) scales.resize(n / kInt8GroupSize);
-    kernels::Q8Activations acts{values.data(), scales.data(), tokens, cols};
-    kernels::quantize_activations_q8(x, cols, acts);
+  }
+  // Quantises x [tokens, cols] into the scratch at element `at`. Rows are quantised
+  // independently (the same bits whatever the split), so a prefill-sized batch spreads them
+  // over the pool; a decode step's few rows are not worth a dispatch.
+  kernels::Q8Activations quantize(const float* x, int64_t tokens, int64_t cols, int64_t at,
+                                  ThreadPool& pool) {
+    kernels::Q8Activations acts{values.data() + at, scales.data() + at / kInt8GroupSize, tokens,
+                                cols};
+    if (tokens < 16 || pool.size() == 1) {
+      kernels::quantize_activations_q8(x, cols, acts);
+    } else {
+      parallel_for(pool, tokens, 1, [&](int64_t begin, int64_t end) {
+        const int64_t groups = cols / kInt8GroupSize;
+        kernels::Q8Activations part{acts.values + begin * cols, acts.scales + begin * groups,
+                                    end - begin, cols};
+        kernels::quantize_activations_q8(x + begin * cols, cols, part);
+      });
+    }
     return acts;
   }
 };
 thread_local ActivationScratch t_scratch;
 
+kernels::Int8Weights view(const Int8Matrix& q) {
+  return kernels::Int8Weights{q.values.data(), q.scales.data(), q.rows, q.cols};
+}
+
 }  // namespace
 
 void Linear::forward(const float* x, int64_t tokens, float* y, ThreadPool& pool) const {
-  const int64_t rows = rows_;
-  const int64_t cols = cols_;
-  if (tokens <= 0) return;
-  if (int8_ && backend_ != Backend::kReference) {
-    const kernels::Int8Weights w{q_.values.data(), q_.scales.data(), rows, cols};
-    // Rows split in multiples of 16 keep every thread on whole row tiles; the bits do not
-    // depend on the split (kernels' guarantee), only the speed does.
-    if (backend_ == Backend::kW8A8) {
-      const kernels::Q8Activations acts = t_scratch.quantize(x, tokens, cols);
-      pool.parallel_for(rows, 16, [&](int64_t begin, int64_t end) {
-        kernels::matmul_w8a8(w, acts, y, rows, begin, end);
-      });
-    } else {
-      pool.parallel_for(rows, 16, [&](int64_t begin, int64_t end) {
-        kernels::matmul_w8a32(w, x, cols, tokens, y, rows, begin, end);
-      });
+  const LinearJob job{this, x, tokens, y};
+  forward_jobs(std::span<const LinearJob>(&job, 1), pool);
+}
+
+void Linear::forward_group(std::span<const Linear* const> linears, const float* x, int64_t tokens,
+                           float* const* ys, ThreadPool& pool) {
+  constexpr size_t kMax = 8;
+  STOA_CHECK(linears.size() <= kMax, ErrorKind::kInternal, "a linear group of ", linears.size(),
+             " matrices (at most ", kMax, ")");
+  LinearJob jobs[kMax];
+  for (size_t i = 0; i < linears.size(); ++i) jobs[i] = {linears[i], x, tokens, ys[i]};
+  forward_jobs(std::span<const LinearJob>(jobs, linears.size()), pool);
+}
+
+void Linear::forward_jobs(std::span<const LinearJob> jobs, ThreadPool& pool) {
+  if (jobs.empty()) return;
+  const Backend backend = jobs[0].linear->backend_;
+  bool fused = backend != Backend::kReference;
+  for (const LinearJob& j : jobs) {
+    fused = fused && j.linear->int8_ && j.linear->backend_ == backend;
+  }
+  if (!fused) {
+    for (const LinearJob& j : jobs) {
+      if (j.tokens > 0) j.linear->forward_plain(j.x, j.tokens, j.y, pool);
     }
     return;
   }
+  // Row offsets of each job in the concatenation of all their rows (jobs without tokens
+  // contribute none).
+  thread_local std::vector<int64_t> offset_buf;
+  thread_local std::vector<kernels::Q8Activations> acts_buf;
+  const size_t count = jobs.size();
+  if (offset_buf.size() < count + 1) offset_buf.resize(count + 1);
+  int64_t* offset = offset_buf.data();
+  offset[0] = 0;
+  for (size_t i = 0; i < count; ++i) {
+    offset[i + 1] = offset[i] + (jobs[i].tokens > 0 ? jobs[i].linear->rows_ : 0);
+  }
+  const int64_t total = offset[count];
+  if (total == 0) return;
+  auto each = [&](int64_t begin, int64_t end, auto&& fn) {
+    for (size_t i = 0; i < count; ++i) {
+      const int64_t lo = std::max(begin, offset[i]);
+      const int64_t hi = std::min(end, offset[i + 1]);
+      if (lo < hi) fn(i, lo - offset[i], hi - offset[i]);
+    }
+  };
+  // All rows of all jobs go out in ONE parallel operation: each thread takes a contiguous
+  // stretch of the concatenated rows (multiples of 16 = whole kernel row tiles), clipped to each
+  // matrix. The bits do not depend on the split (kernels' guarantee), only the speed does.
+  if (backend == Backend::kW8A8) {
+    // Each distinct input is quantised once (Q/K/V and gate/up share theirs).
+    if (acts_buf.size() < count) acts_buf.resize(count);
+    kernels::Q8Activations* acts = acts_buf.data();
+    int64_t elements = 0;
+    for (size_t i = 0; i < count; ++i) elements += jobs[i].tokens * jobs[i].linear->cols_;
+    t_scratch.reserve(elements);
+    int64_t at = 0;
+    for (size_t i = 0; i < count; ++i) {
+      const LinearJob& j = jobs[i];
+      if (j.tokens <= 0) continue;
+      size_t same = i;
+      for (size_t k = 0; k < i; ++k) {
+        if (jobs[k].tokens == j.tokens && jobs[k].x == j.x &&
+            jobs[k].linear->cols_ == j.linear->cols_) {
+          same = k;
+          break;
+        }
+      }
+      if (same != i) {
+        acts[i] = acts[same];
+        continue;
+      }
+      acts[i] = t_scratch.quantize(j.x, j.tokens, j.linear->cols_, at, pool);
+      at += j.tokens * j.linear->cols_;
+    }
+    parallel_for(pool, total, 16, [&](int64_t begin, int64_t end) {
+      each(begin, end, [&](size_t i, int64_t lo, int64_t hi) {
+        const Linear& l = *jobs[i].linear;
+        kernels::matmul_w8a8(view(l.q_), acts[i], jobs[i].y, l.rows_, lo, hi);
+      });
+    });
+  } else {
+    parallel_for(pool, total, 16, [&](int64_t begin, int64_t end) {
+      each(begin, end, [&](size_t i, int64_t lo, int64_t hi) {
+        const LinearJob& j = jobs[i];
+        const Linear& l = *j.linear;
+        kernels::matmul_w8a32(view(l.q_), j.x, l.cols_, j.tokens, j.y, l.rows_, lo, hi);
+      });
+    });
+  }
+}
+
+void Linear::forward_plain(const float* x, int64_t tokens, float* y, ThreadPool& pool) const {
+  const int64_t rows = rows_;
+  const int64_t cols = cols_;
   // Chunks of 16 rows keep each thread's slice of W contiguous; the weight row stays in cache
   // while every token uses it.
-  pool.parallel_for(rows, 16, [&](int64_t begin, int64_t end) {
+  parallel_for(pool, rows, 16, [&](int64_t begin, int64_t end) {
     std::vector<float> widened(int8_ ? static_cast<size_t>(cols) : 0);
     std::vector<float> scales(int8_ ? static_cast<size_t>(cols / kInt8GroupSize) : 0);
     for (int64_t r = begin; r < end; ++r) {

@@ -19,6 +19,15 @@
 namespace stoa::engine {
 
 enum class Backend { kReference, kW8A8, kW8A32 };
+class Linear;
+
+// One product of a batched call: y = linear x for `tokens` rows of x ([tokens, cols]).
+struct LinearJob {
+  const Linear* linear = nullptr;
+  const float* x = nullptr;
+  int64_t tokens = 0;
+  float* y = nullptr;  // [tokens, rows]
+};
 const char* backend_name(Backend backend);
 Backend parse_backend(const std::string& name);  // "reference" | "w8a8" | "w8a32"
 
@@ -41,6 +50,16 @@ class Linear {
   // spread over the pool; every output element is computed by the same code whatever `tokens`
   // is, so a prefill and a token-by-token decode agree bit for bit.
   void forward(const float* x, int64_t tokens, float* y, ThreadPool& pool) const;
+  // Several linears reading the same input (Q/K/V; gate/up): ys[i] = linears[i] x. On the int8
+  // SIMD backends the input is quantised once and all their rows go out in one parallel
+  // operation; each output is bit-identical to linears[i]->forward(x, ...). At most 8; all
+  // must have the same cols.
+  static void forward_group(std::span<const Linear* const> linears, const float* x, int64_t tokens,
+                            float* const* ys, ThreadPool& pool);
+  // Independent products in one parallel operation (MoE: every routed expert's gate/up, then
+  // every down), each on its own input; jobs reading the same x with the same tokens share
+  // one quantisation. Every output is bit-identical to job.linear->forward(job.x, ...).
+  static void forward_jobs(std::span<const LinearJob> jobs, ThreadPool& pool);
   // Row r of W in f32 (dequantized when int8): the embedding lookup.
   void row(int64_t r, float* out) const;
 
@@ -50,6 +69,8 @@ class Linear {
   Tensor& f32_mutable();
 
  private:
+  void forward_plain(const float* x, int64_t tokens, float* y, ThreadPool& pool) const;
+
   int64_t rows_ = 0;
   int64_t cols_ = 0;
   bool int8_ = false;

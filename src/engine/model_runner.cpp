@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "engine/pass_workers.h"
 #include "engine/scratch.h"
 
 #include "core/error.h"
@@ -70,13 +71,6 @@ std::vector<Tensor> ModelRunner::append_batch(std::span<const SequenceInput> inp
   }
   const int64_t T = batch.size();
 
-  thread_local std::vector<float> hidden_buf, normed_buf, logits_buf;
-  float* hidden = scratch(hidden_buf, static_cast<size_t>(T * H));
-  const Linear& embedding = weights_->embedding();
-  for (int64_t t = 0; t < T; ++t)
-    embedding.row(batch.tokens[static_cast<size_t>(t)], hidden + t * H);
-  if (T > 0) arch_->forward_layers(batch, hidden, *pool_);
-
   // Logits only for the rows asked for: the vocabulary projection dominates a small model.
   thread_local std::vector<int64_t> rows;
   thread_local std::vector<std::pair<int64_t, int64_t>> range;  // into `rows`
@@ -97,12 +91,23 @@ std::vector<Tensor> ModelRunner::append_batch(std::span<const SequenceInput> inp
     }
   }
   const int64_t R = static_cast<int64_t>(rows.size());
+
+  thread_local std::vector<float> hidden_buf, normed_buf, logits_buf;
+  float* hidden = scratch(hidden_buf, static_cast<size_t>(T * H));
   float* normed = scratch(normed_buf, static_cast<size_t>(R * H));
-  for (int64_t r = 0; r < R; ++r) {
-    arch_->final_norm(hidden + rows[static_cast<size_t>(r)] * H, normed + r * H);
-  }
   float* logits = scratch(logits_buf, static_cast<size_t>(R * V));
-  if (R > 0) weights_->lm_head().forward(normed, R, logits, *pool_);
+  // The whole pass holds the pool's threads once (pass_workers.h): its ~100s of parallel
+  // operations are handed out by spinning, not by condition-variable wakeups.
+  run_pass(*pool_, [&] {
+    const Linear& embedding = weights_->embedding();
+    for (int64_t t = 0; t < T; ++t)
+      embedding.row(batch.tokens[static_cast<size_t>(t)], hidden + t * H);
+    if (T > 0) arch_->forward_layers(batch, hidden, *pool_);
+    for (int64_t r = 0; r < R; ++r) {
+      arch_->final_norm(hidden + rows[static_cast<size_t>(r)] * H, normed + r * H);
+    }
+    if (R > 0) weights_->lm_head().forward(normed, R, logits, *pool_);
+  });
 
   std::vector<Tensor> out;
   out.reserve(inputs.size());

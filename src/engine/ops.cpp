@@ -1,6 +1,7 @@
 #include "engine/ops.h"
 
 #include <cmath>
+#include <vector>
 
 namespace stoa::engine {
 
@@ -13,20 +14,40 @@ void rms_norm(const float* x, const float* weight, int64_t n, double eps, float*
   for (int64_t i = 0; i < n; ++i) out[i] = x[i] * inv * weight[i];
 }
 
-void rope_rotate_half(float* head, int64_t head_dim, int64_t position, double theta) {
+void rope_angles(int64_t head_dim, int64_t position, double theta, float* cos_out, float* sin_out) {
   const int64_t half = head_dim / 2;
   for (int64_t i = 0; i < half; ++i) {
     // Angles in double: at long positions an f32 angle loses the low bits of the phase.
     double inv_freq =
         std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
     double angle = static_cast<double>(position) * inv_freq;
-    float c = static_cast<float>(std::cos(angle));
-    float s = static_cast<float>(std::sin(angle));
-    float a = head[i];
-    float b = head[i + half];
+    cos_out[i] = static_cast<float>(std::cos(angle));
+    sin_out[i] = static_cast<float>(std::sin(angle));
+  }
+}
+
+void rope_apply(float* head, int64_t head_dim, const float* cos_in, const float* sin_in) {
+  const int64_t half = head_dim / 2;
+  for (int64_t i = 0; i < half; ++i) {
+    const float c = cos_in[i];
+    const float s = sin_in[i];
+    const float a = head[i];
+    const float b = head[i + half];
     head[i] = a * c - b * s;
     head[i + half] = b * c + a * s;
   }
+}
+
+void rope_rotate_half(float* head, int64_t head_dim, int64_t position, double theta) {
+  float c[512], s[512];
+  if (head_dim / 2 > 512) {
+    std::vector<float> cb(static_cast<size_t>(head_dim / 2)), sb(cb.size());
+    rope_angles(head_dim, position, theta, cb.data(), sb.data());
+    rope_apply(head, head_dim, cb.data(), sb.data());
+    return;
+  }
+  rope_angles(head_dim, position, theta, c, s);
+  rope_apply(head, head_dim, c, s);
 }
 
 void softmax(float* x, int64_t n) {

@@ -15,8 +15,12 @@ void swiglu_ffn(const SwiGluWeights& w, const float* x, int64_t tokens, float* o
   thread_local std::vector<float> g_buf, u_buf;
   float* g = scratch(g_buf, n);
   float* u = scratch(u_buf, n);
-  w.gate->forward(x, tokens, g, pool);
-  w.up->forward(x, tokens, u, pool);
+  {
+    // One quantisation of x and one parallel operation for both projections.
+    const Linear* gate_up[2] = {w.gate, w.up};
+    float* outs[2] = {g, u};
+    Linear::forward_group(gate_up, x, tokens, outs, pool);
+  }
   kernels::silu_mul(g, u, g, n);
   w.down->forward(g, tokens, out, pool);
 }
