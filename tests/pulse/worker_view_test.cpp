@@ -1,0 +1,117 @@
+// The precision plan end to end: the weights a worker's engine computes with, built from PULSE
+// state through the worker's update path (roles/worker/engine_update), are the trainer's view —
+// the MoE router and expert_bias the f32 master bits, the linears PULSE's int8 grid — and they
+// agree with the engine's own int8 load of the same masters. A patch that moves the router lands
+// in the engine bit for bit.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "engine/engine_weights.h"
+#include "model/precision_plan.h"
+#include "pulse/format.h"
+#include "pulse/patch.h"
+#include "pulse_test_util.h"
+#include "roles/worker/engine_update.h"
+
+namespace stoa::pulse {
+namespace {
+
+bool same_f32(const float* a, const float* b, int64_t n) {
+  return std::memcmp(a, b, static_cast<size_t>(n) * sizeof(float)) == 0;
+}
+
+// The f32 values the engine holds for tensor `name` (an f32 linear or a vector).
+const float* engine_f32(const engine::EngineWeights& e, const std::string& name, int64_t numel) {
+  if (e.has_linear(name)) {
+    EXPECT_FALSE(e.linear(name).is_int8()) << name;
+    return e.linear(name).f32().as<float>();
+  }
+  return e.vec(name, numel);
+}
+
+// Every tensor of `state` is in the engine exactly as PULSE carries it.
+void expect_engine_holds(const engine::EngineWeights& e, const Int8State& state) {
+  for (const auto& [name, t] : state.tensors()) {
+    SCOPED_TRACE(name);
+    if (t.kind == TensorKind::kInt8) {
+      ASSERT_TRUE(e.has_linear(name));
+      ASSERT_TRUE(e.linear(name).is_int8());
+      EXPECT_EQ(e.linear(name).int8().values, t.q.values);
+      EXPECT_EQ(e.linear(name).int8().scales, t.q.scales);
+    } else if (t.kind == TensorKind::kF32) {
+      std::vector<float> want(t.f32.size());
+      std::memcpy(want.data(), t.f32.data(), want.size() * sizeof(float));
+      EXPECT_TRUE(same_f32(engine_f32(e, name, t.numel()), want.data(), t.numel()));
+    } else {
+      std::vector<float> want(t.bf16.size());
+      for (size_t i = 0; i < want.size(); ++i) want[i] = bf16_to_f32(t.bf16[i]);
+      EXPECT_TRUE(same_f32(engine_f32(e, name, t.numel()), want.data(), t.numel()));
+    }
+  }
+}
+
+worker::WeightUpdate update_of(const Int8State& s, bool full, const Patch* patch = nullptr) {
+  worker::WeightUpdate u;
+  u.version = s.version();
+  u.state_hash = s.state_hash();
+  u.full = full;
+  if (full) {
+    for (const auto& [name, t] : s.tensors()) u.tensors.emplace_back(name, t);
+  } else {
+    for (const auto& tp : patch->tensors) u.tensors.emplace_back(tp.name, s.at(tp.name));
+  }
+  return u;
+}
+
+TEST(PulseWorkerView, EngineComputesOnTheTrainersView) {
+  ModelConfig config = preset_config("tiny-lfm2moe");
+  ModelWeights w = random_weights(config, 21);
+  Int8Quantizer quant;
+  Int8State v0 = int8_view_of(w, 0, &quant);
+  Int8State worker_state = decode_anchor(encode_anchor(v0));
+  engine::EngineWeights e =
+      worker::engine_weights_from_update(config, update_of(worker_state, true));
+  expect_engine_holds(e, v0);
+
+  // The engine's own int8 load of the masters agrees where the plan says it must: router and
+  // expert_bias are the master f32 bits, the int8 linears the same Q8_0 grid (fresh at v0).
+  engine::EngineWeights direct = engine::EngineWeights::from_model(w, engine::WeightFormat::kInt8);
+  int f32_tensors = 0;
+  for (const auto& [name, t] : v0.tensors()) {
+    SCOPED_TRACE(name);
+    const Tensor& master = w.at(name);
+    if (t.kind == TensorKind::kF32) {
+      ++f32_tensors;
+      EXPECT_TRUE(same_f32(engine_f32(direct, name, t.numel()), master.as<float>(), t.numel()));
+      EXPECT_TRUE(same_f32(engine_f32(e, name, t.numel()), master.as<float>(), t.numel()));
+    } else if (t.kind == TensorKind::kInt8) {
+      ASSERT_TRUE(direct.linear(name).is_int8());
+      EXPECT_EQ(direct.linear(name).int8().values, t.q.values);
+      EXPECT_EQ(direct.linear(name).int8().scales, t.q.scales);
+    }
+  }
+  EXPECT_EQ(f32_tensors, 6);  // 3 MoE layers x (router, expert_bias)
+
+  // Versions that move the router (and everything else) arrive as patches and are written into
+  // the engine in place.
+  std::mt19937_64 rng(5);
+  std::normal_distribution<float> step(0.0f, 2e-4f);
+  for (uint64_t v = 1; v <= 3; ++v) {
+    for (auto& [name, t] : w.tensors)
+      for (int64_t i = 0; i < t.numel(); ++i) t.as<float>()[i] += step(rng);
+    Int8State next = quant.quantize(weight_views(w), v);
+    Patch p = make_patch(worker_state, next);
+    apply_patch(worker_state, decode_patch(encode_patch(p), patch_limits_for(worker_state)));
+    worker::apply_update(e, update_of(worker_state, false, &p));
+    expect_engine_holds(e, next);
+    for (const auto& [name, t] : next.tensors()) {
+      if (t.kind != TensorKind::kF32) continue;
+      EXPECT_TRUE(same_f32(engine_f32(e, name, t.numel()), w.at(name).as<float>(), t.numel()))
+          << name << " at version " << v;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace stoa::pulse
