@@ -1,10 +1,12 @@
 // `stoa work`: a rollout worker (roles/worker/worker.h). Built without libtorch.
 #include <atomic>
 #include <csignal>
+#include <cstdio>
 #include <memory>
 
 #include "cli/command.h"
 #include "core/log.h"
+#include "net/hub_client.h"
 #include "roles/worker/worker.h"
 
 namespace stoa::cli {
@@ -15,11 +17,19 @@ void stop_work_on_signal(int) {
   g_stop = true;
 }  // the loop notices at its next pass
 
+// Exit status: 0 stopped cleanly (signal or --minutes), 3 the hub refused the join (wrong
+// token: retrying cannot help), 1 any other error (message on stderr). docs/design/worker.md.
 int run(const worker::WorkerOptions& o) {
   std::signal(SIGINT, stop_work_on_signal);
   std::signal(SIGTERM, stop_work_on_signal);
-  const worker::WorkerStats s = worker::run_worker(o, g_stop);
-  (void)s;
+  std::signal(SIGPIPE, SIG_IGN);  // a hub that hangs up mid-request is an error, not a death
+  try {
+    const worker::WorkerStats s = worker::run_worker(o, g_stop);
+    (void)s;
+  } catch (const net::JoinRefused& e) {
+    std::fprintf(stderr, "stoa work: %s\n", e.what());
+    return 3;
+  }
   return 0;
 }
 
@@ -44,6 +54,9 @@ CommandRegistration reg(
       app.add_option("--minutes", o->max_minutes, "stop after this long (0: until signalled)")
           ->capture_default_str();
       app.add_option("--seed", o->seed, "sampler seed (0: from the clock)");
+      app.add_option("--join-timeout", o->join_timeout_s,
+                     "seconds to keep retrying an unreachable hub at start")
+          ->capture_default_str();
       app.add_option("--grace", o->shutdown_grace_s,
                      "seconds to finish rollouts on SIGINT/SIGTERM before releasing leases")
           ->capture_default_str();

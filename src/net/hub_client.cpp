@@ -23,6 +23,14 @@ HubClient::HubClient(std::string base_url, HttpClientOptions options)
 JoinResponse HubClient::join(const std::string& join_token, const JoinRequest& request) {
   http_.set_bearer_token(join_token);
   auto r = http_.post_json("/v1/join", to_json(request).dump(), /*idempotent=*/false);
+  if (r.status >= 400 && r.status < 500) {
+    std::string message = r.body.substr(0, 300);
+    auto j = json::parse(r.body, nullptr, false);
+    if (j.is_object() && j.contains("error") && j["error"].is_string())
+      message = j["error"].get<std::string>();
+    throw JoinRefused(r.status, cat("the hub at ", http_.base_url(), " refused the join (HTTP ",
+                                    r.status, "): ", message));
+  }
   JoinResponse resp = join_response_from_json(parse_response(r, "join"));
   worker_id_ = resp.worker_id;
   http_.set_bearer_token(resp.session_token);

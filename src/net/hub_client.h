@@ -8,16 +8,30 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "net/http_client.h"
 #include "net/protocol.h"
 
 namespace stoa::net {
 
+// The hub answered the join with a 4xx (a wrong join token, an unsupported protocol): retrying
+// cannot help, so `stoa work` exits with its own status (3) instead of backing off.
+class JoinRefused : public Error {
+ public:
+  JoinRefused(int status, const std::string& message)
+      : Error(ErrorKind::kInvalidArgument, message), status_(status) {}
+  int status() const { return status_; }
+
+ private:
+  int status_;
+};
+
 class HubClient {
  public:
   explicit HubClient(std::string base_url, HttpClientOptions options = {});
 
-  // Joins with the join token; afterwards every call carries the session token.
+  // Joins with the join token; afterwards every call carries the session token. Throws
+  // JoinRefused for a 4xx answer, kNetwork for transport errors and 5xx (worth retrying).
   JoinResponse join(const std::string& join_token, const JoinRequest& request);
   const std::string& worker_id() const { return worker_id_; }
 

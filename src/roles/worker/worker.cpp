@@ -89,7 +89,24 @@ WorkerStats run_worker(const WorkerOptions& o, const std::atomic<bool>& stop) {
   STOA_CHECK(o.slots >= 1, ErrorKind::kInvalidArgument, "stoa work: --slots must be >= 1");
 
   const ModelConfig config = load_model_config(o.model_dir + "/config.json");
-  const env::TokenizerCodec codec(Tokenizer::from_file(o.model_dir + "/tokenizer.json"));
+  // The same rule as `stoa run` (the hub renders prompts and decodes transcripts with it): the
+  // model dir's tokenizer.json, else the byte-level codec. Sampling is restricted to the ids the
+  // codec can decode — an embedding table padded past the tokenizer would otherwise produce
+  // tokens the hub cannot decode and rejects (bad_token_id).
+  std::unique_ptr<env::TokenCodec> codec_ptr;
+  int64_t sample_vocab = config.vocab_size;
+  const std::string tok_path = o.model_dir + "/tokenizer.json";
+  if (fs::exists(tok_path)) {
+    Tokenizer tok = Tokenizer::from_file(tok_path);
+    sample_vocab = std::min<int64_t>(sample_vocab, tok.vocab_size());
+    codec_ptr = std::make_unique<env::TokenizerCodec>(std::move(tok));
+  } else {
+    STOA_CHECK(config.vocab_size >= 256, ErrorKind::kBadFormat, "stoa work: ", o.model_dir,
+               " has no tokenizer.json and a vocabulary under 256 (byte-level fallback)");
+    sample_vocab = 256;
+    codec_ptr = std::make_unique<env::ByteCodec>();
+  }
+  const env::TokenCodec& codec = *codec_ptr;
   std::unique_ptr<env::Retriever> retriever;
   if (!o.index_dir.empty())
     retriever = std::make_unique<env::Bm25Index>(o.index_dir);
@@ -109,7 +126,25 @@ WorkerStats run_worker(const WorkerOptions& o, const std::atomic<bool>& stop) {
   join_req.name = o.name;
   join_req.threads = o.threads;
   if (fs::exists(id_file)) join_req.resume_id = read_text(id_file);
-  const net::JoinResponse joined = hub.join(o.join_token, join_req);
+  // A worker started together with its hub (stoa demo, stoa bench fleet) may come up first, and
+  // a hub restarting after a crash is briefly away: transport errors are retried with back-off
+  // for join_timeout_s. A refusal (JoinRefused: wrong token) is final.
+  const net::JoinResponse joined = [&] {
+    const auto deadline = Clock::now() + std::chrono::seconds(o.join_timeout_s);
+    for (int attempt = 0;; ++attempt) {
+      try {
+        return hub.join(o.join_token, join_req);
+      } catch (const net::JoinRefused&) {
+        throw;
+      } catch (const Error& e) {
+        if (e.kind() != ErrorKind::kNetwork || stop || Clock::now() >= deadline) throw;
+        log_warn("worker", "join: ", e.what(), "; retrying");
+        const auto wait = std::chrono::milliseconds(std::min(5000, 250 << std::min(attempt, 5)));
+        for (auto t = 0ms; t < wait && !stop && Clock::now() < deadline; t += 50ms)
+          std::this_thread::sleep_for(50ms);
+      }
+    }
+  }();
   { std::ofstream(id_file) << joined.worker_id << "\n"; }
   STOA_CHECK(joined.vocab_size == config.vocab_size, ErrorKind::kInvalidArgument,
              "stoa work: the hub's vocabulary has ", joined.vocab_size, " tokens, ", o.model_dir,
@@ -125,7 +160,8 @@ WorkerStats run_worker(const WorkerOptions& o, const std::atomic<bool>& stop) {
     int failures = 0;
     while (!threads_stop) {
       try {
-        sync.step(std::chrono::seconds(10));
+        // Short enough that a stopping worker is not held up long by its own long-poll.
+        sync.step(std::chrono::seconds(5));
         failures = 0;
         if (sync.counters().failed_syncs) std::this_thread::sleep_for(200ms);
       } catch (const std::exception& e) {
@@ -356,8 +392,8 @@ WorkerStats run_worker(const WorkerOptions& o, const std::atomic<bool>& stop) {
       for (size_t i = 0; i < order.size(); ++i) {
         Slot& s = *order[i];
         const Tensor& l = logits[i];
-        engine::SampledToken t = s.sampler->sample(
-            std::span<const float>(l.as<float>(), static_cast<size_t>(l.numel())));
+        engine::SampledToken t = s.sampler->sample(std::span<const float>(
+            l.as<float>(), static_cast<size_t>(std::min<int64_t>(l.numel(), sample_vocab))));
         std::vector<int32_t> ids;
         std::vector<float> lps;
         if (joined.topk > 0) {
@@ -412,6 +448,7 @@ WorkerStats run_worker(const WorkerOptions& o, const std::atomic<bool>& stop) {
   }
   streamer.stop(true, std::chrono::seconds(o.shutdown_grace_s));
   threads_stop = true;
+  hub.http().cancel();  // no more retries: a heartbeat or sync stuck on a dead hub ends now
   sync_thread.join();
   heartbeat_thread.join();
   stats.tokens_generated = tokens_generated;

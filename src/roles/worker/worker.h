@@ -26,6 +26,7 @@ struct WorkerOptions {
   double max_minutes = 0;     // 0: until stopped
   uint64_t seed = 0;          // 0: from the clock
   int shutdown_grace_s = 20;  // on stop: finish rollouts this long, then release the rest
+  int join_timeout_s = 60;    // keep retrying an unreachable hub this long at start
 };
 
 struct WorkerStats {
@@ -38,7 +39,8 @@ struct WorkerStats {
 };
 
 // Runs until `stop` is set (SIGINT/SIGTERM) or max_minutes; returns the stats. Throws on a
-// configuration error (bad model dir, join refused).
+// configuration error (bad model dir), net::JoinRefused when the hub refuses the join, and
+// kNetwork when the hub stays unreachable for join_timeout_s.
 WorkerStats run_worker(const WorkerOptions& options, const std::atomic<bool>& stop);
 
 }  // namespace stoa::worker
