@@ -11,6 +11,8 @@
 #include <fstream>
 #include <memory>
 
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
@@ -42,10 +44,22 @@ struct Options {
   int64_t max_steps = -1;  // overrides [run] max_steps when >= 0
 };
 
+// Exit status: 0 stopped cleanly (signal or max_steps), 1 any error (message on stderr).
 int run(const Options& o) {
+  // Before anything slow (model load, the first publish): a supervisor's SIGTERM during start-up
+  // must also end in a clean exit. SIGPIPE: a worker that hangs up mid-response (TLS writes can
+  // raise it) must not kill the hub.
+  std::signal(SIGINT, stop_run_on_signal);
+  std::signal(SIGTERM, stop_run_on_signal);
+  std::signal(SIGPIPE, SIG_IGN);
   trainer::RunConfig c = trainer::load_run_config(o.config);
   if (o.max_steps >= 0) c.loop.max_steps = o.max_steps;
   std::filesystem::create_directories(c.run_dir);
+  // hub.json exists exactly while this process serves (a kill -9 leaves it behind, but with
+  // the dead pid in it): a stale one from the previous run must not send a supervisor to a
+  // port that is not listening yet.
+  const std::string hub_json = c.run_dir + "/hub.json";
+  std::filesystem::remove(hub_json);
 
   ModelWeights initial = load_model_dir(c.model_dir);
   std::unique_ptr<env::TokenCodec> codec;
@@ -83,21 +97,27 @@ int run(const Options& o) {
   {
     nlohmann::json info = {{"url", server.url()},
                            {"port", server.port()},
+                           {"pid", static_cast<int64_t>(::getpid())},
                            {"version", loop.version()},
                            {"resumed", loop.resumed()},
                            {"last_step", loop.last_step()}};
-    std::ofstream(c.run_dir + "/hub.json") << info.dump() << '\n';
+    // Written whole, then renamed: a supervisor polling for the file never reads half of it.
+    {
+      std::ofstream out(hub_json + ".tmp");
+      out << info.dump() << '\n';
+      STOA_CHECK(out.good(), ErrorKind::kIo, "run: cannot write ", hub_json, ".tmp");
+    }
+    std::filesystem::rename(hub_json + ".tmp", hub_json);
     std::printf("stoa run: hub at %s, version %llu%s\n", server.url().c_str(),
                 static_cast<unsigned long long>(loop.version()),
                 loop.resumed() ? " (resumed from checkpoint)" : "");
     std::fflush(stdout);
   }
-  std::signal(SIGINT, stop_run_on_signal);
-  std::signal(SIGTERM, stop_run_on_signal);
   loop.run(g_stop);
   log_info("run", "stopping after step ", loop.last_step(), ", version ", loop.version());
   hub.stop();
   server.stop();
+  std::filesystem::remove(hub_json);
   nlohmann::json summary = {{"steps", loop.last_step()},
                             {"version", loop.version()},
                             {"groups_dropped_stale", loop.groups_dropped()}};
