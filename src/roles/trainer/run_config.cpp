@@ -1,5 +1,6 @@
 #include "roles/trainer/run_config.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -125,11 +126,16 @@ RunConfig parse_run_config(const std::string& text, const std::string& source,
   hub.get("max_tokens", c.hub.max_tokens);
   hub.get("topk", c.hub.topk);
   hub.get("seed", c.hub.seed);
+  hub.get("heartbeat_interval_s", c.hub.heartbeat_interval_s);
   hub.check_unknown();
   STOA_CHECK(!c.hub.join_token.empty(), ErrorKind::kInvalidArgument, source,
              ": [hub] join_token is required");
   STOA_CHECK(c.hub.group_size >= 1, ErrorKind::kInvalidArgument, source,
              ": [hub] group_size must be >= 1");
+  STOA_CHECK(c.hub.heartbeat_interval_s >= 1, ErrorKind::kInvalidArgument, source,
+             ": [hub] heartbeat_interval_s must be >= 1");
+  STOA_CHECK(c.hub.lease_ttl_ms >= 1000, ErrorKind::kInvalidArgument, source,
+             ": [hub] lease_ttl_s must be >= 1");
   STOA_CHECK(c.server.tls_cert_path.empty() == c.server.tls_key_path.empty(),
              ErrorKind::kInvalidArgument, source, ": [hub] tls_cert and tls_key go together");
   c.server.tls_cert_path = resolve(base_dir, c.server.tls_cert_path);
@@ -183,6 +189,14 @@ RunConfig parse_run_config(const std::string& text, const std::string& source,
   }
   // The hub refuses at intake what the trainer would drop anyway: one bound for both.
   c.hub.max_staleness = c.loop.staleness.max_staleness;
+  // Back-pressure: complete groups queued for the trainer age by one version per
+  // groups_per_step; a queue deeper than the staleness window only fills up with groups the
+  // trainer will drop as stale (measured: the default 64 with 2 groups/step dropped 57 of 70).
+  // Unless set, hold about half the window's worth.
+  if (!(root["hub"].as_table() && root["hub"].as_table()->contains("max_queued_groups"))) {
+    const size_t half_window = std::max<size_t>(1, (c.loop.staleness.max_staleness + 1) / 2);
+    c.hub.max_queued_groups = c.loop.groups_per_step * half_window;
+  }
   c.hub.topk = train::loss_needs_topk(to.loss.kind) && c.hub.topk == 0 ? 8 : c.hub.topk;
 
   Section p(root["pulse"].as_table(), "pulse", source);
