@@ -24,6 +24,12 @@ struct Hub::Counters {
   double reward_sum = 0;
   // Staleness at intake (latest version - oldest model token's version), buckets 0..8, >8.
   std::vector<int64_t> staleness = std::vector<int64_t>(10, 0);
+  // Trainer step durations (StepReport::step_seconds) as a histogram: upper bounds in seconds,
+  // one count per bound plus +Inf.
+  static constexpr double kStepBounds[] = {0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
+  std::vector<int64_t> step_seconds_buckets =
+      std::vector<int64_t>(sizeof(kStepBounds) / sizeof(kStepBounds[0]) + 1, 0);
+  double step_seconds_sum = 0;
   std::optional<StepReport> last_step;
   int64_t start_ms = 0;
 };

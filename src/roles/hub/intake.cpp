@@ -276,6 +276,11 @@ void Hub::mark_trained(const std::vector<std::string>& group_ids, const StepRepo
     counters_->groups_trained++;
   }
   counters_->last_step = report;
+  auto& buckets = counters_->step_seconds_buckets;
+  size_t b = 0;
+  while (b + 1 < buckets.size() && report.step_seconds > Counters::kStepBounds[b]) ++b;
+  buckets[b]++;
+  counters_->step_seconds_sum += report.step_seconds;
 }
 
 void Hub::mark_dropped(const std::vector<std::string>& group_ids, const std::string& reason) {

@@ -165,6 +165,30 @@ std::string Hub::metrics() const {
   o << "stoa_rollout_staleness_versions_bucket{le=\"+Inf\"} " << cum << "\n";
   o << "stoa_rollout_staleness_versions_sum " << sum << "\n";
   o << "stoa_rollout_staleness_versions_count " << cum << "\n";
+  {
+    // Step durations of this process's lifetime (the ledger keeps every step's report).
+    std::vector<int64_t> buckets;
+    double step_sum = 0;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      buckets = counters_->step_seconds_buckets;
+      step_sum = counters_->step_seconds_sum;
+    }
+    o << "# HELP stoa_step_seconds_histogram Trainer step durations\n"
+         "# TYPE stoa_step_seconds_histogram histogram\n";
+    int64_t cum_steps = 0;
+    for (size_t b = 0; b < buckets.size(); ++b) {
+      cum_steps += buckets[b];
+      o << "stoa_step_seconds_histogram_bucket{le=\"";
+      if (b + 1 < buckets.size())
+        o << Counters::kStepBounds[b];
+      else
+        o << "+Inf";
+      o << "\"} " << cum_steps << "\n";
+    }
+    o << "stoa_step_seconds_histogram_sum " << step_sum << "\n";
+    o << "stoa_step_seconds_histogram_count " << cum_steps << "\n";
+  }
   if (st.contains("last_step")) {
     const auto& s = st["last_step"];
     gauge("step_seconds", "Duration of the last trainer step", s["step_seconds"].get<double>());
@@ -191,6 +215,18 @@ std::string Hub::metrics() const {
   for (const auto& w : st["workers"]) {
     o << "stoa_worker_tokens_per_second{worker=\"" << label(w["id"].get<std::string>()) << "\"} "
       << w["tokens_per_s"].get<double>() << "\n";
+  }
+  o << "# HELP stoa_worker_idle_fraction Share of time each worker had nothing to generate\n"
+       "# TYPE stoa_worker_idle_fraction gauge\n";
+  for (const auto& w : st["workers"]) {
+    o << "stoa_worker_idle_fraction{worker=\"" << label(w["id"].get<std::string>()) << "\"} "
+      << w["idle_fraction"].get<double>() << "\n";
+  }
+  o << "# HELP stoa_worker_rollouts_accepted_total Rollouts accepted from each worker\n"
+       "# TYPE stoa_worker_rollouts_accepted_total counter\n";
+  for (const auto& w : st["workers"]) {
+    o << "stoa_worker_rollouts_accepted_total{worker=\"" << label(w["id"].get<std::string>())
+      << "\"} " << w["rollouts_accepted"].get<double>() << "\n";
   }
   o << "# HELP stoa_worker_patch_lag_versions Latest version minus the worker's version\n"
        "# TYPE stoa_worker_patch_lag_versions gauge\n";
