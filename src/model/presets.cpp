@@ -97,7 +97,15 @@ const std::vector<Preset>& presets() {
        [] {
          return lfm2_moe(lfm2(32768, 1024, 3072, 12, 16, 8, {2, 5, 8, 10}), 16, 4, 2, 512);
        }},
-      {{"demo", "LFM2, 8 layers, hidden 256, vocab 8192 (~9M parameters): the CPU demo model"},
+      // `stoa demo` trains from scratch on two shared CPU cores in minutes: the model must be
+      // small enough for a few thousand SFT demonstrations, yet have three attention layers to
+      // copy the question into the query and the answer out of the retrieved documents. The
+      // vocabulary is a placeholder: the demo sets it from the tokenizer it trains.
+      {{"demo", "LFM2, 6 layers, hidden 128, vocab 4096 (~1.7M parameters): the CPU demo model"},
+       [] {
+         return lfm2(4096, 128, 384, 6, 4, 2, {1, 3, 5});
+       }},
+      {{"demo-9m", "LFM2, 8 layers, hidden 256, vocab 8192 (~9M parameters): a larger demo model"},
        [] {
          return lfm2(8192, 256, 768, 8, 8, 4, {2, 5, 7});
        }},

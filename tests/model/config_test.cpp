@@ -297,7 +297,7 @@ TEST(ModelConfig, PresetsMeetTheirBriefs) {
   EXPECT_GE(b.num_experts, 8);
   EXPECT_GE(count_parameters(b), 300'000'000);
   int64_t demo = count_parameters(preset_config("demo"));
-  EXPECT_GE(demo, 5'000'000);
+  EXPECT_GE(demo, 1'000'000);
   EXPECT_LE(demo, 20'000'000);
 
   for (const PresetInfo& preset : model_presets()) {

@@ -1,0 +1,210 @@
+#include "cli/demo_setup.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <type_traits>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/child_process.h"
+#include "core/error.h"
+#include "env/dataset.h"
+#include "model/presets.h"
+#include "model/tokenizer.h"
+#include "model/weights.h"
+
+namespace stoa::cli {
+namespace fs = std::filesystem;
+namespace {
+
+template <typename Int>
+requires std::is_integral_v<Int> std::string str(Int v) {
+  return std::to_string(v);
+}
+std::string str(double v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
+// A stage is reused when its stamp holds exactly these parameters (which include the stamps of
+// the stages it depends on, so a redone stage invalidates everything after it).
+class Stages {
+ public:
+  Stages(std::string dir, std::function<void(const std::string&)> say)
+      : dir_(std::move(dir)), say_(std::move(say)) {}
+
+  void run(const std::string& name, const nlohmann::json& params,
+           const std::function<void()>& body) {
+    chain_[name] = params;
+    const nlohmann::json key = chain_;
+    const fs::path stamp = fs::path(dir_) / (name + ".done");
+    if (fs::exists(stamp)) {
+      std::ifstream in(stamp);
+      nlohmann::json old = nlohmann::json::parse(in, nullptr, false);
+      if (old == key) {
+        say_(name + ": reused (" + stamp.string() + ")");
+        return;
+      }
+    }
+    fs::remove(stamp);
+    const auto t0 = std::chrono::steady_clock::now();
+    body();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::ofstream(stamp) << key.dump() << '\n';
+    std::ostringstream msg;
+    msg.precision(1);
+    msg << std::fixed << name << ": done in " << s << " s";
+    say_(msg.str());
+  }
+
+ private:
+  std::string dir_;
+  std::function<void(const std::string&)> say_;
+  nlohmann::json chain_ = nlohmann::json::object();
+};
+
+// The tokenizer learns from what the model reads: the abstracts, the training questions and the
+// Search-R1 prompt wording (validation/test questions are not used).
+void write_tokenizer_corpus(const DemoPaths& p, const std::string& out) {
+  std::ofstream f(out);
+  STOA_CHECK(f.good(), ErrorKind::kIo, "demo: cannot write ", out);
+  env::for_each_corpus_doc(p.data + "/corpus.jsonl", env::BadLinePolicy::kFatal,
+                           [&](env::CorpusDoc&& d) { f << d.contents << '\n'; });
+  for (const auto& q : env::load_qa(p.data + "/train.jsonl", env::BadLinePolicy::kFatal))
+    f << q.question << '\n' << q.answer << '\n';
+  STOA_CHECK(f.good(), ErrorKind::kIo, "demo: cannot write ", out);
+}
+
+void init_model(const DemoSetupOptions& o, const DemoPaths& p) {
+  const Tokenizer tok = Tokenizer::from_file(p.tokenizer + "/tokenizer.json");
+  ModelConfig c = preset_config(o.preset);
+  // The embedding table rounds up to a multiple of 32 (the int8 grid's group), past the
+  // tokenizer's last id: the extra rows are never produced by the tokenizer.
+  c.vocab_size = (tok.vocab_size() + 31) / 32 * 32;
+  auto id = [&](const char* t) {
+    auto v = tok.token_id(t);
+    STOA_CHECK(v.has_value(), ErrorKind::kBadFormat, p.tokenizer, "/tokenizer.json has no ", t);
+    return static_cast<int64_t>(*v);
+  };
+  c.bos_token_id = id("<|im_start|>");
+  c.eos_token_id = id("<|im_end|>");
+  c.pad_token_id = id("<|endoftext|>");
+  save_model_dir(random_weights(c, o.seed), p.model0);
+  copy_tokenizer(p.tokenizer, p.model0);
+}
+
+}  // namespace
+
+DemoPaths::DemoPaths(const std::string& dir)
+    : data(dir + "/data"),
+      index(dir + "/data/index"),
+      tokenizer(dir + "/tokenizer"),
+      model0(dir + "/model-init"),
+      sft_data(dir + "/sft.jsonl"),
+      sft_model(dir + "/model-sft"),
+      logs(dir + "/logs"),
+      run(dir + "/run") {}
+
+void copy_tokenizer(const std::string& from_dir, const std::string& to_dir) {
+  for (const char* f : {"tokenizer.json", "tokenizer_config.json"}) {
+    const fs::path src = fs::path(from_dir) / f;
+    if (fs::exists(src))
+      fs::copy_file(src, fs::path(to_dir) / f, fs::copy_options::overwrite_existing);
+  }
+}
+
+void prepare_demo(const DemoSetupOptions& o, const std::function<void(const std::string&)>& say) {
+  const DemoPaths p(o.dir);
+  fs::create_directories(p.logs);
+  const std::string exe = self_executable();
+  auto log = [&](const std::string& name) { return p.logs + "/" + name + ".log"; };
+  Stages stages(o.dir, say);
+
+  stages.run("data", {{"papers", o.papers}, {"questions", o.questions}, {"seed", o.seed}}, [&] {
+    fs::remove_all(p.data);
+    run_child_or_throw(
+        {exe, "data", "generate", "--out", p.data, "--papers", str(o.papers), "--questions",
+         str(o.questions), "--seed", str(static_cast<int64_t>(o.seed))},
+        log("data"), "stoa data generate");
+  });
+  stages.run("index", nlohmann::json::object(), [&] {
+    fs::remove_all(p.index);
+    run_child_or_throw(
+        {exe, "search", "index", "--corpus", p.data + "/corpus.jsonl", "--out", p.index},
+        log("index"), "stoa search index");
+  });
+  stages.run("tokenizer", {{"vocab_size", o.vocab_size}}, [&] {
+    fs::remove_all(p.tokenizer);
+    const std::string corpus = o.dir + "/tokenizer-corpus.txt";
+    write_tokenizer_corpus(p, corpus);
+    run_child_or_throw({exe, "tokenizer", "train", "--corpus", corpus, "--vocab-size",
+                        str(o.vocab_size), "--out", p.tokenizer},
+                       log("tokenizer"), "stoa tokenizer train");
+    fs::remove(corpus);
+  });
+  stages.run("model-init", {{"preset", o.preset}, {"seed", o.seed}}, [&] {
+    fs::remove_all(p.model0);
+    init_model(o, p);
+  });
+  stages.run("demonstrations",
+             {{"examples", o.sft_examples}, {"max_observation_tokens", o.max_observation_tokens}},
+             [&] {
+               run_child_or_throw(
+                   {exe, "data", "demos", "--data", p.data, "--index", p.index, "--tokenizer",
+                    p.model0 + "/tokenizer.json", "--out", p.sft_data, "--limit",
+                    str(o.sft_examples), "--max-observation-tokens", str(o.max_observation_tokens),
+                    "--seed", str(static_cast<int64_t>(o.seed))},
+                   log("demonstrations"), "stoa data demos");
+             });
+  stages.run("sft",
+             {{"epochs", o.sft_epochs},
+              {"lr", o.sft_lr},
+              {"batch_tokens", o.sft_batch_tokens},
+              {"seed", o.seed}},
+             [&] {
+               fs::remove_all(p.sft_model);
+               say("sft: supervised warm start on " + str(o.sft_examples) +
+                   " scripted demonstrations (log: " + log("sft") + ")");
+               run_child_or_throw({exe,
+                                   "train",
+                                   "--sft",
+                                   "--data",
+                                   p.sft_data,
+                                   "--model",
+                                   p.model0,
+                                   "--out",
+                                   p.sft_model,
+                                   "--epochs",
+                                   str(int64_t{o.sft_epochs}),
+                                   "--lr",
+                                   str(o.sft_lr),
+                                   "--batch-tokens",
+                                   str(o.sft_batch_tokens),
+                                   "--micro-batch-tokens",
+                                   str(o.sft_batch_tokens),
+                                   "--warmup",
+                                   "10",
+                                   "--schedule",
+                                   "cosine",
+                                   "--threads",
+                                   str(int64_t{o.threads}),
+                                   "--seed",
+                                   str(static_cast<int64_t>(o.seed)),
+                                   "--json"},
+                                  log("sft"), "stoa train --sft", [&](const std::string& line) {
+                                    auto j = nlohmann::json::parse(line, nullptr, false);
+                                    if (!j.is_object() || !j.contains("step")) return;
+                                    std::ostringstream m;
+                                    m.precision(3);
+                                    m << "sft: step " << j.value("step", 0) << "  epoch "
+                                      << j.value("epoch", 0) << "  loss " << j.value("loss", 0.0)
+                                      << "  lr " << j.value("lr", 0.0);
+                                    say(m.str());
+                                  });
+               copy_tokenizer(p.model0, p.sft_model);
+             });
+}
+
+}  // namespace stoa::cli
