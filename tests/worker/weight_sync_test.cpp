@@ -153,6 +153,47 @@ TEST_F(SyncTest, EverythingCorruptKeepsTheLastGoodState) {
   EXPECT_TRUE(same_bytes(sync.snapshot(), chain[3]));
 }
 
+TEST_F(SyncTest, FailedFallbackNeverLeavesTheWorkerFurtherBehind) {
+  // Only version 0 is an anchor: the cold route is anchor 0 + patches, and the patch that
+  // breaks the warm route breaks it too. The fallback must not leave the state at 0 (correct
+  // but staler than the 3 it had) nor make the engine reload an unchanged anchor.
+  chain = sim_chain(6, 1e-6f);
+  publish(0, 3, {0});
+  WeightSync sync(hub, std::nullopt);
+  ASSERT_TRUE(sync.step(kNoWait));
+  ASSERT_EQ(sync.version(), 3u);
+  ASSERT_TRUE(sync.take_update());
+  publish(4, 4, {});
+  const std::string bad = hub.hash_of(pulse::BlobKind::kPatch, 3, 4);
+  hub.tamper = [&](const std::string& hash, std::vector<uint8_t>& bytes) {
+    if (hash == bad) bytes.back() ^= 1;
+  };
+  EXPECT_FALSE(sync.step(kNoWait));
+  EXPECT_EQ(sync.version(), 3u);
+  EXPECT_TRUE(same_bytes(sync.snapshot(), chain[3]));
+  EXPECT_EQ(sync.counters().failed_syncs, 1u);
+  EXPECT_FALSE(sync.take_update()) << "the engine already holds version 3: nothing to apply";
+  hub.tamper = nullptr;
+  ASSERT_TRUE(sync.step(kNoWait));
+  EXPECT_EQ(sync.version(), 4u);
+  EXPECT_TRUE(same_bytes(sync.snapshot(), chain[4]));
+}
+
+TEST_F(SyncTest, FallbackToTheAnchorAlreadyHeldReloadsNothing) {
+  publish(0, 0, {0});
+  WeightSync sync(hub, std::nullopt);
+  ASSERT_TRUE(sync.step(kNoWait));
+  ASSERT_TRUE(sync.take_update());
+  publish(1, 1, {});
+  const std::string bad = hub.hash_of(pulse::BlobKind::kPatch, 0, 1);
+  hub.tamper = [&](const std::string& hash, std::vector<uint8_t>& bytes) {
+    if (hash == bad) bytes.resize(bytes.size() / 2);
+  };
+  EXPECT_FALSE(sync.step(kNoWait));  // cold route = anchor 0 (held) + the broken patch
+  EXPECT_EQ(sync.version(), 0u);
+  EXPECT_FALSE(sync.take_update()) << "re-applying the held anchor must not reload the engine";
+}
+
 TEST_F(SyncTest, AnchorOfAnotherModelIsRefused) {
   publish(0, 0, {0});
   Hash128 other;

@@ -121,6 +121,13 @@ void WeightSync::apply_blob(const net::BlobRef& ref, const std::vector<uint8_t>&
     if (have_state_)
       STOA_CHECK(fresh.fingerprint() == state_.fingerprint(), ErrorKind::kIntegrity, what,
                  ": anchor fingerprint differs from the model this worker holds");
+    // The same state again (a fallback to the anchor we already hold): nothing changes, so the
+    // engine must not reload every tensor.
+    if (have_state_ && fresh.version() == state_.version() &&
+        fresh.state_hash() == state_.state_hash()) {
+      ++counters_.blobs_applied;
+      return;
+    }
     state_ = std::move(fresh);
     have_state_ = true;
     full_pending_ = true;
@@ -198,7 +205,19 @@ bool WeightSync::step(std::chrono::seconds timeout) {
     log_warn("sync", "route to version ", *info.version, " refused: ", e.what(),
              "; catching up from an anchor");
   }
-  // The fallback: a cold plan starts with an anchor, which replaces whatever state we had.
+  // The fallback: a cold plan starts with an anchor, which replaces whatever state we had. If it
+  // fails part-way it must not leave us further behind than we were (the newest anchor can be
+  // older than a state reached by patches): the state held before is put back in that case.
+  struct Saved {
+    pulse::Int8State state;
+    std::set<std::string> touched;
+    bool full_pending, update_pending;
+  };
+  std::optional<Saved> saved;
+  {
+    std::lock_guard lock(mutex_);
+    if (have_state_) saved = Saved{state_, touched_, full_pending_, update_pending_};
+  }
   try {
     {
       std::lock_guard lock(mutex_);
@@ -216,6 +235,15 @@ bool WeightSync::step(std::chrono::seconds timeout) {
     std::lock_guard lock(mutex_);
     ++counters_.failed_syncs;
     last_error_ = e.what();
+    // Not past the saved version: put it back (at the same version the state is the same —
+    // both verified — and restoring the flags spares the engine a needless full reload).
+    if (saved && (!have_state_ || state_.version() <= saved->state.version())) {
+      state_ = std::move(saved->state);
+      touched_ = std::move(saved->touched);
+      full_pending_ = saved->full_pending;
+      update_pending_ = saved->update_pending;
+      have_state_ = true;
+    }
     log_error("sync", "anchor fallback failed: ", e.what(), "; keeping version ",
               have_state_ ? std::to_string(state_.version()) : std::string("none"));
     return false;
