@@ -1,0 +1,394 @@
+#include "integration/cluster.h"
+
+#include <fcntl.h>
+#include <httplib.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+namespace stoa::integration {
+
+std::string stoa_binary() {
+  const char* b = std::getenv("STOA_BINARY");
+  return b && *b ? b : "stoa";
+}
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+nlohmann::json last_json_line(const std::string& text) {
+  std::istringstream in(text);
+  nlohmann::json last = nlohmann::json::object();
+  for (std::string line; std::getline(in, line);) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_object()) last = j;
+  }
+  return last;
+}
+
+namespace {
+
+// Runs the binary to completion (asset building); returns the exit status.
+int run_to_end(const std::vector<std::string>& args, const fs::path& log_prefix) {
+  Process p(args, log_prefix);
+  auto st = p.wait(std::chrono::minutes(5));
+  return st ? *st : -1;
+}
+
+fs::path unique_root() {
+  return fs::temp_directory_path() / ("stoa_it_" + std::to_string(::getpid()));
+}
+
+struct RootCleanup {
+  fs::path root;
+  ~RootCleanup() {
+    std::error_code ec;
+    if (!root.empty() && !std::getenv("STOA_KEEP_TEST_DIRS")) fs::remove_all(root, ec);
+  }
+};
+RootCleanup g_cleanup;
+
+}  // namespace
+
+bool have_stoa_run() {
+  static const bool have = [] {
+    const fs::path root = unique_root();
+    fs::create_directories(root);
+    g_cleanup.root = root;
+    return run_to_end({"run", "--help"}, root / "probe") == 0;
+  }();
+  return have;
+}
+
+const Assets& assets() {
+  static Assets a;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    a.root = unique_root() / "assets";
+    g_cleanup.root = unique_root();
+    a.data = a.root / "data";
+    a.model = a.root / "model";
+    fs::create_directories(a.root);
+    const fs::path log = a.root / "build";
+    auto must = [&](const std::vector<std::string>& args) {
+      const int st = run_to_end(args, log);
+      if (st != 0) {
+        std::string cmd;
+        for (const auto& s : args) cmd += s + " ";
+        throw std::runtime_error("asset step failed (" + std::to_string(st) + "): stoa " + cmd +
+                                 "\n" + read_file(log.string() + ".err"));
+      }
+    };
+    must({"data", "generate", "--out", a.data.string(), "--papers", "300", "--questions", "80",
+          "--seed", "2"});
+    must({"search", "index", "--corpus", (a.data / "corpus.jsonl").string(), "--out",
+          (a.data / "index").string()});
+    must({"tokenizer", "train", "--corpus", (a.data / "corpus.jsonl").string(), "--vocab-size",
+          "512", "--out", (a.root / "tok").string()});
+    must({"model", "init", "--preset", "tiny-lfm2", "--seed", "3", "--out", a.model.string()});
+    fs::copy_file(a.root / "tok" / "tokenizer.json", a.model / "tokenizer.json",
+                  fs::copy_options::overwrite_existing);
+  });
+  return a;
+}
+
+// ---------------------------------------------------------------- Process
+
+Process::Process(const std::vector<std::string>& args, const fs::path& log_prefix)
+    : prefix_(log_prefix) {
+  const std::string bin = stoa_binary();
+  const std::string out = log_prefix.string() + ".out", err = log_prefix.string() + ".err";
+  std::vector<std::string> argv_s = {bin};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& s : argv_s) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  const pid_t parent = ::getpid();
+  pid_ = ::fork();
+  if (pid_ == 0) {
+    // The child dies with the test: no orphaned hub keeps a port or a ledger open.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(125);
+    int fo = ::open(out.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    int fe = ::open(err.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fo < 0 || fe < 0) ::_exit(126);
+    ::dup2(fo, 1);
+    ::dup2(fe, 2);
+    ::execv(bin.c_str(), argv.data());
+    ::_exit(127);
+  }
+  if (pid_ < 0) throw std::runtime_error("fork failed");
+}
+
+Process::~Process() {
+  if (running()) {
+    ::kill(pid_, SIGKILL);
+    wait(10s);
+  }
+}
+
+bool Process::running() {
+  if (status_) return false;
+  int st = 0;
+  pid_t r = ::waitpid(pid_, &st, WNOHANG);
+  if (r == pid_) {
+    status_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    return false;
+  }
+  return r == 0;
+}
+
+void Process::signal(int sig) {
+  if (running()) ::kill(pid_, sig);
+}
+
+std::optional<int> Process::wait(std::chrono::milliseconds timeout) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  while (running()) {
+    if (std::chrono::steady_clock::now() >= until) return std::nullopt;
+    std::this_thread::sleep_for(20ms);
+  }
+  return status_;
+}
+
+bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    if (pred()) return true;
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::sleep_for(100ms);
+  }
+}
+
+// ---------------------------------------------------------------- Cluster
+
+Cluster::Cluster(const std::string& name, const RunSpec& spec) : spec_(spec) {
+  dir_ = unique_root() / name;
+  fs::remove_all(dir_);
+  fs::create_directories(dir_);
+  const Assets& a = assets();
+  std::ofstream toml(dir_ / "run.toml");
+  toml << "[run]\ndir = \"run\"\nmodel = \"" << a.model.string() << "\"\ndata = \""
+       << a.data.string() << "\"\n"
+       << "[hub]\njoin_token = \"" << kToken << "\"\nport = " << spec.port
+       << "\nthreads = 16\ngroup_size = " << spec.group_size
+       << "\nlease_ttl_s = " << spec.lease_ttl_s << "\nheartbeat_interval_s = 2\nmax_tokens = 400\n"
+       << spec.extra_hub << "\n"
+       << "[sampling]\nmax_new_tokens = " << spec.max_new_tokens
+       << "\nmax_turns = " << spec.max_turns << "\nmax_observation_tokens = 48\n"
+       << "[trainer]\nthreads = 1\nlr = 0.001\nwarmup_steps = 0\ngroups_per_step = "
+       << spec.groups_per_step << "\nmin_groups = 1\ngather_timeout_ms = " << spec.gather_timeout_ms
+       << "\nmax_staleness = " << spec.max_staleness << "\n"
+       << "[pulse]\nanchor_every = " << spec.anchor_every
+       << "\nkeep_anchors = " << spec.keep_anchors << "\n";
+}
+
+Cluster::~Cluster() {
+  for (auto& [n, w] : workers_) w->signal(SIGKILL);
+  workers_.clear();
+  hub_.reset();
+}
+
+std::string Cluster::start_hub(std::chrono::milliseconds timeout) {
+  hub_.reset();
+  hub_ = std::make_unique<Process>(
+      std::vector<std::string>{"run", "--config", (dir_ / "run.toml").string()},
+      dir_ / ("hub" + std::to_string(++hub_starts_)));
+  const fs::path info = run_dir() / "hub.json";
+  nlohmann::json j;
+  const bool up = wait_until(
+      [&] {
+        if (!hub_->running()) return true;
+        if (!fs::exists(info)) return false;
+        j = nlohmann::json::parse(read_file(info), nullptr, false);
+        return j.is_object() && j.value("pid", 0) == hub_->pid();
+      },
+      timeout);
+  if (!up || !hub_->running())
+    throw std::runtime_error("stoa run did not come up:\n" + hub_->err());
+  url_ = j["url"].get<std::string>();
+  port_ = j["port"].get<int>();
+  return url_;
+}
+
+void Cluster::kill_hub() {
+  hub_->signal(SIGKILL);
+  hub_->wait(10s);
+}
+
+Process& Cluster::start_worker(const std::string& name, const std::string& url,
+                               const std::vector<std::string>& extra, const std::string& token) {
+  std::vector<std::string> args = {"work",
+                                   "--hub",
+                                   url.empty() ? url_ : url,
+                                   "--token",
+                                   token,
+                                   "--model",
+                                   assets().model.string(),
+                                   "--index",
+                                   (assets().data / "index").string(),
+                                   "--name",
+                                   name,
+                                   "--state-dir",
+                                   (dir_ / ("state-" + name)).string(),
+                                   "--threads",
+                                   "1",
+                                   "--slots",
+                                   "2",
+                                   "--grace",
+                                   "5"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  auto& slot = workers_[name];
+  if (slot) slot->signal(SIGKILL);
+  slot.reset();
+  slot = std::make_unique<Process>(args, dir_ / name);
+  return *slot;
+}
+
+void Cluster::kill_worker(const std::string& name) {
+  auto& w = *workers_.at(name);
+  w.signal(SIGKILL);
+  w.wait(10s);
+}
+
+std::optional<nlohmann::json> Cluster::get_json(const std::string& path) const {
+  httplib::Client c("127.0.0.1", port_);
+  c.set_connection_timeout(2, 0);
+  c.set_read_timeout(10, 0);
+  auto r = c.Get(path.c_str());
+  if (!r || r->status != 200) return std::nullopt;
+  auto j = nlohmann::json::parse(r->body, nullptr, false);
+  if (j.is_discarded()) return std::nullopt;
+  return j;
+}
+
+nlohmann::json Cluster::status() const {
+  auto j = get_json("/v1/status");
+  return j ? *j : nlohmann::json::object();
+}
+
+std::string Cluster::metrics() const {
+  httplib::Client c("127.0.0.1", port_);
+  auto r = c.Get("/metrics");
+  return r && r->status == 200 ? r->body : "";
+}
+
+nlohmann::json Cluster::worker_status(const std::string& name) const {
+  auto s = status();
+  if (s.contains("workers"))
+    for (const auto& w : s["workers"])
+      if (w.value("name", "") == name) return w;
+  return nullptr;
+}
+
+int64_t Cluster::step() const {
+  auto s = status();
+  return s.contains("step") ? s["step"].get<int64_t>() : -1;
+}
+
+int64_t Cluster::counter(const std::string& key) const {
+  auto s = status();
+  if (!s.contains("counters") || !s["counters"].contains(key)) return -1;
+  return static_cast<int64_t>(s["counters"][key].get<double>());
+}
+
+void Cluster::stop_all(std::chrono::milliseconds timeout) {
+  // Only the workers still running are expected to stop cleanly (killed or refused ones are
+  // checked by their tests).
+  std::set<std::string> live;
+  for (auto& [n, w] : workers_)
+    if (w->running()) {
+      live.insert(n);
+      w->signal(SIGTERM);
+    }
+  for (auto& [n, w] : workers_) {
+    if (!live.count(n)) continue;
+    auto st = w->wait(timeout);
+    EXPECT_TRUE(st.has_value()) << "worker " << n << " ignored SIGTERM";
+    if (st) {
+      EXPECT_EQ(*st, 0) << "worker " << n << " exit " << *st << "\n" << w->err();
+    }
+  }
+  if (hub_ && hub_->running()) {
+    hub_->signal(SIGTERM);
+    auto st = hub_->wait(timeout);
+    EXPECT_TRUE(st.has_value()) << "stoa run ignored SIGTERM";
+    if (st) {
+      EXPECT_EQ(*st, 0) << hub_->err();
+    }
+    EXPECT_FALSE(fs::exists(run_dir() / "hub.json")) << "a cleanly stopped hub removes hub.json";
+  }
+}
+
+std::string Cluster::logs() const {
+  std::string out;
+  auto tail = [](const std::string& s) { return s.size() > 3000 ? s.substr(s.size() - 3000) : s; };
+  if (hub_) out += "---- stoa run ----\n" + tail(hub_->err());
+  for (const auto& [n, w] : workers_) out += "---- " + n + " ----\n" + tail(w->err());
+  return out;
+}
+
+// ---------------------------------------------------------------- ledger
+
+LedgerView read_ledger(const fs::path& path) {
+  LedgerView v;
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+    sqlite3_close(db);
+    throw std::runtime_error("cannot open ledger " + path.string());
+  }
+  sqlite3_busy_timeout(db, 5000);
+  auto query = [&](const char* sql, const std::function<void(sqlite3_stmt*)>& row) {
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, nullptr) != SQLITE_OK)
+      throw std::runtime_error(std::string("ledger query failed: ") + sqlite3_errmsg(db));
+    while (sqlite3_step(st) == SQLITE_ROW) row(st);
+    sqlite3_finalize(st);
+  };
+  auto text = [](sqlite3_stmt* st, int i) {
+    const unsigned char* t = sqlite3_column_text(st, i);
+    return t ? std::string(reinterpret_cast<const char*>(t)) : std::string();
+  };
+  query("SELECT id, group_id, worker_id FROM rollouts", [&](sqlite3_stmt* st) {
+    v.rollout_group[text(st, 0)] = text(st, 1);
+    v.rollout_worker[text(st, 0)] = text(st, 2);
+    v.group_rollouts[text(st, 1)]++;
+  });
+  query("SELECT id, status, samples FROM groups", [&](sqlite3_stmt* st) {
+    v.group_status[text(st, 0)] = text(st, 1);
+    v.group_samples[text(st, 0)] = sqlite3_column_int64(st, 2);
+  });
+  query("SELECT report FROM steps ORDER BY step", [&](sqlite3_stmt* st) {
+    ++v.steps;
+    auto j = nlohmann::json::parse(text(st, 0));
+    v.groups_in_step_reports += j.value("groups", int64_t{0});
+    if (j.contains("group_ids"))
+      for (const auto& g : j["group_ids"]) v.step_group_ids.push_back(g.get<std::string>());
+  });
+  query("SELECT id, group_id, worker_id, state, issued_ms FROM leases ORDER BY issued_ms",
+        [&](sqlite3_stmt* st) {
+          v.leases.push_back(
+              {text(st, 0), text(st, 1), text(st, 2), text(st, 3), sqlite3_column_int64(st, 4)});
+        });
+  query("SELECT COUNT(*) FROM leases WHERE state = 'expired'",
+        [&](sqlite3_stmt* st) { v.leases_expired = sqlite3_column_int64(st, 0); });
+  query("SELECT COUNT(*) FROM versions",
+        [&](sqlite3_stmt* st) { v.versions = sqlite3_column_int64(st, 0); });
+  sqlite3_close(db);
+  return v;
+}
+
+}  // namespace stoa::integration

@@ -1,0 +1,152 @@
+// The multi-process test harness: the built `stoa` binary (STOA_BINARY) run as real child
+// processes — `stoa run` (hub + trainer) and `stoa work` workers — over loopback, on a tiny
+// PaperSearchQA-mini, BM25 index, BPE tokenizer and tiny-lfm2 model built once per test binary.
+// Children are killed with SIGKILL if the test process dies (PR_SET_PDEATHSIG), so a failed
+// test never leaves a hub behind.
+#pragma once
+#include <gtest/gtest.h>
+#include <sys/types.h>
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace stoa::integration {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+std::string stoa_binary();
+std::string read_file(const fs::path& path);
+// The last line of `text` that parses as a JSON object ({} if none): `stoa run` prints its
+// summary there on a clean exit.
+nlohmann::json last_json_line(const std::string& text);
+
+// The tiny dataset / index / model shared by every test of this binary (built on first use).
+struct Assets {
+  fs::path root;   // a temp dir, removed at exit
+  fs::path data;   // train.jsonl, ..., index/
+  fs::path model;  // config.json, model.safetensors, tokenizer.json (vocab 512 = model vocab)
+};
+const Assets& assets();
+// True when the binary has `stoa run` (a torch-ON build); tests GTEST_SKIP otherwise.
+bool have_stoa_run();
+
+// One child process with stdout and stderr in files.
+class Process {
+ public:
+  Process(const std::vector<std::string>& args, const fs::path& log_prefix);
+  ~Process();  // SIGKILL + reap if still running
+  Process(const Process&) = delete;
+  Process& operator=(const Process&) = delete;
+
+  pid_t pid() const { return pid_; }
+  bool running();
+  void signal(int sig);
+  // Waits for the exit; the exit status (128 + signal when killed), nullopt on timeout.
+  std::optional<int> wait(std::chrono::milliseconds timeout);
+  std::string out() const { return read_file(prefix_.string() + ".out"); }
+  std::string err() const { return read_file(prefix_.string() + ".err"); }
+
+ private:
+  pid_t pid_ = -1;
+  std::optional<int> status_;
+  fs::path prefix_;
+};
+
+// What a test's run.toml differs in (everything small and fast by default).
+struct RunSpec {
+  int port = 0;
+  int group_size = 2;
+  int lease_ttl_s = 30;
+  int max_new_tokens = 12;
+  int max_turns = 2;
+  int groups_per_step = 2;
+  int gather_timeout_ms = 500;
+  int max_staleness = 4;
+  int anchor_every = 4;
+  int keep_anchors = 2;
+  std::string extra_hub;  // more lines for [hub]
+};
+
+// Polls `pred` every 100 ms until it holds or `timeout` passes.
+bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout);
+
+// A run directory with its run.toml, the `stoa run` process and its workers.
+class Cluster {
+ public:
+  static constexpr const char* kToken = "it-join-token";
+
+  Cluster(const std::string& name, const RunSpec& spec);
+  ~Cluster();
+
+  // Starts `stoa run` and waits for <run>/hub.json naming this process; returns the URL.
+  std::string start_hub(std::chrono::milliseconds timeout = 60s);
+  Process& hub() { return *hub_; }
+  void kill_hub();  // SIGKILL + reap
+  // Starts a worker named `name` (state dir <dir>/<name>); `url` overrides the hub URL.
+  Process& start_worker(const std::string& name, const std::string& url = "",
+                        const std::vector<std::string>& extra = {},
+                        const std::string& token = kToken);
+  Process& worker(const std::string& name) { return *workers_.at(name); }
+  void kill_worker(const std::string& name);  // SIGKILL + reap
+
+  const std::string& url() const { return url_; }
+  int port() const { return port_; }
+  const fs::path& dir() const { return dir_; }
+  fs::path run_dir() const { return dir_ / "run"; }
+  fs::path ledger_path() const { return run_dir() / "ledger.sqlite"; }
+
+  // GET <url><path> (JSON); nullopt when the hub does not answer.
+  std::optional<nlohmann::json> get_json(const std::string& path) const;
+  nlohmann::json status() const;  // {} when unreachable
+  std::string metrics() const;
+  // The worker's entry in /v1/status by name (null json when absent).
+  nlohmann::json worker_status(const std::string& name) const;
+  int64_t step() const;
+  int64_t counter(const std::string& key) const;
+
+  // SIGTERM every process, expecting clean exits (status 0) within `timeout`.
+  void stop_all(std::chrono::milliseconds timeout = 60s);
+  // On failure: the tail of every process's stderr, for the test log.
+  std::string logs() const;
+
+ private:
+  fs::path dir_;
+  RunSpec spec_;
+  std::unique_ptr<Process> hub_;
+  std::map<std::string, std::unique_ptr<Process>> workers_;
+  std::string url_;
+  int port_ = 0;
+  int hub_starts_ = 0;
+};
+
+struct LeaseView {
+  std::string id, group, worker, state;
+  int64_t issued_ms = 0;
+};
+
+// A read-only view of the run ledger (SQLite), safe while the hub runs (WAL).
+struct LedgerView {
+  std::map<std::string, std::string> rollout_group;  // rollout id -> group id
+  std::map<std::string, std::string> rollout_worker;
+  std::map<std::string, int64_t> group_rollouts;    // group id -> accepted rollouts
+  std::map<std::string, std::string> group_status;  // open / complete / trained / dropped
+  std::map<std::string, int64_t> group_samples;     // G
+  int64_t steps = 0;
+  int64_t groups_in_step_reports = 0;       // Σ report.groups over the steps table
+  std::vector<std::string> step_group_ids;  // every group id of every step, in step order
+  int64_t leases_expired = 0;
+  std::vector<LeaseView> leases;  // in issue order
+  int64_t versions = 0;
+};
+LedgerView read_ledger(const fs::path& path);
+
+}  // namespace stoa::integration

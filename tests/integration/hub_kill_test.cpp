@@ -1,0 +1,195 @@
+// kill -9 the hub/trainer process and restart it on the same run directory and port: it resumes
+// from the checkpoint and the ledger, every rollout that got an HTTP 200 before the kill is still
+// in the ledger, no group is trained twice, and the worker (which never restarted) syncs to the
+// restarted trainer's first version — an anchor, since the PULSE grid is not checkpointed — and
+// goes on. A scripted client submits rollouts alongside and records every acknowledged id.
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "core/error.h"
+#include "integration/cluster.h"
+#include "net/hub_client.h"
+
+namespace stoa::integration {
+namespace {
+
+int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  socklen_t len = sizeof(a);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    ::close(fd);
+    return 0;
+  }
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+// Leases groups and answers them with short, valid rollouts (the prompt's own first tokens as
+// the "generated" part, at the latest version), recording every id the hub acknowledged.
+class ScriptedClient {
+ public:
+  explicit ScriptedClient(const std::string& url) : url_(url) {
+    thread_ = std::thread([this] { loop(); });
+  }
+  ~ScriptedClient() { stop(); }
+  void stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  std::set<std::string> acknowledged() const {
+    std::lock_guard lock(mutex_);
+    return acked_;
+  }
+  std::string last_error() const {
+    std::lock_guard lock(mutex_);
+    return error_;
+  }
+
+ private:
+  void loop() {
+    net::HttpClientOptions o;
+    o.max_attempts = 3;
+    o.backoff_base = 50ms;
+    o.backoff_max = 500ms;
+    o.connect_timeout = 1000ms;
+    net::HubClient hub(url_, o);
+    bool joined = false;
+    while (!stop_) {
+      try {
+        if (!joined) {
+          net::JoinRequest j;
+          j.name = "scripted";
+          hub.join(Cluster::kToken, j);
+          joined = true;
+        }
+        auto lr = hub.lease();
+        if (!lr.lease) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(lr.retry_after_ms));
+          continue;
+        }
+        const auto& l = *lr.lease;
+        const uint64_t version = hub.version(std::nullopt, 0s).version.value_or(0);
+        for (int s = 0; s < l.samples && !stop_; ++s) {
+          net::RolloutSubmission r;
+          r.id = net::random_uuid();
+          r.worker_id = hub.worker_id();
+          r.lease_id = l.lease_id;
+          r.group_id = l.group_id;
+          r.prompt_id = l.prompt_id;
+          r.tokens = l.prompt_tokens;
+          r.mask.assign(r.tokens.size(), 0);
+          r.logprobs.assign(r.tokens.size(), 0.0f);
+          r.versions.assign(r.tokens.size(), 0);
+          for (size_t t = 0; t < 4 && t < l.prompt_tokens.size(); ++t) {
+            r.tokens.push_back(l.prompt_tokens[t]);
+            r.mask.push_back(1);
+            r.logprobs.push_back(-1.0f - static_cast<float>(s));
+            r.versions.push_back(version);
+          }
+          r.turns = 1;
+          auto resp = hub.submit(r);
+          std::lock_guard lock(mutex_);
+          if (resp.status == net::IntakeStatus::kAccepted) acked_.insert(r.id);
+          if (resp.status == net::IntakeStatus::kRejected) error_ = resp.reason + " " + resp.detail;
+        }
+      } catch (const std::exception& e) {
+        {
+          std::lock_guard lock(mutex_);
+          error_ = e.what();
+        }
+        std::this_thread::sleep_for(200ms);  // the hub is down: try again
+      }
+      std::this_thread::sleep_for(300ms);  // leave the prompts to the real worker mostly
+    }
+  }
+
+  std::string url_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+  mutable std::mutex mutex_;
+  std::set<std::string> acked_;
+  std::string error_;
+};
+
+TEST(HubKill, RestartResumesAndKeepsEveryAcknowledgedRollout) {
+  if (!have_stoa_run()) GTEST_SKIP() << "`stoa run` is absent (a torch-OFF build): skipped";
+  RunSpec spec;
+  spec.port = free_port();
+  ASSERT_GT(spec.port, 0);
+  spec.anchor_every = 50;  // only the run's first version and the restart's are anchors
+  Cluster c("hub_kill", spec);
+  const std::string url = c.start_hub();
+  c.start_worker("w1");
+  ScriptedClient scripted(url);
+
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto w = c.worker_status("w1");
+        return c.step() >= 2 && scripted.acknowledged().size() >= 4 && !w.is_null() &&
+               w.value("rollouts_accepted", 0) >= 2;
+      },
+      150s))
+      << c.status().dump() << "\nscripted: " << scripted.last_error() << c.logs();
+  const int64_t w1_before = c.worker_status("w1").value("rollouts_accepted", 0);
+  c.kill_hub();
+  const std::set<std::string> acked_at_kill = scripted.acknowledged();
+  const LedgerView at_kill = read_ledger(c.ledger_path());
+  for (const auto& id : acked_at_kill)
+    EXPECT_TRUE(at_kill.rollout_group.count(id)) << "acknowledged rollout " << id << " lost";
+  ASSERT_TRUE(fs::exists(c.run_dir() / "hub.json")) << "kill -9 cannot clean up";
+
+  // Down for a moment (the worker and the client retry), then back on the same port.
+  std::this_thread::sleep_for(1500ms);
+  c.start_hub();
+  EXPECT_EQ(c.port(), spec.port);
+  const auto info = nlohmann::json::parse(read_file(c.run_dir() / "hub.json"));
+  EXPECT_TRUE(info["resumed"].get<bool>()) << info.dump();
+  const uint64_t restart_version = info["version"].get<uint64_t>();
+  EXPECT_GE(static_cast<int64_t>(restart_version), at_kill.versions)
+      << "the restarted trainer must publish a fresh version above every published one";
+  EXPECT_NE(c.hub().err().find("resumed from checkpoint"), std::string::npos) << c.hub().err();
+
+  // The worker follows the restarted trainer (from an anchor) and its rollouts count again.
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto w = c.worker_status("w1");
+        return c.step() >= at_kill.steps + 2 && !w.is_null() && w["version"].is_number() &&
+               w["version"].get<uint64_t>() >= restart_version &&
+               w.value("rollouts_accepted", 0) > w1_before;
+      },
+      150s))
+      << c.status().dump() << c.logs();
+  EXPECT_NE(c.worker("w1").err().find("generating with version " + std::to_string(restart_version) +
+                                      " (anchor)"),
+            std::string::npos)
+      << c.worker("w1").err();
+  const size_t acked_after = scripted.acknowledged().size();
+  EXPECT_TRUE(wait_until([&] { return scripted.acknowledged().size() > acked_after; }, 60s))
+      << "the scripted client never got through again: " << scripted.last_error();
+
+  scripted.stop();
+  c.stop_all();
+  const LedgerView v = read_ledger(c.ledger_path());
+  for (const auto& id : scripted.acknowledged())
+    EXPECT_TRUE(v.rollout_group.count(id)) << "acknowledged rollout " << id << " lost";
+  std::set<std::string> unique(v.step_group_ids.begin(), v.step_group_ids.end());
+  EXPECT_EQ(unique.size(), v.step_group_ids.size()) << "a group was trained twice";
+  // Steps before the kill are still there, with the same groups.
+  for (size_t i = 0; i < at_kill.step_group_ids.size(); ++i)
+    EXPECT_EQ(v.step_group_ids.at(i), at_kill.step_group_ids[i]);
+  for (const auto& [g, n] : v.group_rollouts) EXPECT_LE(n, v.group_samples.at(g)) << g;
+}
+
+}  // namespace
+}  // namespace stoa::integration
