@@ -142,11 +142,14 @@ HWY_INLINE void TileW8A8(const Args8& a, size_t row, size_t b) {
 #elif HWY_TARGET == HWY_AVX3_DL
 // VNNI (Ice Lake, Zen 4): vpdpbusd multiplies unsigned by signed bytes and adds each group of 4
 // products into an int32 lane: 64 products per instruction, i.e. two blocks, lanes 0-7 holding
-// exact partial sums of the first block and lanes 8-15 of the second. Activations are made
-// unsigned with a bias of 128 (x ^ 0x80); the bias contributes 128 * sum(w), which is removed
-// by starting the accumulation from -128 * sum(w) — one vpdpbusd per weight row, shared by all
-// C activation rows. The lane sums are then scaled by [d_x] and [d_w] (two blocks per vector).
-// An odd last block is loaded under a mask: zero weights contribute nothing.
+// exact partial sums of the first block and lanes 8-15 of the second. The WEIGHTS are made
+// unsigned with a bias of 128 (w ^ 0x80, which also maps -128 to 0 correctly); the bias then
+// contributes 128 * sum(x), which depends on the activations only: the accumulation starts from
+// -128 * sum(x), one vpdpbusd per activation row and block pair, shared by all R weight rows
+// (the bias on the activation side instead would cost a vpdpbusd per weight row; same exact
+// integer sums, so the same bits). The lane sums are then scaled by [d_x] and [d_w] (two blocks
+// per vector). An odd last block is loaded under a mask: zero activations contribute nothing.
+// Batch 1 streams the weights from DRAM: the next row tile is prefetched a tile ahead.
 template <size_t R, size_t C>
 HWY_INLINE void TileW8A8(const Args8& a, size_t row, size_t b) {
   const size_t groups = a.cols / kBlock;
@@ -178,19 +181,24 @@ HWY_INLINE void TileW8A8(const Args8& a, size_t row, size_t b) {
       const __mmask64 mask = pair ? ~__mmask64{0} : __mmask64{0xffffffffu};
       const size_t col = (g0 + g) * kBlock;
       const __m512i idx = _mm512_add_epi32(pair_base, _mm512_set1_epi32(static_cast<int>(g)));
-      __m512i xu[C];
+      __m512i xv[C];
+      __m512i neg_bias_sum[C];
       __m512 sx[C];
       for (size_t c = 0; c < C; ++c) {
-        xu[c] = _mm512_xor_si512(_mm512_maskz_loadu_epi8(mask, xq + c * a.cols + col), bias);
+        xv[c] = _mm512_maskz_loadu_epi8(mask, xq + c * a.cols + col);
+        neg_bias_sum[c] = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, bias, xv[c]));
         const __m256 dx8 = _mm256_maskz_loadu_ps(scale_mask, xd + c * groups + g0);
         sx[c] = _mm512_permutexvar_ps(idx, _mm512_castps256_ps512(dx8));
       }
       for (size_t r = 0; r < R; ++r) {
-        const __m512i wv = _mm512_maskz_loadu_epi8(mask, w + r * a.cols + col);
-        const __m512i neg_bias_sum = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, bias, wv));
+        if constexpr (C == 1) {
+          _mm_prefetch(reinterpret_cast<const char*>(w + (R + r) * a.cols + col), _MM_HINT_T0);
+        }
+        const __m512i wu =
+            _mm512_xor_si512(_mm512_maskz_loadu_epi8(mask, w + r * a.cols + col), bias);
         const __m512 sw = _mm512_permutexvar_ps(idx, _mm512_castps256_ps512(_mm256_load_ps(dw[r])));
         for (size_t c = 0; c < C; ++c) {
-          const __m512i isum = _mm512_dpbusd_epi32(neg_bias_sum, xu[c], wv);
+          const __m512i isum = _mm512_dpbusd_epi32(neg_bias_sum[c], wu, xv[c]);
           acc[r][c] =
               _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(isum), sx[c]), sw, acc[r][c]);
         }
