@@ -5,11 +5,43 @@
 #include <cstdlib>
 #include <thread>
 
+#if defined(__linux__)
+#include <linux/futex.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdint>
+#endif
+
 namespace stoa::engine {
 
 namespace {
 
 thread_local PassWorkers* t_pass = nullptr;
+
+// Sleep until *word != expected (or a spurious wake). On Linux a bare futex: libstdc++'s
+// std::atomic::wait first spins and then calls sched_yield() a dozen times, and on a busy machine
+// each yield hands the core to another process for a whole slice (measured: 8x slower batched
+// decode than ThreadPool's condition variable at load 17).
+void futex_wait(std::atomic<uint32_t>& word, uint32_t expected) {
+#if defined(__linux__)
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT_PRIVATE, expected, nullptr,
+          nullptr, 0);
+#else
+  word.wait(expected, std::memory_order_acquire);
+#endif
+}
+
+void futex_wake_all(std::atomic<uint32_t>& word) {
+#if defined(__linux__)
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAKE_PRIVATE, INT32_MAX, nullptr,
+          nullptr, 0);
+#else
+  word.notify_all();
+#endif
+}
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -24,13 +56,12 @@ inline void cpu_relax() {
 // shares within microseconds of each other and the serial stretches between operations are
 // microseconds at decode sizes, so spinning hands over every operation without a syscall. On an
 // oversubscribed machine the partner is often descheduled, and spinning for it costs a
-// scheduler slice per operation (measured: 10x slower decode with a fixed 1 ms budget at load
-// 18 on 2 cores), while a futex sleeper gets woken and scheduled promptly. Hence an adaptive
-// budget per thread: it halves each time a spin ends in a sleep (down to kMinSpin) and doubles
-// each time the partner arrives while spinning (up to the maximum, STOA_SPIN_US, default
-// 200 us; 0: never spin).
-constexpr int64_t kMinSpinNs = 2000;
-
+// scheduler slice per operation (measured at load 15-18 on 2 cores: a fixed 1 ms budget made
+// decode 10x slower; even an adaptive 2-200 us budget lost 30% to not spinning at all), while a
+// futex sleeper gets woken and scheduled promptly. So each pass decides (run_pass_raw): spin
+// (STOA_SPIN_US, default 200 us; 0: never) only while the calling thread has not been preempted
+// in recent passes — involuntary context switches are the kernel telling us the cores are
+// oversubscribed.
 int64_t max_spin_ns() {
   static const int64_t ns = [] {
     const char* env = std::getenv("STOA_SPIN_US");
@@ -40,7 +71,18 @@ int64_t max_spin_ns() {
   return ns;
 }
 
-thread_local int64_t t_spin_ns = -1;  // this thread's current budget; -1: not yet set
+// Involuntary context switches of the calling thread so far (0 where not available).
+long preemptions() {
+#if defined(__linux__)
+  rusage ru{};
+  if (getrusage(RUSAGE_THREAD, &ru) == 0) return ru.ru_nivcsw;
+#endif
+  return 0;
+}
+
+// Passes left without spinning; set after a pass in which the caller was preempted.
+constexpr int kCalmPassesNeeded = 8;
+thread_local int t_busy_passes = 0;
 
 int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -48,24 +90,17 @@ int64_t now_ns() {
       .count();
 }
 
-// Spins until pred() holds or this thread's budget is spent; returns pred()'s last value and
-// adapts the budget. The clock is read every 32 iterations only.
+// Spins until pred() holds or `budget_ns` is spent; returns pred()'s last value. The clock is
+// read every 32 iterations only.
 template <typename Pred>
-bool spin_until(Pred&& pred) {
-  const int64_t max_ns = max_spin_ns();
-  if (max_ns == 0) return pred();
-  if (t_spin_ns < 0) t_spin_ns = max_ns;
-  const int64_t deadline = now_ns() + t_spin_ns;
+bool spin_until(int64_t budget_ns, Pred&& pred) {
+  if (budget_ns <= 0) return pred();
+  const int64_t deadline = now_ns() + budget_ns;
   for (uint32_t i = 1;; ++i) {
-    if (pred()) {
-      t_spin_ns = std::min(max_ns, t_spin_ns * 2);
-      return true;
-    }
+    if (pred()) return true;
     cpu_relax();
-    if ((i & 31) == 0 && now_ns() >= deadline) break;
+    if ((i & 31) == 0 && now_ns() >= deadline) return pred();
   }
-  t_spin_ns = std::max(kMinSpinNs, t_spin_ns / 2);
-  return pred();
 }
 
 }  // namespace
@@ -84,7 +119,7 @@ void PassWorkers::post(int tasks, Trampoline fn, void* ctx, bool exit) {
   // seq_cst pairs with the sleeper's seq_cst increment: either it sees the new generation
   // before sleeping, or we see it counted and wake it.
   generation_.fetch_add(1, std::memory_order_seq_cst);
-  if (sleepers_.load(std::memory_order_seq_cst) > 0) generation_.notify_all();
+  if (sleepers_.load(std::memory_order_seq_cst) > 0) futex_wake_all(generation_);
 }
 
 void PassWorkers::run_own(int index) const {
@@ -100,14 +135,14 @@ void PassWorkers::run(int tasks, Trampoline fn, void* ctx) {
   post(tasks, fn, ctx, false);
   run_own(0);
   const int others = size_ - 1;
-  int done = 0;
+  uint32_t done = 0;
   auto all_done = [&] {
     done = done_.load(std::memory_order_acquire);
-    return done == others;
+    return done == static_cast<uint32_t>(others);
   };
-  if (!spin_until(all_done)) {
+  if (!spin_until(spin_ns_, all_done)) {
     caller_sleeping_.store(true, std::memory_order_seq_cst);
-    while (!all_done()) done_.wait(done, std::memory_order_acquire);
+    while (!all_done()) futex_wait(done_, done);
     caller_sleeping_.store(false, std::memory_order_relaxed);
   }
 }
@@ -124,9 +159,9 @@ void PassWorkers::serve(int index) {
       g = generation_.load(std::memory_order_acquire);
       return g != seen;
     };
-    if (!spin_until(posted)) {
+    if (!spin_until(spin_ns_, posted)) {
       sleepers_.fetch_add(1, std::memory_order_seq_cst);
-      while (!posted()) generation_.wait(seen, std::memory_order_acquire);
+      while (!posted()) futex_wait(generation_, seen);
       sleepers_.fetch_sub(1, std::memory_order_relaxed);
     }
     seen = g;
@@ -134,7 +169,7 @@ void PassWorkers::serve(int index) {
     run_own(index);
     // seq_cst pairs with the caller's seq_cst store of caller_sleeping_ (as in post()).
     done_.fetch_add(1, std::memory_order_seq_cst);
-    if (caller_sleeping_.load(std::memory_order_seq_cst)) done_.notify_one();
+    if (caller_sleeping_.load(std::memory_order_seq_cst)) futex_wake_all(done_);
   }
 }
 
@@ -146,6 +181,8 @@ void run_pass_raw(ThreadPool& pool, void (*body)(void*), void* ctx) {
     return;
   }
   PassWorkers pass(pool);
+  const long preempted_before = preemptions();
+  pass.set_spin_ns(t_busy_passes > 0 ? 0 : max_spin_ns());
   std::exception_ptr error;
   pool.run(pool.size(), [&](int task) {
     if (task != 0) {
@@ -161,6 +198,11 @@ void run_pass_raw(ThreadPool& pool, void (*body)(void*), void* ctx) {
     t_pass = nullptr;
     pass.finish();
   });
+  if (preemptions() != preempted_before) {
+    t_busy_passes = kCalmPassesNeeded;
+  } else if (t_busy_passes > 0) {
+    --t_busy_passes;
+  }
   if (error) std::rethrow_exception(error);
 }
 

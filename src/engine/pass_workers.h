@@ -6,9 +6,10 @@
 // much as the operation itself. run_pass() instead takes the pool's threads ONCE per pass (one
 // ThreadPool::run) and keeps them spinning on an atomic generation counter between operations,
 // as llama.cpp's threads do during a graph: handing out an operation is a few cache-line
-// transfers. A thread that waits longer than a short budget (100 us; STOA_SPIN_US) sleeps on a
-// futex, so a pass with long serial stretches, or an oversubscribed machine, does not burn a
-// core for long.
+// transfers. A thread that waits longer than a short budget (200 us; STOA_SPIN_US) sleeps on a
+// futex, and a pass does not spin at all while the machine is oversubscribed (the caller was
+// preempted in one of the last passes): spinning for a descheduled partner costs a scheduler
+// slice per operation.
 //
 // The blocks do not see the difference: engine::parallel_for / engine::parallel_run route to the
 // pass in flight on this thread for this pool, and fall back to the pool itself otherwise. Work
@@ -42,6 +43,8 @@ class PassWorkers {
   void serve(int index);
   // Releases the workers (calling thread, after the last run()).
   void finish();
+  // How long a waiting thread spins before it sleeps (set before the pass starts).
+  void set_spin_ns(int64_t ns) { spin_ns_ = ns; }
 
  private:
   void post(int tasks, Trampoline fn, void* ctx, bool exit);
@@ -54,8 +57,9 @@ class PassWorkers {
   Trampoline fn_ = nullptr;
   void* ctx_ = nullptr;
   bool exit_ = false;
+  int64_t spin_ns_ = 0;
   alignas(64) std::atomic<uint32_t> generation_{0};
-  alignas(64) std::atomic<int> done_{0};
+  alignas(64) std::atomic<uint32_t> done_{0};
   alignas(64) std::atomic<int> sleepers_{0};
   std::atomic<bool> caller_sleeping_{false};
 };
