@@ -32,8 +32,8 @@ std::string str(double v) {
 // the stages it depends on, so a redone stage invalidates everything after it).
 class Stages {
  public:
-  Stages(std::string dir, std::function<void(const std::string&)> say)
-      : dir_(std::move(dir)), say_(std::move(say)) {}
+  Stages(std::string dir, std::string logs, std::function<void(const std::string&)> say)
+      : dir_(std::move(dir)), logs_(std::move(logs)), say_(std::move(say)) {}
 
   void run(const std::string& name, const nlohmann::json& params,
            const std::function<void()>& body) {
@@ -49,6 +49,7 @@ class Stages {
       }
     }
     fs::remove(stamp);
+    fs::remove(fs::path(logs_) / (name + ".log"));  // the log holds this attempt only
     const auto t0 = std::chrono::steady_clock::now();
     body();
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -60,7 +61,7 @@ class Stages {
   }
 
  private:
-  std::string dir_;
+  std::string dir_, logs_;
   std::function<void(const std::string&)> say_;
   nlohmann::json chain_ = nlohmann::json::object();
 };
@@ -120,7 +121,7 @@ void prepare_demo(const DemoSetupOptions& o, const std::function<void(const std:
   fs::create_directories(p.logs);
   const std::string exe = self_executable();
   auto log = [&](const std::string& name) { return p.logs + "/" + name + ".log"; };
-  Stages stages(o.dir, say);
+  Stages stages(o.dir, p.logs, say);
 
   stages.run("data", {{"papers", o.papers}, {"questions", o.questions}, {"seed", o.seed}}, [&] {
     fs::remove_all(p.data);

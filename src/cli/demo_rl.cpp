@@ -1,0 +1,235 @@
+#include "cli/demo_rl.h"
+
+#include <signal.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "cli/child_process.h"
+#include "cli/demo_report.h"
+#include "core/error.h"
+#include "net/http_client.h"
+
+namespace stoa::cli {
+namespace {
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+std::string random_token() {
+  std::random_device rd;
+  std::ostringstream s;
+  s << std::hex << rd() << rd() << rd() << rd();
+  return s.str();
+}
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  STOA_CHECK(in.good(), ErrorKind::kNotFound, path, " was not written");
+  return nlohmann::json::parse(in);
+}
+
+void write_run_config(const RlOptions& o, const DemoPaths& p, const std::string& model_dir,
+                      const std::string& run_dir, const std::string& path,
+                      const std::string& token) {
+  std::ofstream f(path);
+  f << "# Written by `stoa demo`: the hub + trainer of one RL phase.\n"
+    << "[run]\ndir = \"" << run_dir << "\"\nmodel = \"" << model_dir << "\"\ndata = \"" << p.data
+    << "\"\nindex = \"" << p.index << "\"\n\n"
+    << "[hub]\nhost = \"127.0.0.1\"\nport = 0\njoin_token = \"" << token
+    << "\"\ngroup_size = " << o.group_size << "\nmax_tokens = 2048\nlease_ttl_s = 120\n\n"
+    << "[sampling]\ntemperature = " << o.temperature
+    << "\nmax_new_tokens = " << o.episode.max_new_tokens << "\nmax_turns = " << o.episode.max_turns
+    << "\nmax_observation_tokens = " << o.episode.max_observation_tokens << "\n\n"
+    << "[trainer]\nthreads = " << o.trainer_threads << "\nlr = " << o.lr << "\nloss = \"" << o.loss
+    << "\"\ngroups_per_step = " << o.groups_per_step
+    << "\nmin_groups = 1\ngather_timeout_ms = 5000\nmax_staleness = " << o.max_staleness
+    << "\ncheckpoint_every = 1\nseed = " << o.seed << "\n\n"
+    << "[pulse]\nanchor_every = " << o.anchor_every << "\n";
+  STOA_CHECK(f.good(), ErrorKind::kIo, "cannot write ", path);
+}
+
+}  // namespace
+
+RlResult run_rl_phase(const RlOptions& o, const DemoPaths& p, const std::string& model_dir,
+                      const std::string& run_dir, const std::string& logs, const Say& say,
+                      const std::atomic<bool>& interrupted) {
+  fs::remove_all(run_dir);
+  fs::create_directories(run_dir);
+  fs::create_directories(logs);
+  for (const auto& e : fs::directory_iterator(logs))  // this phase's logs only
+    if (e.path().filename().string().rfind("run", 0) == 0 ||
+        e.path().filename().string().rfind("worker-", 0) == 0)
+      fs::remove(e.path());
+  const std::string exe = self_executable();
+  const std::string token = random_token();
+  const std::string config = run_dir + "/run.toml";
+  write_run_config(o, p, model_dir, run_dir, config, token);
+  say("rl: starting the hub + trainer (" + config + ", log " + logs + "/run.log)");
+  ChildProcess hub = ChildProcess::start({exe, "run", "--config", config}, logs + "/run.log");
+  const std::string hub_json = run_dir + "/hub.json";
+  const auto t_wait = Clock::now();
+  while (!fs::exists(hub_json)) {
+    STOA_CHECK(hub.running(), ErrorKind::kIo, "`stoa run` exited before listening:\n",
+               tail_of_file(hub.log_path(), 15));
+    STOA_CHECK(seconds_since(t_wait) < 300, ErrorKind::kIo,
+               "`stoa run` did not start listening in 300 s:\n", tail_of_file(hub.log_path(), 15));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // hub.json fully written
+  const std::string url = read_json(hub_json).at("url").get<std::string>();
+  say("rl: hub at " + url + "; starting " + std::to_string(o.workers) + " workers");
+
+  std::vector<ChildProcess> workers;
+  for (int i = 0; i < o.workers; ++i) {
+    const std::string name = "w" + std::to_string(i + 1);
+    const std::string seed = std::to_string(o.seed * 1000 + static_cast<uint64_t>(i) + 1);
+    workers.push_back(ChildProcess::start({exe,           "work",
+                                           "--hub",       url,
+                                           "--token",     token,
+                                           "--model",     model_dir,
+                                           "--index",     p.index,
+                                           "--name",      name,
+                                           "--state-dir", run_dir + "/worker-" + name,
+                                           "--threads",   std::to_string(o.worker_threads),
+                                           "--slots",     std::to_string(o.worker_slots),
+                                           "--seed",      seed,
+                                           "--grace",     "20"},
+                                          logs + "/worker-" + name + ".log"));
+  }
+
+  net::HttpClient http(url);
+  RlResult r;
+  const auto t0 = Clock::now();
+  auto last_print = Clock::now() - std::chrono::hours(1);
+  std::vector<bool> reported(workers.size(), false);
+  while (seconds_since(t0) < o.minutes * 60 && !interrupted) {
+    STOA_CHECK(hub.running(), ErrorKind::kIo, "`stoa run` died during RL (exit code ",
+               hub.poll().value_or(-1), "):\n", tail_of_file(hub.log_path(), 20));
+    for (size_t i = 0; i < workers.size(); ++i)
+      if (!reported[i] && !workers[i].running()) {
+        reported[i] = true;
+        ++r.workers_failed;
+        say("rl: worker w" + std::to_string(i + 1) + " exited (code " +
+            std::to_string(workers[i].poll().value_or(-1)) + "); the run continues. Its log:\n" +
+            tail_of_file(workers[i].log_path(), 8));
+      }
+    if (seconds_since(last_print) >= 15) {
+      try {
+        const net::HttpResponse res = http.get("/v1/status");
+        if (res.status == 200) {
+          r.last_status = nlohmann::json::parse(res.body);
+          say(rl_progress_line(r.last_status, seconds_since(t0)));
+        }
+      } catch (const std::exception& e) {
+        say(std::string("rl: status: ") + e.what());
+      }
+      last_print = Clock::now();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  say(interrupted ? "rl: interrupted; stopping workers and the trainer"
+                  : "rl: time is up; stopping workers (they finish or release their leases)");
+  for (auto& w : workers) w.signal(SIGTERM);
+  for (auto& w : workers) w.stop(std::chrono::seconds(40));
+  try {
+    const net::HttpResponse res = http.get("/v1/status");
+    if (res.status == 200) r.last_status = nlohmann::json::parse(res.body);
+  } catch (const std::exception&) {
+    // The last periodic status stands.
+  }
+  const int hub_code = hub.stop(std::chrono::seconds(120));
+  STOA_CHECK(hub_code == 0, ErrorKind::kIo, "`stoa run` exited with code ", hub_code, ":\n",
+             tail_of_file(hub.log_path(), 20));
+  r.seconds = seconds_since(t0);
+  double idle = 0;
+  int n = 0;
+  if (r.last_status.contains("workers"))
+    for (const auto& w : r.last_status["workers"]) {
+      idle += w.value("idle_fraction", 0.0);
+      ++n;
+    }
+  r.worker_idle_fraction = n ? idle / n : 0.0;
+  r.final_model = run_dir + "/checkpoint/model";
+  STOA_CHECK(fs::exists(r.final_model + "/config.json"), ErrorKind::kNotFound,
+             "the trainer left no checkpoint in ", r.final_model, " (no RL step finished? see ",
+             logs, "/run.log)");
+  copy_tokenizer(model_dir, r.final_model);
+  return r;
+}
+
+double evaluate_pass1(const DemoPaths& p, const std::string& model, const std::string& split,
+                      int64_t limit, const EpisodeLimits& e, const std::string& logs,
+                      const std::string& name, const Say& say) {
+  const std::string out = logs + "/" + name + ".json";
+  fs::remove(out);
+  fs::remove(logs + "/" + name + ".log");
+  say(name + ": pass@1 of " + model + " on " + split +
+      (limit > 0 ? " (first " + std::to_string(limit) + " questions)" : ""));
+  run_child_or_throw({self_executable(),
+                      "eval",
+                      "--model",
+                      model,
+                      "--data",
+                      p.data,
+                      "--index",
+                      p.index,
+                      "--split",
+                      split,
+                      "--limit",
+                      std::to_string(limit),
+                      "--int8",
+                      "--max-turns",
+                      std::to_string(e.max_turns),
+                      "--max-new-tokens",
+                      std::to_string(e.max_new_tokens),
+                      "--max-observation-tokens",
+                      std::to_string(e.max_observation_tokens),
+                      "--json",
+                      out},
+                     logs + "/" + name + ".log", "stoa eval (" + name + ")");
+  const nlohmann::json j = read_json(out);
+  const double pass1 = j.at("pass1").get<double>();
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "%s: pass@1 %.3f (%lld questions, %.0f s)", name.c_str(), pass1,
+                static_cast<long long>(j.value("questions", int64_t{0})), j.value("seconds", 0.0));
+  say(buf);
+  return pass1;
+}
+
+nlohmann::json rl_summary(const RlOptions& o, const RlResult& r, const std::string& run_dir) {
+  const nlohmann::json steps = summarize_step_log(run_dir + "/steps.jsonl");
+  const nlohmann::json counters =
+      r.last_status.contains("counters") ? r.last_status["counters"] : nlohmann::json::object();
+  const double dropped_groups = std::max(counters.value("groups_dropped_stale", 0.0),
+                                         steps["groups_dropped_stale"].get<double>());
+  return {{"steps", steps["steps"]},
+          {"versions", counters.value("versions", 0.0)},
+          {"rollouts_accepted", counters.value("rollouts_accepted", 0.0)},
+          {"rollouts_rejected", counters.value("rollouts_rejected", 0.0)},
+          {"rollouts_dropped_stale", dropped_groups * o.group_size},
+          {"dppo_masked_fraction", steps["dppo_masked_fraction"]},
+          {"tv_mean", steps["tv_mean"]},
+          {"kl_mean", steps["kl_mean"]},
+          {"patch_bytes_mean", steps["patch_bytes_mean"]},
+          {"trainer_busy_fraction",
+           r.seconds > 0 ? steps["trainer_compute_seconds"].get<double>() / r.seconds : 0.0},
+          {"worker_idle_fraction", r.worker_idle_fraction},
+          {"reward_first_quarter", steps["reward_first_quarter"]},
+          {"reward_last_quarter", steps["reward_last_quarter"]},
+          {"workers_failed", r.workers_failed},
+          {"rl_seconds", r.seconds},
+          {"loss", o.loss},
+          {"max_staleness", o.max_staleness},
+          {"anchor_every", o.anchor_every}};
+}
+
+}  // namespace stoa::cli

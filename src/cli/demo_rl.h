@@ -1,0 +1,72 @@
+// The reinforcement-learning half of `stoa demo` and `stoa experiment ablations`: one RL phase
+// = `stoa run` (hub + DPPO trainer) and N `stoa work` processes on loopback for a fixed wall-clock
+// budget, then a clean stop (workers first, so nothing they finished is lost; then the trainer,
+// after its current step); and pass@1 evaluation through `stoa eval`.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/demo_setup.h"
+
+namespace stoa::cli {
+
+// The episode limits shared by RL sampling and evaluation (they must agree).
+struct EpisodeLimits {
+  int max_turns = 2;
+  int max_new_tokens = 64;
+  int max_observation_tokens = 256;
+};
+
+struct RlOptions {
+  double minutes = 8;
+  int workers = 4;
+  int worker_threads = 1;
+  // libtorch's OpenMP barriers spin: with workers on the same cores, one trainer thread is far
+  // faster than two (docs/design/train.md).
+  int trainer_threads = 1;
+  int worker_slots = 8;
+  int group_size = 8;
+  int groups_per_step = 4;
+  double lr = 2e-4;
+  int max_staleness = 2;
+  std::string loss = "dppo-binary-tv";
+  int anchor_every = 20;  // 1: every version is a full int8 anchor (no patches)
+  double temperature = 1.0;
+  uint64_t seed = 1;
+  EpisodeLimits episode;
+};
+
+struct RlResult {
+  nlohmann::json last_status;  // the hub's /v1/status just before it stopped
+  double seconds = 0;          // RL wall clock (workers started → everything stopped)
+  double worker_idle_fraction = 0;
+  int workers_failed = 0;
+  std::string final_model;  // <run_dir>/checkpoint/model, with the tokenizer copied in
+};
+
+using Say = std::function<void(const std::string&)>;
+
+// Runs one RL phase from `model_dir` into `run_dir` (recreated), logs into `logs_dir`.
+// Throws stoa::Error (with the end of the failing process's log) if the hub/trainer fails or no
+// step finished; a worker that dies is reported and the phase continues without it.
+RlResult run_rl_phase(const RlOptions& options, const DemoPaths& paths,
+                      const std::string& model_dir, const std::string& run_dir,
+                      const std::string& logs_dir, const Say& say,
+                      const std::atomic<bool>& interrupted);
+
+// pass@1 (greedy, int8 weights as a worker holds them) of a model on a split; `limit` 0 = all.
+// Writes <logs_dir>/<name>.json.
+double evaluate_pass1(const DemoPaths& paths, const std::string& model_dir,
+                      const std::string& split, int64_t limit, const EpisodeLimits& episode,
+                      const std::string& logs_dir, const std::string& name, const Say& say);
+
+// The summary fields of one RL phase (steps, versions, rollouts, masked fraction, patch bytes,
+// busy/idle fractions, ...), from its step log and the hub's last status.
+nlohmann::json rl_summary(const RlOptions& options, const RlResult& result,
+                          const std::string& run_dir);
+
+}  // namespace stoa::cli

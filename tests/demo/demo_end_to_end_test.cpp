@@ -1,0 +1,67 @@
+// `stoa demo` end to end, small: every stage runs as in the default demo (separate processes,
+// HTTP on loopback, PULSE sync, the trainer training on streamed rollouts), on a 1,500-abstract
+// corpus with a short SFT and one minute of RL. Checks that the run happened and the summary is
+// complete — not that the model learned (that takes the full-size run: docs/results.md).
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace {
+namespace fs = std::filesystem;
+
+std::string binary() {
+  const char* b = std::getenv("STOA_BINARY");
+  return b ? b : "";
+}
+
+bool has_demo_command(const std::string& exe) {
+  return std::system((exe + " demo --help > /dev/null 2>&1").c_str()) == 0;
+}
+
+TEST(DemoEndToEnd, SmallDemoRunsAndReportsEveryFigure) {
+  const std::string exe = binary();
+  ASSERT_FALSE(exe.empty()) << "STOA_BINARY is not set";
+  if (!has_demo_command(exe)) GTEST_SKIP() << "`stoa demo` needs the libtorch build";
+  const fs::path dir = fs::temp_directory_path() / ("stoa-demo-test-" + std::to_string(::getpid()));
+  const fs::path summary = dir.string() + "-summary.json";
+  const fs::path out = dir.string() + "-out.txt";
+  const std::string cmd = exe + " demo --fresh --dir " + dir.string() +
+                          " --papers 1500 --questions 300 --vocab-size 1024 --sft-examples 24"
+                          " --sft-epochs 1 --minutes 1 --eval-limit 8 --workers 2"
+                          " --group-size 4 --groups-per-step 2 --json-summary " +
+                          summary.string() + " > " + out.string() + " 2>&1";
+  const int rc = std::system(cmd.c_str());
+  std::ifstream o(out);
+  const std::string printed((std::istreambuf_iterator<char>(o)), {});
+  ASSERT_EQ(rc, 0) << printed;
+  std::ifstream in(summary);
+  ASSERT_TRUE(in.good()) << printed;
+  const nlohmann::json s = nlohmann::json::parse(in);
+  for (const char* key : {"pass1_before", "pass1_after", "steps", "versions", "rollouts_accepted",
+                          "rollouts_dropped_stale", "dppo_masked_fraction", "patch_bytes_mean",
+                          "full_int8_bytes", "trainer_busy_fraction", "worker_idle_fraction"})
+    EXPECT_TRUE(s.contains(key)) << key;
+  EXPECT_GE(s["steps"].get<double>(), 1) << printed;
+  EXPECT_GE(s["versions"].get<double>(), 2);
+  EXPECT_GT(s["rollouts_accepted"].get<double>(), 0);
+  EXPECT_GT(s["full_int8_bytes"].get<double>(), 0);
+  for (const char* key : {"pass1_before", "pass1_after", "dppo_masked_fraction",
+                          "trainer_busy_fraction", "worker_idle_fraction"}) {
+    EXPECT_GE(s[key].get<double>(), 0.0) << key;
+    EXPECT_LE(s[key].get<double>(), 1.0) << key;
+  }
+  // Progress was visible while it ran.
+  EXPECT_NE(printed.find("[demo] rl "), std::string::npos) << printed;
+  EXPECT_TRUE(fs::exists(dir / "run" / "steps.jsonl"));
+  fs::remove_all(dir);
+  fs::remove(summary);
+  fs::remove(out);
+}
+
+}  // namespace

@@ -1,0 +1,58 @@
+#include "cli/demo_report.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+namespace stoa::cli {
+namespace {
+
+TEST(DemoReport, StepLogSummaryIsTokenWeightedAndSkipsBadLines) {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("stoa-steps-" + std::to_string(::getpid()) + ".jsonl"))
+                               .string();
+  {
+    std::ofstream f(path);
+    f << R"({"step":1,"version":1,"tokens":100,"masked_fraction":0.1,"tv_mean":0.01,"kl_mean":0.001,"step_seconds":2,"busy_fraction":0.5,"patch_bytes":0,"anchor_bytes":5000,"reward_mean":0.2,"groups_dropped_stale":1})"
+      << "\nnot json\n"
+      << R"({"step":2,"version":2,"tokens":300,"masked_fraction":0.0,"tv_mean":0.03,"kl_mean":0.003,"step_seconds":4,"busy_fraction":0.7,"patch_bytes":1000,"anchor_bytes":0,"reward_mean":0.6,"groups_dropped_stale":0})"
+      << "\n";
+  }
+  const nlohmann::json s = summarize_step_log(path);
+  std::filesystem::remove(path);
+  EXPECT_EQ(s["steps"], 2);
+  EXPECT_EQ(s["last_version"], 2);
+  EXPECT_DOUBLE_EQ(s["dppo_masked_fraction"].get<double>(), 10.0 / 400.0);
+  EXPECT_DOUBLE_EQ(s["tv_mean"].get<double>(), (1.0 + 9.0) / 400.0);
+  EXPECT_DOUBLE_EQ(s["patch_bytes_mean"].get<double>(), 1000.0);  // anchors are not patches
+  EXPECT_EQ(s["anchors"], 1.0);
+  EXPECT_DOUBLE_EQ(s["trainer_compute_seconds"].get<double>(), 6.0);
+  EXPECT_DOUBLE_EQ(s["groups_dropped_stale"].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(s["reward_first_quarter"].get<double>(), 0.2);
+  EXPECT_DOUBLE_EQ(s["reward_last_quarter"].get<double>(), 0.6);
+}
+
+TEST(DemoReport, MissingLogGivesAnEmptySummary) {
+  const nlohmann::json s = summarize_step_log("/nonexistent/steps.jsonl");
+  EXPECT_EQ(s["steps"], 0);
+  EXPECT_EQ(s["dppo_masked_fraction"], 0.0);
+}
+
+TEST(DemoReport, ProgressLineNamesStepVersionRewardAndWorkers) {
+  const auto st = nlohmann::json::parse(R"({
+    "step": 7, "latest_version": 7, "counters": {"rollouts_accepted": 96},
+    "last_step": {"reward_mean": 0.375, "masked_fraction": 0.002, "tv": 0.01, "busy_fraction": 0.8},
+    "workers": [{"name": "w1", "tokens_per_s": 250.4, "patch_lag": 1}]})");
+  const std::string line = rl_progress_line(st, 75);
+  EXPECT_NE(line.find("1m15s"), std::string::npos) << line;
+  EXPECT_NE(line.find("step 7"), std::string::npos) << line;
+  EXPECT_NE(line.find("version 7"), std::string::npos) << line;
+  EXPECT_NE(line.find("reward 0.375"), std::string::npos) << line;
+  EXPECT_NE(line.find("w1=250tok/s(lag 1)"), std::string::npos) << line;
+}
+
+}  // namespace
+}  // namespace stoa::cli
