@@ -27,6 +27,24 @@ TEST(RunConfig, DefaultsAndPathsRelativeToTheFile) {
   EXPECT_EQ(c.hub.max_staleness, c.loop.staleness.max_staleness);
 }
 
+TEST(RunConfig, QueueDepthFollowsTheStalenessWindowUnlessSet) {
+  // Complete groups age one version per groups_per_step while queued: the default queue holds
+  // about half the staleness window, so queued groups are not dropped as stale.
+  auto c = parse_run_config(std::string(kMinimal) +
+                                "heartbeat_interval_s = 2\n[trainer]\n"
+                                "groups_per_step = 3\nmax_staleness = 4\n",
+                            "run.toml", "");
+  EXPECT_EQ(c.hub.max_queued_groups, 6u);  // 3 x ceil(4 / 2)
+  EXPECT_EQ(c.hub.heartbeat_interval_s, 2);
+  auto z =
+      parse_run_config(std::string(kMinimal) + "[trainer]\nmax_staleness = 0\n", "run.toml", "");
+  EXPECT_EQ(z.hub.max_queued_groups, z.loop.groups_per_step);
+  auto set = parse_run_config(std::string(kMinimal) + "max_queued_groups = 50\n", "run.toml", "");
+  EXPECT_EQ(set.hub.max_queued_groups, 50u);
+  EXPECT_THROW(parse_run_config(std::string(kMinimal) + "heartbeat_interval_s = 0\n", "r.toml", ""),
+               Error);
+}
+
 TEST(RunConfig, EverySectionIsRead) {
   auto c = parse_run_config(R"(
 [run]
