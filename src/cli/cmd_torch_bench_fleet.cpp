@@ -129,7 +129,7 @@ Assets prepare_assets(const Options& o, const std::string& exe, const std::strin
     log_info("bench", "assets: ", what);
     Child c;
     c.start(exe, {std::move(args), dir + "/" + what + ".log", ""});
-    c.wait_ok(600s, what);
+    c.wait_ok(600s, what, &g_interrupted);
   };
   fs::create_directories(dir);
   if (!fs::exists(a.data + "/train.jsonl"))
@@ -162,7 +162,8 @@ Assets prepare_assets(const Options& o, const std::string& exe, const std::strin
   if (st && header_len < (64u << 20)) {
     std::string header(header_len, '\0');
     st.read(header.data(), static_cast<std::streamsize>(header_len));
-    for (const auto& [name, t] : json::parse(header).items()) {
+    const json tensors = json::parse(header);  // named: items() would outlive a temporary
+    for (const auto& [name, t] : tensors.items()) {
       if (name == "__metadata__") continue;
       int64_t n = 1;
       for (const auto& d : t.at("shape")) n *= d.get<int64_t>();
@@ -423,6 +424,7 @@ json run_config(const Options& o, const std::string& exe, const Assets& a, const
     per_worker.push_back({{"name", "w" + std::to_string(i)},
                           {"idle_fraction", idle ? json(*idle) : json(nullptr)},
                           {"weight_switches", wl.switches.size()},
+                          {"log_warnings", wl.warnings},
                           {"rollouts_finished", wl.rollouts ? json(*wl.rollouts) : json(nullptr)},
                           {"tokens", wl.tokens ? json(*wl.tokens) : json(nullptr)},
                           {"first_weights_s", num(cold)},

@@ -50,6 +50,7 @@ struct WorkerLog {
   std::optional<double> idle;        // from the final "stopped: ..." line
   std::optional<uint64_t> rollouts;  // idem
   std::optional<uint64_t> tokens;    // idem
+  int64_t warnings = 0;              // W and E lines (sync refetches, anchor fallbacks, ...)
 };
 
 inline WorkerLog parse_worker_log(const std::string& text) {
@@ -59,6 +60,8 @@ inline WorkerLog parse_worker_log(const std::string& text) {
   static const std::string kSwitch = "generating with version ";
   static const std::string kStopped = "[worker] stopped: ";
   while (std::getline(in, line)) {
+    if (line.size() > 26 && parse_log_time(line) && (line[25] == 'W' || line[25] == 'E'))
+      ++w.warnings;
     if (auto p = line.find(kSwitch); p != std::string::npos) {
       const auto t = parse_log_time(line);
       if (!t) continue;

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -135,9 +136,12 @@ class Child {
 
   // Waits for the child to exit on its own (data preparation steps); throws with the log's tail
   // when it fails or outlives `limit`.
-  void wait_ok(std::chrono::seconds limit, const std::string& what) {
+  // `interrupted` (optional) ends the wait early, as a failure.
+  void wait_ok(std::chrono::seconds limit, const std::string& what,
+               const std::atomic<bool>* interrupted = nullptr) {
     const auto deadline = std::chrono::steady_clock::now() + limit;
-    while (running() && std::chrono::steady_clock::now() < deadline)
+    while (running() && std::chrono::steady_clock::now() < deadline &&
+           !(interrupted && interrupted->load()))
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     if (pid_ > 0) terminate(std::chrono::seconds(1));
     STOA_CHECK(exit_status_ == 0 && !killed_, ErrorKind::kInternal, "bench fleet: ", what,

@@ -24,6 +24,7 @@ TEST(FleetMetrics, ReadsSwitchesAndTheStoppedLine) {
       "1970-01-01T00:00:01.000Z I [worker] w0 joined as w-1\n"
       "1970-01-01T00:00:02.000Z I [worker] generating with version 0 (anchor)\n"
       "garbage line\n"
+      "1970-01-01T00:00:03.000Z W [sync] route to version 3 refused: x; catching up\n"
       "1970-01-01T00:00:05.500Z I [worker] generating with version 3\n"
       "1970-01-01T00:00:09.000Z I [worker] stopped: 12 rollouts (11 accepted, 0 duplicate, 1 "
       "rejected, 0 left in the spool), 3456 tokens, 2 weight switches, idle 0.25\n";
@@ -37,6 +38,7 @@ TEST(FleetMetrics, ReadsSwitchesAndTheStoppedLine) {
   EXPECT_DOUBLE_EQ(*w.idle, 0.25);
   EXPECT_EQ(w.rollouts.value_or(0), 12u);
   EXPECT_EQ(w.tokens.value_or(0), 3456u);
+  EXPECT_EQ(w.warnings, 1);
   EXPECT_FALSE(parse_worker_log("no stop line\n").idle);
 }
 
