@@ -16,7 +16,7 @@ struct DemoSetupOptions {
   int questions = 10000;        // over all splits
   std::string preset = "demo";  // model shape (model/presets.cpp); vocab comes from the tokenizer
   int64_t vocab_size = 4096;    // BPE vocabulary (bytes + merges + special + task tags)
-  int64_t sft_examples = 2000;  // scripted demonstrations (train split only)
+  int64_t sft_examples = 1000;  // scripted demonstrations (train split only)
   int sft_epochs = 2;
   double sft_lr = 2e-3;
   int64_t sft_batch_tokens = 8192;
