@@ -156,20 +156,26 @@ WorkerStats run_worker(const WorkerOptions& o, const std::atomic<bool>& stop) {
   HubBlobSource source(hub);
   WeightSync sync(source, pulse::config_hash(config));
   std::atomic<bool> threads_stop{false};
+  std::atomic<int> threads_done{0};  // sync + heartbeat, for a bounded shutdown
   std::thread sync_thread([&] {
     int failures = 0;
+    uint64_t failed_before = 0;
     while (!threads_stop) {
       try {
         // Short enough that a stopping worker is not held up long by its own long-poll.
         sync.step(std::chrono::seconds(5));
         failures = 0;
-        if (sync.counters().failed_syncs) std::this_thread::sleep_for(200ms);
+        // A sync that just failed (bad blobs) is not retried in a tight loop.
+        const uint64_t failed = sync.counters().failed_syncs;
+        if (failed != failed_before) std::this_thread::sleep_for(200ms);
+        failed_before = failed;
       } catch (const std::exception& e) {
         log_warn("worker", "sync: ", e.what());
         const auto wait = std::min(10000, 250 << std::min(failures++, 6));
         for (int i = 0; i < wait / 50 && !threads_stop; ++i) std::this_thread::sleep_for(50ms);
       }
     }
+    ++threads_done;
   });
 
   std::mutex work_mutex;  // guards the LeaseWork list (heartbeat thread reads and cancels)
@@ -209,6 +215,7 @@ WorkerStats run_worker(const WorkerOptions& o, const std::atomic<bool>& stop) {
         log_warn("worker", "heartbeat: ", e.what());
       }
     }
+    ++threads_done;
   });
 
   RolloutStreamer streamer([&](const net::RolloutSubmission& r) { return hub.submit(r); },
@@ -448,7 +455,10 @@ WorkerStats run_worker(const WorkerOptions& o, const std::atomic<bool>& stop) {
   }
   streamer.stop(true, std::chrono::seconds(o.shutdown_grace_s));
   threads_stop = true;
-  hub.http().cancel();  // no more retries: a heartbeat or sync stuck on a dead hub ends now
+  // A live hub answers the sync's long-poll within its 5 s; a dead one would keep the threads
+  // in their retries: past that, cancel them (after, so a clean stop logs no cancelled calls).
+  for (int i = 0; i < 130 && threads_done < 2; ++i) std::this_thread::sleep_for(50ms);
+  if (threads_done < 2) hub.http().cancel();
   sync_thread.join();
   heartbeat_thread.join();
   stats.tokens_generated = tokens_generated;
