@@ -1,3 +1,6 @@
+#include <algorithm>
+#include <map>
+
 #include "hub/hub_fixture.h"
 
 namespace stoa::hub::testing {
@@ -24,6 +27,37 @@ TEST_F(Leases, AGroupIsLeasedOnceUntilItExpires) {
   EXPECT_EQ(lb2->samples, 2);
   EXPECT_NE(lb2->lease_id, la->lease_id);
   EXPECT_EQ(hub->counters()["leases_expired"], 2);  // la and lb
+}
+
+TEST_F(Leases, PromptsWithNoRoomUnderMaxTokensAreSkipped) {
+  // Rendered as the hub renders them; max_tokens admits only the shortest prompt.
+  std::map<std::string, size_t> len;
+  env::EpisodeConfig ec;
+  ec.max_turns = config.sampling.max_turns;
+  ec.max_observation_tokens = config.sampling.max_observation_tokens;
+  for (const auto& q : deps().prompts)
+    len[q.id] = env::Episode(*task, q, codec, ec).tokens().size();
+  const auto shortest = std::min_element(len.begin(), len.end(),
+                                         [](auto& a, auto& b) { return a.second < b.second; });
+  ASSERT_LT(shortest->second, std::max_element(len.begin(), len.end(), [](auto& a, auto& b) {
+                                return a.second < b.second;
+                              })->second);
+  config.max_tokens = static_cast<int64_t>(shortest->second) + 1;
+  open_hub();
+  publish(1);
+  auto a = join("a");
+  for (int i = 0; i < 4; ++i) {
+    auto l = hub->lease(a).lease;
+    ASSERT_TRUE(l.has_value());
+    EXPECT_EQ(l->prompt_id, shortest->first);
+    EXPECT_LT(static_cast<int64_t>(l->prompt_tokens.size()), config.max_tokens);
+  }
+  EXPECT_GE(hub->counters()["prompts_skipped_too_long"], 1);
+  // Nothing fits: no work, and no failure.
+  config.max_tokens = 1;
+  open_hub();
+  EXPECT_FALSE(hub->lease(join("b")).lease.has_value());
+  EXPECT_EQ(hub->counters()["prompts_skipped_too_long"], 3);
 }
 
 TEST_F(Leases, HeartbeatRenewsUpToTheCap) {

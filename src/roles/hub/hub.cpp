@@ -310,8 +310,30 @@ std::optional<net::Lease> Hub::lease_locked(const std::string& worker_id, int64_
       queued_groups_locked() >= config_.max_queued_groups) {
     return std::nullopt;
   }
+  // A prompt that leaves no room in the transcript (max_tokens) cannot be sampled by any worker:
+  // skip it rather than hand it out (found with a byte-level codec, whose prompts are long).
   int64_t n = static_cast<int64_t>(prompt_order_.size());
-  int64_t index = prompt_order_[static_cast<size_t>(next_prompt_ % n)];
+  int64_t index = -1;
+  for (int64_t tries = 0; tries < n; ++tries) {
+    const int64_t candidate = prompt_order_[static_cast<size_t>(next_prompt_ % n)];
+    const auto len = static_cast<int64_t>(prompt_tokens_locked(candidate).size());
+    if (len < config_.max_tokens) {
+      index = candidate;
+      break;
+    }
+    if (counters_->prompts_too_long.insert(candidate).second)
+      log_warn("hub", "prompt '", deps_.prompts[static_cast<size_t>(candidate)].id, "' renders to ",
+               len, " tokens, not under max_tokens = ", config_.max_tokens, ": skipped");
+    ++next_prompt_;
+  }
+  if (index < 0) {
+    if (counters_->prompts_too_long.size() == static_cast<size_t>(n) && !counters_->all_too_long) {
+      counters_->all_too_long = true;
+      log_error("hub", "every training prompt is at least max_tokens = ", config_.max_tokens,
+                " tokens long: no work can be leased (raise [hub] max_tokens)");
+    }
+    return std::nullopt;
+  }
   GroupRow row;
   row.id = "g-" + std::to_string(next_prompt_) + "-" + net::random_token().substr(0, 8);
   row.prompt_id = deps_.prompts[static_cast<size_t>(index)].id;

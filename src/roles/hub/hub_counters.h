@@ -2,6 +2,7 @@
 #pragma once
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,8 @@ struct Hub::Counters {
       std::vector<int64_t>(sizeof(kStepBounds) / sizeof(kStepBounds[0]) + 1, 0);
   double step_seconds_sum = 0;
   std::optional<StepReport> last_step;
+  std::set<int64_t> prompts_too_long;  // prompt indices skipped: no room under max_tokens
+  bool all_too_long = false;
   int64_t start_ms = 0;
 };
 

@@ -60,6 +60,7 @@ std::map<std::string, double> Hub::counters() const {
   m["model_tokens_accepted"] = static_cast<double>(c.model_tokens_accepted);
   m["reward_mean_accepted"] = c.accepted ? c.reward_sum / static_cast<double>(c.accepted) : 0.0;
   m["workers"] = static_cast<double>(workers_.size());
+  m["prompts_skipped_too_long"] = static_cast<double>(c.prompts_too_long.size());
   m["versions"] = static_cast<double>(versions_.size());
   return m;
 }

@@ -352,6 +352,20 @@ WorkerStats run_worker(const WorkerOptions& o, const std::atomic<bool>& stop) {
               log_warn("worker", "lease: ", e.what());
               lr.retry_after_ms = 2000;
             }
+            if (lr.lease && static_cast<int64_t>(lr.lease->prompt_tokens.size()) >= max_tokens) {
+              // No room to generate (a hub that skips such prompts never sends one): hand it
+              // back rather than fail, and do not ask again at once.
+              log_warn("worker", "lease ", lr.lease->lease_id, ": the prompt has ",
+                       lr.lease->prompt_tokens.size(), " tokens, max_tokens is ", max_tokens,
+                       "; releasing it");
+              try {
+                hub.release(lr.lease->lease_id);
+              } catch (const std::exception& e) {
+                log_warn("worker", "release ", lr.lease->lease_id, ": ", e.what());
+              }
+              lr.lease.reset();
+              lr.retry_after_ms = 1000;
+            }
             if (lr.lease) {
               w = std::make_shared<LeaseWork>();
               w->lease = *lr.lease;
