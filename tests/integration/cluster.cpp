@@ -68,7 +68,10 @@ bool have_stoa_run() {
     const fs::path root = unique_root();
     fs::create_directories(root);
     g_cleanup.root = root;
-    return run_to_end({"run", "--help"}, root / "probe") == 0;
+    // `stoa run --help` of a torch-OFF binary prints the top-level help (exit 0): look for the
+    // run command's own option instead.
+    return run_to_end({"run", "--help"}, root / "probe") == 0 &&
+           read_file(root / "probe.out").find("--config") != std::string::npos;
   }();
   return have;
 }
