@@ -46,7 +46,8 @@ struct Options {
   int max_new_tokens = 256;
   int max_observation_tokens = 500;
   int topk_docs = 3;
-  std::string json_out;  // also write the summary here
+  std::string json_out;     // also write the summary here
+  std::string transcripts;  // JSONL: one line per question (id, golden, response, reward)
 };
 
 struct Slot {
@@ -125,8 +126,21 @@ int run(const Options& o) {
     s.pending = s.ep->tokens();
     return true;
   };
+  std::ofstream transcripts;
+  if (!o.transcripts.empty()) {
+    transcripts.open(o.transcripts);
+    STOA_CHECK(transcripts.good(), ErrorKind::kIo, "eval: cannot write ", o.transcripts);
+  }
   auto finish = [&](Slot& s) {
     reward[s.item] = s.ep->reward();
+    if (transcripts.is_open()) {
+      nlohmann::json t = {{"id", items[s.item].id},
+                          {"question", items[s.item].question},
+                          {"golden_answers", items[s.item].golden_answers},
+                          {"response", s.ep->response_text()},
+                          {"reward", reward[s.item]}};
+      transcripts << t.dump() << '\n';
+    }
     turns[s.item] = s.ep->turns();
     answered[s.item] = s.ep->response_text().find("<answer>") != std::string::npos;
   };
@@ -229,6 +243,8 @@ CommandRegistration eval_cmd(
       app.add_option("--max-observation-tokens", o->max_observation_tokens,
                      "observation budget per search");
       app.add_option("--json", o->json_out, "also write the JSON summary to this file");
+      app.add_option("--transcripts", o->transcripts,
+                     "write every episode (question, golden answers, response, reward) as JSONL");
       return [o] { return run(*o); };
     });
 
