@@ -2,7 +2,8 @@
 // from the checkpoint and the ledger, every rollout that got an HTTP 200 before the kill is still
 // in the ledger, no group is trained twice, and the worker (which never restarted) syncs to the
 // restarted trainer's first version — an anchor, since the PULSE grid is not checkpointed — and
-// goes on. A scripted client submits rollouts alongside and records every acknowledged id.
+// goes on. A scripted client submits rollouts alongside and records every acknowledged id. The
+// worker is started before the hub listens (its join retries).
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -129,8 +130,11 @@ TEST(HubKill, RestartResumesAndKeepsEveryAcknowledgedRollout) {
   ASSERT_GT(spec.port, 0);
   spec.anchor_every = 50;  // only the run's first version and the restart's are anchors
   Cluster c("hub_kill", spec);
+  // The worker starts first (as `stoa demo` / `stoa bench fleet` may start them): its join
+  // retries until the hub listens.
+  c.start_worker("w1", "http://127.0.0.1:" + std::to_string(spec.port));
+  std::this_thread::sleep_for(1000ms);
   const std::string url = c.start_hub();
-  c.start_worker("w1");
   ScriptedClient scripted(url);
 
   ASSERT_TRUE(wait_until(
