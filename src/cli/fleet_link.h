@@ -12,6 +12,7 @@
 // Header-only: the cli's CMake builds only cmd_*.cpp, and this is not a command.
 #pragma once
 #include <signal.h>
+#include <sys/wait.h>
 
 #include <cerrno>
 #include <cstdint>
@@ -26,8 +27,10 @@
 
 namespace stoa::cli::fleet {
 
+// The command's exit code (-1 when it could not run or was killed).
 inline int run_quiet(const std::string& command) {
-  return std::system((command + " >/dev/null 2>&1").c_str());
+  const int status = std::system((command + " >/dev/null 2>&1").c_str());
+  return status != -1 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 inline std::string run_capture(const std::string& command) {
