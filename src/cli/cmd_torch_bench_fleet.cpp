@@ -89,7 +89,9 @@ std::vector<double> load_average() {
 }
 
 void check_interrupt() {
-  STOA_CHECK(!g_interrupted, ErrorKind::kInternal, "bench fleet: interrupted");
+  // Thrown so that unwinding stops every child and removes the namespaces on the way out.
+  STOA_CHECK(!g_interrupted, ErrorKind::kIo,
+             "bench fleet: interrupted by a signal; children stopped, links removed");
 }
 
 json num(double v) {
