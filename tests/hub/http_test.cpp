@@ -226,6 +226,13 @@ TEST_F(Http, StatusMetricsAndDashboard) {
   EXPECT_EQ(m.first, 200);
   EXPECT_NE(m.second.find("# TYPE stoa_latest_version gauge"), std::string::npos);
   EXPECT_NE(m.second.find("stoa_latest_version 1"), std::string::npos);
+  EXPECT_NE(m.second.find("stoa_step_seconds_histogram_count 0"), std::string::npos) << m.second;
+  // Per-worker series carry the worker's id and the name it joined with.
+  const std::string id = join("dash-w");
+  m = raw_get("/metrics", "");
+  EXPECT_NE(m.second.find("stoa_worker_tokens_per_second{worker=\"" + id + "\",name=\"dash-w\"}"),
+            std::string::npos)
+      << m.second;
   auto d = raw_get("/", "");
   EXPECT_EQ(d.first, 200);
   EXPECT_NE(d.second.find("/v1/status"), std::string::npos);

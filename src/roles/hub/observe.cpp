@@ -24,6 +24,10 @@ std::string label(const std::string& v) {
   }
   return out;
 }
+// The per-worker label set: the id (stable across restarts) and the name it joined with.
+std::string worker_labels(const nlohmann::json& w) {
+  return label(w["id"].get<std::string>()) + "\",name=\"" + label(w["name"].get<std::string>());
+}
 }  // namespace
 
 std::vector<WorkerStats> Hub::workers() const {
@@ -214,26 +218,26 @@ std::string Hub::metrics() const {
   o << "# HELP stoa_worker_tokens_per_second Generation throughput reported by each worker\n"
        "# TYPE stoa_worker_tokens_per_second gauge\n";
   for (const auto& w : st["workers"]) {
-    o << "stoa_worker_tokens_per_second{worker=\"" << label(w["id"].get<std::string>()) << "\"} "
+    o << "stoa_worker_tokens_per_second{worker=\"" << worker_labels(w) << "\"} "
       << w["tokens_per_s"].get<double>() << "\n";
   }
   o << "# HELP stoa_worker_idle_fraction Share of time each worker had nothing to generate\n"
        "# TYPE stoa_worker_idle_fraction gauge\n";
   for (const auto& w : st["workers"]) {
-    o << "stoa_worker_idle_fraction{worker=\"" << label(w["id"].get<std::string>()) << "\"} "
+    o << "stoa_worker_idle_fraction{worker=\"" << worker_labels(w) << "\"} "
       << w["idle_fraction"].get<double>() << "\n";
   }
   o << "# HELP stoa_worker_rollouts_accepted_total Rollouts accepted from each worker\n"
        "# TYPE stoa_worker_rollouts_accepted_total counter\n";
   for (const auto& w : st["workers"]) {
-    o << "stoa_worker_rollouts_accepted_total{worker=\"" << label(w["id"].get<std::string>())
-      << "\"} " << w["rollouts_accepted"].get<double>() << "\n";
+    o << "stoa_worker_rollouts_accepted_total{worker=\"" << worker_labels(w) << "\"} "
+      << w["rollouts_accepted"].get<double>() << "\n";
   }
   o << "# HELP stoa_worker_patch_lag_versions Latest version minus the worker's version\n"
        "# TYPE stoa_worker_patch_lag_versions gauge\n";
   for (const auto& w : st["workers"]) {
     if (!w.contains("patch_lag")) continue;
-    o << "stoa_worker_patch_lag_versions{worker=\"" << label(w["id"].get<std::string>()) << "\"} "
+    o << "stoa_worker_patch_lag_versions{worker=\"" << worker_labels(w) << "\"} "
       << w["patch_lag"].get<double>() << "\n";
   }
   return o.str();
