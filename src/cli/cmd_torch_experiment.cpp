@@ -44,7 +44,11 @@ std::vector<Variant> all_variants() {
       {"truncated-is", "loss", [](RlOptions& o) { o.loss = "truncated-is"; }},
       {"staleness-0", "staleness", [](RlOptions& o) { o.max_staleness = 0; }},
       {"staleness-4", "staleness", [](RlOptions& o) { o.max_staleness = 4; }},
-      {"full-sync", "sync", [](RlOptions& o) { o.anchor_every = 1; }},
+      {"full-sync", "sync",
+       [](RlOptions& o) {
+         o.anchor_every = 1;
+         o.keep_anchors = 1;
+       }},
   };
 }
 

@@ -54,6 +54,7 @@ void write_run_config(const RlOptions& o, const DemoPaths& p, const std::string&
     << "\nmin_groups = 1\ngather_timeout_ms = 5000\nmax_staleness = " << o.max_staleness
     << "\ncheckpoint_every = 1\nseed = " << o.seed << "\n\n"
     << "[pulse]\nanchor_every = " << o.anchor_every << "\n";
+  if (o.keep_anchors > 0) f << "keep_anchors = " << o.keep_anchors << "\n";
   STOA_CHECK(f.good(), ErrorKind::kIo, "cannot write ", path);
 }
 
@@ -90,7 +91,8 @@ RlResult run_rl_phase(const RlOptions& o, const DemoPaths& p, const std::string&
 
   std::vector<ChildProcess> workers;
   for (int i = 0; i < o.workers; ++i) {
-    const std::string name = "w" + std::to_string(i + 1);
+    std::string name = std::to_string(i + 1);
+    name.insert(0, 1, 'w');  // (not "w" + ...: GCC 12 -O3 warns a false -Wrestrict on that)
     const std::string seed = std::to_string(o.seed * 1000 + static_cast<uint64_t>(i) + 1);
     workers.push_back(ChildProcess::start({exe,           "work",
                                            "--hub",       url,
@@ -229,7 +231,8 @@ nlohmann::json rl_summary(const RlOptions& o, const RlResult& r, const std::stri
           {"rl_seconds", r.seconds},
           {"loss", o.loss},
           {"max_staleness", o.max_staleness},
-          {"anchor_every", o.anchor_every}};
+          {"anchor_every", o.anchor_every},
+          {"full_weight_sync", o.anchor_every == 1 && o.keep_anchors == 1}};
 }
 
 }  // namespace stoa::cli

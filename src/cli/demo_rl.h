@@ -34,7 +34,10 @@ struct RlOptions {
   double lr = 2e-4;
   int max_staleness = 2;
   std::string loss = "dppo-binary-tv";
-  int anchor_every = 20;  // 1: every version is a full int8 anchor (no patches)
+  int anchor_every = 20;
+  // Anchors kept in the blob store (0: the trainer's default). Full-weight sync = anchor_every 1
+  // AND keep_anchors 1: otherwise the hub's route planner still serves the cheaper patch.
+  int keep_anchors = 0;
   double temperature = 1.0;
   uint64_t seed = 1;
   EpisodeLimits episode;
