@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/hub_trainer_run.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "env/bm25_index.h"
@@ -43,6 +44,16 @@ struct Options {
   std::string config;
   int64_t max_steps = -1;  // overrides [run] max_steps when >= 0
 };
+
+int run(const Options& o);
+
+}  // namespace
+
+int run_hub_and_trainer(const std::string& config, int64_t max_steps) {
+  return run(Options{config, max_steps});
+}
+
+namespace {
 
 // Exit status: 0 stopped cleanly (signal or max_steps), 1 any error (message on stderr).
 int run(const Options& o) {

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/hub_trainer_run.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "model/tokenizer.h"
@@ -24,6 +25,7 @@ namespace fs = std::filesystem;
 
 struct Options {
   bool sft = false;
+  std::string config;  // RL: the hub + trainer of a run config
   std::string data, model, out, checkpoint, resume;
   int epochs = 1;
   int64_t batch_tokens = 4096;
@@ -38,8 +40,15 @@ struct Options {
 };
 
 int run(const Options& o) {
-  STOA_CHECK(o.sft, ErrorKind::kUnsupported,
-             "only supervised training (--sft) is available from `stoa train` in this build");
+  if (!o.config.empty()) {
+    STOA_CHECK(!o.sft, ErrorKind::kInvalidArgument,
+               "stoa train: --config (RL: hub + trainer) and --sft are different jobs");
+    return run_hub_and_trainer(o.config, -1);
+  }
+  STOA_CHECK(o.sft, ErrorKind::kInvalidArgument,
+             "stoa train: give --config run.toml (RL: hub + asynchronous DPPO trainer) or --sft");
+  STOA_CHECK(!o.data.empty() && !o.model.empty() && !o.out.empty(), ErrorKind::kInvalidArgument,
+             "stoa train --sft needs --data, --model and --out");
   ModelWeights weights = load_model_dir(o.model);
   train::SftDataOptions data;
   data.vocab_size = weights.config.vocab_size;
@@ -121,15 +130,18 @@ int run(const Options& o) {
 }
 
 const CommandRegistration registration(
-    "train", "Train the policy (supervised warm start: --sft)", [](CLI::App& app) {
+    "train",
+    "Train the policy: RL from a run config (--config run.toml: the hub + asynchronous DPPO "
+    "trainer, same as `stoa run`) or a supervised warm start (--sft)",
+    [](CLI::App& app) {
       auto o = std::make_shared<Options>();
+      app.add_option("--config", o->config, "run.toml: RL with the hub (see `stoa run`)");
       app.add_flag("--sft", o->sft, "Supervised fine-tuning on JSONL transcripts");
       app.add_option("--data", o->data,
                      "JSONL transcripts (tokens/mask, prompt/completion or "
-                     "messages; see src/train/sft_data.h)")
-          ->required();
-      app.add_option("--model", o->model, "Hugging Face model directory to start from")->required();
-      app.add_option("--out", o->out, "Where to write the trained model directory")->required();
+                     "messages; see src/train/sft_data.h)");
+      app.add_option("--model", o->model, "Hugging Face model directory to start from");
+      app.add_option("--out", o->out, "Where to write the trained model directory");
       app.add_option("--epochs", o->epochs, "Passes over the data")->capture_default_str();
       app.add_option("--lr", o->lr, "Peak learning rate")->capture_default_str();
       app.add_option("--batch-tokens", o->batch_tokens, "Tokens per optimiser step")
