@@ -65,11 +65,7 @@ TEST_F(ChildProcessTest, DestructorKillsTheWholeProcessGroup) {
   {
     // The shell starts a grandchild and reports its pid; both must die with the ChildProcess.
     ChildProcess c = ChildProcess::start(
-        {
-          "/bin/sh", "-c", "sleep 60 & echo $! > " + log("pid");
-          "; wait"
-        },
-        log("d.log"));
+        {"/bin/sh", "-c", "sleep 60 & echo $! > " + log("pid") + "; wait"}, log("d.log"));
     for (int i = 0; i < 100 && !fs::exists(log("pid")); ++i) std::this_thread::sleep_for(20ms);
     std::this_thread::sleep_for(50ms);
     std::ifstream(log("pid")) >> grandchild;
