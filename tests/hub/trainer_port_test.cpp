@@ -107,7 +107,13 @@ TEST_F(Port, MetricsAndStatusCarryTheNumbers) {
   auto m = hub->metrics();
   EXPECT_NE(m.find("stoa_dppo_masked_fraction 0.125"), std::string::npos) << m;
   EXPECT_NE(m.find("stoa_rollouts_total{status=\"accepted\"} 2"), std::string::npos) << m;
-  EXPECT_NE(m.find("stoa_worker_tokens_per_second{worker=\"" + w + "\"} 42"), std::string::npos);
+  {  // per-worker series carry the worker's id and name labels
+    const std::string series = "stoa_worker_tokens_per_second{worker=\"" + w + "\",name=\"";
+    const size_t at = m.find(series);
+    ASSERT_NE(at, std::string::npos) << m;
+    const std::string line = m.substr(at, m.find('\n', at) - at);
+    EXPECT_EQ(line.substr(line.size() - 5), "\"} 42") << line;
+  }
   EXPECT_NE(m.find("stoa_rollout_staleness_versions_count 2"), std::string::npos) << m;
   EXPECT_NE(m.find("stoa_train_patch_bytes 1234"), std::string::npos) << m;
   auto s = hub->status();
