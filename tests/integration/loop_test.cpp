@@ -64,7 +64,10 @@ TEST(Loop, WorkersTrainFollowVersionsAndTheHubSurvivesBadClients) {
   const bool trained = wait_until(
       [&] {
         auto w1 = c.worker_status("w1"), w2 = c.worker_status("w2");
-        return c.step() >= 3 && !w1.is_null() && !w2.is_null() &&
+        // A step is recorded before its version is published: wait for both.
+        const auto st = c.status();
+        return c.step() >= 3 && st["latest_version"].is_number() &&
+               st["latest_version"].get<int64_t>() >= 3 && !w1.is_null() && !w2.is_null() &&
                w1.value("rollouts_accepted", 0) > 0 && w2.value("rollouts_accepted", 0) > 0 &&
                w1["version"].is_number() && w1["version"].get<int64_t>() >= 2 &&
                w2["version"].is_number() && w2["version"].get<int64_t>() >= 2;
