@@ -61,6 +61,8 @@ constexpr size_t kRowsA32 = 2, kColsA32 = 2;
 constexpr size_t kRowsA8 = 2, kColsA8 = 2;
 #endif
 
+constexpr size_t kStreams = 4;  // batch 1: rows far apart walked side by side (AllRows)
+
 // At most 16 f32 lanes so that a 32-value block is a whole number of vectors.
 using DF = hn::CappedTag<float, 16>;
 
@@ -79,7 +81,7 @@ HWY_INLINE void ScalesToF32(const uint16_t* HWY_RESTRICT src, float* HWY_RESTRIC
 
 // Y[c, r] for R weight rows starting at w (row stride cols) and C activation rows starting at x.
 template <size_t R, size_t C>
-HWY_INLINE void TileW8A32(const Args32& a, size_t row, size_t b) {
+HWY_INLINE void TileW8A32(const Args32& a, size_t row, size_t b, size_t step) {
   const DF df;
   const hn::Rebind<int32_t, DF> di32;
   const hn::Rebind<int8_t, DF> di8;
@@ -96,7 +98,7 @@ HWY_INLINE void TileW8A32(const Args32& a, size_t row, size_t b) {
   HWY_ALIGN float dw[R][kScaleGroup];
   for (size_t g0 = 0; g0 < groups; g0 += kScaleGroup) {
     const size_t ng = std::min(kScaleGroup, groups - g0);
-    for (size_t r = 0; r < R; ++r) ScalesToF32(ws + r * groups + g0, dw[r], ng);
+    for (size_t r = 0; r < R; ++r) ScalesToF32(ws + r * step * groups + g0, dw[r], ng);
     for (size_t g = 0; g < ng; ++g) {
       const size_t col0 = (g0 + g) * kBlock;
       for (size_t k = 0; k < kBlock; k += lanes) {
@@ -104,9 +106,9 @@ HWY_INLINE void TileW8A32(const Args32& a, size_t row, size_t b) {
         V xv[C];
         for (size_t c = 0; c < C; ++c) xv[c] = hn::LoadU(df, x + c * a.x_stride + col);
         for (size_t r = 0; r < R; ++r) {
-          const V wv =
-              hn::Mul(hn::ConvertTo(df, hn::PromoteTo(di32, hn::LoadU(di8, w + r * a.cols + col))),
-                      hn::Set(df, dw[r][g]));
+          const V wv = hn::Mul(
+              hn::ConvertTo(df, hn::PromoteTo(di32, hn::LoadU(di8, w + r * step * a.cols + col))),
+              hn::Set(df, dw[r][g]));
           for (size_t c = 0; c < C; ++c) acc[r][c] = hn::MulAdd(wv, xv[c], acc[r][c]);
         }
       }
@@ -114,28 +116,28 @@ HWY_INLINE void TileW8A32(const Args32& a, size_t row, size_t b) {
   }
   for (size_t r = 0; r < R; ++r)
     for (size_t c = 0; c < C; ++c)
-      a.y[(b + c) * a.y_stride + row + r] = hn::GetLane(hn::SumOfLanes(df, acc[r][c]));
+      a.y[(b + c) * a.y_stride + row + r * step] = hn::GetLane(hn::SumOfLanes(df, acc[r][c]));
 }
 
 #if HWY_TARGET == HWY_SCALAR
 // One-lane vectors cannot hold int16 pairs, so the scalar target states the same arithmetic in
 // plain C++: an exact int32 block sum, then one f32 multiply-add per block.
 template <size_t R, size_t C>
-HWY_INLINE void TileW8A8(const Args8& a, size_t row, size_t b) {
+HWY_INLINE void TileW8A8(const Args8& a, size_t row, size_t b, size_t step) {
   const size_t groups = a.cols / kBlock;
   for (size_t r = 0; r < R; ++r) {
     for (size_t c = 0; c < C; ++c) {
-      const int8_t* w = a.w + (row + r) * a.cols;
+      const int8_t* w = a.w + (row + r * step) * a.cols;
       const int8_t* xq = a.xq + (b + c) * a.cols;
       float acc = 0.0f;
       for (size_t g = 0; g < groups; ++g) {
         int32_t isum = 0;
         for (size_t i = g * kBlock; i < (g + 1) * kBlock; ++i) isum += int32_t{w[i]} * xq[i];
         const float scale =
-            f16_bits_to_f32(a.ws[(row + r) * groups + g]) * a.xd[(b + c) * groups + g];
+            f16_bits_to_f32(a.ws[(row + r * step) * groups + g]) * a.xd[(b + c) * groups + g];
         acc = std::fma(static_cast<float>(isum), scale, acc);
       }
-      a.y[(b + c) * a.y_stride + row + r] = acc;
+      a.y[(b + c) * a.y_stride + row + r * step] = acc;
     }
   }
 }
@@ -152,7 +154,7 @@ HWY_INLINE void TileW8A8(const Args8& a, size_t row, size_t b) {
 // (No software prefetch: at batch 1 rows are walked in memory order, which the hardware
 // prefetchers follow; prefetching the next row measured slower.)
 template <size_t R, size_t C>
-HWY_INLINE void TileW8A8(const Args8& a, size_t row, size_t b) {
+HWY_INLINE void TileW8A8(const Args8& a, size_t row, size_t b, size_t step) {
   const size_t groups = a.cols / kBlock;
   const int8_t* HWY_RESTRICT w = a.w + row * a.cols;
   const uint16_t* HWY_RESTRICT ws = a.ws + row * groups;
@@ -174,7 +176,7 @@ HWY_INLINE void TileW8A8(const Args8& a, size_t row, size_t b) {
     const size_t ng = std::min(kScaleGroup, groups - g0);
     const __mmask8 scale_mask = static_cast<__mmask8>((1u << ng) - 1u);
     for (size_t r = 0; r < R; ++r) {
-      ScalesToF32(ws + r * groups + g0, dw[r], ng);
+      ScalesToF32(ws + r * step * groups + g0, dw[r], ng);
       for (size_t g = ng; g < kScaleGroup; ++g) dw[r][g] = 0.0f;
     }
     for (size_t g = 0; g < ng; g += 2) {
@@ -193,7 +195,7 @@ HWY_INLINE void TileW8A8(const Args8& a, size_t row, size_t b) {
       }
       for (size_t r = 0; r < R; ++r) {
         const __m512i wu =
-            _mm512_xor_si512(_mm512_maskz_loadu_epi8(mask, w + r * a.cols + col), bias);
+            _mm512_xor_si512(_mm512_maskz_loadu_epi8(mask, w + r * step * a.cols + col), bias);
         const __m512 sw = _mm512_permutexvar_ps(idx, _mm512_castps256_ps512(_mm256_load_ps(dw[r])));
         for (size_t c = 0; c < C; ++c) {
           const __m512i isum = _mm512_dpbusd_epi32(neg_bias_sum[c], wu, xv[c]);
@@ -205,11 +207,11 @@ HWY_INLINE void TileW8A8(const Args8& a, size_t row, size_t b) {
   }
   for (size_t r = 0; r < R; ++r)
     for (size_t c = 0; c < C; ++c)
-      a.y[(b + c) * a.y_stride + row + r] = _mm512_reduce_add_ps(acc[r][c]);
+      a.y[(b + c) * a.y_stride + row + r * step] = _mm512_reduce_add_ps(acc[r][c]);
 }
 #else
 template <size_t R, size_t C>
-HWY_INLINE void TileW8A8(const Args8& a, size_t row, size_t b) {
+HWY_INLINE void TileW8A8(const Args8& a, size_t row, size_t b, size_t step) {
   const DF df;
   const hn::Rebind<int32_t, DF> di32;
   const hn::Repartition<int16_t, decltype(di32)> di16;  // twice the lanes of di32
@@ -231,7 +233,7 @@ HWY_INLINE void TileW8A8(const Args8& a, size_t row, size_t b) {
   HWY_ALIGN float dw[R][kScaleGroup];
   for (size_t g0 = 0; g0 < groups; g0 += kScaleGroup) {
     const size_t ng = std::min(kScaleGroup, groups - g0);
-    for (size_t r = 0; r < R; ++r) ScalesToF32(ws + r * groups + g0, dw[r], ng);
+    for (size_t r = 0; r < R; ++r) ScalesToF32(ws + r * step * groups + g0, dw[r], ng);
     for (size_t g = 0; g < ng; ++g) {
       const size_t col0 = (g0 + g) * kBlock;
       if (chunks == 1) {
@@ -243,7 +245,7 @@ HWY_INLINE void TileW8A8(const Args8& a, size_t row, size_t b) {
           sx[c] = hn::Set(df, xd[c * groups + g0 + g]);
         }
         for (size_t r = 0; r < R; ++r) {
-          const V16 wv = hn::PromoteTo(di16, hn::LoadU(di8, w + r * a.cols + col0));
+          const V16 wv = hn::PromoteTo(di16, hn::LoadU(di8, w + r * step * a.cols + col0));
           const VF sw = hn::Set(df, dw[r][g]);
           for (size_t c = 0; c < C; ++c) {
             VI odd = hn::Zero(di32);
@@ -262,7 +264,7 @@ HWY_INLINE void TileW8A8(const Args8& a, size_t row, size_t b) {
           for (size_t c = 0; c < C; ++c)
             xv[c] = hn::PromoteTo(di16, hn::LoadU(di8, xq + c * a.cols + col));
           for (size_t r = 0; r < R; ++r) {
-            const V16 wv = hn::PromoteTo(di16, hn::LoadU(di8, w + r * a.cols + col));
+            const V16 wv = hn::PromoteTo(di16, hn::LoadU(di8, w + r * step * a.cols + col));
             for (size_t c = 0; c < C; ++c)
               isum[r][c] = hn::ReorderWidenMulAccumulate(di32, wv, xv[c], isum[r][c], odd[r][c]);
           }
@@ -281,7 +283,7 @@ HWY_INLINE void TileW8A8(const Args8& a, size_t row, size_t b) {
   }
   for (size_t r = 0; r < R; ++r)
     for (size_t c = 0; c < C; ++c)
-      a.y[(b + c) * a.y_stride + row + r] = hn::GetLane(hn::SumOfLanes(df, acc[r][c]));
+      a.y[(b + c) * a.y_stride + row + r * step] = hn::GetLane(hn::SumOfLanes(df, acc[r][c]));
 }
 #endif  // HWY_TARGET == HWY_SCALAR
 
@@ -289,16 +291,16 @@ HWY_INLINE void TileW8A8(const Args8& a, size_t row, size_t b) {
 template <size_t R, size_t C, class Args, class TileFn>
 HWY_INLINE void AllBatchTiles(const Args& a, size_t row, size_t batch) {
   size_t b = 0;
-  for (; b + C <= batch; b += C) TileFn::template Run<R, C>(a, row, b);
+  for (; b + C <= batch; b += C) TileFn::template Run<R, C>(a, row, b, 1);
   const size_t rest = batch - b;
   if constexpr (C > 1) {
-    if (rest == 1) TileFn::template Run<R, 1>(a, row, b);
+    if (rest == 1) TileFn::template Run<R, 1>(a, row, b, 1);
   }
   if constexpr (C > 2) {
-    if (rest == 2) TileFn::template Run<R, 2>(a, row, b);
+    if (rest == 2) TileFn::template Run<R, 2>(a, row, b, 1);
   }
   if constexpr (C > 3) {
-    if (rest == 3) TileFn::template Run<R, 3>(a, row, b);
+    if (rest == 3) TileFn::template Run<R, 3>(a, row, b, 1);
   }
   static_assert(C <= 4, "tile batch width above 4 needs more remainder cases");
 }
@@ -307,12 +309,21 @@ template <size_t kR, size_t kC, class Args, class TileFn>
 HWY_INLINE void AllRows(const Args& a, size_t row_begin, size_t row_end, size_t batch) {
   size_t row = row_begin;
   if (batch == 1) {
-    // A GEMV streams the weights from DRAM once and is bound by how they are walked: rows one
-    // after the other (one sequential stream) beat row tiles side by side, whose R interleaved
-    // streams the hardware prefetchers follow poorly. Measured on one decode token of
-    // bench-qwen3, 1 thread (tests/kernels/kernels_speed): 1 row 18-20 GB/s, tiles of 2/4/8
-    // rows 10-12 GB/s on AVX3_DL; on AVX2 17 vs 7 GB/s. Same tile code, so the same bits.
-    for (; row < row_end; ++row) TileFn::template Run<1, 1>(a, row, 0);
+    // A GEMV streams the weights from DRAM once and is bound by how they are walked, not by
+    // instructions. Each row is read front to back, and kStreams rows FAR APART (the range cut
+    // in kStreams contiguous parts, row i of every part side by side in one tile with a row
+    // step) advance together: kStreams independent sequential streams, which the hardware
+    // prefetchers follow, with the activation-side work shared. Adjacent rows side by side
+    // (the batched tiles' R interleaved streams 1 row apart) stream far worse. Measured on one
+    // decode token of bench-qwen3, 1 thread, AVX3_DL (tests/kernels/kernels_speed, GB/s of
+    // weights per CPU-second): tiles of 2-8 adjacent rows 10-12; 1 row at a time 17-20 (AVX2:
+    // 17-19, its 8-row tile 7); 2 / 3 / 4 / 6 / 8 far-apart streams 21-22 / 25-26 / 23-27 /
+    // 21-22 / 18. A single read-only stream of the same bytes: 25. Same tile code (a row step
+    // changes only the addresses), so the same bits as every other path.
+    const size_t part = (row_end - row_begin) / kStreams;
+    for (size_t i = 0; i < part; ++i) TileFn::template Run<kStreams, 1>(a, row_begin + i, 0, part);
+    for (row = row_begin + kStreams * part; row < row_end; ++row)
+      TileFn::template Run<1, 1>(a, row, 0, 1);
     return;
   }
   for (; row + kR <= row_end; row += kR) AllBatchTiles<kR, kC, Args, TileFn>(a, row, batch);
@@ -321,14 +332,14 @@ HWY_INLINE void AllRows(const Args& a, size_t row_begin, size_t row_end, size_t 
 
 struct RunA32 {
   template <size_t R, size_t C>
-  static HWY_INLINE void Run(const Args32& a, size_t row, size_t b) {
-    TileW8A32<R, C>(a, row, b);
+  static HWY_INLINE void Run(const Args32& a, size_t row, size_t b, size_t step) {
+    TileW8A32<R, C>(a, row, b, step);
   }
 };
 struct RunA8 {
   template <size_t R, size_t C>
-  static HWY_INLINE void Run(const Args8& a, size_t row, size_t b) {
-    TileW8A8<R, C>(a, row, b);
+  static HWY_INLINE void Run(const Args8& a, size_t row, size_t b, size_t step) {
+    TileW8A8<R, C>(a, row, b, step);
   }
 };
 

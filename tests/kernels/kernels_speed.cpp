@@ -82,11 +82,14 @@ std::vector<Shape> model_shapes(const std::string& name) {
   return s;
 }
 
+// KS_OFFSET=n places the values n bytes past a 64-byte boundary (default: wherever the
+// allocator put them; glibc's large allocations start 16 bytes past a page).
 struct Matrix {
   std::vector<int8_t> values;
   std::vector<uint16_t> scales;
+  size_t offset = 0;
   Int8Weights view(const Shape& sh) const {
-    return {values.data(), scales.data(), sh.rows, sh.cols};
+    return {values.data() + offset, scales.data(), sh.rows, sh.cols};
   }
 };
 
@@ -169,7 +172,11 @@ int main(int argc, char** argv) {
   int64_t max_cols = 0, max_rows = 0;
   for (size_t i = 0; i < shapes.size(); ++i) {
     const Shape& sh = shapes[i];
-    mats[i].values.resize(static_cast<size_t>(sh.rows * sh.cols));
+    mats[i].values.resize(static_cast<size_t>(sh.rows * sh.cols) + 128);
+    if (const char* off = std::getenv("KS_OFFSET")) {
+      const auto addr = reinterpret_cast<uintptr_t>(mats[i].values.data());
+      mats[i].offset = (64 - addr % 64) % 64 + static_cast<size_t>(std::atoi(off));
+    }
     for (auto& v : mats[i].values) v = static_cast<int8_t>(q(rng));
     mats[i].scales.resize(static_cast<size_t>(sh.rows * sh.cols / kQ8Block));
     for (auto& s : mats[i].scales) s = 0x2000 + static_cast<uint16_t>(q(rng) & 0x3ff);  // ~0.008

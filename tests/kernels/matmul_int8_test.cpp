@@ -181,6 +181,28 @@ TEST(MatmulInt8, RowRangeAndStridesWriteOnlyTheirOutputs) {
         }
       }
     }
+    // Batch 1 (its own row walk) on both variants: rows [5, 19) only, as computed in the batch.
+    Quantized q = quantize(p.x.data(), batch, cols);
+    std::vector<float> full8(static_cast<size_t>(batch * rows));
+    matmul_w8a8(p.view(), Q8Activations{q.values.data(), q.scales.data(), batch, cols},
+                full8.data(), rows, 0, rows);
+    for (int variant = 0; variant < 2; ++variant) {
+      std::vector<float> y1(static_cast<size_t>(y_stride), -7.0f);
+      if (variant == 0) {
+        matmul_w8a8(p.view(), Q8Activations{q.values.data(), q.scales.data(), 1, cols}, y1.data(),
+                    y_stride, 5, 19);
+      } else {
+        matmul_w8a32(p.view(), xs.data(), x_stride, 1, y1.data(), y_stride, 5, 19);
+      }
+      for (int64_t o = 0; o < y_stride; ++o) {
+        if (o >= 5 && o < 19) {
+          EXPECT_EQ(y1[o], (variant == 0 ? full8 : full)[o])
+              << "batch 1, variant " << variant << ", " << o;
+        } else {
+          EXPECT_EQ(y1[o], -7.0f) << "batch 1 wrote outside the row range at " << o;
+        }
+      }
+    }
   });
 }
 
@@ -211,9 +233,18 @@ TEST(MatmulInt8, BatchAndRowSplitInvariant) {
       for (int64_t b = 0; b < batch; b += 7) run(b, std::min<int64_t>(7, batch - b), 0, rows, of7);
       const int64_t cuts[] = {0, 1, 6, 13, 14, 31, 45};
       for (size_t i = 0; i + 1 < std::size(cuts); ++i) run(0, batch, cuts[i], cuts[i + 1], split);
+      // Batch 1 walks its row range as several far-apart streams (ranges of 1..44 rows: parts
+      // of 0..11 rows plus a remainder), so its splits take other paths than the whole range.
+      std::vector<float> alone_split(whole.size());
+      for (int64_t b = 0; b < batch; ++b) {
+        for (size_t i = 0; i + 1 < std::size(cuts); ++i)
+          run(b, 1, cuts[i], cuts[i + 1], alone_split);
+      }
       EXPECT_EQ(0, std::memcmp(whole.data(), alone.data(), whole.size() * 4)) << "batch 1";
       EXPECT_EQ(0, std::memcmp(whole.data(), of7.data(), whole.size() * 4)) << "batch 7";
       EXPECT_EQ(0, std::memcmp(whole.data(), split.data(), whole.size() * 4)) << "row split";
+      EXPECT_EQ(0, std::memcmp(whole.data(), alone_split.data(), whole.size() * 4))
+          << "batch 1, row split";
     }
   });
 }
