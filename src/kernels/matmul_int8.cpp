@@ -5,7 +5,8 @@
 // are the outer loop and every batch tile is visited while the R weight rows are hot in L1, so
 // the weights stream from memory once per call. Inside a tile, each weight vector is loaded and
 // widened once and used for C activation rows, each activation vector is used for R weight rows.
-// Batch 1 (a GEMV) walks single rows (R = C = 1) in memory order instead: see AllRows.
+// Up to decode-sized batches the R rows of a tile are taken far apart (R sequential weight
+// streams; adjacent rows stream worse), batch 1 through 4 x 1 tiles: see AllRows.
 //
 // Every output element owns one accumulator vector and sees exactly the same sequence of vector
 // operations whatever R and C are, so results are bit-identical across batch sizes and row
@@ -61,7 +62,8 @@ constexpr size_t kRowsA32 = 2, kColsA32 = 2;
 constexpr size_t kRowsA8 = 2, kColsA8 = 2;
 #endif
 
-constexpr size_t kStreams = 4;  // batch 1: rows far apart walked side by side (AllRows)
+constexpr size_t kStreams = 4;           // batch 1: rows far apart walked side by side (AllRows)
+constexpr size_t kFarRowsMaxBatch = 32;  // batched tiles take far-apart rows up to this batch
 
 // At most 16 f32 lanes so that a 32-value block is a whole number of vectors.
 using DF = hn::CappedTag<float, 16>;
@@ -151,8 +153,8 @@ HWY_INLINE void TileW8A8(const Args8& a, size_t row, size_t b, size_t step) {
 // (the bias on the activation side instead would cost a vpdpbusd per weight row; same exact
 // integer sums, so the same bits). The lane sums are then scaled by [d_x] and [d_w] (two blocks
 // per vector). An odd last block is loaded under a mask: zero activations contribute nothing.
-// (No software prefetch: at batch 1 rows are walked in memory order, which the hardware
-// prefetchers follow; prefetching the next row measured slower.)
+// (No software prefetch: at batch 1 and decode-sized batches the rows are walked as a few
+// sequential streams, which the hardware prefetchers follow; prefetching measured no better.)
 template <size_t R, size_t C>
 HWY_INLINE void TileW8A8(const Args8& a, size_t row, size_t b, size_t step) {
   const size_t groups = a.cols / kBlock;
@@ -287,20 +289,20 @@ HWY_INLINE void TileW8A8(const Args8& a, size_t row, size_t b, size_t step) {
 }
 #endif  // HWY_TARGET == HWY_SCALAR
 
-// Visits every batch tile for R rows starting at `row` (the weights stay in L1 meanwhile).
+// Visits every batch tile for the R rows row, row + step, ... (the weights stay in L1 meanwhile).
 template <size_t R, size_t C, class Args, class TileFn>
-HWY_INLINE void AllBatchTiles(const Args& a, size_t row, size_t batch) {
+HWY_INLINE void AllBatchTiles(const Args& a, size_t row, size_t batch, size_t step) {
   size_t b = 0;
-  for (; b + C <= batch; b += C) TileFn::template Run<R, C>(a, row, b, 1);
+  for (; b + C <= batch; b += C) TileFn::template Run<R, C>(a, row, b, step);
   const size_t rest = batch - b;
   if constexpr (C > 1) {
-    if (rest == 1) TileFn::template Run<R, 1>(a, row, b, 1);
+    if (rest == 1) TileFn::template Run<R, 1>(a, row, b, step);
   }
   if constexpr (C > 2) {
-    if (rest == 2) TileFn::template Run<R, 2>(a, row, b, 1);
+    if (rest == 2) TileFn::template Run<R, 2>(a, row, b, step);
   }
   if constexpr (C > 3) {
-    if (rest == 3) TileFn::template Run<R, 3>(a, row, b, 1);
+    if (rest == 3) TileFn::template Run<R, 3>(a, row, b, step);
   }
   static_assert(C <= 4, "tile batch width above 4 needs more remainder cases");
 }
@@ -326,8 +328,19 @@ HWY_INLINE void AllRows(const Args& a, size_t row_begin, size_t row_end, size_t 
       TileFn::template Run<1, 1>(a, row, 0, 1);
     return;
   }
-  for (; row + kR <= row_end; row += kR) AllBatchTiles<kR, kC, Args, TileFn>(a, row, batch);
-  for (; row < row_end; ++row) AllBatchTiles<1, kC, Args, TileFn>(a, row, batch);
+  if (batch <= kFarRowsMaxBatch) {
+    // Decode-sized batches are still bound by the weight stream: the tile's R rows are taken
+    // far apart as well (R sequential streams). Measured (kernels_speed, bench-qwen3 token,
+    // 1 thread, AVX3_DL, CPU ms adjacent -> far): b2 16 -> 6.5, b4 19 -> 11, b8 27.5 -> 19.5,
+    // b16 44 -> 36.6, b32 79 -> 72, b64 146 -> 146, b128 (prefill) 284 -> 295.
+    const size_t part = (row_end - row_begin) / kR;
+    for (size_t i = 0; i < part; ++i)
+      AllBatchTiles<kR, kC, Args, TileFn>(a, row_begin + i, batch, part);
+    row = row_begin + kR * part;
+  } else {
+    for (; row + kR <= row_end; row += kR) AllBatchTiles<kR, kC, Args, TileFn>(a, row, batch, 1);
+  }
+  for (; row < row_end; ++row) AllBatchTiles<1, kC, Args, TileFn>(a, row, batch, 1);
 }
 
 struct RunA32 {
