@@ -59,6 +59,8 @@ QaItem qa_item_from_json(const nlohmann::json& record) {
   if (record.contains("pmid") && !record["pmid"].is_null()) item.pmid = json_id(record, "pmid");
   item.paper_title = optional_string(record, "paper_title");
   item.split = optional_string(record, "split");
+  item.subject_mention = optional_string(record, "subject_mention");
+  item.relation_keyword = optional_string(record, "relation_keyword");
   return item;
 }
 
@@ -67,14 +69,17 @@ nlohmann::json to_json(const CorpusDoc& doc) {
 }
 
 nlohmann::json to_json(const QaItem& item) {
-  return {{"id", item.id},
-          {"question", item.question},
-          {"golden_answers", item.golden_answers},
-          {"answer", item.answer},
-          {"category", item.category},
-          {"pmid", item.pmid},
-          {"paper_title", item.paper_title},
-          {"split", item.split}};
+  nlohmann::json j = {{"id", item.id},
+                      {"question", item.question},
+                      {"golden_answers", item.golden_answers},
+                      {"answer", item.answer},
+                      {"category", item.category},
+                      {"pmid", item.pmid},
+                      {"paper_title", item.paper_title},
+                      {"split", item.split}};
+  if (!item.subject_mention.empty()) j["subject_mention"] = item.subject_mention;
+  if (!item.relation_keyword.empty()) j["relation_keyword"] = item.relation_keyword;
+  return j;
 }
 
 JsonlStats for_each_corpus_doc(const std::string& path, BadLinePolicy policy,

@@ -25,6 +25,11 @@ struct QaItem {
   std::string pmid;      // the source paper's corpus id, when known
   std::string paper_title;
   std::string split;
+  // Generator metadata (PaperSearchQA-mini only; empty for real data): how the question names its
+  // subject and the words papers use for the relation. Scripted demonstrations build their short
+  // "subject + relation" search query from them; a model never sees these fields.
+  std::string subject_mention;
+  std::string relation_keyword;
 };
 
 // Parses one record; throws kBadFormat naming the field at fault.

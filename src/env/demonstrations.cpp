@@ -21,7 +21,12 @@ std::string lower(std::string s) {
 }
 
 // The question's own words, without the trailing "?": BM25 does well on them.
+// The short "subject + relation" query when the generator recorded them (recall@3 of the gold
+// paper ~0.99 on PaperSearchQA-mini, against ~0.6 for the whole question, and a 2-5 token copy a
+// small model learns far sooner than a 20-token one); the question's own words otherwise.
 std::string good_query_for(const QaItem& item) {
+  if (!item.subject_mention.empty() && !item.relation_keyword.empty())
+    return item.subject_mention + " " + item.relation_keyword;
   std::string q(strip_ascii(item.question));
   while (!q.empty() && (q.back() == '?' || q.back() == ' ')) q.pop_back();
   return q;

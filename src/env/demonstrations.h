@@ -3,8 +3,10 @@
 // strings, observation rendering and truncation, and the loss mask are byte-identical to what a
 // worker produces) with scripted turns instead of a model:
 //
-//   turn 1: "<think> ... </think>\n<search> QUERY </search>"  — a good query (the question's own
-//           words) or, with probability 1 − good_query, a poor one (words of another question)
+//   turn 1: "<think> ... </think>\n<search> QUERY </search>"  — a good query (the subject as the
+//           question names it + the relation's keyword when the item records them, else the
+//           question's own words) or, with probability 1 − good_query, a poor one (words of
+//           another question)
 //   the real retriever's observation (mask 0)
 //   turn 2: "<think> ... </think>\n<answer> X </answer>"    — the golden answer when the
 //           retrieved documents contain it (with probability answer_when_found), otherwise a
@@ -27,7 +29,7 @@
 namespace stoa::env {
 
 struct DemoOptions {
-  double good_query = 0.7;           // P(the search uses the question's own words)
+  double good_query = 0.7;           // P(the search is a good query, see above)
   double answer_when_found = 0.75;   // P(correct answer | retrieved docs contain it)
   double answer_when_missing = 0.1;  // P(correct answer | they do not): a lucky guess
   uint64_t seed = 1;

@@ -405,6 +405,8 @@ MiniDataset generate_papersearchqa_mini(const MiniConfig& config) {
       item.pmid = data.corpus[paper_of_fact[f]].id;
       item.paper_title = titles[f];
       item.split = kSplitNames[split];
+      item.subject_mention = info.subject_mention;
+      item.relation_keyword = info.relation_keyword;
       outs[split]->push_back(std::move(item));
       infos[split]->push_back(std::move(info));
     }

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "env/bm25_index.h"
+#include "env/dataset.h"
 #include "env/demonstrations.h"
 #include "env/papersearchqa_mini.h"
 #include "env/search_task.h"
@@ -81,6 +82,54 @@ TEST_F(Demos, OnlyTrainQuestionsAndTheExactProtocol) {
               static_cast<long long>(stats.demonstrations),
               static_cast<long long>(stats.good_queries), static_cast<long long>(stats.found),
               static_cast<long long>(stats.correct), static_cast<long long>(stats.tokens));
+}
+
+TEST_F(Demos, GoodQueriesAreSubjectPlusRelationAndRetrieveTheGoldPaper) {
+  SearchTask task(*index);
+  DemoStats stats;
+  auto demos = make_demonstrations(data->train, task, codec, DemoOptions{}, &stats);
+  int64_t good = 0, good_found = 0;
+  for (size_t i = 0; i < demos.size(); i++) {
+    const QaItem& item = data->train[i];
+    ASSERT_FALSE(item.subject_mention.empty()) << item.id;
+    ASSERT_FALSE(item.relation_keyword.empty()) << item.id;
+    EXPECT_NE(item.question.find(item.subject_mention), std::string::npos) << item.id;
+    if (!demos[i].good_query) continue;
+    good++;
+    good_found += demos[i].found;
+    const std::string text = codec.decode(demos[i].tokens);
+    EXPECT_NE(
+        text.find("<search> " + item.subject_mention + " " + item.relation_keyword + " </search>"),
+        std::string::npos)
+        << item.id;
+  }
+  ASSERT_GT(good, 0);
+  // The short query finds the answer far more often than the whole question would (~0.6).
+  EXPECT_GT(static_cast<double>(good_found) / static_cast<double>(good), 0.85);
+
+  // Real data has no generator metadata: the question's own words are the good query.
+  QaItem plain = data->train.front();
+  plain.subject_mention.clear();
+  DemoOptions always_good;
+  always_good.good_query = 1.0;
+  auto one = make_demonstrations({plain}, task, codec, always_good);
+  std::string q = plain.question;
+  while (!q.empty() && q.back() == '?') q.pop_back();
+  EXPECT_NE(codec.decode(one.front().tokens).find("<search> " + q + " </search>"),
+            std::string::npos);
+}
+
+TEST_F(Demos, GeneratorMetadataSurvivesTheJsonlRoundTrip) {
+  const QaItem& item = data->train.front();
+  const QaItem back = qa_item_from_json(to_json(item));
+  EXPECT_EQ(back.subject_mention, item.subject_mention);
+  EXPECT_EQ(back.relation_keyword, item.relation_keyword);
+  QaItem bare = item;
+  bare.subject_mention.clear();
+  bare.relation_keyword.clear();
+  const nlohmann::json j = to_json(bare);
+  EXPECT_FALSE(j.contains("subject_mention"));  // real-data files stay as they were
+  EXPECT_TRUE(qa_item_from_json(j).subject_mention.empty());
 }
 
 TEST_F(Demos, HeldOutSplitsAreRefused) {
