@@ -39,7 +39,11 @@ struct Variant {
 std::vector<Variant> all_variants() {
   return {
       {"dppo-binary-tv", "loss,staleness,sync", [](RlOptions&) {}},
-      {"dppo-binary-kl", "loss", [](RlOptions& o) { o.loss = "dppo-binary-kl"; }},
+      {"dppo-binary-kl", "loss",
+       [](RlOptions& o) {
+         o.loss = "dppo-binary-kl";
+         o.delta = 0.05;  // the KL scale (reference.md: 0.05/0.05), not TV's 0.15
+       }},
       {"ppo-clip", "loss", [](RlOptions& o) { o.loss = "ppo-clip"; }},
       {"truncated-is", "loss", [](RlOptions& o) { o.loss = "truncated-is"; }},
       {"staleness-0", "staleness", [](RlOptions& o) { o.max_staleness = 0; }},

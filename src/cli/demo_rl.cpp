@@ -37,6 +37,8 @@ nlohmann::json read_json(const std::string& path) {
   return nlohmann::json::parse(in);
 }
 
+}  // namespace
+
 void write_run_config(const RlOptions& o, const DemoPaths& p, const std::string& model_dir,
                       const std::string& run_dir, const std::string& path,
                       const std::string& token) {
@@ -52,13 +54,13 @@ void write_run_config(const RlOptions& o, const DemoPaths& p, const std::string&
     << "[trainer]\nthreads = " << o.trainer_threads << "\nlr = " << o.lr << "\nloss = \"" << o.loss
     << "\"\ngroups_per_step = " << o.groups_per_step
     << "\nmin_groups = 1\ngather_timeout_ms = 5000\nmax_staleness = " << o.max_staleness
-    << "\ncheckpoint_every = 1\nseed = " << o.seed << "\n\n"
+    << "\ncheckpoint_every = 1\nseed = " << o.seed << "\n";
+  if (o.delta > 0) f << "delta_hi = " << o.delta << "\ndelta_lo = " << o.delta << "\n";
+  f << "\n"
     << "[pulse]\nanchor_every = " << o.anchor_every << "\n";
   if (o.keep_anchors > 0) f << "keep_anchors = " << o.keep_anchors << "\n";
   STOA_CHECK(f.good(), ErrorKind::kIo, "cannot write ", path);
 }
-
-}  // namespace
 
 RlResult run_rl_phase(const RlOptions& o, const DemoPaths& p, const std::string& model_dir,
                       const std::string& run_dir, const std::string& logs, const Say& say,

@@ -34,6 +34,9 @@ struct RlOptions {
   double lr = 2e-4;
   int max_staleness = 2;
   std::string loss = "dppo-binary-tv";
+  // DPPO trust-region threshold δ (both sides); 0 keeps the trainer's default (0.15, the TV
+  // value). The KL variants want ~0.05 (reference.md).
+  double delta = 0;
   int anchor_every = 20;
   // Anchors kept in the blob store (0: the trainer's default). Full-weight sync = anchor_every 1
   // AND keep_anchors 1: otherwise the hub's route planner still serves the cheaper patch.
@@ -60,6 +63,11 @@ RlResult run_rl_phase(const RlOptions& options, const DemoPaths& paths,
                       const std::string& model_dir, const std::string& run_dir,
                       const std::string& logs_dir, const Say& say,
                       const std::atomic<bool>& interrupted);
+
+// The run.toml of one RL phase (hub, sampling, trainer, PULSE) as `stoa run` reads it.
+void write_run_config(const RlOptions& options, const DemoPaths& paths,
+                      const std::string& model_dir, const std::string& run_dir,
+                      const std::string& path, const std::string& join_token);
 
 // pass@1 (greedy, int8 weights as a worker holds them) of a model on a split; `limit` 0 = all.
 // Writes <logs_dir>/<name>.json.

@@ -1,0 +1,53 @@
+// The demo's run.toml round-trips through the trainer's own parser: what `stoa demo` and
+// `stoa experiment ablations` write is what `stoa run` trains with (loss, δ, staleness, PULSE).
+#include <unistd.h>
+
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "cli/demo_rl.h"
+#include "roles/trainer/run_config.h"
+
+namespace stoa::cli {
+namespace {
+
+std::string temp_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() /
+          ("stoa-" + name + "-" + std::to_string(::getpid()) + ".toml"))
+      .string();
+}
+
+TEST(DemoRunConfig, DefaultsRoundTrip) {
+  RlOptions o;
+  const DemoPaths p("/tmp/stoa-demo-x");
+  const std::string path = temp_path("runcfg-default");
+  write_run_config(o, p, "/m", "/r", path, "tok");
+  const trainer::RunConfig c = trainer::load_run_config(path);
+  std::filesystem::remove(path);
+  EXPECT_EQ(c.model_dir, "/m");
+  EXPECT_EQ(c.run_dir, "/r");
+  EXPECT_EQ(c.train.loss.kind, train::LossKind::kDppoBinaryTv);
+  EXPECT_DOUBLE_EQ(c.train.loss.delta_hi, train::LossConfig{}.delta_hi);  // delta 0: default
+  EXPECT_EQ(c.loop.staleness.max_staleness, static_cast<uint64_t>(o.max_staleness));
+  EXPECT_DOUBLE_EQ(c.train.optimizer.lr, o.lr);
+}
+
+TEST(DemoRunConfig, KlVariantCarriesItsThreshold) {
+  RlOptions o;
+  o.loss = "dppo-binary-kl";
+  o.delta = 0.05;
+  o.max_staleness = 4;
+  const DemoPaths p("/tmp/stoa-demo-x");
+  const std::string path = temp_path("runcfg-kl");
+  write_run_config(o, p, "/m", "/r", path, "tok");
+  const trainer::RunConfig c = trainer::load_run_config(path);
+  std::filesystem::remove(path);
+  EXPECT_EQ(c.train.loss.kind, train::LossKind::kDppoBinaryKl);
+  EXPECT_DOUBLE_EQ(c.train.loss.delta_hi, 0.05);
+  EXPECT_DOUBLE_EQ(c.train.loss.delta_lo, 0.05);
+  EXPECT_EQ(c.loop.staleness.max_staleness, 4u);
+}
+
+}  // namespace
+}  // namespace stoa::cli
