@@ -48,6 +48,7 @@ struct Options {
   int topk_docs = 3;
   std::string json_out;     // also write the summary here
   std::string transcripts;  // JSONL: one line per question (id, golden, response, reward)
+  std::string rollouts;     // JSONL: tokens, loss mask and the sampled tokens' log μ per episode
 };
 
 struct Slot {
@@ -55,9 +56,11 @@ struct Slot {
   std::unique_ptr<env::Episode> ep;
   std::unique_ptr<engine::Sequence> seq;
   std::unique_ptr<engine::Sampler> sampler;
-  std::vector<int32_t> pending;  // to append in the next pass
-  std::vector<int32_t> turn;     // this turn's generated tokens
-  int64_t fed = 0;               // ep->tokens() already in seq
+  std::vector<int32_t> pending;      // to append in the next pass
+  std::vector<int32_t> turn;         // this turn's generated tokens
+  std::vector<float> turn_logprobs;  // their log-probs under the sampling distribution (μ)
+  std::vector<float> mu;             // aligned with ep->tokens(): μ of generated tokens, else 0
+  int64_t fed = 0;                   // ep->tokens() already in seq
 };
 
 int run(const Options& o) {
@@ -124,12 +127,18 @@ int run(const Options& o) {
     s.seq = std::make_unique<engine::Sequence>(runner.new_sequence(capacity));
     s.sampler = std::make_unique<engine::Sampler>(sp, o.seed, s.item);
     s.pending = s.ep->tokens();
+    s.mu.assign(s.pending.size(), 0.0f);
     return true;
   };
   std::ofstream transcripts;
   if (!o.transcripts.empty()) {
     transcripts.open(o.transcripts);
     STOA_CHECK(transcripts.good(), ErrorKind::kIo, "eval: cannot write ", o.transcripts);
+  }
+  std::ofstream rollouts;
+  if (!o.rollouts.empty()) {
+    rollouts.open(o.rollouts);
+    STOA_CHECK(rollouts.good(), ErrorKind::kIo, "eval: cannot write ", o.rollouts);
   }
   auto finish = [&](Slot& s) {
     reward[s.item] = s.ep->reward();
@@ -140,6 +149,19 @@ int run(const Options& o) {
                           {"response", s.ep->response_text()},
                           {"reward", reward[s.item]}};
       transcripts << t.dump() << '\n';
+    }
+    if (rollouts.is_open()) {
+      // The episode's transcript is exactly what was sampled plus the tool observations (the
+      // worker checks the same), so μ lines up token for token with the loss mask.
+      STOA_CHECK(s.mu.size() == s.ep->tokens().size(), ErrorKind::kInternal, "eval: item '",
+                 items[s.item].id, "': ", s.mu.size(), " log-probs for ", s.ep->tokens().size(),
+                 " tokens");
+      nlohmann::json r = {{"id", items[s.item].id},
+                          {"tokens", s.ep->tokens()},
+                          {"mask", s.ep->loss_mask()},
+                          {"mu_logprobs", s.mu},
+                          {"reward", reward[s.item]}};
+      rollouts << r.dump() << '\n';
     }
     turns[s.item] = s.ep->turns();
     answered[s.item] = s.ep->response_text().find("<answer>") != std::string::npos;
@@ -158,11 +180,11 @@ int run(const Options& o) {
       Slot& s = slots[i];
       s.fed += static_cast<int64_t>(s.pending.size());
       const auto& l = logits[i];
-      const int32_t tok =
-          s.sampler
-              ->sample(std::span<const float>(l.as<float>(), static_cast<size_t>(sample_vocab)))
-              .token;
+      const engine::SampledToken sampled = s.sampler->sample(
+          std::span<const float>(l.as<float>(), static_cast<size_t>(sample_vocab)));
+      const int32_t tok = sampled.token;
       s.turn.push_back(tok);
+      s.turn_logprobs.push_back(sampled.logprob);
       generated++;
       const bool stop = tok == eos ||
                         s.ep->stop_position(codec->decode(s.turn)) != std::string::npos ||
@@ -170,7 +192,10 @@ int run(const Options& o) {
       bool done = false;
       if (stop) {
         env::Decision d = s.ep->step(s.turn);
+        s.mu.insert(s.mu.end(), s.turn_logprobs.begin(), s.turn_logprobs.end());
+        s.mu.resize(s.ep->tokens().size(), 0.0f);  // the observation (or nothing) after the turn
         s.turn.clear();
+        s.turn_logprobs.clear();
         done = d.done;
         if (!done) {
           const auto& all = s.ep->tokens();
@@ -245,6 +270,9 @@ CommandRegistration eval_cmd(
       app.add_option("--json", o->json_out, "also write the JSON summary to this file");
       app.add_option("--transcripts", o->transcripts,
                      "write every episode (question, golden answers, response, reward) as JSONL");
+      app.add_option("--rollouts", o->rollouts,
+                     "write every episode's tokens, loss mask and sampled log-probs (mu) as JSONL "
+                     "(what `stoa experiment mismatch` scores)");
       return [o] { return run(*o); };
     });
 

@@ -59,6 +59,30 @@ TEST(DemoEndToEnd, SmallDemoRunsAndReportsEveryFigure) {
   // Progress was visible while it ran.
   EXPECT_NE(printed.find("[demo] rl "), std::string::npos) << printed;
   EXPECT_TRUE(fs::exists(dir / "run" / "steps.jsonl"));
+
+  // The int8-vs-f32 mismatch ablation on the demo's SFT model: both precisions sampled and scored
+  // by the trainer. f32 differs from the trainer only by kernel rounding; int8 by quantisation on
+  // top, so its mismatch must be the larger, and both must be small next to DPPO's δ.
+  const fs::path mm = dir / "mismatch";
+  const std::string mcmd = exe + " experiment mismatch --model " + (dir / "model-sft").string() +
+                           " --data " + (dir / "data").string() + " --limit 6 --out " +
+                           mm.string() + " > " + out.string() + " 2>&1";
+  ASSERT_EQ(std::system(mcmd.c_str()), 0) << mcmd;
+  std::ifstream min(mm / "mismatch.json");
+  ASSERT_TRUE(min.good());
+  const nlohmann::json m = nlohmann::json::parse(min);
+  ASSERT_EQ(m["rows"].size(), 2u);
+  const nlohmann::json& int8 = m["rows"][0];
+  const nlohmann::json& f32 = m["rows"][1];
+  EXPECT_EQ(int8["weights"], "int8");
+  EXPECT_EQ(f32["weights"], "f32");
+  EXPECT_EQ(int8["episodes"], 6);
+  EXPECT_GT(int8["tokens"].get<double>(), 0);
+  EXPECT_GT(f32["tokens"].get<double>(), 0);
+  EXPECT_LT(f32["tv_mean"].get<double>(), 1e-3);
+  EXPECT_GT(int8["tv_mean"].get<double>(), f32["tv_mean"].get<double>());
+  EXPECT_LT(int8["tv_mean"].get<double>(), 0.15);
+  EXPECT_TRUE(fs::exists(mm / "mismatch.md"));
   fs::remove_all(dir);
   fs::remove(summary);
   fs::remove(out);
