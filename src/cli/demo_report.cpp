@@ -1,10 +1,13 @@
 #include "cli/demo_report.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <vector>
+
+#include "cli/plot_data.h"
 
 namespace stoa::cli {
 
@@ -42,38 +45,39 @@ std::string rl_progress_line(const nlohmann::json& st, double elapsed_s) {
 }
 
 nlohmann::json summarize_step_log(const std::string& path) {
+  // The same line parser as `stoa plot` (plot_data.h), so the summary and the charts can never
+  // read a step log differently; a metric absent from a line counts as 0 here.
   std::ifstream in(path);
-  std::vector<nlohmann::json> steps;
-  std::string line;
+  std::vector<plot::StepPoint> steps;
+  std::string line, why;
   while (std::getline(in, line)) {
-    auto j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_object() && j.contains("step")) steps.push_back(std::move(j));
+    if (auto s = plot::parse_step_line(line, &why)) steps.push_back(std::move(*s));
   }
+  auto or0 = [](double x) { return std::isnan(x) ? 0.0 : x; };
   double tokens = 0, masked = 0, tv = 0, kl = 0, compute_s = 0, busy = 0;
   double patch_sum = 0, patches = 0, anchors = 0, dropped_groups = 0;
   int64_t last_version = -1;
   for (const auto& s : steps) {
-    const double t = s.value("tokens", 0.0);
+    const double t = or0(s.tokens);
     tokens += t;
-    masked += t * s.value("masked_fraction", 0.0);
-    tv += t * s.value("tv_mean", 0.0);
-    kl += t * s.value("kl_mean", 0.0);
-    compute_s += s.value("step_seconds", 0.0);
-    busy += s.value("busy_fraction", 0.0);
-    dropped_groups += s.value("groups_dropped_stale", 0.0);
-    if (s.value("patch_bytes", 0.0) > 0) {
-      patch_sum += s.value("patch_bytes", 0.0);
+    masked += t * or0(s.masked_fraction);
+    tv += t * or0(s.tv_mean);
+    kl += t * or0(s.kl_mean);
+    compute_s += or0(s.step_seconds);
+    busy += or0(s.busy_fraction);
+    dropped_groups += or0(s.groups_dropped_stale);
+    if (or0(s.patch_bytes) > 0) {
+      patch_sum += s.patch_bytes;
       ++patches;
     }
-    if (s.value("anchor_bytes", 0.0) > 0) ++anchors;
-    last_version = std::max<int64_t>(last_version, s.value("version", int64_t{-1}));
+    if (or0(s.anchor_bytes) > 0) ++anchors;
+    last_version = std::max(last_version, s.version);
   }
   auto quarter_reward = [&](bool last) {
     if (steps.empty()) return 0.0;
     const size_t q = std::max<size_t>(1, steps.size() / 4);
     double r = 0;
-    for (size_t i = 0; i < q; ++i)
-      r += steps[last ? steps.size() - 1 - i : i].value("reward_mean", 0.0);
+    for (size_t i = 0; i < q; ++i) r += or0(steps[last ? steps.size() - 1 - i : i].reward_mean);
     return r / static_cast<double>(q);
   };
   const double n = static_cast<double>(steps.size());

@@ -27,6 +27,8 @@ struct StepPoint {
   double busy_fraction = 0;
   double step_seconds = 0;
   double patch_bytes = 0, anchor_bytes = 0;  // 0: none published with this version
+  double tokens = 0;                         // trainable tokens of the step
+  double groups_dropped_stale = 0;           // groups the staleness rule dropped before it
   std::map<int64_t, int64_t> staleness;      // versions behind -> groups trained
   double elapsed_s = 0, unix_ms = 0;         // as logged (NaN when absent)
 };
