@@ -16,6 +16,7 @@
 
 #include "cli/child_process.h"
 #include "cli/command.h"
+#include "cli/demo_rl.h"
 #include "core/error.h"
 #include "model/weights.h"
 #include "train/mismatch.h"
@@ -33,9 +34,7 @@ struct Options {
   int64_t limit = 100;
   double temperature = 1.0;
   uint64_t seed = 1;
-  int max_turns = 2;
-  int max_new_tokens = 64;
-  int max_observation_tokens = 256;
+  EpisodeLimits episode;  // the demo's RL episode limits
   int threads = 1;
   std::string out = "stoa-mismatch";
 };
@@ -128,7 +127,6 @@ int run(const Options& o) {
   STOA_CHECK(o.temperature > 0, ErrorKind::kInvalidArgument,
              "mismatch: --temperature must be > 0 (greedy decoding has no behaviour log-probs)");
   fs::create_directories(o.out);
-  const std::string exe = self_executable();
   std::vector<Row> rows;
   ModelWeights weights = load_model_dir(o.model);
   train::TrainOptions topt;
@@ -137,35 +135,21 @@ int run(const Options& o) {
   weights = ModelWeights();
   for (const std::string precision : {"int8", "f32"}) {
     const std::string rollouts = o.out + "/rollouts-" + precision + ".jsonl";
-    std::vector<std::string> argv = {exe,
-                                     "eval",
-                                     "--model",
-                                     o.model,
-                                     "--data",
-                                     o.data,
-                                     "--split",
-                                     o.split,
-                                     "--limit",
-                                     std::to_string(o.limit),
-                                     "--temperature",
-                                     std::to_string(o.temperature),
-                                     "--seed",
-                                     std::to_string(o.seed),
-                                     "--max-turns",
-                                     std::to_string(o.max_turns),
-                                     "--max-new-tokens",
-                                     std::to_string(o.max_new_tokens),
-                                     "--max-observation-tokens",
-                                     std::to_string(o.max_observation_tokens),
-                                     "--rollouts",
-                                     rollouts,
-                                     "--json",
-                                     o.out + "/eval-" + precision + ".json"};
-    if (!o.index.empty()) argv.insert(argv.end(), {"--index", o.index});
-    if (precision == "int8") argv.push_back("--int8");
+    EvalRun run;
+    run.model = o.model;
+    run.data = o.data;
+    run.index = o.index;
+    run.split = o.split;
+    run.limit = o.limit;
+    run.int8 = precision == "int8";
+    run.temperature = o.temperature;
+    run.seed = o.seed;
+    run.episode = o.episode;
+    run.json_out = o.out + "/eval-" + precision + ".json";
+    run.rollouts = rollouts;
     std::fprintf(stderr, "[mismatch] sampling %lld episodes with %s weights\n",
                  static_cast<long long>(o.limit), precision.c_str());
-    run_child_or_throw(argv, o.out + "/eval-" + precision + ".log",
+    run_child_or_throw(eval_command(run), o.out + "/eval-" + precision + ".log",
                        "stoa eval (" + precision + ")");
     rows.push_back(score(rollouts, precision, trainer));
   }
@@ -195,9 +179,10 @@ CommandRegistration reg(
       app.add_option("--limit", o->limit, "episodes per precision")->capture_default_str();
       app.add_option("--temperature", o->temperature)->capture_default_str();
       app.add_option("--seed", o->seed)->capture_default_str();
-      app.add_option("--max-turns", o->max_turns)->capture_default_str();
-      app.add_option("--max-new-tokens", o->max_new_tokens)->capture_default_str();
-      app.add_option("--max-observation-tokens", o->max_observation_tokens)->capture_default_str();
+      app.add_option("--max-turns", o->episode.max_turns)->capture_default_str();
+      app.add_option("--max-new-tokens", o->episode.max_new_tokens)->capture_default_str();
+      app.add_option("--max-observation-tokens", o->episode.max_observation_tokens)
+          ->capture_default_str();
       app.add_option("--threads", o->threads, "libtorch threads for scoring")
           ->capture_default_str();
       app.add_option("--out", o->out, "output directory")->capture_default_str();

@@ -170,6 +170,34 @@ RlResult run_rl_phase(const RlOptions& o, const DemoPaths& p, const std::string&
   return r;
 }
 
+std::vector<std::string> eval_command(const EvalRun& r) {
+  std::vector<std::string> argv = {self_executable(),
+                                   "eval",
+                                   "--model",
+                                   r.model,
+                                   "--data",
+                                   r.data,
+                                   "--split",
+                                   r.split,
+                                   "--limit",
+                                   std::to_string(r.limit),
+                                   "--temperature",
+                                   std::to_string(r.temperature),
+                                   "--seed",
+                                   std::to_string(r.seed),
+                                   "--max-turns",
+                                   std::to_string(r.episode.max_turns),
+                                   "--max-new-tokens",
+                                   std::to_string(r.episode.max_new_tokens),
+                                   "--max-observation-tokens",
+                                   std::to_string(r.episode.max_observation_tokens)};
+  if (r.int8) argv.push_back("--int8");
+  if (!r.index.empty()) argv.insert(argv.end(), {"--index", r.index});
+  if (!r.json_out.empty()) argv.insert(argv.end(), {"--json", r.json_out});
+  if (!r.rollouts.empty()) argv.insert(argv.end(), {"--rollouts", r.rollouts});
+  return argv;
+}
+
 double evaluate_pass1(const DemoPaths& p, const std::string& model, const std::string& split,
                       int64_t limit, const EpisodeLimits& e, const std::string& logs,
                       const std::string& name, const Say& say) {
@@ -178,28 +206,15 @@ double evaluate_pass1(const DemoPaths& p, const std::string& model, const std::s
   fs::remove(logs + "/" + name + ".log");
   say(name + ": pass@1 of " + model + " on " + split +
       (limit > 0 ? " (first " + std::to_string(limit) + " questions)" : ""));
-  run_child_or_throw({self_executable(),
-                      "eval",
-                      "--model",
-                      model,
-                      "--data",
-                      p.data,
-                      "--index",
-                      p.index,
-                      "--split",
-                      split,
-                      "--limit",
-                      std::to_string(limit),
-                      "--int8",
-                      "--max-turns",
-                      std::to_string(e.max_turns),
-                      "--max-new-tokens",
-                      std::to_string(e.max_new_tokens),
-                      "--max-observation-tokens",
-                      std::to_string(e.max_observation_tokens),
-                      "--json",
-                      out},
-                     logs + "/" + name + ".log", "stoa eval (" + name + ")");
+  EvalRun run;
+  run.model = model;
+  run.data = p.data;
+  run.index = p.index;
+  run.split = split;
+  run.limit = limit;
+  run.episode = e;
+  run.json_out = out;
+  run_child_or_throw(eval_command(run), logs + "/" + name + ".log", "stoa eval (" + name + ")");
   const nlohmann::json j = read_json(out);
   const double pass1 = j.at("pass1").get<double>();
   char buf[200];

@@ -69,6 +69,19 @@ void write_run_config(const RlOptions& options, const DemoPaths& paths,
                       const std::string& model_dir, const std::string& run_dir,
                       const std::string& path, const std::string& join_token);
 
+// One `stoa eval` run as a child process's command line (the demo's evaluations and
+// `stoa experiment mismatch` sample through it). Empty index: <data>/index; empty outputs: none.
+struct EvalRun {
+  std::string model, data, index, split = "validation";
+  int64_t limit = 0;  // 0: every question
+  bool int8 = true;   // the worker's weights
+  double temperature = 0;
+  uint64_t seed = 0;
+  EpisodeLimits episode;
+  std::string json_out, rollouts;
+};
+std::vector<std::string> eval_command(const EvalRun& run);
+
 // pass@1 (greedy, int8 weights as a worker holds them) of a model on a split; `limit` 0 = all.
 // Writes <logs_dir>/<name>.json.
 double evaluate_pass1(const DemoPaths& paths, const std::string& model_dir,
