@@ -1,7 +1,10 @@
 #include "cli/child_process.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -32,14 +35,20 @@ std::string self_executable() {
   return p.string();
 }
 
-ChildProcess ChildProcess::start(const std::vector<std::string>& argv,
-                                 const std::string& log_path) {
+ChildProcess ChildProcess::start(const std::vector<std::string>& argv, const std::string& log_path,
+                                 const ChildOptions& options) {
   STOA_CHECK(!argv.empty(), ErrorKind::kInvalidArgument, "ChildProcess: empty command");
-  const int log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  const int log_fd =
+      ::open(log_path.c_str(),
+             O_WRONLY | O_CREAT | O_CLOEXEC | (options.truncate_log ? O_TRUNC : O_APPEND), 0644);
   STOA_CHECK(log_fd >= 0, ErrorKind::kIo, "cannot open log ", log_path, ": ", std::strerror(errno));
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  // Everything the child needs is prepared before fork: between fork and exec only
+  // async-signal-safe calls are allowed (the parent may have threads).
+  const std::string ns_path = options.netns.empty() ? "" : "/run/netns/" + options.netns;
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {
     const int e = errno;
@@ -49,8 +58,20 @@ ChildProcess ChildProcess::start(const std::vector<std::string>& argv,
   if (pid == 0) {
     // Child: only async-signal-safe calls until exec.
     ::setpgid(0, 0);
+    if (options.die_with_parent) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) ::_exit(126);  // the parent died before prctl took effect
+    }
     ::dup2(log_fd, STDOUT_FILENO);
     ::dup2(log_fd, STDERR_FILENO);
+    if (!ns_path.empty()) {
+      const int ns = ::open(ns_path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (ns < 0 || ::setns(ns, CLONE_NEWNET) != 0) {
+        const char msg[] = "cannot enter the network namespace\n";
+        (void)!::write(STDERR_FILENO, msg, sizeof msg - 1);
+        ::_exit(125);
+      }
+    }
     const int devnull = ::open("/dev/null", O_RDONLY);
     if (devnull >= 0) ::dup2(devnull, STDIN_FILENO);
     ::execv(args[0], args.data());
@@ -67,8 +88,17 @@ ChildProcess ChildProcess::start(const std::vector<std::string>& argv,
 }
 
 ChildProcess::ChildProcess(ChildProcess&& other) noexcept
-    : pid_(other.pid_), status_(other.status_), log_path_(std::move(other.log_path_)) {
+    : pid_(other.pid_),
+      status_(other.status_),
+      log_path_(std::move(other.log_path_)),
+      cpu_seconds_(other.cpu_seconds_) {
   other.pid_ = -1;
+}
+
+void ChildProcess::reaped(int status, const struct rusage& usage) {
+  status_ = exit_code_of(status);
+  cpu_seconds_ = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+                 static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
 }
 
 ChildProcess& ChildProcess::operator=(ChildProcess&& other) noexcept {
@@ -81,6 +111,7 @@ ChildProcess& ChildProcess::operator=(ChildProcess&& other) noexcept {
     pid_ = other.pid_;
     status_ = other.status_;
     log_path_ = std::move(other.log_path_);
+    cpu_seconds_ = other.cpu_seconds_;
     other.pid_ = -1;
   }
   return *this;
@@ -97,8 +128,8 @@ ChildProcess::~ChildProcess() {
 std::optional<int> ChildProcess::poll() {
   if (status_ || pid_ <= 0) return status_;
   int st = 0;
-  const pid_t r = ::waitpid(pid_, &st, WNOHANG);
-  if (r == pid_) status_ = exit_code_of(st);
+  struct rusage usage {};
+  if (::wait4(pid_, &st, WNOHANG, &usage) == pid_) reaped(st, usage);
   return status_;
 }
 
@@ -109,9 +140,10 @@ bool ChildProcess::running() {
 int ChildProcess::wait() {
   if (status_ || pid_ <= 0) return status_.value_or(-1);
   int st = 0;
-  while (::waitpid(pid_, &st, 0) < 0 && errno == EINTR) {
+  struct rusage usage {};
+  while (::wait4(pid_, &st, 0, &usage) < 0 && errno == EINTR) {
   }
-  status_ = exit_code_of(st);
+  reaped(st, usage);
   return *status_;
 }
 

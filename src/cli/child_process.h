@@ -4,6 +4,7 @@
 // destructor kills a child that is still running: an orchestrator that fails half-way never
 // leaves a hub or a worker behind.
 #pragma once
+#include <sys/resource.h>
 #include <sys/types.h>
 
 #include <chrono>
@@ -17,11 +18,21 @@ namespace stoa::cli {
 // The path of the running executable (/proc/self/exe), to start sibling commands.
 std::string self_executable();
 
+struct ChildOptions {
+  // Enter the network namespace /run/netns/<netns> before exec (`stoa bench fleet`'s emulated
+  // home links); the child exits with 125 if it cannot.
+  std::string netns;
+  // PR_SET_PDEATHSIG(SIGKILL): the child dies even if the parent is killed without unwinding.
+  bool die_with_parent = false;
+  bool truncate_log = false;  // default: append to the log
+};
+
 class ChildProcess {
  public:
-  // Starts argv[0] (a path) with the arguments; stdout and stderr are appended to log_path.
+  // Starts argv[0] (a path) with the arguments; stdout and stderr go to log_path.
   // Throws kIo if the process cannot be started.
-  static ChildProcess start(const std::vector<std::string>& argv, const std::string& log_path);
+  static ChildProcess start(const std::vector<std::string>& argv, const std::string& log_path,
+                            const ChildOptions& options = {});
 
   ChildProcess() = default;
   ChildProcess(ChildProcess&& other) noexcept;
@@ -42,11 +53,16 @@ class ChildProcess {
   void signal(int sig);
   // SIGTERM, up to `grace` for it to exit, then SIGKILL. Returns the exit code.
   int stop(std::chrono::milliseconds grace);
+  // User + system CPU seconds of the child (not its own children) once it has been reaped; 0
+  // before.
+  double cpu_seconds() const { return cpu_seconds_; }
 
  private:
   pid_t pid_ = -1;
   std::optional<int> status_;
   std::string log_path_;
+  double cpu_seconds_ = 0;
+  void reaped(int status, const struct rusage& usage);
 };
 
 // Runs a command to completion; throws kIo naming the command, its exit code and the last lines

@@ -46,6 +46,34 @@ TEST_F(ChildProcessTest, ExitCodeAndOutputGoToTheLog) {
   EXPECT_NE(text.find("err"), std::string::npos);
 }
 
+TEST_F(ChildProcessTest, TruncatedLogAndCpuTime) {
+  { std::ofstream(log("t.log")) << "old run\n"; }
+  ChildOptions fresh;
+  fresh.truncate_log = true;
+  ChildProcess c = ChildProcess::start(
+      {"/bin/sh", "-c", "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done; echo new"},
+      log("t.log"), fresh);
+  EXPECT_EQ(c.cpu_seconds(), 0.0);  // not reaped yet
+  EXPECT_EQ(c.wait(), 0);
+  EXPECT_EQ(read(log("t.log")), "new\n");
+  EXPECT_GT(c.cpu_seconds(), 0.01);  // the loop's CPU time, from wait4's rusage
+
+  ChildProcess appended = ChildProcess::start({"/bin/echo", "more"}, log("t.log"));
+  EXPECT_EQ(appended.wait(), 0);
+  EXPECT_EQ(read(log("t.log")), "new\nmore\n");
+}
+
+TEST_F(ChildProcessTest, AMissingNetworkNamespaceIsAClearFailure) {
+  ChildOptions o;
+  o.netns = "stoa-test-no-such-namespace";
+  o.die_with_parent = true;
+  ChildProcess c = ChildProcess::start({"/bin/echo", "should not run"}, log("n.log"), o);
+  EXPECT_EQ(c.wait(), 125);
+  const std::string text = read(log("n.log"));
+  EXPECT_NE(text.find("cannot enter the network namespace"), std::string::npos) << text;
+  EXPECT_EQ(text.find("should not run"), std::string::npos);
+}
+
 TEST_F(ChildProcessTest, StopSendsTermThenKill) {
   // Ignores SIGTERM: stop() must fall back to SIGKILL after the grace period.
   ChildProcess stubborn = ChildProcess::start(
