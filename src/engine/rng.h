@@ -4,6 +4,8 @@
 #pragma once
 #include <cstdint>
 
+#include "core/xoshiro256.h"
+
 namespace stoa::engine {
 
 class Rng {
@@ -13,7 +15,7 @@ class Rng {
   double uniform();  // [0, 1) with 53 random bits
 
  private:
-  uint64_t s_[4];
+  Xoshiro256StarStar g_;
 };
 
 }  // namespace stoa::engine

@@ -8,38 +8,21 @@
 #include <cmath>
 #include <cstdint>
 
+#include "core/xoshiro256.h"
+
 namespace stoa {
 
-inline uint64_t splitmix64(uint64_t* state) {
-  uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
+// The model-init stream: (seed, stream) → xoshiro256** state, as it has always been mapped.
 class Xoshiro256 {
  public:
-  Xoshiro256(uint64_t seed, uint64_t stream) {
-    uint64_t sm = seed ^ (stream * 0xd1342543de82ef95ull);
-    for (uint64_t& word : s_) word = splitmix64(&sm);
-  }
-  uint64_t next() {
-    uint64_t result = rotl(s_[1] * 5, 7) * 9;
-    uint64_t t = s_[1] << 17;
-    s_[2] ^= s_[0];
-    s_[3] ^= s_[1];
-    s_[1] ^= s_[2];
-    s_[0] ^= s_[3];
-    s_[2] ^= t;
-    s_[3] = rotl(s_[3], 45);
-    return result;
-  }
+  Xoshiro256(uint64_t seed, uint64_t stream)
+      : g_(Xoshiro256StarStar::seeded_by_splitmix(seed ^ (stream * 0xd1342543de82ef95ull))) {}
+  uint64_t next() { return g_.next(); }
   // Uniform in [0, 1) with 53 random bits.
-  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+  double uniform() { return g_.uniform(); }
 
  private:
-  static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-  uint64_t s_[4];
+  Xoshiro256StarStar g_;
 };
 
 // Natural log of x > 0 (finite), accurate to about 1 ulp, from exactly rounded operations only.

@@ -53,9 +53,10 @@ class HubFixture : public ::testing::Test {
     d.task = task.get();
     d.codec = &codec;
     d.vocab_size = 256;
-    d.prompts = {{"q1", "What does Borvex treat?", {"migraine"}, "migraine", "", "", "", "train"},
-                 {"q2", "Who makes Kalumin?", {"Zentra"}, "Zentra", "", "", "", "train"},
-                 {"q3", "What is Borvex?", {"a drug"}, "a drug", "", "", "", "train"}};
+    d.prompts = {
+        {"q1", "What does Borvex treat?", {"migraine"}, "migraine", "", "", "", "train", "", ""},
+        {"q2", "Who makes Kalumin?", {"Zentra"}, "Zentra", "", "", "", "train", "", ""},
+        {"q3", "What is Borvex?", {"a drug"}, "a drug", "", "", "", "train", "", ""}};
     d.store = store.get();
     d.clock_ms = [this] { return clock.load(); };
     return d;
