@@ -1,9 +1,10 @@
 // `stoa experiment ablations`: what each mechanism contributes (issue 8). From one SFT warm start
 // (the demo's, built or reused by the same stages as `stoa demo`), runs one RL phase per variant
-// with the same seeds and wall-clock budget, evaluates each, and writes a table:
-//   loss:      dppo-binary-tv (the default) | dppo-binary-kl | ppo-clip | truncated-is (no trust
-//   region) staleness: 0 (synchronous) | 2 (the default) | 4 sync:      PULSE patches (the default)
-//   | full int8 weights every version (anchor_every 1)
+// with the same seeds and wall-clock budget, evaluates each, and writes a table.
+// - loss: dppo-binary-tv (the default), dppo-binary-kl, ppo-clip, truncated-is (no trust region);
+// - staleness bound: 0 (synchronous), 2 (the default), 4;
+// - sync: PULSE patches (the default) vs full int8 weights every version (anchor_every 1);
+// - int8 vs f32 worker weights: the precision mismatch alone (`stoa experiment mismatch`).
 // Every variant's run directory keeps its step log, so `stoa plot --run ...` draws them together.
 #include <atomic>
 #include <chrono>
@@ -16,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/child_process.h"
 #include "cli/command.h"
 #include "cli/demo_rl.h"
 #include "cli/demo_setup.h"
@@ -60,7 +62,8 @@ struct Options {
   DemoSetupOptions setup;
   RlOptions rl;
   int64_t eval_limit = 400;
-  std::vector<std::string> only;  // variant names; empty = all
+  std::vector<std::string> only;    // variant names (and "int8-vs-f32"); empty = all
+  int64_t mismatch_episodes = 100;  // per precision, for int8-vs-f32
   std::string json_out;
 };
 
@@ -127,13 +130,51 @@ int run(Options o) {
     std::ofstream(root + "/ablations.json")
         << nlohmann::json{{"pass1_before", before}, {"runs", rows}}.dump(2);
   }
+  // int8 vs f32 workers: the precision mismatch DPPO absorbs, from the same SFT model
+  // (`stoa experiment mismatch`: both precisions sampled, every token scored by the trainer).
+  nlohmann::json precision = nullptr;
+  std::string precision_table;
+  const bool want_precision =
+      o.only.empty() || std::find(o.only.begin(), o.only.end(), "int8-vs-f32") != o.only.end();
+  if (want_precision && !g_interrupted) {
+    say("int8-vs-f32: sampling with both precisions, scoring with the trainer");
+    const std::string mm = root + "/int8-vs-f32";
+    run_child_or_throw({self_executable(),
+                        "experiment",
+                        "mismatch",
+                        "--model",
+                        p.sft_model,
+                        "--data",
+                        p.data,
+                        "--index",
+                        p.index,
+                        "--limit",
+                        std::to_string(o.mismatch_episodes),
+                        "--seed",
+                        std::to_string(o.setup.seed),
+                        "--max-turns",
+                        std::to_string(o.rl.episode.max_turns),
+                        "--max-new-tokens",
+                        std::to_string(o.rl.episode.max_new_tokens),
+                        "--max-observation-tokens",
+                        std::to_string(o.rl.episode.max_observation_tokens),
+                        "--out",
+                        mm},
+                       root + "/int8-vs-f32.log", "stoa experiment mismatch");
+    std::ifstream pj(mm + "/mismatch.json"), pm(mm + "/mismatch.md");
+    precision = nlohmann::json::parse(pj);
+    precision_table.assign(std::istreambuf_iterator<char>(pm), {});
+  }
   const nlohmann::json out = {{"pass1_before", before},
                               {"eval_questions", o.eval_limit},
                               {"minutes_per_run", o.rl.minutes},
                               {"workers", o.rl.workers},
-                              {"runs", rows}};
+                              {"runs", rows},
+                              {"int8_vs_f32", precision}};
   std::ofstream(root + "/ablations.json") << out.dump(2) << '\n';
-  const std::string table = markdown_table(rows, before);
+  std::string table = rows.empty() ? std::string() : markdown_table(rows, before);
+  if (!precision_table.empty())
+    table += "\nint8 vs f32 worker weights (no staleness):\n\n" + precision_table;
   std::ofstream(root + "/ablations.md") << table;
   std::printf("%s\n%s", out.dump(2).c_str(), table.c_str());
   if (!o.json_out.empty()) std::ofstream(o.json_out) << out.dump(2) << '\n';
@@ -154,7 +195,12 @@ CommandRegistration reg(
           ->capture_default_str();
       app.add_option("--minutes", o->rl.minutes, "RL minutes per variant")->capture_default_str();
       app.add_option("--workers", o->rl.workers)->capture_default_str();
-      app.add_option("--only", o->only, "run only these variants");
+      app.add_option("--only", o->only,
+                     "run only these variants (dppo-binary-tv, dppo-binary-kl, ppo-clip, "
+                     "truncated-is, staleness-0, staleness-4, full-sync, int8-vs-f32)");
+      app.add_option("--mismatch-episodes", o->mismatch_episodes,
+                     "episodes per precision for int8-vs-f32")
+          ->capture_default_str();
       app.add_option("--eval-limit", o->eval_limit, "validation questions (0: all)")
           ->capture_default_str();
       app.add_option("--sft-examples", o->setup.sft_examples)->capture_default_str();
