@@ -231,6 +231,35 @@ int main(int argc, char** argv) {
     best_wall = std::min(best_wall, w);
     best_cpu = std::min(best_cpu, c);
   }
+  // A checksum of the last product's bits (the LM head, every row and batch row, recomputed
+  // alone with the same thread split: the timed loop shares y between matrices without a
+  // barrier), to compare kernel versions: a change of walk must not change a single bit.
+  const Shape& last = shapes.back();
+  {
+    const Q8Activations acts{xq.data(), xd.data(), batch, last.cols};
+    const int parts = threads <= 1 ? 1 : 2;
+    int64_t chunk = (last.rows + parts - 1) / parts;
+    chunk = (chunk + 15) / 16 * 16;
+    auto part_of = [&](int part) {
+      const int64_t lo = std::min<int64_t>(last.rows, part * chunk);
+      const int64_t hi = std::min<int64_t>(last.rows, lo + chunk);
+      if (lo < hi) matmul_w8a8(mats.back().view(last), acts, y.data(), last.rows, lo, hi);
+    };
+    if (parts == 1) {
+      part_of(0);
+    } else {
+      std::thread t([&] { part_of(1); });
+      part_of(0);
+      t.join();
+    }
+  }
+  uint64_t sum = 1469598103934665603ull;
+  for (int64_t i = 0; i < batch * last.rows; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, &y[static_cast<size_t>(i)], 4);
+    sum = (sum ^ bits) * 1099511628211ull;
+  }
+  std::printf("checksum %016llx  ", static_cast<unsigned long long>(sum));
   std::printf(
       "%s %s (%s) batch %lld threads %d: %.1f MB per token, best of %d: %.3f ms wall (%.1f GB/s, "
       "%.1f "
