@@ -3,13 +3,16 @@
 // that `stoa train --sft` reads. Torch-free.
 #include <cstdio>
 #include <filesystem>
+#include <iterator>
 #include <memory>
+#include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
 #include "core/error.h"
 #include "env/bm25_index.h"
+#include "env/copy_curriculum.h"
 #include "env/dataset.h"
 #include "env/demonstrations.h"
 #include "env/search_task.h"
@@ -26,12 +29,14 @@ struct Options {
   std::string tokenizer;  // tokenizer.json ("" : byte-level codec)
   std::string out;
   int64_t limit = 0;
+  bool copy_curriculum = false;  // append env/copy_curriculum.h's examples (every train item)
   env::DemoOptions demo;
 };
 
 int run(const Options& o) {
   std::vector<env::QaItem> train =
       env::load_qa(o.data + "/train.jsonl", env::BadLinePolicy::kFatal);
+  const std::vector<env::QaItem> all_train = train;
   if (o.limit > 0 && static_cast<int64_t>(train.size()) > o.limit) train.resize(o.limit);
   std::unique_ptr<env::TokenCodec> codec;
   if (o.tokenizer.empty()) {
@@ -43,6 +48,21 @@ int run(const Options& o) {
   env::SearchTask task(index);
   env::DemoStats st;
   auto demos = env::make_demonstrations(train, task, *codec, o.demo, &st);
+  env::CurriculumStats cs;
+  if (o.copy_curriculum) {
+    std::unordered_map<std::string, env::CorpusDoc> papers;
+    for (auto& doc : env::load_corpus(o.data + "/corpus.jsonl", env::BadLinePolicy::kFatal))
+      papers.emplace(doc.id, std::move(doc));
+    auto extra = env::make_copy_curriculum(
+        all_train,
+        [&](const std::string& pmid) -> const env::CorpusDoc* {
+          auto it = papers.find(pmid);
+          return it == papers.end() ? nullptr : &it->second;
+        },
+        *codec, &cs);
+    demos.insert(demos.end(), std::make_move_iterator(extra.begin()),
+                 std::make_move_iterator(extra.end()));
+  }
   env::write_demonstrations_jsonl(demos, o.out);
   const double n = st.demonstrations ? static_cast<double>(st.demonstrations) : 1.0;
   nlohmann::json j = {{"out", o.out},
@@ -52,6 +72,12 @@ int run(const Options& o) {
                       {"correct_fraction", st.correct / n},
                       {"tokens", st.tokens},
                       {"trained_tokens", st.trained_tokens}};
+  if (o.copy_curriculum) {
+    j["copy_curriculum"] = {{"query_examples", cs.query_examples},
+                            {"answer_examples", cs.answer_examples},
+                            {"tokens", cs.tokens},
+                            {"trained_tokens", cs.trained_tokens}};
+  }
   std::printf("%s\n", j.dump(2).c_str());
   return 0;
 }
@@ -73,6 +99,9 @@ CommandRegistration demos_cmd(
       app.add_option("--max-observation-tokens", o->demo.episode.max_observation_tokens,
                      "observation budget per search");
       app.add_option("--seed", o->demo.seed, "random seed");
+      app.add_flag("--copy-curriculum", o->copy_curriculum,
+                   "also write the copy curriculum (two short examples per train question, all "
+                   "of them: the subject into a query, the answer out of the gold abstract)");
       return [o] { return run(*o); };
     });
 

@@ -55,6 +55,10 @@ int run(Options o) {
   if (o.full) {
     o.rl.minutes = std::max(o.rl.minutes, 40.0);
     o.setup.sft_examples = std::max<int64_t>(o.setup.sft_examples, 4000);
+    // The copy curriculum in small batches: the setting under which the `demo` model began to
+    // copy (docs/results.md).
+    o.setup.copy_curriculum = true;
+    o.setup.sft_batch_tokens = std::min<int64_t>(o.setup.sft_batch_tokens, 2048);
     o.eval_limit = 0;
   }
   o.rl.seed = o.setup.seed;
@@ -120,8 +124,9 @@ CommandRegistration reg(
       app.add_option("--workers", o->rl.workers, "worker processes")->capture_default_str();
       app.add_option("--json-summary", o->json_summary, "also write the summary JSON here");
       app.add_flag("--full", o->full,
-                   "the long run: >= 40 RL minutes, more demonstrations, the whole validation "
-                   "split and the test split once at the end");
+                   "the long run: >= 40 RL minutes, 4000 demonstrations plus the copy curriculum "
+                   "(SFT batches of 2048 tokens), the whole validation split and the test split "
+                   "once at the end");
       app.add_flag("--fresh", o->fresh,
                    "delete --dir first (otherwise finished stages are reused)");
       app.add_option("--seed", o->setup.seed, "seed of data, model and sampling")
@@ -129,6 +134,8 @@ CommandRegistration reg(
       app.add_option("--papers", o->setup.papers, "corpus size")->capture_default_str();
       app.add_option("--questions", o->setup.questions, "questions over all splits")
           ->capture_default_str();
+      app.add_flag("--copy-curriculum", o->setup.copy_curriculum,
+                   "add the copy curriculum to the SFT data (on with --full)");
       app.add_option("--sft-examples", o->setup.sft_examples, "scripted demonstrations")
           ->capture_default_str();
       app.add_option("--sft-epochs", o->setup.sft_epochs)->capture_default_str();

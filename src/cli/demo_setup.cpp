@@ -150,14 +150,29 @@ void prepare_demo(const DemoSetupOptions& o, const std::function<void(const std:
     init_model(o, p);
   });
   stages.run("demonstrations",
-             {{"examples", o.sft_examples}, {"max_observation_tokens", o.max_observation_tokens}},
+             {{"examples", o.sft_examples},
+              {"max_observation_tokens", o.max_observation_tokens},
+              {"copy_curriculum", o.copy_curriculum}},
              [&] {
-               run_child_or_throw(
-                   {exe, "data", "demos", "--data", p.data, "--index", p.index, "--tokenizer",
-                    p.model0 + "/tokenizer.json", "--out", p.sft_data, "--limit",
-                    str(o.sft_examples), "--max-observation-tokens", str(o.max_observation_tokens),
-                    "--seed", str(static_cast<int64_t>(o.seed))},
-                   log("demonstrations"), "stoa data demos");
+               std::vector<std::string> argv = {exe,
+                                                "data",
+                                                "demos",
+                                                "--data",
+                                                p.data,
+                                                "--index",
+                                                p.index,
+                                                "--tokenizer",
+                                                p.model0 + "/tokenizer.json",
+                                                "--out",
+                                                p.sft_data,
+                                                "--limit",
+                                                str(o.sft_examples),
+                                                "--max-observation-tokens",
+                                                str(o.max_observation_tokens),
+                                                "--seed",
+                                                str(static_cast<int64_t>(o.seed))};
+               if (o.copy_curriculum) argv.push_back("--copy-curriculum");
+               run_child_or_throw(argv, log("demonstrations"), "stoa data demos");
              });
   stages.run("sft",
              {{"epochs", o.sft_epochs},

@@ -31,11 +31,12 @@ TEST(DemoEndToEnd, SmallDemoRunsAndReportsEveryFigure) {
   const fs::path dir = fs::temp_directory_path() / ("stoa-demo-test-" + std::to_string(::getpid()));
   const fs::path summary = dir.string() + "-summary.json";
   const fs::path out = dir.string() + "-out.txt";
-  const std::string cmd = exe + " demo --fresh --dir " + dir.string() +
-                          " --papers 1500 --questions 300 --vocab-size 1024 --sft-examples 24"
-                          " --sft-epochs 1 --minutes 1 --eval-limit 8 --workers 2"
-                          " --group-size 4 --groups-per-step 2 --json-summary " +
-                          summary.string() + " > " + out.string() + " 2>&1";
+  const std::string cmd =
+      exe + " demo --fresh --dir " + dir.string() +
+      " --papers 1500 --questions 300 --vocab-size 1024 --sft-examples 24 --copy-curriculum"
+      " --sft-epochs 1 --minutes 1 --eval-limit 8 --workers 2"
+      " --group-size 4 --groups-per-step 2 --json-summary " +
+      summary.string() + " > " + out.string() + " 2>&1";
   const int rc = std::system(cmd.c_str());
   std::ifstream o(out);
   const std::string printed((std::istreambuf_iterator<char>(o)), {});

