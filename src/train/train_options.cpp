@@ -104,6 +104,9 @@ void validate_train_options(const TrainOptions& o) {
              ErrorKind::kInvalidArgument, "optimizer betas must lie in [0, 1) (got ", opt.beta1,
              ", ", opt.beta2, ")");
   STOA_CHECK(opt.eps > 0, ErrorKind::kInvalidArgument, "optimizer eps must be > 0");
+  STOA_CHECK(std::isfinite(o.temperature) && o.temperature > 0, ErrorKind::kInvalidArgument,
+             "temperature must be finite and > 0 (got ", o.temperature,
+             "); greedy decoding has no behaviour log-probs to train on");
   STOA_CHECK(opt.weight_decay >= 0, ErrorKind::kInvalidArgument,
              "optimizer weight_decay must be >= 0");
   STOA_CHECK(o.schedule.warmup_steps >= 0, ErrorKind::kInvalidArgument,

@@ -42,6 +42,10 @@ struct TrainOptions {
   int64_t micro_batch_tokens = 8192;  // padded tokens per forward/backward chunk
   int64_t max_sequence_tokens = 0;    // longest accepted sequence; 0 = max_position_embeddings
   uint64_t seed = 0;                  // data-order RNG (SFT shuffling); saved in checkpoints
+  // The workers' sampling temperature: RL steps score π on logits / temperature, the distribution
+  // the behaviour log-probs μ come from (otherwise every ratio π/μ would be biased by the
+  // temperature alone). SFT ignores it.
+  double temperature = 1.0;
 };
 
 // Throws kInvalidArgument naming the option for out-of-range values.

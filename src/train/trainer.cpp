@@ -246,7 +246,9 @@ StepMetrics Trainer::train_step(const std::vector<RolloutGroup>& groups) {
       m.tokens_total += mb.real_tokens;
       torch::Tensor h = im.model->hidden(mb.tokens);
       torch::Tensor sel = h.reshape({-1, config.hidden_size}).index_select(0, mb.positions);
-      ScoredTokens scored = score_tokens(im.model->logits(sel), mb.targets, mb.topk_ids);
+      torch::Tensor logits = im.model->logits(sel);
+      if (im.options.temperature != 1.0) logits = logits / im.options.temperature;
+      ScoredTokens scored = score_tokens(logits, mb.targets, mb.topk_ids);
       LossInputs in{scored.logp, mb.mu_logp,       mb.advantage,
                     mb.weight,   scored.topk_logp, mb.topk_mu_logp};
       LossTerms terms = policy_loss(loss_config, in);

@@ -2,6 +2,7 @@
 // resume, N/2, bit for bit), the loss value the step differentiates against log-probs computed
 // independently (token-mean and sequence-sum; observation tokens never counted), micro-batching
 // not changing the step, SFT learning, the schedule, and the step metrics being sane.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -9,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/error.h"
 #include "model/presets.h"
 #include "train/sft_data.h"
 #include "train/trainer.h"
@@ -193,6 +195,43 @@ TEST(Step, MetricsAreSane) {
   EXPECT_GT(m.grad_norm, 0.0);
   EXPECT_GT(m.tokens_per_second, 0.0);
   EXPECT_GT(m.tokens_total, m.tokens);
+}
+
+// Workers sampling at temperature T report μ = softmax(logits / T); a trainer told T scores π the
+// same way, so on its own rollouts π and μ agree to rounding, while a trainer at T = 1 sees a
+// mismatch made of the temperature alone.
+TEST(Step, PolicyIsScoredAtTheSamplingTemperature) {
+  const ModelConfig config = preset_config("tiny-qwen3");
+  const ModelWeights w = random_weights(config, 11, 0.2f);  // peaked logits: T matters
+  const double temperature = 0.5;
+  TrainOptions at_t = base_options();
+  at_t.temperature = temperature;
+  Trainer scorer(w, at_t);
+  std::vector<RolloutGroup> groups = make_groups(scorer, 5, 0.0);
+  for (RolloutGroup& g : groups) {
+    for (Rollout& r : g.rollouts) {
+      const Tensor logits = scorer.logits(r.tokens);
+      const int64_t vocab = config.vocab_size;
+      for (size_t t = 1; t < r.tokens.size(); ++t) {
+        const float* row = logits.as<float>() + (t - 1) * vocab;
+        double max = row[0], sum = 0;
+        for (int64_t v = 1; v < vocab; ++v) max = std::max<double>(max, row[v]);
+        for (int64_t v = 0; v < vocab; ++v) sum += std::exp((row[v] - max) / temperature);
+        r.behaviour_logprobs[t] = static_cast<float>(
+            std::min(0.0, (row[r.tokens[t]] - max) / temperature - std::log(sum)));
+      }
+    }
+  }
+  const double tv_at_t = Trainer(w, at_t).train_step(groups).tv_mean;
+  TrainOptions at_one = base_options();
+  const double tv_at_one = Trainer(w, at_one).train_step(groups).tv_mean;
+  EXPECT_LT(tv_at_t, 1e-5);
+  EXPECT_GT(tv_at_one, 100 * tv_at_t);
+  EXPECT_GT(tv_at_one, 1e-3);
+
+  TrainOptions greedy = base_options();
+  greedy.temperature = 0;
+  EXPECT_THROW(Trainer(w, greedy), Error);
 }
 
 TEST(Step, TopkLossTrains) {

@@ -86,6 +86,7 @@ keep_anchors = 2
   EXPECT_EQ(c.hub.lease_ttl_ms, 30000);
   EXPECT_EQ(c.hub.max_open_groups, 5u);
   EXPECT_FLOAT_EQ(c.hub.sampling.temperature, 0.9f);
+  EXPECT_FLOAT_EQ(static_cast<float>(c.train.temperature), 0.9f);  // π scored where μ was sampled
   EXPECT_EQ(c.hub.sampling.max_new_tokens, 128);
   EXPECT_EQ(c.hub.sampling.max_turns, 3);
   EXPECT_DOUBLE_EQ(c.train.optimizer.lr, 2e-5);

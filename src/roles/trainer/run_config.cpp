@@ -179,6 +179,7 @@ RunConfig parse_run_config(const std::string& text, const std::string& source,
   t.get("max_staleness", c.loop.staleness.max_staleness);
   t.get("checkpoint_every", c.loop.checkpoint_every);
   t.check_unknown();
+  to.temperature = c.hub.sampling.temperature;  // π is scored where μ was sampled
   try {
     to.loss.kind = train::parse_loss_kind(loss);
     to.loss.advantage = train::parse_advantage_kind(advantage);
