@@ -39,6 +39,17 @@ nlohmann::json read_json(const std::string& path) {
 
 }  // namespace
 
+void clear_phase_logs(const std::string& logs) {
+  fs::create_directories(logs);
+  // Regular files only: the run directory may live inside `logs` (`stoa experiment ablations` puts
+  // <variant>/run beside <variant>/run.log), and it is not a log.
+  for (const auto& e : fs::directory_iterator(logs)) {
+    const std::string name = e.path().filename().string();
+    if (e.is_regular_file() && (name.rfind("run", 0) == 0 || name.rfind("worker-", 0) == 0))
+      fs::remove(e.path());
+  }
+}
+
 void write_run_config(const RlOptions& o, const DemoPaths& p, const std::string& model_dir,
                       const std::string& run_dir, const std::string& path,
                       const std::string& token) {
@@ -66,12 +77,8 @@ RlResult run_rl_phase(const RlOptions& o, const DemoPaths& p, const std::string&
                       const std::string& run_dir, const std::string& logs, const Say& say,
                       const std::atomic<bool>& interrupted) {
   fs::remove_all(run_dir);
+  clear_phase_logs(logs);
   fs::create_directories(run_dir);
-  fs::create_directories(logs);
-  for (const auto& e : fs::directory_iterator(logs))  // this phase's logs only
-    if (e.path().filename().string().rfind("run", 0) == 0 ||
-        e.path().filename().string().rfind("worker-", 0) == 0)
-      fs::remove(e.path());
   const std::string exe = self_executable();
   const std::string token = random_token();
   const std::string config = run_dir + "/run.toml";

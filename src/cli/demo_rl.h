@@ -64,6 +64,10 @@ RlResult run_rl_phase(const RlOptions& options, const DemoPaths& paths,
                       const std::string& logs_dir, const Say& say,
                       const std::atomic<bool>& interrupted);
 
+// Removes the previous RL phase's logs from `logs` (run*.log, worker-*.log; created if missing),
+// leaving everything else — a run directory inside it included.
+void clear_phase_logs(const std::string& logs);
+
 // The run.toml of one RL phase (hub, sampling, trainer, PULSE) as `stoa run` reads it.
 void write_run_config(const RlOptions& options, const DemoPaths& paths,
                       const std::string& model_dir, const std::string& run_dir,

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include <gtest/gtest.h>
 
@@ -47,6 +48,24 @@ TEST(DemoRunConfig, KlVariantCarriesItsThreshold) {
   EXPECT_DOUBLE_EQ(c.train.loss.delta_hi, 0.05);
   EXPECT_DOUBLE_EQ(c.train.loss.delta_lo, 0.05);
   EXPECT_EQ(c.loop.staleness.max_staleness, 4u);
+}
+
+// `stoa experiment ablations` keeps <variant>/run inside the phase's log directory: clearing the
+// old logs must not remove it (it once did, and the phase could not write its run.toml).
+TEST(DemoRunConfig, ClearingPhaseLogsKeepsTheRunDirectory) {
+  namespace fs = std::filesystem;
+  const fs::path dir =
+      fs::temp_directory_path() / ("stoa-phase-logs-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "run");
+  for (const char* f : {"run.log", "worker-w1.log", "eval-after.json"})
+    std::ofstream(dir / f) << "x";
+  clear_phase_logs(dir.string());
+  EXPECT_TRUE(fs::is_directory(dir / "run"));
+  EXPECT_FALSE(fs::exists(dir / "run.log"));
+  EXPECT_FALSE(fs::exists(dir / "worker-w1.log"));
+  EXPECT_TRUE(fs::exists(dir / "eval-after.json"));
+  fs::remove_all(dir);
 }
 
 }  // namespace
