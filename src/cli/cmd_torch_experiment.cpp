@@ -47,7 +47,11 @@ std::vector<Variant> all_variants() {
          o.delta = 0.05;  // the KL scale (reference.md: 0.05/0.05), not TV's 0.15
        }},
       {"ppo-clip", "loss", [](RlOptions& o) { o.loss = "ppo-clip"; }},
-      {"truncated-is", "loss", [](RlOptions& o) { o.loss = "truncated-is"; }},
+      {"truncated-is", "loss",
+       [](RlOptions& o) {
+         o.loss = "truncated-is";
+         o.ratio_cap = 10;  // no trust region, ratios truncated at C = 10 (3-20 are common)
+       }},
       {"staleness-0", "staleness", [](RlOptions& o) { o.max_staleness = 0; }},
       {"staleness-4", "staleness", [](RlOptions& o) { o.max_staleness = 4; }},
       {"full-sync", "sync",

@@ -67,6 +67,7 @@ void write_run_config(const RlOptions& o, const DemoPaths& p, const std::string&
     << "\nmin_groups = 1\ngather_timeout_ms = 5000\nmax_staleness = " << o.max_staleness
     << "\ncheckpoint_every = 1\nseed = " << o.seed << "\n";
   if (o.delta > 0) f << "delta_hi = " << o.delta << "\ndelta_lo = " << o.delta << "\n";
+  if (o.ratio_cap > 0) f << "ratio_cap = " << o.ratio_cap << "\n";
   f << "\n"
     << "[pulse]\nanchor_every = " << o.anchor_every << "\n";
   if (o.keep_anchors > 0) f << "keep_anchors = " << o.keep_anchors << "\n";

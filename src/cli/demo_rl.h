@@ -37,6 +37,8 @@ struct RlOptions {
   // DPPO trust-region threshold δ (both sides); 0 keeps the trainer's default (0.15, the TV
   // value). The KL variants want ~0.05 (reference.md).
   double delta = 0;
+  // Ratio cap C of the truncated-IS baseline (0: not written; that loss refuses an infinite cap).
+  double ratio_cap = 0;
   int anchor_every = 20;
   // Anchors kept in the blob store (0: the trainer's default). Full-weight sync = anchor_every 1
   // AND keep_anchors 1: otherwise the hub's route planner still serves the cheaper patch.

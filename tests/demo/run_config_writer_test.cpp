@@ -50,6 +50,19 @@ TEST(DemoRunConfig, KlVariantCarriesItsThreshold) {
   EXPECT_EQ(c.loop.staleness.max_staleness, 4u);
 }
 
+TEST(DemoRunConfig, TruncatedIsCarriesItsRatioCap) {
+  RlOptions o;
+  o.loss = "truncated-is";
+  o.ratio_cap = 10;
+  const DemoPaths p("/tmp/stoa-demo-x");
+  const std::string path = temp_path("runcfg-tis");
+  write_run_config(o, p, "/m", "/r", path, "tok");
+  const trainer::RunConfig c = trainer::load_run_config(path);  // refused without a finite cap
+  std::filesystem::remove(path);
+  EXPECT_EQ(c.train.loss.kind, train::LossKind::kTruncatedIs);
+  EXPECT_DOUBLE_EQ(c.train.loss.ratio_cap, 10.0);
+}
+
 // `stoa experiment ablations` keeps <variant>/run inside the phase's log directory: clearing the
 // old logs must not remove it (it once did, and the phase could not write its run.toml).
 TEST(DemoRunConfig, ClearingPhaseLogsKeepsTheRunDirectory) {
