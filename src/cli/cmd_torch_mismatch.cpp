@@ -50,7 +50,7 @@ Row score(const std::string& rollouts_path, const std::string& weights, train::T
   train::LossConfig tv, kl;
   tv.kind = train::LossKind::kDppoBinaryTv;
   kl.kind = train::LossKind::kDppoBinaryKl;
-  kl.delta_hi = kl.delta_lo = 0.05;  // reference.md: 0.15/0.15 for TV, 0.05/0.05 for KL
+  kl.delta_hi = kl.delta_lo = train::kDppoKlDelta;
   train::MismatchAccumulator acc(tv, kl);
   Row row;
   row.weights = weights;
@@ -131,6 +131,7 @@ int run(const Options& o) {
   ModelWeights weights = load_model_dir(o.model);
   train::TrainOptions topt;
   topt.threads = o.threads;
+  topt.temperature = o.temperature;  // π at the temperature the rollouts were sampled at
   train::Trainer trainer(weights, topt);
   weights = ModelWeights();
   for (const std::string precision : {"int8", "f32"}) {
@@ -153,9 +154,13 @@ int run(const Options& o) {
                        "stoa eval (" + precision + ")");
     rows.push_back(score(rollouts, precision, trainer));
   }
-  nlohmann::json j = {
-      {"model", o.model}, {"split", o.split}, {"temperature", o.temperature},   {"seed", o.seed},
-      {"delta_tv", 0.15}, {"delta_kl", 0.05}, {"rows", nlohmann::json::array()}};
+  nlohmann::json j = {{"model", o.model},
+                      {"split", o.split},
+                      {"temperature", o.temperature},
+                      {"seed", o.seed},
+                      {"delta_tv", train::kDppoTvDelta},
+                      {"delta_kl", train::kDppoKlDelta},
+                      {"rows", nlohmann::json::array()}};
   for (const Row& r : rows) j["rows"].push_back(to_json(r));
   const std::string table = markdown(rows);
   std::ofstream(o.out + "/mismatch.json") << j.dump(2) << '\n';

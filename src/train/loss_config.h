@@ -31,10 +31,15 @@ enum class Aggregation {
 const char* aggregation_name(Aggregation aggregation);
 Aggregation parse_aggregation(const std::string& name);
 
+// DPPO trust-region thresholds δ (reference.md): 0.15 on the total-variation scale, 0.05 on the
+// binary-KL scale.
+inline constexpr double kDppoTvDelta = 0.15;
+inline constexpr double kDppoKlDelta = 0.05;
+
 struct LossConfig {
   LossKind kind = LossKind::kDppoBinaryTv;
-  double delta_hi = 0.15;  // DPPO thresholds (TV defaults; KL variants use ~0.05)
-  double delta_lo = 0.15;
+  double delta_hi = kDppoTvDelta;  // DPPO thresholds (the KL variants want kDppoKlDelta)
+  double delta_lo = kDppoTvDelta;
   double clip_eps_hi = 0.2;  // PPO clip
   double clip_eps_lo = 0.2;
   // Ratio cap C. The DPPO recipe effectively disables it; the truncated-IS baseline needs it

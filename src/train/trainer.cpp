@@ -340,8 +340,9 @@ Tensor Trainer::logits(const std::vector<int32_t>& tokens) const {
 }
 
 std::vector<float> Trainer::token_logprobs(const std::vector<int32_t>& tokens) const {
-  Tensor logit = logits(tokens);
-  torch::Tensor lsm = torch::log_softmax(to_torch(logit), -1);
+  torch::Tensor logit = to_torch(logits(tokens));
+  if (impl_->options.temperature != 1.0) logit = logit / impl_->options.temperature;
+  torch::Tensor lsm = torch::log_softmax(logit, -1);
   std::vector<float> out(tokens.size(), 0.0f);
   for (size_t t = 1; t < tokens.size(); ++t) {
     out[t] = lsm[static_cast<int64_t>(t) - 1][tokens[t]].item<float>();

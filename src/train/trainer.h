@@ -71,9 +71,11 @@ class Trainer {
   // One supervised step: token-mean cross-entropy over the masked tokens of `batch`.
   StepMetrics sft_step(const std::vector<SftExample>& batch);
 
-  // Forward only (no gradients): f32 logits [tokens.size(), vocab] of one sequence.
+  // Forward only (no gradients): the model's raw f32 logits [tokens.size(), vocab] of one
+  // sequence (before any sampling temperature; what the engine parity tests compare).
   Tensor logits(const std::vector<int32_t>& tokens) const;
-  // Forward only: log π(tokens[t] | tokens[<t]) for t ≥ 1 (entry 0 is 0).
+  // Forward only: log π(tokens[t] | tokens[<t]) for t ≥ 1 (entry 0 is 0), π at the options'
+  // sampling temperature — the distribution train_step optimises and workers sample.
   std::vector<float> token_logprobs(const std::vector<int32_t>& tokens) const;
 
   ModelWeights weights() const;                   // f32 copy (HF names)

@@ -222,6 +222,22 @@ TEST(Step, PolicyIsScoredAtTheSamplingTemperature) {
       }
     }
   }
+  // token_logprobs scores that same π (what `stoa experiment mismatch` compares μ with); a
+  // trainer at T = 1 does not.
+  const Trainer at_one_scorer(w, base_options());
+  double largest_gap_at_one = 0;
+  for (const RolloutGroup& g : groups) {
+    for (const Rollout& r : g.rollouts) {
+      const std::vector<float> lp = scorer.token_logprobs(r.tokens);
+      const std::vector<float> lp_one = at_one_scorer.token_logprobs(r.tokens);
+      for (size_t t = 1; t < r.tokens.size(); ++t) {
+        EXPECT_NEAR(lp[t], r.behaviour_logprobs[t], 1e-4);
+        largest_gap_at_one =
+            std::max<double>(largest_gap_at_one, std::abs(lp_one[t] - r.behaviour_logprobs[t]));
+      }
+    }
+  }
+  EXPECT_GT(largest_gap_at_one, 1e-2);
   const double tv_at_t = Trainer(w, at_t).train_step(groups).tv_mean;
   TrainOptions at_one = base_options();
   const double tv_at_one = Trainer(w, at_one).train_step(groups).tv_mean;
