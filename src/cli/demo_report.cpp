@@ -55,7 +55,7 @@ nlohmann::json summarize_step_log(const std::string& path) {
   }
   auto or0 = [](double x) { return std::isnan(x) ? 0.0 : x; };
   double tokens = 0, masked = 0, tv = 0, kl = 0, compute_s = 0, busy = 0;
-  double patch_sum = 0, patches = 0, anchors = 0, dropped_groups = 0;
+  double patch_sum = 0, patches = 0, anchors = 0, anchor_sum = 0, dropped_groups = 0;
   int64_t last_version = -1;
   for (const auto& s : steps) {
     const double t = or0(s.tokens);
@@ -70,16 +70,30 @@ nlohmann::json summarize_step_log(const std::string& path) {
       patch_sum += s.patch_bytes;
       ++patches;
     }
-    if (or0(s.anchor_bytes) > 0) ++anchors;
+    if (or0(s.anchor_bytes) > 0) {
+      anchor_sum += s.anchor_bytes;
+      ++anchors;
+    }
     last_version = std::max(last_version, s.version);
   }
-  auto quarter_reward = [&](bool last) {
+  // Mean of a per-step metric over the first or last quarter of the steps.
+  auto quarter_mean = [&](double plot::StepPoint::*metric, bool last) {
     if (steps.empty()) return 0.0;
     const size_t q = std::max<size_t>(1, steps.size() / 4);
     double r = 0;
-    for (size_t i = 0; i < q; ++i) r += or0(steps[last ? steps.size() - 1 - i : i].reward_mean);
+    for (size_t i = 0; i < q; ++i) r += or0(steps[last ? steps.size() - 1 - i : i].*metric);
     return r / static_cast<double>(q);
   };
+  // Wall clock (the trainer's elapsed_s) at which the mean training reward of the last
+  // kRewardWindow steps first reached kRewardLevel; -1 if it never did. The ablations compare how
+  // fast each variant learns with it (pass@1 is measured only at the end).
+  double seconds_to_level = -1, window_sum = 0;
+  for (size_t i = 0; i < steps.size() && seconds_to_level < 0; ++i) {
+    window_sum += or0(steps[i].reward_mean);
+    if (i >= kRewardWindow) window_sum -= or0(steps[i - kRewardWindow].reward_mean);
+    if (i + 1 >= kRewardWindow && window_sum / kRewardWindow >= kRewardLevel)
+      seconds_to_level = or0(steps[i].elapsed_s);
+  }
   const double n = static_cast<double>(steps.size());
   return {{"steps", steps.size()},
           {"last_version", last_version},
@@ -92,9 +106,14 @@ nlohmann::json summarize_step_log(const std::string& path) {
           {"patch_bytes_mean", patches > 0 ? patch_sum / patches : 0.0},
           {"patches", patches},
           {"anchors", anchors},
+          {"anchor_bytes_mean", anchors > 0 ? anchor_sum / anchors : 0.0},
           {"groups_dropped_stale", dropped_groups},
-          {"reward_first_quarter", quarter_reward(false)},
-          {"reward_last_quarter", quarter_reward(true)}};
+          {"reward_first_quarter", quarter_mean(&plot::StepPoint::reward_mean, false)},
+          {"reward_last_quarter", quarter_mean(&plot::StepPoint::reward_mean, true)},
+          {"tv_first_quarter", quarter_mean(&plot::StepPoint::tv_mean, false)},
+          {"tv_last_quarter", quarter_mean(&plot::StepPoint::tv_mean, true)},
+          {"reward_level", kRewardLevel},
+          {"seconds_to_reward_level", seconds_to_level}};
 }
 
 }  // namespace stoa::cli

@@ -29,10 +29,48 @@ TEST(DemoReport, StepLogSummaryIsTokenWeightedAndSkipsBadLines) {
   EXPECT_DOUBLE_EQ(s["tv_mean"].get<double>(), (1.0 + 9.0) / 400.0);
   EXPECT_DOUBLE_EQ(s["patch_bytes_mean"].get<double>(), 1000.0);  // anchors are not patches
   EXPECT_EQ(s["anchors"], 1.0);
+  EXPECT_DOUBLE_EQ(s["anchor_bytes_mean"].get<double>(), 5000.0);
   EXPECT_DOUBLE_EQ(s["trainer_compute_seconds"].get<double>(), 6.0);
   EXPECT_DOUBLE_EQ(s["groups_dropped_stale"].get<double>(), 1.0);
   EXPECT_DOUBLE_EQ(s["reward_first_quarter"].get<double>(), 0.2);
   EXPECT_DOUBLE_EQ(s["reward_last_quarter"].get<double>(), 0.6);
+}
+
+TEST(DemoReport, RewardMarkIsTheFirstFullWindowAtTheLevel) {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("stoa-steps-mark-" + std::to_string(::getpid()) + ".jsonl"))
+                               .string();
+  {
+    std::ofstream f(path);
+    // A single step at 1.0 early does not make a window's mean; steps 9.. at 0.5 do once the
+    // window holds enough of them.
+    for (size_t i = 1; i <= 24; ++i) {
+      const double reward = i == 2 ? 1.0 : (i >= 9 ? 0.5 : 0.0);
+      f << "{\"step\":" << i << ",\"version\":" << i << ",\"tokens\":10,\"reward_mean\":" << reward
+        << ",\"tv_mean\":" << (i <= 6 ? 0.001 : 0.004) << ",\"elapsed_s\":" << 10.0 * i << "}\n";
+    }
+  }
+  const nlohmann::json s = summarize_step_log(path);
+  std::filesystem::remove(path);
+  // Window mean ≥ 0.3 needs 0.5·k ≥ 2.4 → k = 5 steps at 0.5 in the window: steps 9..13 → step 13.
+  EXPECT_DOUBLE_EQ(s["seconds_to_reward_level"].get<double>(), 130.0);
+  EXPECT_DOUBLE_EQ(s["tv_first_quarter"].get<double>(), 0.001);
+  EXPECT_DOUBLE_EQ(s["tv_last_quarter"].get<double>(), 0.004);
+}
+
+TEST(DemoReport, RewardMarkNeverReachedIsMinusOne) {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("stoa-steps-low-" + std::to_string(::getpid()) + ".jsonl"))
+                               .string();
+  {
+    std::ofstream f(path);
+    for (int i = 1; i <= 20; ++i)
+      f << "{\"step\":" << i << ",\"version\":" << i
+        << ",\"tokens\":10,\"reward_mean\":0.1,\"elapsed_s\":" << i << "}\n";
+  }
+  const nlohmann::json s = summarize_step_log(path);
+  std::filesystem::remove(path);
+  EXPECT_EQ(s["seconds_to_reward_level"].get<double>(), -1.0);
 }
 
 TEST(DemoReport, MissingLogGivesAnEmptySummary) {
