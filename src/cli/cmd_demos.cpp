@@ -29,6 +29,11 @@ struct Options {
   std::string tokenizer;  // tokenizer.json ("" : byte-level codec)
   std::string out;
   int64_t limit = 0;
+  // The last `hold_out` train questions are kept out of the demonstrations and the curriculum
+  // and written to `hold_out_out`: in-distribution questions the SFT has never seen, on which
+  // `stoa demo` decides when its warm start is good enough (validation stays untouched).
+  int64_t hold_out = 0;
+  std::string hold_out_out;
   bool copy_curriculum = false;  // append env/copy_curriculum.h's examples (every train item)
   env::DemoOptions demo;
 };
@@ -36,6 +41,18 @@ struct Options {
 int run(const Options& o) {
   std::vector<env::QaItem> train =
       env::load_qa(o.data + "/train.jsonl", env::BadLinePolicy::kFatal);
+  STOA_CHECK(o.hold_out >= 0 && o.hold_out < static_cast<int64_t>(train.size()),
+             ErrorKind::kInvalidArgument, "data demos: --hold-out ", o.hold_out,
+             " must leave some of the ", train.size(), " train questions");
+  STOA_CHECK(o.hold_out == 0 || !o.hold_out_out.empty(), ErrorKind::kInvalidArgument,
+             "data demos: --hold-out needs --hold-out-out (where the held-out questions go)");
+  if (o.hold_out > 0) {
+    std::vector<nlohmann::json> held;
+    for (auto it = train.end() - o.hold_out; it != train.end(); ++it)
+      held.push_back(env::to_json(*it));
+    env::write_jsonl(o.hold_out_out, held);
+    train.resize(train.size() - static_cast<size_t>(o.hold_out));
+  }
   const std::vector<env::QaItem> all_train = train;
   if (o.limit > 0 && static_cast<int64_t>(train.size()) > o.limit) train.resize(o.limit);
   std::unique_ptr<env::TokenCodec> codec;
@@ -67,6 +84,7 @@ int run(const Options& o) {
   const double n = st.demonstrations ? static_cast<double>(st.demonstrations) : 1.0;
   nlohmann::json j = {{"out", o.out},
                       {"demonstrations", st.demonstrations},
+                      {"held_out", o.hold_out},
                       {"good_query_fraction", st.good_queries / n},
                       {"found_fraction", st.found / n},
                       {"correct_fraction", st.correct / n},
@@ -90,6 +108,10 @@ CommandRegistration demos_cmd(
       app.add_option("--tokenizer", o->tokenizer, "tokenizer.json (default: byte-level)");
       app.add_option("--out", o->out, "output SFT JSONL")->required();
       app.add_option("--limit", o->limit, "first N train questions only (0: all)");
+      app.add_option("--hold-out", o->hold_out,
+                     "keep the last N train questions out of the demonstrations and the "
+                     "curriculum (written to --hold-out-out)");
+      app.add_option("--hold-out-out", o->hold_out_out, "JSONL file for the held-out questions");
       app.add_option("--good-query", o->demo.good_query, "P(a good search query)");
       app.add_option("--answer-when-found", o->demo.answer_when_found,
                      "P(correct answer | retrieved docs contain it)");

@@ -37,7 +37,8 @@ struct Options {
   std::string data;
   std::string index;  // default <data>/index
   std::string split = "validation";
-  int64_t limit = 0;  // 0: all
+  std::string questions;  // a QA JSONL file instead of <data>/<split>.jsonl
+  int64_t limit = 0;      // 0: all
   bool int8 = false;
   int batch = 16;
   double temperature = 0.0;
@@ -68,8 +69,8 @@ int run(const Options& o) {
   STOA_CHECK(o.max_new_tokens >= 1, ErrorKind::kInvalidArgument,
              "eval: --max-new-tokens must be >= 1");
   const auto t0 = std::chrono::steady_clock::now();
-  const std::string qa_path = o.data + "/" + o.split + ".jsonl";
-  STOA_CHECK(std::filesystem::exists(qa_path), ErrorKind::kNotFound, "eval: no split file ",
+  const std::string qa_path = o.questions.empty() ? o.data + "/" + o.split + ".jsonl" : o.questions;
+  STOA_CHECK(std::filesystem::exists(qa_path), ErrorKind::kNotFound, "eval: no questions file ",
              qa_path);
   std::vector<env::QaItem> items = env::load_qa(qa_path, env::BadLinePolicy::kFatal);
   if (o.limit > 0 && static_cast<int64_t>(items.size()) > o.limit) items.resize(o.limit);
@@ -229,7 +230,7 @@ int run(const Options& o) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   nlohmann::json j = {{"model", o.model},
-                      {"split", o.split},
+                      {"split", o.questions.empty() ? o.split : o.questions},
                       {"questions", items.size()},
                       {"pass1", correct / n},
                       {"correct", correct},
@@ -258,6 +259,9 @@ CommandRegistration eval_cmd(
       app.add_option("--data", o->data, "dataset directory (<split>.jsonl)")->required();
       app.add_option("--index", o->index, "BM25 index directory (default <data>/index)");
       app.add_option("--split", o->split, "split to evaluate (validation, test, train)");
+      app.add_option("--questions", o->questions,
+                     "a QA JSONL file to evaluate instead of <data>/<split>.jsonl (e.g. the "
+                     "train questions `stoa data demos --hold-out` kept out of the SFT data)");
       app.add_option("--limit", o->limit, "evaluate only the first N questions (0: all)");
       app.add_flag("--int8", o->int8, "run the int8 (worker) weights instead of f32");
       app.add_option("--batch", o->batch, "episodes advanced together");

@@ -56,11 +56,7 @@ int run(Options o) {
     // 8 RL minutes lifted pass@1 by 18.5 points from the curriculum warm start (docs/results.md);
     // the SFT is the long part of --full.
     o.rl.minutes = std::max(o.rl.minutes, 10.0);
-    o.setup.sft_examples = std::max<int64_t>(o.setup.sft_examples, 4000);
-    // The copy curriculum in small batches: the setting under which the `demo` model began to
-    // copy (docs/results.md).
-    o.setup.copy_curriculum = true;
-    o.setup.sft_batch_tokens = std::min<int64_t>(o.setup.sft_batch_tokens, 2048);
+    apply_full_setup(&o.setup);
     o.eval_limit = 0;
   }
   o.rl.seed = o.setup.seed;
@@ -126,9 +122,9 @@ CommandRegistration reg(
       app.add_option("--workers", o->rl.workers, "worker processes")->capture_default_str();
       app.add_option("--json-summary", o->json_summary, "also write the summary JSON here");
       app.add_flag("--full", o->full,
-                   "the long run: >= 10 RL minutes, 4000 demonstrations plus the copy curriculum "
-                   "(SFT batches of 2048 tokens), the whole validation split and the test split "
-                   "once at the end");
+                   "the long run: 4000 demonstrations plus the copy curriculum (SFT batches of "
+                   "2048 tokens, stopped at held-out pass@1 0.28), >= 10 RL minutes, the whole "
+                   "validation split and the test split once at the end");
       app.add_flag("--fresh", o->fresh,
                    "delete --dir first (otherwise finished stages are reused)");
       app.add_option("--seed", o->setup.seed, "seed of data, model and sampling")
@@ -142,6 +138,18 @@ CommandRegistration reg(
           ->capture_default_str();
       app.add_option("--sft-epochs", o->setup.sft_epochs)->capture_default_str();
       app.add_option("--sft-lr", o->setup.sft_lr)->capture_default_str();
+      app.add_option("--sft-batch-tokens", o->setup.sft_batch_tokens, "tokens per SFT step")
+          ->capture_default_str();
+      app.add_option("--sft-target", o->setup.sft_target_pass1,
+                     "stop the SFT once pass@1 on held-out train questions reaches this (0: run "
+                     "every epoch; --full: 0.28)")
+          ->capture_default_str();
+      app.add_option("--sft-snapshot-every", o->setup.sft_snapshot_every,
+                     "with --sft-target: steps between held-out evaluations")
+          ->capture_default_str();
+      app.add_option("--sft-probe-questions", o->setup.sft_probe_questions,
+                     "with --sft-target: train questions held out of the SFT data to decide on")
+          ->capture_default_str();
       app.add_option("--sft-threads", o->setup.threads, "trainer threads during SFT")
           ->capture_default_str();
       app.add_option("--preset", o->setup.preset, "model shape")->capture_default_str();

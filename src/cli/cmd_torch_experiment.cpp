@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <sstream>
 
@@ -19,9 +20,11 @@
 
 #include "cli/child_process.h"
 #include "cli/command.h"
+#include "cli/demo_report.h"
 #include "cli/demo_rl.h"
 #include "cli/demo_setup.h"
 #include "core/error.h"
+#include "train/loss_config.h"
 
 namespace stoa::cli {
 namespace {
@@ -44,7 +47,7 @@ std::vector<Variant> all_variants() {
       {"dppo-binary-kl", "loss",
        [](RlOptions& o) {
          o.loss = "dppo-binary-kl";
-         o.delta = 0.05;  // the KL scale (reference.md: 0.05/0.05), not TV's 0.15
+         o.delta = train::kDppoKlDelta;  // the KL scale, not TV's
        }},
       {"ppo-clip", "loss", [](RlOptions& o) { o.loss = "ppo-clip"; }},
       {"truncated-is", "loss",
@@ -68,6 +71,7 @@ struct Options {
   int64_t eval_limit = 400;
   std::vector<std::string> only;    // variant names (and "int8-vs-f32"); empty = all
   int64_t mismatch_episodes = 100;  // per precision, for int8-vs-f32
+  bool full_setup = false;          // `stoa demo --full`'s warm start
   std::string json_out;
 };
 
@@ -80,27 +84,58 @@ std::string markdown_table(const nlohmann::json& rows, double pass1_before) {
   std::ostringstream o;
   o.setf(std::ios::fixed);
   o << "| variant | pass@1 after (before " << pass1_before
-    << ") | reward first→last quarter | masked | TV | KL | steps | dropped stale | busy | "
-       "patch bytes (mean) |\n|---|---|---|---|---|---|---|---|---|---|\n";
+    << ") | reward first→last quarter | s to reward " << kRewardLevel
+    << " | masked | TV | TV first→last quarter | KL | steps | dropped stale | busy | "
+       "bytes per version shipped |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  auto number = [](const nlohmann::json& r, const char* key) { return r.value(key, 0.0); };
   for (const auto& r : rows) {
     o.precision(3);
     o << "| " << r["variant"].get<std::string>() << " | " << r["pass1_after"].get<double>() << " | "
       << r["reward_first_quarter"].get<double>() << " → " << r["reward_last_quarter"].get<double>()
       << " | ";
+    o.precision(0);
+    const double mark = r.value("seconds_to_reward_level", -1.0);
+    if (mark < 0)
+      o << "not reached";
+    else
+      o << mark;
+    o << " | ";
     o.precision(4);
     o << 100 * r["dppo_masked_fraction"].get<double>() << "% | " << r["tv_mean"].get<double>()
-      << " | " << r["kl_mean"].get<double>() << " | ";
+      << " | " << number(r, "tv_first_quarter") << " → " << number(r, "tv_last_quarter") << " | "
+      << r["kl_mean"].get<double>() << " | ";
     o.precision(0);
     o << r["steps"].get<double>() << " | " << r["rollouts_dropped_stale"].get<double>() << " | ";
     o.precision(2);
     o << r["trainer_busy_fraction"].get<double>() << " | ";
     o.precision(0);
-    o << r["patch_bytes_mean"].get<double>() << " |\n";
+    o << r.value("sync_bytes_per_version", r.value("patch_bytes_mean", 0.0)) << " |\n";
   }
   return o.str();
 }
 
+// What a results file must share with this run for its rows to stand beside this run's: the
+// same warm start (the SFT stage's stamp) and the same budget.
+nlohmann::json comparability_key(const Options& o) {
+  std::ifstream stamp(o.setup.dir + "/sft.done");
+  return {{"warm_start", nlohmann::json::parse(stamp, nullptr, false)},
+          {"minutes_per_run", o.rl.minutes},
+          {"workers", o.rl.workers},
+          {"eval_questions", o.eval_limit}};
+}
+
+// Earlier results under `root` from a comparable run (else null): kept for the variants this run
+// skips, so `--only` runs add up to one table.
+nlohmann::json comparable_earlier_results(const std::string& path, const nlohmann::json& key) {
+  std::ifstream in(path);
+  if (!in.good()) return nullptr;
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  if (!j.is_object() || j.value("comparability", nlohmann::json()) != key) return nullptr;
+  return j;
+}
+
 int run(Options o) {
+  if (o.full_setup) apply_full_setup(&o.setup);
   o.rl.seed = o.setup.seed;
   o.rl.episode.max_observation_tokens = o.setup.max_observation_tokens;
   fs::create_directories(o.setup.dir);
@@ -113,7 +148,23 @@ int run(Options o) {
   fs::create_directories(root);
   const double before = evaluate_pass1(p, p.sft_model, "validation", o.eval_limit, o.rl.episode,
                                        root, "eval-sft", say);
-  nlohmann::json rows = nlohmann::json::array();
+  const nlohmann::json key = comparability_key(o);
+  const nlohmann::json earlier = comparable_earlier_results(root + "/ablations.json", key);
+  std::map<std::string, nlohmann::json> by_variant;
+  if (!earlier.is_null()) {
+    for (const auto& r : earlier.value("runs", nlohmann::json::array()))
+      by_variant[r.at("variant").get<std::string>()] = r;
+    say("keeping " + std::to_string(by_variant.size()) + " earlier variant result(s) from " + root +
+        "/ablations.json (same warm start and budget)");
+  }
+  auto ordered_rows = [&] {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const Variant& v : all_variants()) {
+      auto it = by_variant.find(v.name);
+      if (it != by_variant.end()) rows.push_back(it->second);
+    }
+    return rows;
+  };
   for (const Variant& v : all_variants()) {
     if (!o.only.empty() && std::find(o.only.begin(), o.only.end(), v.name) == o.only.end())
       continue;
@@ -130,13 +181,21 @@ int run(Options o) {
     row["compares"] = v.group;
     row["pass1_after"] = evaluate_pass1(p, r.final_model, "validation", o.eval_limit, rl.episode,
                                         dir, "eval-after", say);
-    rows.push_back(row);
+    by_variant[v.name] = row;
     std::ofstream(root + "/ablations.json")
-        << nlohmann::json{{"pass1_before", before}, {"runs", rows}}.dump(2);
+        << nlohmann::json{{"pass1_before", before},
+                          {"comparability", key},
+                          {"runs", ordered_rows()},
+                          {"int8_vs_f32", earlier.is_null()
+                                              ? nlohmann::json()
+                                              : earlier.value("int8_vs_f32", nlohmann::json())}}
+               .dump(2);
   }
+  const nlohmann::json rows = ordered_rows();
   // int8 vs f32 workers: the precision mismatch DPPO absorbs, from the same SFT model
   // (`stoa experiment mismatch`: both precisions sampled, every token scored by the trainer).
-  nlohmann::json precision = nullptr;
+  nlohmann::json precision =
+      earlier.is_null() ? nlohmann::json() : earlier.value("int8_vs_f32", nlohmann::json());
   std::string precision_table;
   const bool want_precision =
       o.only.empty() || std::find(o.only.begin(), o.only.end(), "int8-vs-f32") != o.only.end();
@@ -165,15 +224,16 @@ int run(Options o) {
                         "--out",
                         mm},
                        root + "/int8-vs-f32.log", "stoa experiment mismatch");
-    std::ifstream pj(mm + "/mismatch.json"), pm(mm + "/mismatch.md");
+    std::ifstream pj(mm + "/mismatch.json");
     precision = nlohmann::json::parse(pj);
+  }
+  if (!precision.is_null()) {
+    std::ifstream pm(root + "/int8-vs-f32/mismatch.md");
     precision_table.assign(std::istreambuf_iterator<char>(pm), {});
   }
-  const nlohmann::json out = {{"pass1_before", before},
-                              {"eval_questions", o.eval_limit},
-                              {"minutes_per_run", o.rl.minutes},
-                              {"workers", o.rl.workers},
-                              {"runs", rows},
+  const nlohmann::json out = {{"pass1_before", before},         {"comparability", key},
+                              {"eval_questions", o.eval_limit}, {"minutes_per_run", o.rl.minutes},
+                              {"workers", o.rl.workers},        {"runs", rows},
                               {"int8_vs_f32", precision}};
   std::ofstream(root + "/ablations.json") << out.dump(2) << '\n';
   std::string table = rows.empty() ? std::string() : markdown_table(rows, before);
@@ -209,6 +269,8 @@ CommandRegistration reg(
           ->capture_default_str();
       app.add_option("--sft-examples", o->setup.sft_examples)->capture_default_str();
       app.add_option("--sft-epochs", o->setup.sft_epochs)->capture_default_str();
+      app.add_flag("--full", o->full_setup,
+                   "the warm start of `stoa demo --full` (reuses that demo directory's SFT)");
       app.add_option("--lr", o->rl.lr, "RL learning rate")->capture_default_str();
       app.add_option("--json", o->json_out, "also write the results JSON here");
       return [o] { return run(*o); };

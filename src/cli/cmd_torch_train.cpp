@@ -27,6 +27,9 @@ struct Options {
   bool sft = false;
   std::string config;  // RL: the hub + trainer of a run config
   std::string data, model, out, checkpoint, resume;
+  // Every `snapshot_every` steps a complete model directory <out>-snapshots/step-<N> (announced
+  // on stdout), so an orchestrator can evaluate the SFT while it runs and stop it early.
+  int64_t snapshot_every = 0;
   int epochs = 1;
   int64_t batch_tokens = 4096;
   int64_t micro_batch_tokens = 4096;
@@ -38,6 +41,21 @@ struct Options {
   uint64_t seed = 0;
   bool json = false;
 };
+
+// The trained weights plus the start model's side files (tokenizer, ...): a complete model
+// directory.
+void write_model_dir(train::Trainer& trainer, const std::string& start_model,
+                     const std::string& out) {
+  trainer.save_model(out, DType::kF32);
+  for (const auto& entry : fs::directory_iterator(start_model)) {
+    const std::string name = entry.path().filename().string();
+    if (!entry.is_regular_file() || name == "config.json" ||
+        entry.path().extension() == ".safetensors") {
+      continue;
+    }
+    fs::copy_file(entry.path(), fs::path(out) / name, fs::copy_options::overwrite_existing);
+  }
+}
 
 int run(const Options& o) {
   if (!o.config.empty()) {
@@ -112,19 +130,20 @@ int run(const Options& o) {
                  " grad_norm ", m.grad_norm, " ", static_cast<int64_t>(m.tokens_per_second),
                  " tokens/s");
       }
+      if (o.snapshot_every > 0 && m.step % o.snapshot_every == 0) {
+        const std::string dir = o.out + "-snapshots/step-" + std::to_string(m.step);
+        write_model_dir(trainer, o.model, dir);
+        if (o.json) {
+          std::printf("%s\n", nlohmann::json{{"snapshot", dir}, {"step", m.step}}.dump().c_str());
+          std::fflush(stdout);
+        } else {
+          log_info("train", "snapshot ", dir);
+        }
+      }
     }
     if (!o.checkpoint.empty()) trainer.save_checkpoint(o.checkpoint);
   }
-  trainer.save_model(o.out, DType::kF32);
-  // Carry the tokenizer and other side files over, so the output is a complete model directory.
-  for (const auto& entry : fs::directory_iterator(o.model)) {
-    const std::string name = entry.path().filename().string();
-    if (!entry.is_regular_file() || name == "config.json" ||
-        entry.path().extension() == ".safetensors") {
-      continue;
-    }
-    fs::copy_file(entry.path(), fs::path(o.out) / name, fs::copy_options::overwrite_existing);
-  }
+  write_model_dir(trainer, o.model, o.out);
   log_info("train", "wrote ", o.out, " after ", trainer.step_count(), " steps");
   return 0;
 }
@@ -162,6 +181,8 @@ const CommandRegistration registration(
       app.add_option("--seed", o->seed, "Data-order seed")->capture_default_str();
       app.add_option("--checkpoint", o->checkpoint, "Write an exact checkpoint here every epoch");
       app.add_option("--resume", o->resume, "Continue from a checkpoint directory");
+      app.add_option("--snapshot-every", o->snapshot_every,
+                     "Also write the model to <out>-snapshots/step-<N> every N steps");
       app.add_flag("--json", o->json, "One JSON line of metrics per step on stdout");
       return [o] { return run(*o); };
     });

@@ -203,7 +203,15 @@ std::vector<std::string> eval_command(const EvalRun& r) {
   if (!r.index.empty()) argv.insert(argv.end(), {"--index", r.index});
   if (!r.json_out.empty()) argv.insert(argv.end(), {"--json", r.json_out});
   if (!r.rollouts.empty()) argv.insert(argv.end(), {"--rollouts", r.rollouts});
+  if (!r.questions.empty()) argv.insert(argv.end(), {"--questions", r.questions});
   return argv;
+}
+
+nlohmann::json run_eval(const EvalRun& run, const std::string& log_path) {
+  STOA_CHECK(!run.json_out.empty(), ErrorKind::kInvalidArgument, "run_eval: no json_out");
+  fs::remove(run.json_out);
+  run_child_or_throw(eval_command(run), log_path, "stoa eval (" + log_path + ")");
+  return read_json(run.json_out);
 }
 
 double evaluate_pass1(const DemoPaths& p, const std::string& model, const std::string& split,
@@ -222,8 +230,7 @@ double evaluate_pass1(const DemoPaths& p, const std::string& model, const std::s
   run.limit = limit;
   run.episode = e;
   run.json_out = out;
-  run_child_or_throw(eval_command(run), logs + "/" + name + ".log", "stoa eval (" + name + ")");
-  const nlohmann::json j = read_json(out);
+  const nlohmann::json j = run_eval(run, logs + "/" + name + ".log");
   const double pass1 = j.at("pass1").get<double>();
   char buf[200];
   std::snprintf(buf, sizeof buf, "%s: pass@1 %.3f (%lld questions, %.0f s)", name.c_str(), pass1,
@@ -247,11 +254,20 @@ nlohmann::json rl_summary(const RlOptions& o, const RlResult& r, const std::stri
           {"tv_mean", steps["tv_mean"]},
           {"kl_mean", steps["kl_mean"]},
           {"patch_bytes_mean", steps["patch_bytes_mean"]},
+          {"anchor_bytes_mean", steps["anchor_bytes_mean"]},
+          // What a worker downloads per version: the patch, or with an anchor every version
+          // (full-weight sync) the whole int8 weights.
+          {"sync_bytes_per_version",
+           o.anchor_every == 1 ? steps["anchor_bytes_mean"] : steps["patch_bytes_mean"]},
           {"trainer_busy_fraction",
            r.seconds > 0 ? steps["trainer_compute_seconds"].get<double>() / r.seconds : 0.0},
           {"worker_idle_fraction", r.worker_idle_fraction},
           {"reward_first_quarter", steps["reward_first_quarter"]},
           {"reward_last_quarter", steps["reward_last_quarter"]},
+          {"tv_first_quarter", steps["tv_first_quarter"]},
+          {"tv_last_quarter", steps["tv_last_quarter"]},
+          {"seconds_to_reward_level", steps["seconds_to_reward_level"]},
+          {"reward_level", steps["reward_level"]},
           {"workers_failed", r.workers_failed},
           {"rl_seconds", r.seconds},
           {"loss", o.loss},

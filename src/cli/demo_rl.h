@@ -79,14 +79,18 @@ void write_run_config(const RlOptions& options, const DemoPaths& paths,
 // `stoa experiment mismatch` sample through it). Empty index: <data>/index; empty outputs: none.
 struct EvalRun {
   std::string model, data, index, split = "validation";
-  int64_t limit = 0;  // 0: every question
-  bool int8 = true;   // the worker's weights
+  std::string questions;  // a QA JSONL file instead of the split (`stoa eval --questions`)
+  int64_t limit = 0;      // 0: every question
+  bool int8 = true;       // the worker's weights
   double temperature = 0;
   uint64_t seed = 0;
   EpisodeLimits episode;
   std::string json_out, rollouts;
 };
 std::vector<std::string> eval_command(const EvalRun& run);
+// Runs `stoa eval` to completion (its output in log_path) and returns the JSON it wrote to
+// run.json_out (which must be set). Throws kIo naming the failure and the end of the log.
+nlohmann::json run_eval(const EvalRun& run, const std::string& log_path);
 
 // pass@1 (greedy, int8 weights as a worker holds them) of a model on a split; `limit` 0 = all.
 // Writes <logs_dir>/<name>.json.

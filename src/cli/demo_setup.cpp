@@ -1,5 +1,6 @@
 #include "cli/demo_setup.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -8,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/child_process.h"
+#include "cli/sft_to_target.h"
 #include "core/error.h"
 #include "env/dataset.h"
 #include "model/presets.h"
@@ -98,6 +100,14 @@ void init_model(const DemoSetupOptions& o, const DemoPaths& p) {
 
 }  // namespace
 
+void apply_full_setup(DemoSetupOptions* o) {
+  o->sft_examples = std::max<int64_t>(o->sft_examples, 4000);
+  o->copy_curriculum = true;
+  o->sft_batch_tokens = std::min<int64_t>(o->sft_batch_tokens, 2048);
+  o->sft_epochs = std::max(o->sft_epochs, 3);
+  if (o->sft_target_pass1 <= 0) o->sft_target_pass1 = 0.28;
+}
+
 DemoPaths::DemoPaths(const std::string& dir)
     : data(dir + "/data"),
       index(dir + "/data/index"),
@@ -106,7 +116,8 @@ DemoPaths::DemoPaths(const std::string& dir)
       sft_data(dir + "/sft.jsonl"),
       sft_model(dir + "/model-sft"),
       logs(dir + "/logs"),
-      run(dir + "/run") {}
+      run(dir + "/run"),
+      probe(dir + "/probe.jsonl") {}
 
 void copy_tokenizer(const std::string& from_dir, const std::string& to_dir) {
   for (const char* f : {"tokenizer.json", "tokenizer_config.json"}) {
@@ -149,78 +160,111 @@ void prepare_demo(const DemoSetupOptions& o, const std::function<void(const std:
     fs::remove_all(p.model0);
     init_model(o, p);
   });
-  stages.run("demonstrations",
-             {{"examples", o.sft_examples},
-              {"max_observation_tokens", o.max_observation_tokens},
-              {"copy_curriculum", o.copy_curriculum}},
-             [&] {
-               std::vector<std::string> argv = {exe,
-                                                "data",
-                                                "demos",
-                                                "--data",
-                                                p.data,
-                                                "--index",
-                                                p.index,
-                                                "--tokenizer",
-                                                p.model0 + "/tokenizer.json",
-                                                "--out",
-                                                p.sft_data,
-                                                "--limit",
-                                                str(o.sft_examples),
-                                                "--max-observation-tokens",
-                                                str(o.max_observation_tokens),
-                                                "--seed",
-                                                str(static_cast<int64_t>(o.seed))};
-               if (o.copy_curriculum) argv.push_back("--copy-curriculum");
-               run_child_or_throw(argv, log("demonstrations"), "stoa data demos");
-             });
-  stages.run("sft",
-             {{"epochs", o.sft_epochs},
-              {"lr", o.sft_lr},
-              {"batch_tokens", o.sft_batch_tokens},
-              {"seed", o.seed}},
-             [&] {
-               fs::remove_all(p.sft_model);
-               say("sft: supervised warm start on " + str(o.sft_examples) +
-                   " scripted demonstrations (log: " + log("sft") + ")");
-               run_child_or_throw({exe,
-                                   "train",
-                                   "--sft",
-                                   "--data",
-                                   p.sft_data,
-                                   "--model",
-                                   p.model0,
-                                   "--out",
-                                   p.sft_model,
-                                   "--epochs",
-                                   str(int64_t{o.sft_epochs}),
-                                   "--lr",
-                                   str(o.sft_lr),
-                                   "--batch-tokens",
-                                   str(o.sft_batch_tokens),
-                                   "--micro-batch-tokens",
-                                   str(o.sft_batch_tokens),
-                                   "--warmup",
-                                   "10",
-                                   "--schedule",
-                                   "cosine",
-                                   "--threads",
-                                   str(int64_t{o.threads}),
-                                   "--seed",
-                                   str(static_cast<int64_t>(o.seed)),
-                                   "--json"},
-                                  log("sft"), "stoa train --sft", [&](const std::string& line) {
-                                    auto j = nlohmann::json::parse(line, nullptr, false);
-                                    if (!j.is_object() || !j.contains("step")) return;
-                                    std::ostringstream m;
-                                    m.precision(3);
-                                    m << "sft: step " << j.value("step", 0) << "  epoch "
-                                      << j.value("epoch", 0) << "  loss " << j.value("loss", 0.0)
-                                      << "  lr " << j.value("lr", 0.0);
-                                    say(m.str());
-                                  });
-               copy_tokenizer(p.model0, p.sft_model);
-             });
+  const bool to_target = o.sft_target_pass1 > 0;
+  nlohmann::json demo_params = {{"examples", o.sft_examples},
+                                {"max_observation_tokens", o.max_observation_tokens},
+                                {"copy_curriculum", o.copy_curriculum}};
+  if (to_target) demo_params["hold_out"] = o.sft_probe_questions;
+  stages.run("demonstrations", demo_params, [&] {
+    std::vector<std::string> argv = {exe,
+                                     "data",
+                                     "demos",
+                                     "--data",
+                                     p.data,
+                                     "--index",
+                                     p.index,
+                                     "--tokenizer",
+                                     p.model0 + "/tokenizer.json",
+                                     "--out",
+                                     p.sft_data,
+                                     "--limit",
+                                     str(o.sft_examples),
+                                     "--max-observation-tokens",
+                                     str(o.max_observation_tokens),
+                                     "--seed",
+                                     str(static_cast<int64_t>(o.seed))};
+    if (o.copy_curriculum) argv.push_back("--copy-curriculum");
+    if (to_target) {
+      argv.insert(argv.end(),
+                  {"--hold-out", str(o.sft_probe_questions), "--hold-out-out", p.probe});
+    }
+    run_child_or_throw(argv, log("demonstrations"), "stoa data demos");
+  });
+  nlohmann::json sft_params = {{"epochs", o.sft_epochs},
+                               {"lr", o.sft_lr},
+                               {"batch_tokens", o.sft_batch_tokens},
+                               {"seed", o.seed}};
+  if (to_target) {
+    sft_params["target_pass1"] = o.sft_target_pass1;
+    sft_params["snapshot_every"] = o.sft_snapshot_every;
+  }
+  stages.run("sft", sft_params, [&] {
+    fs::remove_all(p.sft_model);
+    say("sft: supervised warm start on " + str(o.sft_examples) + " scripted demonstrations" +
+        (o.copy_curriculum ? " + the copy curriculum" : "") + " (log: " + log("sft") + ")");
+    const std::vector<std::string> argv = {exe,
+                                           "train",
+                                           "--sft",
+                                           "--data",
+                                           p.sft_data,
+                                           "--model",
+                                           p.model0,
+                                           "--out",
+                                           p.sft_model,
+                                           "--epochs",
+                                           str(int64_t{o.sft_epochs}),
+                                           "--lr",
+                                           str(o.sft_lr),
+                                           "--batch-tokens",
+                                           str(o.sft_batch_tokens),
+                                           "--micro-batch-tokens",
+                                           str(o.sft_batch_tokens),
+                                           "--warmup",
+                                           "10",
+                                           "--schedule",
+                                           "cosine",
+                                           "--threads",
+                                           str(int64_t{o.threads}),
+                                           "--seed",
+                                           str(static_cast<int64_t>(o.seed)),
+                                           "--json"};
+    if (to_target) {
+      SftToTargetOptions t;
+      t.train_argv = argv;
+      t.out = p.sft_model;
+      t.log_path = log("sft");
+      t.probe.data = p.data;
+      t.probe.index = p.index;
+      t.probe.questions = p.probe;
+      t.probe.episode.max_observation_tokens = o.max_observation_tokens;
+      t.probe_log_dir = p.logs;
+      t.target = o.sft_target_pass1;
+      t.snapshot_every = o.sft_snapshot_every;
+      const SftToTargetResult r = sft_to_target(t, say);
+      nlohmann::json curve = nlohmann::json::array();
+      for (const ProbePoint& c : r.curve) curve.push_back({{"step", c.step}, {"pass1", c.pass1}});
+      std::ofstream(p.logs + "/sft-probe.json")
+          << nlohmann::json{{"target", o.sft_target_pass1},
+                            {"probe_questions", o.sft_probe_questions},
+                            {"reached", r.reached},
+                            {"step", r.step},
+                            {"pass1", r.pass1},
+                            {"curve", curve}}
+                 .dump(2)
+          << '\n';
+    } else {
+      run_child_or_throw(argv, log("sft"), "stoa train --sft", [&](const std::string& line) {
+        auto j = nlohmann::json::parse(line, nullptr, false);
+        if (!j.is_object() || !j.contains("step")) return;
+        std::ostringstream m;
+        m.precision(3);
+        m << "sft: step " << j.value("step", 0) << "  epoch " << j.value("epoch", 0) << "  loss "
+          << j.value("loss", 0.0) << "  lr " << j.value("lr", 0.0);
+        say(m.str());
+      });
+    }
+    copy_tokenizer(p.model0, p.sft_model);
+  });
 }
 
 }  // namespace stoa::cli

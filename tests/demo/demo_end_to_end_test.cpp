@@ -34,7 +34,8 @@ TEST(DemoEndToEnd, SmallDemoRunsAndReportsEveryFigure) {
   const std::string cmd =
       exe + " demo --fresh --dir " + dir.string() +
       " --papers 1500 --questions 300 --vocab-size 1024 --sft-examples 24 --copy-curriculum"
-      " --sft-epochs 1 --minutes 1 --eval-limit 8 --workers 2"
+      " --sft-epochs 1 --sft-target 1 --sft-snapshot-every 5 --sft-probe-questions 6"
+      " --minutes 1 --eval-limit 8 --workers 2"
       " --group-size 4 --groups-per-step 2 --json-summary " +
       summary.string() + " > " + out.string() + " 2>&1";
   const int rc = std::system(cmd.c_str());
@@ -57,6 +58,23 @@ TEST(DemoEndToEnd, SmallDemoRunsAndReportsEveryFigure) {
     EXPECT_GE(s[key].get<double>(), 0.0) << key;
     EXPECT_LE(s[key].get<double>(), 1.0) << key;
   }
+  // The SFT ran towards a held-out target: 6 train questions kept out of its data, every 5th
+  // step's snapshot scored on them; the tiny model cannot reach pass@1 1, so the SFT ran to its
+  // end and its final model is the warm start.
+  std::ifstream probe_in(dir / "probe.jsonl");
+  int probe_lines = 0;
+  for (std::string line; std::getline(probe_in, line);) probe_lines += !line.empty();
+  EXPECT_EQ(probe_lines, 6);
+  std::ifstream sft_probe(dir / "logs" / "sft-probe.json");
+  ASSERT_TRUE(sft_probe.good()) << printed;
+  const nlohmann::json sp = nlohmann::json::parse(sft_probe);
+  EXPECT_FALSE(sp["reached"].get<bool>());
+  EXPECT_GE(sp["curve"].size(), 1u) << sp.dump();
+  EXPECT_EQ(sp["curve"][0]["step"], 5);
+  EXPECT_TRUE(fs::exists(dir / "model-sft" / "config.json"));
+  EXPECT_TRUE(fs::exists(dir / "model-sft" / "tokenizer.json"));
+  EXPECT_FALSE(fs::exists(dir / "model-sft-snapshots"));
+  EXPECT_NE(printed.find("held-out pass@1"), std::string::npos) << printed;
   // Progress was visible while it ran.
   EXPECT_NE(printed.find("[demo] rl "), std::string::npos) << printed;
   EXPECT_TRUE(fs::exists(dir / "run" / "steps.jsonl"));
