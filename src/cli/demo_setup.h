@@ -30,9 +30,9 @@ struct DemoSetupOptions {
   double sft_lr = 2e-3;
   int64_t sft_batch_tokens = 8192;
   int max_observation_tokens = 256;  // the episode budget for one <information> block
-  // Trainer threads during SFT. One: on this 1.76M-parameter model libtorch's second thread
-  // costs more in synchronisation than it computes (measured on the 2-core machine: 2.6 SFT
-  // steps/s with one thread, 1.1 with two, batches of 2048 tokens).
+  // Trainer threads during SFT. One: on this 1.76M-parameter model a second thread hardly helps
+  // (2048-token batches on the 2-core machine: 2.2 steps/s with one, 2.33 with two; before the
+  // trainer also held OpenBLAS to this count, "two" meant four spinning threads and 1.1 steps/s).
   int threads = 1;
 };
 

@@ -1,5 +1,7 @@
 // The trainer: micro-batching, the RL and SFT steps, AdamW with clipping and the schedule,
 // weight export. Checkpoints live in checkpoint.cpp (same Impl, see trainer_impl.h).
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -123,10 +125,26 @@ torch::Device parse_device(const std::string& name) {
   return device;
 }
 
+// Debian's libtorch does its CPU matrix products in OpenBLAS (the pthread build), whose worker
+// threads torch::set_num_threads does not reach: left alone it keeps one per core, and they spin
+// between calls, so a "one-thread" trainer occupied both cores of this machine and a two-thread
+// one four threads on two cores (docs/design/train.md has the measurements). Found at run time
+// so that a libtorch on another BLAS (MKL, a CUDA build) is left alone.
+namespace {
+void set_blas_threads(int threads) {
+  using SetThreads = void (*)(int);
+  if (auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads")))
+    set(threads);
+}
+}  // namespace
+
 Trainer::Impl::Impl(const ModelWeights& initial, const TrainOptions& opts)
     : options(opts), device(parse_device(opts.device)), rng(opts.seed) {
   validate_train_options(options);
-  if (options.threads > 0) torch::set_num_threads(options.threads);
+  if (options.threads > 0) {
+    torch::set_num_threads(options.threads);
+    set_blas_threads(options.threads);
+  }
   model = std::make_unique<PolicyModel>(initial, device, torch_dtype(options.compute_dtype));
   for (const torch::Tensor& p : model->parameters()) {
     if (p.requires_grad()) trainable.push_back(p);

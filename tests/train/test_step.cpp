@@ -2,6 +2,8 @@
 // resume, N/2, bit for bit), the loss value the step differentiates against log-probs computed
 // independently (token-mean and sequence-sum; observation tokens never counted), micro-batching
 // not changing the step, SFT learning, the schedule, and the step metrics being sane.
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -248,6 +250,21 @@ TEST(Step, PolicyIsScoredAtTheSamplingTemperature) {
   TrainOptions greedy = base_options();
   greedy.temperature = 0;
   EXPECT_THROW(Trainer(w, greedy), Error);
+}
+
+// torch::set_num_threads does not reach OpenBLAS's own pool; the trainer sets both, or a
+// one-thread trainer keeps a second OpenBLAS thread spinning on another core.
+TEST(Step, TrainerHoldsOpenBlasToItsThreadCount) {
+  using GetThreads = int (*)();
+  auto get = reinterpret_cast<GetThreads>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
+  if (get == nullptr) GTEST_SKIP() << "this libtorch does not use OpenBLAS";
+  TrainOptions options = base_options();
+  options.threads = 1;
+  const Trainer one(random_weights(preset_config("tiny-qwen3"), 3), options);
+  EXPECT_EQ(get(), 1);
+  options.threads = 2;
+  const Trainer two(random_weights(preset_config("tiny-qwen3"), 3), options);
+  EXPECT_EQ(get(), 2);
 }
 
 TEST(Step, TopkLossTrains) {
