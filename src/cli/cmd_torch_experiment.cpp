@@ -124,16 +124,6 @@ nlohmann::json comparability_key(const Options& o) {
           {"eval_questions", o.eval_limit}};
 }
 
-// Earlier results under `root` from a comparable run (else null): kept for the variants this run
-// skips, so `--only` runs add up to one table.
-nlohmann::json comparable_earlier_results(const std::string& path, const nlohmann::json& key) {
-  std::ifstream in(path);
-  if (!in.good()) return nullptr;
-  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-  if (!j.is_object() || j.value("comparability", nlohmann::json()) != key) return nullptr;
-  return j;
-}
-
 int run(Options o) {
   if (o.full_setup) apply_full_setup(&o.setup);
   o.rl.seed = o.setup.seed;
@@ -149,7 +139,7 @@ int run(Options o) {
   const double before = evaluate_pass1(p, p.sft_model, "validation", o.eval_limit, o.rl.episode,
                                        root, "eval-sft", say);
   const nlohmann::json key = comparability_key(o);
-  const nlohmann::json earlier = comparable_earlier_results(root + "/ablations.json", key);
+  const nlohmann::json earlier = read_comparable_results(root + "/ablations.json", key);
   std::map<std::string, nlohmann::json> by_variant;
   if (!earlier.is_null()) {
     for (const auto& r : earlier.value("runs", nlohmann::json::array()))

@@ -116,4 +116,12 @@ nlohmann::json summarize_step_log(const std::string& path) {
           {"seconds_to_reward_level", seconds_to_level}};
 }
 
+nlohmann::json read_comparable_results(const std::string& path, const nlohmann::json& key) {
+  std::ifstream in(path);
+  if (!in.good()) return nullptr;
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  if (!j.is_object() || j.value("comparability", nlohmann::json()) != key) return nullptr;
+  return j;
+}
+
 }  // namespace stoa::cli

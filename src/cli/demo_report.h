@@ -23,4 +23,9 @@ inline constexpr size_t kRewardWindow = 8;
 // objects are skipped.
 nlohmann::json summarize_step_log(const std::string& steps_jsonl);
 
+// An earlier results file (`stoa experiment ablations`' ablations.json) if its "comparability"
+// object equals `key` (same warm start and budget), so its rows may stand beside a new run's;
+// null when the file is missing, unreadable, not JSON or from another setting.
+nlohmann::json read_comparable_results(const std::string& path, const nlohmann::json& key);
+
 }  // namespace stoa::cli

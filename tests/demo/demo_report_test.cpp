@@ -73,6 +73,25 @@ TEST(DemoReport, RewardMarkNeverReachedIsMinusOne) {
   EXPECT_EQ(s["seconds_to_reward_level"].get<double>(), -1.0);
 }
 
+TEST(DemoReport, EarlierResultsCountOnlyFromTheSameWarmStartAndBudget) {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("stoa-ablations-" + std::to_string(::getpid()) + ".json"))
+                               .string();
+  const nlohmann::json key = {{"warm_start", {{"sft", {{"epochs", 3}}}}}, {"minutes_per_run", 4}};
+  std::ofstream(path)
+      << nlohmann::json{{"comparability", key}, {"runs", {{{"variant", "ppo-clip"}}}}}.dump();
+  const nlohmann::json same = read_comparable_results(path, key);
+  ASSERT_TRUE(same.is_object());
+  EXPECT_EQ(same["runs"][0]["variant"], "ppo-clip");
+  nlohmann::json other_budget = key;
+  other_budget["minutes_per_run"] = 5;
+  EXPECT_TRUE(read_comparable_results(path, other_budget).is_null());
+  std::ofstream(path) << "{ not json";
+  EXPECT_TRUE(read_comparable_results(path, key).is_null());
+  std::filesystem::remove(path);
+  EXPECT_TRUE(read_comparable_results(path, key).is_null());
+}
+
 TEST(DemoReport, MissingLogGivesAnEmptySummary) {
   const nlohmann::json s = summarize_step_log("/nonexistent/steps.jsonl");
   EXPECT_EQ(s["steps"], 0);
