@@ -140,6 +140,8 @@ int run(Options o) {
                                        root, "eval-sft", say);
   const nlohmann::json key = comparability_key(o);
   const nlohmann::json earlier = read_comparable_results(root + "/ablations.json", key);
+  const nlohmann::json earlier_precision =
+      earlier.is_null() ? nlohmann::json() : earlier.value("int8_vs_f32", nlohmann::json());
   std::map<std::string, nlohmann::json> by_variant;
   if (!earlier.is_null()) {
     for (const auto& r : earlier.value("runs", nlohmann::json::array()))
@@ -172,20 +174,16 @@ int run(Options o) {
     row["pass1_after"] = evaluate_pass1(p, r.final_model, "validation", o.eval_limit, rl.episode,
                                         dir, "eval-after", say);
     by_variant[v.name] = row;
-    std::ofstream(root + "/ablations.json")
-        << nlohmann::json{{"pass1_before", before},
-                          {"comparability", key},
-                          {"runs", ordered_rows()},
-                          {"int8_vs_f32", earlier.is_null()
-                                              ? nlohmann::json()
-                                              : earlier.value("int8_vs_f32", nlohmann::json())}}
-               .dump(2);
+    std::ofstream(root + "/ablations.json") << nlohmann::json{
+        {"pass1_before", before},
+        {"comparability", key},
+        {"runs", ordered_rows()},
+        {"int8_vs_f32", earlier_precision}}.dump(2);
   }
   const nlohmann::json rows = ordered_rows();
   // int8 vs f32 workers: the precision mismatch DPPO absorbs, from the same SFT model
   // (`stoa experiment mismatch`: both precisions sampled, every token scored by the trainer).
-  nlohmann::json precision =
-      earlier.is_null() ? nlohmann::json() : earlier.value("int8_vs_f32", nlohmann::json());
+  nlohmann::json precision = earlier_precision;
   std::string precision_table;
   const bool want_precision =
       o.only.empty() || std::find(o.only.begin(), o.only.end(), "int8-vs-f32") != o.only.end();

@@ -116,6 +116,15 @@ nlohmann::json summarize_step_log(const std::string& path) {
           {"seconds_to_reward_level", seconds_to_level}};
 }
 
+std::string sft_progress_line(const nlohmann::json& j) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "sft: step %lld  epoch %lld  loss %.3f  lr %.2e",
+                static_cast<long long>(j.value("step", int64_t{0})),
+                static_cast<long long>(j.value("epoch", int64_t{0})), j.value("loss", 0.0),
+                j.value("lr", 0.0));
+  return buf;
+}
+
 nlohmann::json read_comparable_results(const std::string& path, const nlohmann::json& key) {
   std::ifstream in(path);
   if (!in.good()) return nullptr;

@@ -8,6 +8,10 @@
 
 namespace stoa::cli {
 
+// One SFT progress line ("sft: step N  epoch E  loss L  lr X") from a `stoa train --sft --json`
+// step line.
+std::string sft_progress_line(const nlohmann::json& step_line);
+
 // One progress line from a /v1/status document (elapsed seconds of RL given).
 std::string rl_progress_line(const nlohmann::json& status, double elapsed_s);
 

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/child_process.h"
+#include "cli/demo_report.h"
 #include "cli/sft_to_target.h"
 #include "core/error.h"
 #include "env/dataset.h"
@@ -256,11 +257,7 @@ void prepare_demo(const DemoSetupOptions& o, const std::function<void(const std:
       run_child_or_throw(argv, log("sft"), "stoa train --sft", [&](const std::string& line) {
         auto j = nlohmann::json::parse(line, nullptr, false);
         if (!j.is_object() || !j.contains("step")) return;
-        std::ostringstream m;
-        m.precision(3);
-        m << "sft: step " << j.value("step", 0) << "  epoch " << j.value("epoch", 0) << "  loss "
-          << j.value("loss", 0.0) << "  lr " << j.value("lr", 0.0);
-        say(m.str());
+        say(sft_progress_line(j));
       });
     }
     copy_tokenizer(p.model0, p.sft_model);

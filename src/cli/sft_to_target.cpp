@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "cli/child_process.h"
+#include "cli/demo_report.h"
 #include "core/error.h"
 
 namespace stoa::cli {
@@ -83,12 +84,7 @@ SftToTargetResult sft_to_target(const SftToTargetOptions& o, const Say& say) {
       } else if (j.contains("step") &&
                  std::chrono::steady_clock::now() - last_progress > std::chrono::seconds(30)) {
         last_progress = std::chrono::steady_clock::now();
-        char buf[160];
-        std::snprintf(buf, sizeof buf, "sft: step %lld  epoch %lld  loss %.3f  lr %.2e",
-                      static_cast<long long>(j.value("step", int64_t{0})),
-                      static_cast<long long>(j.value("epoch", int64_t{0})), j.value("loss", 0.0),
-                      j.value("lr", 0.0));
-        say(buf);
+        say(sft_progress_line(j));
       }
     }
     if (exit_code) break;

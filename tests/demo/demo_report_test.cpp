@@ -92,6 +92,12 @@ TEST(DemoReport, EarlierResultsCountOnlyFromTheSameWarmStartAndBudget) {
   EXPECT_TRUE(read_comparable_results(path, key).is_null());
 }
 
+TEST(DemoReport, SftProgressLineNamesStepEpochLossAndLr) {
+  const std::string line = sft_progress_line(
+      nlohmann::json{{"step", 3600}, {"epoch", 1}, {"loss", 0.1875}, {"lr", 1.0e-3}});
+  EXPECT_EQ(line, "sft: step 3600  epoch 1  loss 0.188  lr 1.00e-03");
+}
+
 TEST(DemoReport, MissingLogGivesAnEmptySummary) {
   const nlohmann::json s = summarize_step_log("/nonexistent/steps.jsonl");
   EXPECT_EQ(s["steps"], 0);
