@@ -56,6 +56,7 @@ nlohmann::json summarize_step_log(const std::string& path) {
   auto or0 = [](double x) { return std::isnan(x) ? 0.0 : x; };
   double tokens = 0, masked = 0, tv = 0, kl = 0, compute_s = 0, busy = 0;
   double patch_sum = 0, patches = 0, anchors = 0, anchor_sum = 0, dropped_groups = 0;
+  double uniform_groups = 0;
   int64_t last_version = -1;
   for (const auto& s : steps) {
     const double t = or0(s.tokens);
@@ -66,6 +67,7 @@ nlohmann::json summarize_step_log(const std::string& path) {
     compute_s += or0(s.step_seconds);
     busy += or0(s.busy_fraction);
     dropped_groups += or0(s.groups_dropped_stale);
+    uniform_groups += or0(s.groups_uniform);
     if (or0(s.patch_bytes) > 0) {
       patch_sum += s.patch_bytes;
       ++patches;
@@ -108,6 +110,7 @@ nlohmann::json summarize_step_log(const std::string& path) {
           {"anchors", anchors},
           {"anchor_bytes_mean", anchors > 0 ? anchor_sum / anchors : 0.0},
           {"groups_dropped_stale", dropped_groups},
+          {"groups_uniform", uniform_groups},
           {"reward_first_quarter", quarter_mean(&plot::StepPoint::reward_mean, false)},
           {"reward_last_quarter", quarter_mean(&plot::StepPoint::reward_mean, true)},
           {"tv_first_quarter", quarter_mean(&plot::StepPoint::tv_mean, false)},

@@ -188,6 +188,7 @@ std::optional<StepPoint> parse_step_line(const std::string& line, std::string* w
   s.anchor_bytes = num(j, "anchor_bytes");
   s.tokens = num(j, "tokens");
   s.groups_dropped_stale = num(j, "groups_dropped_stale");
+  s.groups_uniform = num(j, "groups_uniform");
   s.elapsed_s = num(j, "elapsed_s");
   s.unix_ms = num(j, "unix_ms");
   if (auto h = j.find("staleness_histogram"); h != j.end() && h->is_object()) {

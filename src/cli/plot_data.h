@@ -29,8 +29,9 @@ struct StepPoint {
   double patch_bytes = 0, anchor_bytes = 0;  // 0: none published with this version
   double tokens = 0;                         // trainable tokens of the step
   double groups_dropped_stale = 0;           // groups the staleness rule dropped before it
-  std::map<int64_t, int64_t> staleness;      // versions behind -> groups trained
-  double elapsed_s = 0, unix_ms = 0;         // as logged (NaN when absent)
+  double groups_uniform = 0;  // closed without a trainer pass: every reward equal (zero gradient)
+  std::map<int64_t, int64_t> staleness;  // versions behind -> groups trained
+  double elapsed_s = 0, unix_ms = 0;     // as logged (NaN when absent)
 };
 
 // One pass@1 measurement placed on the run's step and wall-clock axes.

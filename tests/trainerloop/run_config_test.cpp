@@ -39,6 +39,13 @@ TEST(RunConfig, QueueDepthFollowsTheStalenessWindowUnlessSet) {
   auto z =
       parse_run_config(std::string(kMinimal) + "[trainer]\nmax_staleness = 0\n", "run.toml", "");
   EXPECT_EQ(z.hub.max_queued_groups, z.loop.groups_per_step);
+  // Skipping uniform groups, a step takes more than groups_per_step: twice the depth.
+  auto skip = parse_run_config(std::string(kMinimal) +
+                                   "[trainer]\ngroups_per_step = 3\nmax_staleness = 4\n"
+                                   "skip_uniform_groups = true\n",
+                               "run.toml", "");
+  EXPECT_TRUE(skip.loop.skip_uniform_groups);
+  EXPECT_EQ(skip.hub.max_queued_groups, 12u);
   auto set = parse_run_config(std::string(kMinimal) + "max_queued_groups = 50\n", "run.toml", "");
   EXPECT_EQ(set.hub.max_queued_groups, 50u);
   EXPECT_THROW(parse_run_config(std::string(kMinimal) + "heartbeat_interval_s = 0\n", "r.toml", ""),

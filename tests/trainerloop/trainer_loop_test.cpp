@@ -48,8 +48,9 @@ class TrainerLoopTest : public hub::testing::HubFixture {
     return *loop;
   }
   // Leases `n` groups and completes each with G rollouts at the hub's latest version (one right,
-  // one wrong answer so the group has a non-zero advantage). Returns the group ids.
-  std::vector<std::string> fill_groups(int n) {
+  // one wrong answer so the group has a non-zero advantage; with `uniform`, every answer wrong).
+  // Returns the group ids.
+  std::vector<std::string> fill_groups(int n, bool uniform = false) {
     const std::string w = join();
     const uint64_t v = *hub->latest_version();
     std::vector<std::string> ids;
@@ -60,13 +61,19 @@ class TrainerLoopTest : public hub::testing::HubFixture {
       for (int s = 0; s < lease->samples; s++) {
         auto r = hub->submit(
             w, rollout(w, *lease,
-                       s % 2 ? "<answer>nope</answer>" : "<answer>migraine Zentra a drug</answer>",
+                       s % 2 || uniform ? "<answer>nope</answer>" : right_answer(lease->prompt_id),
                        v));
         EXPECT_EQ(r.status, net::IntakeStatus::kAccepted) << r.reason << " " << r.detail;
       }
       ids.push_back(lease->group_id);
     }
     return ids;
+  }
+  // The fixture's gold answers (hub_fixture.h), in the episode's answer tags.
+  static std::string right_answer(const std::string& prompt_id) {
+    const std::map<std::string, std::string> gold = {
+        {"q1", "migraine"}, {"q2", "Zentra"}, {"q3", "a drug"}};
+    return "<answer>" + gold.at(prompt_id) + "</answer>";
   }
   std::map<std::string, hub::GroupRow> ledger_groups() {
     std::map<std::string, hub::GroupRow> out;
@@ -119,11 +126,43 @@ TEST_F(TrainerLoopTest, StepsPublishVersionsAndLogEveryStep) {
                           "patch_bytes", "staleness_histogram", "busy_fraction", "grad_norm"})
     EXPECT_TRUE(lines[0].contains(key)) << key;
   // The hub's recomputed reward: one right and one wrong answer per group.
-  EXPECT_NEAR(lines[0]["reward_mean"].get<double>(), 0.5, 0.5);
+  EXPECT_DOUBLE_EQ(lines[0]["reward_mean"].get<double>(), 0.5);
   // The published blobs are in the store and the catalog routes a cold start to version 2.
   auto catalog = pulse::Catalog::load((dir / "blobs" / "catalog.json").string());
   EXPECT_EQ(catalog.latest_version(), 2u);
   EXPECT_FALSE(catalog.plan(std::nullopt, 2).empty());
+}
+
+TEST_F(TrainerLoopTest, UniformGroupsAreClosedWithTheStepButNotRun) {
+  loop_opts.skip_uniform_groups = true;
+  open_hub();
+  auto& l = open_loop();
+  const auto uniform = fill_groups(1, /*uniform=*/true);
+  const auto signal = fill_groups(2);
+  auto s = l.step_once();
+  ASSERT_TRUE(s.has_value());
+  // Two groups with signal count towards groups_per_step; the all-wrong group rode along.
+  EXPECT_EQ(s->trained.size(), 3u);
+  EXPECT_EQ(s->uniform_groups, 1u);
+  EXPECT_EQ(s->metrics.sequences, 2 * config.group_size);
+  auto rows = ledger_groups();
+  for (const auto& id : {uniform[0], signal[0], signal[1]})
+    EXPECT_EQ(rows.at(id).status, hub::GroupStatus::kTrained) << id;
+  auto lines = log_lines();
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0]["groups_uniform"], 1);
+  EXPECT_EQ(lines[0]["groups"], 3);
+  // The reward mean covers every closed rollout: 2 groups at 1/2 and one at 0.
+  EXPECT_NEAR(lines[0]["reward_mean"].get<double>(), 1.0 / 3.0, 1e-9);
+
+  // With nothing but uniform groups the loop still steps once the gather times out, running them
+  // (a policy that earns the same reward everywhere must not stall the run).
+  fill_groups(2, /*uniform=*/true);
+  auto u = l.step_once();
+  ASSERT_TRUE(u.has_value());
+  EXPECT_EQ(u->trained.size(), 2u);
+  EXPECT_EQ(u->uniform_groups, 0u);
+  EXPECT_EQ(u->metrics.sequences, 2 * config.group_size);
 }
 
 TEST_F(TrainerLoopTest, StaleGroupsAreDroppedAndCounted) {

@@ -50,6 +50,12 @@ std::vector<train::RolloutGroup> to_rollout_groups(const std::vector<hub::Accept
   return out;
 }
 
+bool has_reward_spread(const hub::AcceptedGroup& group) {
+  for (const auto& r : group.rollouts)
+    if (r.reward != group.rollouts.front().reward) return true;
+  return false;
+}
+
 double mean_reward(const std::vector<hub::AcceptedGroup>& groups) {
   double sum = 0;
   int64_t n = 0;

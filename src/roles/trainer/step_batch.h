@@ -42,6 +42,11 @@ StalenessSplit apply_staleness(std::vector<hub::AcceptedGroup> groups, uint64_t 
 train::RolloutGroup to_rollout_group(const hub::AcceptedGroup& group);
 std::vector<train::RolloutGroup> to_rollout_groups(const std::vector<hub::AcceptedGroup>& groups);
 
+// Whether the group's rollouts earned different rewards. A group where they all earned the same
+// has advantage exactly 0 for every rollout under every advantage kind (r − mean = 0), so its
+// policy-gradient term is zero: training on it costs forward and backward passes and nothing else.
+bool has_reward_spread(const hub::AcceptedGroup& group);
+
 // Mean reward over every rollout of the groups (0 for none).
 double mean_reward(const std::vector<hub::AcceptedGroup>& groups);
 

@@ -1,5 +1,6 @@
 #include "roles/trainer/trainer_loop.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <thread>
 
@@ -24,6 +25,9 @@ std::optional<std::string> find_checkpoint(const std::string& dir) {
   if (!fs::exists(dir) && fs::exists(fs::path(tmp) / "trainer.json")) return tmp;
   return std::nullopt;
 }
+
+// With skip_uniform_groups: how many groups (with and without signal) one gather may hold.
+constexpr size_t kMaxGatherFactor = 4;
 
 const Clock::time_point kEpoch = Clock::now();  // process start: elapsed_s in the step log
 
@@ -85,18 +89,28 @@ void TrainerLoop::start() {
   log_info("trainer", "published version ", version_, resumed_ ? " (resumed)" : "");
 }
 
+size_t TrainerLoop::counted_groups() const {
+  if (!options_.skip_uniform_groups) return carry_.size();
+  return static_cast<size_t>(std::count_if(carry_.begin(), carry_.end(), has_reward_spread));
+}
+
 std::optional<LoopStep> TrainerLoop::step_once() {
   start();
-  // Gather: keep taking whatever is complete until groups_per_step, or until the timeout has
-  // passed with at least min_groups in hand.
+  // Gather: keep taking whatever is complete until groups_per_step count, or until the timeout
+  // has passed with at least min_groups counted.
   const auto gather_start = Clock::now();
-  while (carry_.size() < options_.groups_per_step) {
-    auto got = port_.take_groups(options_.groups_per_step - carry_.size(), options_.poll);
+  const size_t max_held = options_.skip_uniform_groups ? kMaxGatherFactor * options_.groups_per_step
+                                                       : options_.groups_per_step;
+  while (counted_groups() < options_.groups_per_step && carry_.size() < max_held) {
+    auto got = port_.take_groups(options_.groups_per_step - counted_groups(), options_.poll);
     for (auto& g : got) carry_.push_back(std::move(g));
     const bool timed_out = Clock::now() - gather_start >= options_.gather_timeout;
-    if (timed_out && carry_.size() >= options_.min_groups) break;
-    if (timed_out && got.empty())
-      return std::nullopt;  // nothing arriving: let the caller check stop
+    if (timed_out && counted_groups() >= options_.min_groups) break;
+    if (timed_out && got.empty()) {
+      // Nothing arriving: step on what is held (uniform groups too), or let the caller check stop.
+      if (carry_.size() >= options_.min_groups) break;
+      return std::nullopt;
+    }
   }
 
   StalenessSplit split = apply_staleness(std::move(carry_), version_, options_.staleness);
@@ -108,11 +122,21 @@ std::optional<LoopStep> TrainerLoop::step_once() {
   }
   if (split.kept.empty()) return std::nullopt;
 
+  // What runs through the model: the groups with signal, or (none of them, or the option off)
+  // everything kept.
+  std::vector<hub::AcceptedGroup> with_signal;
+  if (options_.skip_uniform_groups) {
+    for (const auto& g : split.kept)
+      if (has_reward_spread(g)) with_signal.push_back(g);
+  }
+  const std::vector<hub::AcceptedGroup>& to_train = with_signal.empty() ? split.kept : with_signal;
+
   const auto compute_start = Clock::now();
   const double wall = seconds_since(last_step_end_);
   LoopStep s;
   s.step = last_step_ + 1;
-  s.metrics = trainer_->train_step(to_rollout_groups(split.kept));
+  s.metrics = trainer_->train_step(to_rollout_groups(to_train));
+  s.uniform_groups = split.kept.size() - to_train.size();
   for (const auto& g : split.kept) s.trained.push_back(g.group_id);
   s.dropped = split.dropped;
   s.staleness_histogram = split.histogram;
@@ -169,6 +193,7 @@ void TrainerLoop::log_step(const LoopStep& s) {
                       {"trainer_step", m.step},
                       {"groups", s.trained.size()},
                       {"groups_dropped_stale", s.dropped.size()},
+                      {"groups_uniform", s.uniform_groups},
                       {"staleness_histogram", hist},
                       {"reward_mean", s.report.reward_mean},
                       {"loss", m.loss},

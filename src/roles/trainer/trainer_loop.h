@@ -12,6 +12,12 @@
 //
 // Training never waits for a particular worker: a step trains on whatever complete groups exist
 // once `gather_timeout` has passed with at least `min_groups` of them.
+//
+// With `skip_uniform_groups` (DAPO's dynamic sampling), groups whose rollouts all earned the same
+// reward do not count towards groups_per_step and are not run through the model — their gradient
+// is exactly zero (step_batch.h) — but they are closed in the ledger with the step and their
+// rewards count in its reward mean. The trainer's compute then goes to groups that carry signal;
+// the workers, idle most of the time when the trainer is the bottleneck, make the extra groups.
 #pragma once
 #include <atomic>
 #include <chrono>
@@ -37,6 +43,10 @@ struct TrainerLoopOptions {
   StalenessPolicy staleness;
   size_t groups_per_step = 4;  // at most this many groups per optimiser step
   size_t min_groups = 1;       // train once this many are ready and gather_timeout passed
+  // Count and train only groups with a reward spread (see above). Gathering stops anyway once
+  // kMaxGatherFactor × groups_per_step groups are in hand, so a policy that earns the same reward
+  // everywhere (all 0 at the start) still steps — on everything it has, as without the option.
+  bool skip_uniform_groups = false;
   std::chrono::milliseconds gather_timeout{2000};
   std::chrono::milliseconds poll{250};  // one take_groups wait
   int64_t checkpoint_every = 1;         // steps (≥ 1)
@@ -54,6 +64,7 @@ struct LoopStep {
   std::vector<std::string> trained;  // group ids
   std::vector<std::string> dropped;
   std::map<uint64_t, int64_t> staleness_histogram;
+  size_t uniform_groups = 0;  // closed with the step without a pass through the model
   uint64_t patch_bytes = 0, anchor_bytes = 0;
 };
 
@@ -80,7 +91,8 @@ class TrainerLoop {
   const train::Trainer& trainer() const { return *trainer_; }
 
  private:
-  uint64_t publish();  // returns the new version
+  uint64_t publish();             // returns the new version
+  size_t counted_groups() const;  // carry_ groups that count towards groups_per_step
   void log_step(const LoopStep& s);
 
   hub::TrainerPort& port_;
