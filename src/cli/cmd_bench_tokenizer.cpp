@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/source_root.h"
 #include "core/error.h"
 #include "model/tokenizer.h"
 
@@ -63,12 +64,6 @@ do {
 const cpu = process.cpuUsage(cpu0);
 console.log(JSON.stringify({ tokens, passes, seconds, cpu_seconds: (cpu.user + cpu.system) / 1e6 }));
 )JS";
-
-// The repository root, from this file's path (CMake compiles with absolute paths).
-std::filesystem::path source_root() {
-  if (const char* env = std::getenv("STOA_SOURCE_DIR")) return env;
-  return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path();
-}
 
 std::filesystem::path deps_dir() {
   if (const char* env = std::getenv("STOA_DEPS_DIR")) return env;

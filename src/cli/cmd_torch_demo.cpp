@@ -18,6 +18,7 @@
 #include "cli/command.h"
 #include "cli/demo_rl.h"
 #include "cli/demo_setup.h"
+#include "cli/source_root.h"
 #include "core/error.h"
 #include "model/arch_registry.h"
 #include "model/weights.h"
@@ -40,7 +41,14 @@ struct Options {
   bool fresh = false;
   int64_t eval_limit = 400;
   std::string json_summary;
+  std::string warm_start = "auto";
 };
+
+// The warm start committed with the sources (assets/warm-start, cli/warm_start.h): the SFT model of
+// a measured `stoa demo --full` run, so the default demo spends its minutes on RL.
+std::string committed_warm_start() {
+  return (source_root() / "assets" / "warm-start").string();
+}
 
 void say(const std::string& line) {
   std::printf("[demo] %s\n", line.c_str());
@@ -53,11 +61,19 @@ double seconds_since(Clock::time_point t) {
 
 int run(Options o) {
   if (o.full) {
-    // From the 36 % warm start, 10 RL minutes reached 53 % (docs/results.md, session 4); the SFT
-    // takes ~31 min, so 20 RL minutes still fit the hour.
-    o.rl.minutes = std::max(o.rl.minutes, 20.0);
+    // The SFT takes ~31 min and the five evaluations ~2.5 min, so 24 RL minutes still fit the hour
+    // (≈ 57 min); from the 36 % warm start 20 RL minutes reached 59.7 % (docs/results.md §00).
+    o.rl.minutes = std::max(o.rl.minutes, 24.0);
     apply_full_setup(&o.setup);
     o.eval_limit = 0;
+    if (o.warm_start == "auto") o.warm_start = "none";  // --full reproduces the SFT too
+  }
+  if (o.warm_start == "auto") {
+    o.setup.warm_start = committed_warm_start();
+    if (!fs::exists(o.setup.warm_start)) o.setup.warm_start.clear();
+  } else if (o.warm_start != "none") {
+    o.setup.warm_start = o.warm_start;
+    o.setup.warm_start_required = true;
   }
   o.rl.seed = o.setup.seed;
   o.rl.episode.max_observation_tokens = o.setup.max_observation_tokens;
@@ -70,7 +86,10 @@ int run(Options o) {
   const auto t_start = Clock::now();
   say("directory " + o.setup.dir + " (logs in " + p.logs + ")");
 
-  prepare_demo(o.setup, say);
+  const DemoSetupResult setup = prepare_demo(o.setup, say);
+  // Default RL minutes: the whole demo stays within 20 minutes on the 2-core machine — 16 after a
+  // warm start (setup + two 400-question evaluations take ~1 min), 8 after the ~7-minute SFT.
+  if (o.rl.minutes <= 0) o.rl.minutes = setup.warm_start.empty() ? 8 : 16;
   const ModelWeights sft = load_model_dir(p.sft_model);
   pulse::Int8Quantizer quantizer;
   const int64_t full_int8_bytes =
@@ -90,6 +109,7 @@ int run(Options o) {
                       {"full_int8_bytes", full_int8_bytes},
                       {"model_parameters", count_parameters(sft.config)},
                       {"workers", o.rl.workers},
+                      {"warm_start", setup.warm_start},
                       {"setup_seconds", setup_seconds}};
   s.update(rl_summary(o.rl, rl, p.run));
   if (o.full) {  // the test split, once, at the end
@@ -118,12 +138,21 @@ CommandRegistration reg(
       o->setup.dir = "stoa-demo";
       app.add_option("--dir", o->setup.dir, "working directory (reused between runs)")
           ->capture_default_str();
-      app.add_option("--minutes", o->rl.minutes, "RL wall-clock minutes")->capture_default_str();
+      o->rl.minutes = 0;
+      app.add_option("--minutes", o->rl.minutes,
+                     "RL wall-clock minutes (0: 16 from a warm start, 8 after an SFT here, 24 "
+                     "with --full)")
+          ->capture_default_str();
+      app.add_option("--warm-start", o->warm_start,
+                     "the SFT model to start RL from: auto (the committed assets/warm-start when "
+                     "it fits this data and tokenizer, else an SFT here; --full: none), none (SFT "
+                     "here), or a model directory with provenance.json (must fit)")
+          ->capture_default_str();
       app.add_option("--workers", o->rl.workers, "worker processes")->capture_default_str();
       app.add_option("--json-summary", o->json_summary, "also write the summary JSON here");
       app.add_flag("--full", o->full,
                    "the long run: 4000 demonstrations plus the copy curriculum (SFT batches of "
-                   "2048 tokens, stopped at held-out pass@1 0.28), >= 20 RL minutes, the whole "
+                   "2048 tokens, stopped at held-out pass@1 0.28), >= 24 RL minutes, the whole "
                    "validation split and the test split once at the end");
       app.add_flag("--fresh", o->fresh,
                    "delete --dir first (otherwise finished stages are reused)");
@@ -167,6 +196,9 @@ CommandRegistration reg(
       app.add_option("--group-size", o->rl.group_size)->capture_default_str();
       app.add_option("--groups-per-step", o->rl.groups_per_step)->capture_default_str();
       app.add_option("--lr", o->rl.lr, "RL learning rate")->capture_default_str();
+      app.add_flag("!--train-uniform-groups", o->rl.skip_uniform_groups,
+                   "also run groups whose rollouts all earned the same reward (zero gradient) "
+                   "through the trainer, counting them towards --groups-per-step");
       app.add_option("--loss", o->rl.loss)->capture_default_str();
       app.add_option("--max-staleness", o->rl.max_staleness, "in versions")->capture_default_str();
       app.add_option("--anchor-every", o->rl.anchor_every)->capture_default_str();

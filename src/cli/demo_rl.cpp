@@ -64,6 +64,7 @@ void write_run_config(const RlOptions& o, const DemoPaths& p, const std::string&
     << "\nmax_observation_tokens = " << o.episode.max_observation_tokens << "\n\n"
     << "[trainer]\nthreads = " << o.trainer_threads << "\nlr = " << o.lr << "\nloss = \"" << o.loss
     << "\"\ngroups_per_step = " << o.groups_per_step
+    << "\nskip_uniform_groups = " << (o.skip_uniform_groups ? "true" : "false")
     << "\nmin_groups = 1\ngather_timeout_ms = 5000\nmax_staleness = " << o.max_staleness
     << "\ncheckpoint_every = 1\nseed = " << o.seed << "\n";
   if (o.delta > 0) f << "delta_hi = " << o.delta << "\ndelta_lo = " << o.delta << "\n";
@@ -250,6 +251,9 @@ nlohmann::json rl_summary(const RlOptions& o, const RlResult& r, const std::stri
           {"rollouts_accepted", counters.value("rollouts_accepted", 0.0)},
           {"rollouts_rejected", counters.value("rollouts_rejected", 0.0)},
           {"rollouts_dropped_stale", dropped_groups * o.group_size},
+          // Closed without a trainer pass (every reward equal: zero gradient; trainer_loop.h).
+          {"rollouts_uniform", steps["groups_uniform"].get<double>() * o.group_size},
+          {"skip_uniform_groups", o.skip_uniform_groups},
           {"dppo_masked_fraction", steps["dppo_masked_fraction"]},
           {"tv_mean", steps["tv_mean"]},
           {"kl_mean", steps["kl_mean"]},

@@ -11,6 +11,7 @@
 #include "cli/child_process.h"
 #include "cli/demo_report.h"
 #include "cli/sft_to_target.h"
+#include "cli/warm_start.h"
 #include "core/error.h"
 #include "env/dataset.h"
 #include "model/presets.h"
@@ -62,6 +63,9 @@ class Stages {
     msg << std::fixed << name << ": done in " << s << " s";
     say_(msg.str());
   }
+
+  // The parameters of every stage run so far, in the form the stamps hold.
+  const nlohmann::json& chain() const { return chain_; }
 
  private:
   std::string dir_, logs_;
@@ -128,7 +132,8 @@ void copy_tokenizer(const std::string& from_dir, const std::string& to_dir) {
   }
 }
 
-void prepare_demo(const DemoSetupOptions& o, const std::function<void(const std::string&)>& say) {
+DemoSetupResult prepare_demo(const DemoSetupOptions& o,
+                             const std::function<void(const std::string&)>& say) {
   const DemoPaths p(o.dir);
   fs::create_directories(p.logs);
   const std::string exe = self_executable();
@@ -157,6 +162,23 @@ void prepare_demo(const DemoSetupOptions& o, const std::function<void(const std:
                        log("tokenizer"), "stoa tokenizer train");
     fs::remove(corpus);
   });
+  if (!o.warm_start.empty()) {
+    const WarmStart warm = read_warm_start(o.warm_start);
+    const std::string why_not =
+        warm_start_mismatch(warm, stages.chain(), p.tokenizer + "/tokenizer.json");
+    if (why_not.empty()) {
+      stages.run("sft", {{"warm_start", warm.provenance}}, [&] {
+        fs::remove_all(p.sft_model);
+        install_warm_start(warm, p.sft_model);
+      });
+      say("warm start: " + o.warm_start + " (made by `stoa demo --full`'s SFT on this data)");
+      return {o.warm_start};
+    }
+    STOA_CHECK(!o.warm_start_required, ErrorKind::kInvalidArgument, "the warm start ", o.warm_start,
+               " does not fit this demo: ", why_not);
+    say("warm start " + o.warm_start + " does not fit (" + why_not +
+        "); training the warm start here");
+  }
   stages.run("model-init", {{"preset", o.preset}, {"seed", o.seed}}, [&] {
     fs::remove_all(p.model0);
     init_model(o, p);
@@ -262,6 +284,11 @@ void prepare_demo(const DemoSetupOptions& o, const std::function<void(const std:
     }
     copy_tokenizer(p.model0, p.sft_model);
   });
+  nlohmann::json sft_probe;
+  if (std::ifstream probe(p.logs + "/sft-probe.json"); to_target && probe.good())
+    sft_probe = nlohmann::json::parse(probe, nullptr, /*allow_exceptions=*/false);
+  write_provenance(p.sft_model, stages.chain(), sft_probe);
+  return {};
 }
 
 }  // namespace stoa::cli

@@ -34,6 +34,16 @@ struct DemoSetupOptions {
   // (2048-token batches on the 2-core machine: 2.2 steps/s with one, 2.33 with two; before the
   // trainer also held OpenBLAS to this count, "two" meant four spinning threads and 1.1 steps/s).
   int threads = 1;
+  // A warm-start directory (cli/warm_start.h) that replaces model init, demonstrations and SFT when
+  // it fits this demo's data and tokenizer; empty: always train the warm start here.
+  std::string warm_start;
+  // When the warm start does not fit: true throws (the user asked for that one), false says why and
+  // trains the warm start here instead.
+  bool warm_start_required = false;
+};
+
+struct DemoSetupResult {
+  std::string warm_start;  // the warm-start directory used, or empty when the SFT ran here
 };
 
 // `--full`'s warm start (shared by `stoa demo --full` and `stoa experiment ablations --full`, so
@@ -49,10 +59,12 @@ struct DemoPaths {
   explicit DemoPaths(const std::string& dir);
 };
 
-// Runs (or reuses) data → index → tokenizer → model init → demonstrations → SFT. `say` prints a
-// progress line. Throws stoa::Error naming the stage that failed and the end of its log.
-void prepare_demo(const DemoSetupOptions& options,
-                  const std::function<void(const std::string&)>& say);
+// Runs (or reuses) data → index → tokenizer → model init → demonstrations → SFT, or with a
+// fitting warm start data → index → tokenizer → warm start. `say` prints a progress line. Throws
+// stoa::Error naming the stage that failed and the end of its log. A model the SFT trained here
+// gets a provenance.json, so its directory can serve as a later demo's warm start.
+DemoSetupResult prepare_demo(const DemoSetupOptions& options,
+                             const std::function<void(const std::string&)>& say);
 
 // Copies tokenizer.json and tokenizer_config.json from one model directory to another (a trained
 // model directory holds only config.json + safetensors).

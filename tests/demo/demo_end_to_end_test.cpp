@@ -78,6 +78,54 @@ TEST(DemoEndToEnd, SmallDemoRunsAndReportsEveryFigure) {
   // Progress was visible while it ran.
   EXPECT_NE(printed.find("[demo] rl "), std::string::npos) << printed;
   EXPECT_TRUE(fs::exists(dir / "run" / "steps.jsonl"));
+  // The committed warm start was made on the full-size data, so it did not fit this small demo:
+  // said, and the SFT ran here; the model it trained records how it was made.
+  if (const char* src = std::getenv("STOA_SOURCE_DIR");
+      src && fs::exists(fs::path(src) / "assets" / "warm-start"))
+    EXPECT_NE(printed.find("does not fit"), std::string::npos) << printed;
+  EXPECT_EQ(s["warm_start"], "");
+  EXPECT_TRUE(fs::exists(dir / "model-sft" / "provenance.json"));
+
+  // A second demo on the same data starts RL from the first one's SFT model: no model init,
+  // demonstrations or SFT there; the summary names the warm start.
+  const std::string small_data = " --papers 1500 --questions 300 --vocab-size 1024";
+  const std::string small_rl =
+      " --eval-limit 4 --workers 2 --group-size 4 --groups-per-step 2 --minutes 0.5";
+  const fs::path warm_dir = dir.string() + "-warm";
+  const fs::path warm_summary = dir.string() + "-warm-summary.json";
+  const std::string wcmd = exe + " demo --fresh --dir " + warm_dir.string() + small_data +
+                           small_rl + " --warm-start " + (dir / "model-sft").string() +
+                           " --json-summary " + warm_summary.string() + " > " + out.string() +
+                           " 2>&1";
+  const int wrc = std::system(wcmd.c_str());
+  std::ifstream wo(out);
+  const std::string wprinted((std::istreambuf_iterator<char>(wo)), {});
+  ASSERT_EQ(wrc, 0) << wprinted;
+  std::ifstream win(warm_summary);
+  ASSERT_TRUE(win.good()) << wprinted;
+  const nlohmann::json ws = nlohmann::json::parse(win);
+  EXPECT_EQ(ws["warm_start"], (dir / "model-sft").string());
+  EXPECT_GE(ws["steps"].get<double>(), 1) << wprinted;
+  EXPECT_NE(wprinted.find("warm start: "), std::string::npos) << wprinted;
+  EXPECT_FALSE(fs::exists(warm_dir / "model-init"));
+  EXPECT_FALSE(fs::exists(warm_dir / "sft.jsonl"));
+  EXPECT_TRUE(fs::exists(warm_dir / "model-sft" / "provenance.json"));
+
+  // Asked for explicitly, a warm start made on other data is refused before anything trains.
+  const fs::path other_dir = dir.string() + "-other";
+  const std::string ocmd = exe + " demo --fresh --dir " + other_dir.string() +
+                           " --papers 1400 --questions 300 --vocab-size 1024" + small_rl +
+                           " --warm-start " + (dir / "model-sft").string() + " > " + out.string() +
+                           " 2>&1";
+  const int orc = std::system(ocmd.c_str());
+  std::ifstream oo(out);
+  const std::string oprinted((std::istreambuf_iterator<char>(oo)), {});
+  EXPECT_NE(orc, 0) << oprinted;
+  EXPECT_NE(oprinted.find("does not fit this demo"), std::string::npos) << oprinted;
+  EXPECT_FALSE(fs::exists(other_dir / "model-sft"));
+  fs::remove_all(warm_dir);
+  fs::remove(warm_summary);
+  fs::remove_all(other_dir);
 
   // The int8-vs-f32 mismatch ablation on the demo's SFT model: both precisions sampled and scored
   // by the trainer. f32 differs from the trainer only by kernel rounding; int8 by quantisation on
