@@ -81,8 +81,9 @@ TEST(DemoEndToEnd, SmallDemoRunsAndReportsEveryFigure) {
   // The committed warm start was made on the full-size data, so it did not fit this small demo:
   // said, and the SFT ran here; the model it trained records how it was made.
   if (const char* src = std::getenv("STOA_SOURCE_DIR");
-      src && fs::exists(fs::path(src) / "assets" / "warm-start"))
+      src && fs::exists(fs::path(src) / "assets" / "warm-start")) {
     EXPECT_NE(printed.find("does not fit"), std::string::npos) << printed;
+  }
   EXPECT_EQ(s["warm_start"], "");
   EXPECT_TRUE(fs::exists(dir / "model-sft" / "provenance.json"));
 
