@@ -123,20 +123,18 @@ std::optional<LoopStep> TrainerLoop::step_once() {
   if (split.kept.empty()) return std::nullopt;
 
   // What runs through the model: the groups with signal, or (none of them, or the option off)
-  // everything kept.
-  std::vector<hub::AcceptedGroup> with_signal;
-  if (options_.skip_uniform_groups) {
-    for (const auto& g : split.kept)
-      if (has_reward_spread(g)) with_signal.push_back(g);
-  }
-  const std::vector<hub::AcceptedGroup>& to_train = with_signal.empty() ? split.kept : with_signal;
+  // everything kept. Converted straight from the kept groups: no intermediate copy.
+  std::vector<train::RolloutGroup> batch;
+  for (const auto& g : split.kept)
+    if (!options_.skip_uniform_groups || has_reward_spread(g)) batch.push_back(to_rollout_group(g));
+  if (batch.empty()) batch = to_rollout_groups(split.kept);
 
   const auto compute_start = Clock::now();
   const double wall = seconds_since(last_step_end_);
   LoopStep s;
   s.step = last_step_ + 1;
-  s.metrics = trainer_->train_step(to_rollout_groups(to_train));
-  s.uniform_groups = split.kept.size() - to_train.size();
+  s.uniform_groups = split.kept.size() - batch.size();
+  s.metrics = trainer_->train_step(batch);
   for (const auto& g : split.kept) s.trained.push_back(g.group_id);
   s.dropped = split.dropped;
   s.staleness_histogram = split.histogram;
