@@ -28,6 +28,7 @@
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "engine/model_runner.h"
+#include "kernels/matmul_int8_packed.h"
 #include "kernels/targets.h"
 #include "model/gguf_reader.h"
 #include "model/gguf_writer.h"
@@ -221,7 +222,13 @@ json bench_model(const Options& opts, const std::string& preset, const std::stri
   engine::ModelRunner runner(
       engine::EngineWeights::from_state(imported.config, std::move(int8), std::move(f32)), &pool);
   runner.set_backend(engine::parse_backend(opts.backend));
-  size_t weight_bytes = runner.weights().nbytes();
+  // The model's bytes (int8 grid + f32 tensors): what a batch-1 token streams. The engine may
+  // hold more (the packed copy of the int8 weights for the VNNI kernel).
+  size_t weight_bytes = 0;
+  for (const auto& [name, l] : runner.weights().linears())
+    weight_bytes += l.is_int8() ? l.int8().nbytes() : l.f32().nbytes();
+  for (const auto& [name, t] : runner.weights().vectors()) weight_bytes += t.nbytes();
+  const size_t weight_bytes_held = runner.weights().nbytes();
   OursBench ours{runner, opts};
 
   const std::vector<std::string> keys = {"prefill_tps", "decode_tps_b1", "decode_tps_b8",
@@ -273,6 +280,7 @@ json bench_model(const Options& opts, const std::string& preset, const std::stri
                            {"llama_cpp", opts.no_llama ? json(nullptr) : l_cpu},
                            {"ratio", opts.no_llama ? json(nullptr) : r_cpu}};
   out["weight_bytes"] = weight_bytes;
+  out["weight_bytes_held"] = weight_bytes_held;
   // Batch-1 decode streams every weight once per token (the embedding table aside: one row).
   out["weight_gbps_b1"] = best_ours["decode_tps_b1"].tps * static_cast<double>(weight_bytes) / 1e9;
   int64_t attn_layers = 0;
@@ -315,6 +323,7 @@ int run(Options opts) {
   json result = {{"threads", opts.threads}, {"cpu", cpu_name()}};
   result["backend"] = opts.backend;
   result["kernel_target"] = kernels::target_name(kernels::active_target());
+  result["w8a8_layout"] = kernels::packed_w8a8_preferred() ? "packed16" : "row_major";
   result["prompt_tokens"] = opts.prompt_tokens;
   result["decode_prompt_tokens"] = opts.decode_prompt;
   result["decode_steps"] = opts.decode_steps;

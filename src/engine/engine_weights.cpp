@@ -147,19 +147,21 @@ const Linear& EngineWeights::lm_head() const {
 }
 
 void EngineWeights::set_int8_values(const std::string& name, std::span<const int8_t> values) {
-  Int8Matrix& m = int8_mutable(name);
+  Linear& l = int8_linear(name);
+  const Int8Matrix& m = l.int8();
   STOA_CHECK(values.size() == m.values.size(), ErrorKind::kInvalidArgument, "update of ", name,
              " has ", values.size(), " values, the tensor has ", m.values.size());
-  std::copy(values.begin(), values.end(), m.values.begin());
+  l.replace_int8_values(values);
 }
 
 void EngineWeights::set_int8(const std::string& name, Int8Matrix matrix) {
-  Int8Matrix& m = int8_mutable(name);
+  Linear& l = int8_linear(name);
+  const Int8Matrix& m = l.int8();
   STOA_CHECK(matrix.rows == m.rows && matrix.cols == m.cols &&
                  matrix.values.size() == m.values.size() && matrix.scales.size() == m.scales.size(),
              ErrorKind::kInvalidArgument, "update of ", name, " is [", matrix.rows, ", ",
              matrix.cols, "], the tensor is [", m.rows, ", ", m.cols, "]");
-  m = std::move(matrix);
+  l.replace_int8(std::move(matrix));
 }
 
 void EngineWeights::set_f32(const std::string& name, const Tensor& tensor) {
@@ -178,17 +180,16 @@ void EngineWeights::set_f32(const std::string& name, const Tensor& tensor) {
   std::copy(tensor.as<float>(), tensor.as<float>() + tensor.numel(), target->as<float>());
 }
 
-Int8Matrix& EngineWeights::int8_mutable(const std::string& name) {
+Linear& EngineWeights::int8_linear(const std::string& name) {
   auto it = linears_.find(name);
   STOA_CHECK(it != linears_.end() && it->second.is_int8(), ErrorKind::kNotFound,
              "engine weights lack int8 tensor ", name);
-  return it->second.int8_mutable();
+  return it->second;
 }
 
 size_t EngineWeights::nbytes() const {
   size_t total = 0;
-  for (const auto& [name, l] : linears_)
-    total += l.is_int8() ? l.int8().nbytes() : l.f32().nbytes();
+  for (const auto& [name, l] : linears_) total += l.nbytes();
   for (const auto& [name, t] : vectors_) total += t.nbytes();
   return total;
 }

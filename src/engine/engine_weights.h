@@ -57,7 +57,6 @@ class EngineWeights {
   void set_int8_values(const std::string& name, std::span<const int8_t> values);
   void set_int8(const std::string& name, Int8Matrix matrix);
   void set_f32(const std::string& name, const Tensor& tensor);
-  Int8Matrix& int8_mutable(const std::string& name);
 
   // The int8 matmul backend of every Linear (linear.h); f32 Linears ignore it.
   void set_backend(Backend backend);
@@ -69,6 +68,7 @@ class EngineWeights {
 
  private:
   EngineWeights() = default;
+  Linear& int8_linear(const std::string& name);  // kNotFound unless an int8 Linear
   ModelConfig config_;
   WeightFormat format_ = WeightFormat::kF32;
   std::map<std::string, Linear> linears_;  // node-based: pointers stay valid across updates

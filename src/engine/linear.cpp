@@ -55,7 +55,40 @@ Linear Linear::from_int8(Int8Matrix weight) {
   l.cols_ = weight.cols;
   l.int8_ = true;
   l.q_ = std::move(weight);
+  l.repack();
   return l;
+}
+
+void Linear::repack() {
+  if (int8_ && kernels::packed_w8a8_preferred()) {
+    packed_ = kernels::PackedInt8::pack(
+        kernels::Int8Weights{q_.values.data(), q_.scales.data(), q_.rows, q_.cols});
+  } else {
+    packed_ = kernels::PackedInt8{};
+  }
+}
+
+void Linear::replace_int8(Int8Matrix weight) {
+  STOA_CHECK(int8_, ErrorKind::kInternal, "linear is f32, not int8");
+  STOA_CHECK(weight.rows == q_.rows && weight.cols == q_.cols &&
+                 weight.values.size() == q_.values.size() &&
+                 weight.scales.size() == q_.scales.size(),
+             ErrorKind::kInvalidArgument, "update is [", weight.rows, ", ", weight.cols,
+             "], the tensor is [", q_.rows, ", ", q_.cols, "]");
+  q_ = std::move(weight);
+  repack();
+}
+
+void Linear::replace_int8_values(std::span<const int8_t> values) {
+  STOA_CHECK(int8_, ErrorKind::kInternal, "linear is f32, not int8");
+  STOA_CHECK(values.size() == q_.values.size(), ErrorKind::kInvalidArgument, "update has ",
+             values.size(), " values, the tensor has ", q_.values.size());
+  std::copy(values.begin(), values.end(), q_.values.begin());
+  repack();
+}
+
+size_t Linear::nbytes() const {
+  return int8_ ? q_.nbytes() + packed_.nbytes() : f32_.nbytes();
 }
 
 const Tensor& Linear::f32() const {
@@ -71,11 +104,6 @@ const Int8Matrix& Linear::int8() const {
 Tensor& Linear::f32_mutable() {
   STOA_CHECK(!int8_, ErrorKind::kInternal, "linear is int8, not f32");
   return f32_;
-}
-
-Int8Matrix& Linear::int8_mutable() {
-  STOA_CHECK(int8_, ErrorKind::kInternal, "linear is f32, not int8");
-  return q_;
 }
 
 float dot_f32(const float* a, const float* b, int64_t n) {
@@ -120,10 +148,12 @@ namespace {
 struct ActivationScratch {
   std::vector<int8_t> values;
   std::vector<float> scales;
+  std::vector<int32_t> sums;  // block sums, for the packed kernel
   void reserve(int64_t elements) {
     const size_t n = static_cast<size_t>(elements);
     if (values.size() < n) values.resize(n);
     if (scales.size() < n / kInt8GroupSize) scales.resize(n / kInt8GroupSize);
+    if (sums.size() < n / kInt8GroupSize) sums.resize(n / kInt8GroupSize);
   }
   // Quantises x [tokens, cols] into the scratch at element `at`. Rows are quantised
   // independently (the same bits whatever the split), so a prefill-sized batch spreads them
@@ -131,14 +161,14 @@ struct ActivationScratch {
   kernels::Q8Activations quantize(const float* x, int64_t tokens, int64_t cols, int64_t at,
                                   ThreadPool& pool) {
     kernels::Q8Activations acts{values.data() + at, scales.data() + at / kInt8GroupSize, tokens,
-                                cols};
+                                cols, sums.data() + at / kInt8GroupSize};
     if (tokens < 16 || pool.size() == 1) {
       kernels::quantize_activations_q8(x, cols, acts);
     } else {
       parallel_for(pool, tokens, 1, [&](int64_t begin, int64_t end) {
         const int64_t groups = cols / kInt8GroupSize;
         kernels::Q8Activations part{acts.values + begin * cols, acts.scales + begin * groups,
-                                    end - begin, cols};
+                                    end - begin, cols, acts.sums + begin * groups};
         kernels::quantize_activations_q8(x + begin * cols, cols, part);
       });
     }
@@ -233,7 +263,11 @@ void Linear::forward_jobs(std::span<const LinearJob> jobs, ThreadPool& pool) {
     parallel_for(pool, total, 16, [&](int64_t begin, int64_t end) {
       each(begin, end, [&](size_t i, int64_t lo, int64_t hi) {
         const Linear& l = *jobs[i].linear;
-        kernels::matmul_w8a8(view(l.q_), acts[i], jobs[i].y, l.rows_, lo, hi);
+        if (!l.packed_.empty()) {
+          kernels::matmul_w8a8_packed(l.packed_, acts[i], jobs[i].y, l.rows_, lo, hi);
+        } else {
+          kernels::matmul_w8a8(view(l.q_), acts[i], jobs[i].y, l.rows_, lo, hi);
+        }
       });
     });
   } else {

@@ -15,6 +15,7 @@
 #include "core/int8_grid.h"
 #include "core/tensor.h"
 #include "core/thread_pool.h"
+#include "kernels/matmul_int8_packed.h"
 
 namespace stoa::engine {
 
@@ -65,11 +66,16 @@ class Linear {
 
   const Tensor& f32() const;       // throws unless f32
   const Int8Matrix& int8() const;  // throws unless int8
-  Int8Matrix& int8_mutable();      // in-place weight updates (PULSE patches)
+  // In-place weight updates (PULSE patches): same shape; the packed copy is rebuilt.
+  void replace_int8(Int8Matrix weight);
+  void replace_int8_values(std::span<const int8_t> values);
   Tensor& f32_mutable();
+  // Bytes held: the matrix, plus its packed copy where the W8A8 kernel uses one.
+  size_t nbytes() const;
 
  private:
   void forward_plain(const float* x, int64_t tokens, float* y, ThreadPool& pool) const;
+  void repack();
 
   int64_t rows_ = 0;
   int64_t cols_ = 0;
@@ -77,6 +83,9 @@ class Linear {
   Backend backend_ = Backend::kW8A8;
   Tensor f32_;
   Int8Matrix q_;
+  // The same int8 weights in 16-row panels for the VNNI kernel (kernels/matmul_int8_packed.h),
+  // built only where that kernel is the dispatch target's fast path; W8A8 then runs on it.
+  kernels::PackedInt8 packed_;
 };
 
 // Dot products shared by the blocks: eight independent partial sums so the compiler can

@@ -465,6 +465,15 @@ void quantize_activations_q8(const float* x, int64_t x_stride, const Q8Activatio
   HWY_DYNAMIC_DISPATCH(QuantizeQ8)
   (x, static_cast<size_t>(x_stride), static_cast<size_t>(acts.batch),
    static_cast<size_t>(acts.cols), acts.values, acts.scales);
+  if (acts.sums) {
+    const int64_t blocks = acts.batch * acts.cols / kQ8Block;
+    for (int64_t blk = 0; blk < blocks; ++blk) {
+      const int8_t* v = acts.values + blk * kQ8Block;
+      int32_t sum = 0;
+      for (int64_t i = 0; i < kQ8Block; ++i) sum += v[i];
+      acts.sums[blk] = sum;
+    }
+  }
 }
 
 void matmul_w8a8(const Int8Weights& w, const Q8Activations& acts, float* y, int64_t y_stride,

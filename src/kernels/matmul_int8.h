@@ -41,9 +41,13 @@ struct Q8Activations {
   float* scales = nullptr;   // batch * cols / 32; each is an f16-representable float
   int64_t batch = 0;
   int64_t cols = 0;
+  // Optional, batch * cols / 32: each block's sum of values (the packed kernel's bias
+  // correction, matmul_int8_packed.h); filled by quantize_activations_q8 when not null.
+  int32_t* sums = nullptr;
 };
 
-// Quantises x[b * x_stride + i] (b < acts.batch, i < acts.cols) into acts.
+// Quantises x[b * x_stride + i] (b < acts.batch, i < acts.cols) into acts (and the block sums
+// when acts.sums is set).
 void quantize_activations_q8(const float* x, int64_t x_stride, const Q8Activations& acts);
 
 // y[b * y_stride + o] for o in [row_begin, row_end), b < acts.batch.

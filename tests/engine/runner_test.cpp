@@ -157,6 +157,12 @@ TEST(RunnerTest, Int8StateAndInPlaceUpdates) {
   EXPECT_GT(max_rel_diff(la, changed), 1e-3);
   b.mutable_weights().set_int8_values(name, saved);
   EXPECT_EQ(max_rel_diff(la, b.score(tokens, 16)), 0.0);
+  // A whole-matrix update (what an anchor delivers) takes effect the same way, including in the
+  // packed copy the VNNI kernel computes from.
+  Int8Matrix whole = b.weights().linear(name).int8();
+  whole.values = flipped;
+  b.mutable_weights().set_int8(name, std::move(whole));
+  EXPECT_EQ(max_rel_diff(changed, b.score(tokens, 16)), 0.0);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "kernels/matmul_int8.h"
+#include "kernels/matmul_int8_packed.h"
 #include "kernels/vec_ops.h"
 
 namespace stoa::kernels {
@@ -46,6 +47,31 @@ TEST(KernelsBadInput, MatmulShapesAndRanges) {
   expect_refused([&] { quantize_activations_q8(x.data(), 32, acts); }, "x_stride");
   expect_refused([&] { dequantize_q8_row(w, 4, y.data()); }, "row 4");
   expect_refused([&] { logsumexp(x.data(), 0); }, "empty");
+}
+
+TEST(KernelsBadInput, PackedMatmul) {
+  std::vector<int8_t> values(64 * 20);
+  std::vector<uint16_t> scales(40);
+  std::vector<float> y(2 * 20);
+  Int8Weights w{values.data(), scales.data(), 20, 64};
+  Int8Weights odd = w;
+  odd.cols = 48;
+  expect_refused([&] { PackedInt8::pack(odd); }, "48");
+  Int8Weights none = w;
+  none.rows = 0;
+  expect_refused([&] { PackedInt8::pack(none); }, "no rows");
+  const PackedInt8 packed = PackedInt8::pack(w);
+  std::vector<int8_t> q(128);
+  std::vector<float> d(4);
+  std::vector<int32_t> sums(4);
+  Q8Activations acts{q.data(), d.data(), 2, 64, sums.data()};
+  Q8Activations no_sums{q.data(), d.data(), 2, 64};
+  Q8Activations wrong_cols{q.data(), d.data(), 2, 96, sums.data()};
+  expect_refused([&] { matmul_w8a8_packed(PackedInt8{}, acts, y.data(), 20, 0, 20); }, "empty");
+  expect_refused([&] { matmul_w8a8_packed(packed, no_sums, y.data(), 20, 0, 20); }, "sums");
+  expect_refused([&] { matmul_w8a8_packed(packed, wrong_cols, y.data(), 20, 0, 20); }, "96");
+  expect_refused([&] { matmul_w8a8_packed(packed, acts, y.data(), 20, 0, 21); }, "row range");
+  expect_refused([&] { matmul_w8a8_packed(packed, acts, y.data(), 19, 0, 20); }, "y_stride");
 }
 
 TEST(KernelsBadInput, RopeOddHeadDim) {

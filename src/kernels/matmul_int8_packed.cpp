@@ -1,0 +1,288 @@
+// The packed W8A8 kernel (see matmul_int8_packed.h). Compiled once per SIMD target by Highway's
+// foreach_target; AVX3_DL runs the VNNI microkernel, every other target the same formula in
+// plain C++ (same bits).
+#include "kernels/matmul_int8_packed.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <new>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/half.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/matmul_int8_packed.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+#ifndef STOA_KERNELS_PACKED_ARGS
+#define STOA_KERNELS_PACKED_ARGS
+namespace stoa::kernels {
+// What the per-target implementations get (shared by every target of this file).
+struct PackedArgs {
+  const uint8_t* w;  // panels, panel_bytes apart
+  size_t panel_bytes;
+  size_t rows;  // the matrix's real rows (stores stop there)
+  size_t cols;
+  size_t groups;      // cols / 32
+  const int8_t* xq;   // batch * cols
+  const float* xd;    // batch * groups
+  const int32_t* xs;  // batch * groups: block sums of xq
+  float* y;
+  size_t y_stride;
+  size_t row_begin;  // outputs outside [row_begin, row_end) are not written
+  size_t row_end;
+};
+}  // namespace stoa::kernels
+#endif
+
+HWY_BEFORE_NAMESPACE();
+#if HWY_TARGET == HWY_AVX3_DL
+// As in matmul_int8.cpp: Highway 1.0's AVX3_DL flags lack AVX512-VNNI, which its CPU check
+// for the target requires.
+#pragma GCC target("avx512vnni")
+#endif
+namespace stoa::kernels {
+namespace HWY_NAMESPACE {
+
+constexpr size_t kBlock = 32;
+constexpr size_t kPanel = 16;
+constexpr size_t kBlockBytes = kBlock * kPanel;  // one block of one panel: 512 value bytes
+
+#if HWY_TARGET == HWY_AVX3_DL
+// P panels (P * 16 rows, pstep panels apart) x C activation rows, all blocks. Per block: the
+// accumulation of each (panel, row) starts from -128 * sum(x block) (the weights' +128 bias);
+// 8 vpdpbusd, each a 64-byte load of the panel and a broadcast dword of the activation row, leave
+// the 16 exact block sums in the lanes; then convert, scale by d_w * d_x and FMA — per lane
+// exactly the header's formula. The panel's value bytes are read front to back.
+constexpr size_t kMaxC = 6;  // P = 2: 12 int32 + 12 f32 accumulators + 2 weight vectors
+
+template <size_t P, size_t C>
+HWY_INLINE void Tile(const PackedArgs& a, size_t panel, size_t pstep, size_t b) {
+  const size_t groups = a.groups;
+  const uint8_t* HWY_RESTRICT pw[P];
+  const uint16_t* HWY_RESTRICT ps[P];
+  for (size_t p = 0; p < P; ++p) {
+    pw[p] = a.w + (panel + p * pstep) * a.panel_bytes;
+    ps[p] = reinterpret_cast<const uint16_t*>(pw[p] + groups * kBlockBytes);
+  }
+  const int8_t* HWY_RESTRICT xr[C];
+  for (size_t c = 0; c < C; ++c) xr[c] = a.xq + (b + c) * a.cols;
+  const float* HWY_RESTRICT xd = a.xd + b * groups;
+  const int32_t* HWY_RESTRICT xs = a.xs + b * groups;
+
+  __m512 acc[P][C];
+  for (size_t p = 0; p < P; ++p)
+    for (size_t c = 0; c < C; ++c) acc[p][c] = _mm512_setzero_ps();
+  for (size_t g = 0; g < groups; ++g) {
+    __m512i isum[P][C];
+    for (size_t c = 0; c < C; ++c) {
+      const __m512i init = _mm512_set1_epi32(-128 * xs[c * groups + g]);
+      for (size_t p = 0; p < P; ++p) isum[p][c] = init;
+    }
+    for (size_t k = 0; k < kBlock / 4; ++k) {
+      __m512i wv[P];
+      for (size_t p = 0; p < P; ++p) wv[p] = _mm512_load_si512(pw[p] + g * kBlockBytes + k * 64);
+      for (size_t c = 0; c < C; ++c) {
+        int32_t quad;
+        std::memcpy(&quad, xr[c] + g * kBlock + 4 * k, sizeof(quad));
+        const __m512i xb = _mm512_set1_epi32(quad);
+        for (size_t p = 0; p < P; ++p) isum[p][c] = _mm512_dpbusd_epi32(isum[p][c], wv[p], xb);
+      }
+    }
+    __m512 sw[P];
+    for (size_t p = 0; p < P; ++p)
+      sw[p] =
+          _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ps[p] + g * kPanel)));
+    for (size_t c = 0; c < C; ++c) {
+      const __m512 dx = _mm512_set1_ps(xd[c * groups + g]);
+      for (size_t p = 0; p < P; ++p)
+        acc[p][c] =
+            _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[p][c]), _mm512_mul_ps(sw[p], dx), acc[p][c]);
+    }
+  }
+  for (size_t p = 0; p < P; ++p) {
+    const size_t row0 = (panel + p * pstep) * kPanel;
+    const size_t lo = std::max(row0, a.row_begin);
+    const size_t hi = std::min({row0 + kPanel, a.row_end, a.rows});
+    if (lo >= hi) continue;
+    const __mmask16 mask =
+        static_cast<__mmask16>(((1u << (hi - row0)) - 1u) & ~((1u << (lo - row0)) - 1u));
+    for (size_t c = 0; c < C; ++c)
+      _mm512_mask_storeu_ps(a.y + (b + c) * a.y_stride + row0, mask, acc[p][c]);
+  }
+}
+
+// Every activation row for the P panels panel, panel + pstep, ... (their bytes stay in L1).
+template <size_t P>
+HWY_INLINE void AllColumns(const PackedArgs& a, size_t panel, size_t pstep, size_t batch) {
+  size_t b = 0;
+  for (; b + kMaxC <= batch; b += kMaxC) Tile<P, kMaxC>(a, panel, pstep, b);
+  switch (batch - b) {
+    case 1:
+      Tile<P, 1>(a, panel, pstep, b);
+      break;
+    case 2:
+      Tile<P, 2>(a, panel, pstep, b);
+      break;
+    case 3:
+      Tile<P, 3>(a, panel, pstep, b);
+      break;
+    case 4:
+      Tile<P, 4>(a, panel, pstep, b);
+      break;
+    case 5:
+      Tile<P, 5>(a, panel, pstep, b);
+      break;
+    default:
+      break;
+  }
+  static_assert(kMaxC == 6, "remainder cases cover 1..kMaxC-1");
+}
+
+constexpr size_t kStreams = 4;  // batch 1: panels far apart walked side by side
+
+void MatmulPacked(const PackedArgs& a, size_t batch) {
+  const size_t first = a.row_begin / kPanel;
+  const size_t end = (a.row_end + kPanel - 1) / kPanel;
+  size_t panel = first;
+  if (batch == 1) {
+    // A GEMV is bound by the weight stream: as on the row-major grid (matmul_int8.cpp
+    // AllRows), a few sequential streams far apart beat one.
+    const size_t part = (end - first) / kStreams;
+    for (size_t i = 0; i < part; ++i) Tile<kStreams, 1>(a, first + i, part, 0);
+    for (panel = first + kStreams * part; panel < end; ++panel) Tile<1, 1>(a, panel, 1, 0);
+    return;
+  }
+  const size_t part = (end - first) / 2;
+  for (size_t i = 0; i < part; ++i) AllColumns<2>(a, first + i, part, batch);
+  for (panel = first + 2 * part; panel < end; ++panel) AllColumns<1>(a, panel, 1, batch);
+}
+
+#else
+// The same formula in plain C++ (the packed layout's reference on every other target).
+void MatmulPacked(const PackedArgs& a, size_t batch) {
+  for (size_t b = 0; b < batch; ++b) {
+    const int8_t* x = a.xq + b * a.cols;
+    for (size_t r = a.row_begin; r < a.row_end; ++r) {
+      const uint8_t* panel = a.w + (r / kPanel) * a.panel_bytes;
+      const uint16_t* scales = reinterpret_cast<const uint16_t*>(panel + a.groups * kBlockBytes);
+      const size_t lane = r % kPanel;
+      float acc = 0.0f;
+      for (size_t g = 0; g < a.groups; ++g) {
+        int32_t isum = 0;
+        for (size_t k = 0; k < kBlock / 4; ++k) {
+          for (size_t i = 0; i < 4; ++i) {
+            const int32_t w = int32_t{panel[g * kBlockBytes + k * 64 + lane * 4 + i]} - 128;
+            isum += w * x[g * kBlock + 4 * k + i];
+          }
+        }
+        const float scale = f16_bits_to_f32(scales[g * kPanel + lane]) * a.xd[b * a.groups + g];
+        acc = std::fma(static_cast<float>(isum), scale, acc);
+      }
+      a.y[b * a.y_stride + r] = acc;
+    }
+  }
+}
+#endif
+
+bool Preferred() {
+  return HWY_TARGET == HWY_AVX3_DL;
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace stoa::kernels
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace stoa::kernels {
+
+HWY_EXPORT(MatmulPacked);
+HWY_EXPORT(Preferred);
+
+namespace {
+
+[[noreturn]] void bad(const std::string& what) {
+  throw std::invalid_argument(what);
+}
+
+}  // namespace
+
+PackedInt8 PackedInt8::pack(const Int8Weights& w) {
+  if (w.cols <= 0 || w.cols % kQ8Block != 0)
+    bad("PackedInt8::pack: weight cols " + std::to_string(w.cols) +
+        " is not a positive multiple of 32");
+  if (w.rows <= 0 || !w.values || !w.scales)
+    bad("PackedInt8::pack: weight view is empty or has no rows");
+  const size_t groups = static_cast<size_t>(w.cols / kQ8Block);
+  const size_t value_bytes = groups * kQ8Block * kPanelRows;
+  const size_t scale_bytes = (groups * kPanelRows * sizeof(uint16_t) + 63) / 64 * 64;
+  PackedInt8 out;
+  out.rows_ = w.rows;
+  out.cols_ = w.cols;
+  out.panel_bytes_ = value_bytes + scale_bytes;
+  const size_t total = out.nbytes();
+  out.bytes_.reset(static_cast<uint8_t*>(std::aligned_alloc(64, total)));
+  if (!out.bytes_) throw std::bad_alloc();
+  // Padding rows: weight 0 (stored +128) and scale 0; the padding after the scales: zero.
+  uint8_t* base = out.bytes_.get();
+  for (int64_t p = 0; p < out.panels(); ++p) {
+    uint8_t* panel = base + static_cast<size_t>(p) * out.panel_bytes_;
+    std::memset(panel, 0x80, value_bytes);
+    std::memset(panel + value_bytes, 0, scale_bytes);
+  }
+  for (int64_t r = 0; r < w.rows; ++r) {
+    uint8_t* panel = base + static_cast<size_t>(r / kPanelRows) * out.panel_bytes_;
+    const size_t lane = static_cast<size_t>(r % kPanelRows);
+    const int8_t* row = w.values + r * w.cols;
+    for (size_t g = 0; g < groups; ++g) {
+      for (size_t k = 0; k < kQ8Block / 4; ++k) {
+        uint8_t* dst = panel + g * kQ8Block * kPanelRows + k * 64 + lane * 4;
+        for (size_t i = 0; i < 4; ++i)
+          dst[i] =
+              static_cast<uint8_t>(static_cast<uint8_t>(row[g * kQ8Block + 4 * k + i]) ^ 0x80u);
+      }
+    }
+    uint16_t* scales = reinterpret_cast<uint16_t*>(panel + value_bytes);
+    for (size_t g = 0; g < groups; ++g) scales[g * kPanelRows + lane] = w.scales[r * groups + g];
+  }
+  return out;
+}
+
+bool packed_w8a8_preferred() {
+  return HWY_DYNAMIC_DISPATCH(Preferred)();
+}
+
+void matmul_w8a8_packed(const PackedInt8& w, const Q8Activations& acts, float* y, int64_t y_stride,
+                        int64_t row_begin, int64_t row_end) {
+  if (w.empty()) bad("matmul_w8a8_packed: the packed weights are empty");
+  if (row_begin < 0 || row_begin > row_end || row_end > w.rows())
+    bad("matmul_w8a8_packed: row range [" + std::to_string(row_begin) + ", " +
+        std::to_string(row_end) + ") is outside the " + std::to_string(w.rows()) + " weight rows");
+  if (acts.cols != w.cols())
+    bad("matmul_w8a8_packed: activations have " + std::to_string(acts.cols) + " cols, weights " +
+        std::to_string(w.cols()));
+  if (acts.batch < 0 || (acts.batch > 1 && y_stride < w.rows()))
+    bad("matmul_w8a8_packed: negative batch or y_stride below the weight rows");
+  if (acts.batch == 0 || row_begin == row_end) return;
+  if (!y || !acts.values || !acts.scales || !acts.sums)
+    bad("matmul_w8a8_packed: null buffer (the activations' block sums are required)");
+  const PackedArgs a{w.data(),
+                     w.panel_bytes(),
+                     static_cast<size_t>(w.rows()),
+                     static_cast<size_t>(w.cols()),
+                     static_cast<size_t>(w.cols() / kQ8Block),
+                     acts.values,
+                     acts.scales,
+                     acts.sums,
+                     y,
+                     static_cast<size_t>(y_stride),
+                     static_cast<size_t>(row_begin),
+                     static_cast<size_t>(row_end)};
+  HWY_DYNAMIC_DISPATCH(MatmulPacked)(a, static_cast<size_t>(acts.batch));
+}
+
+}  // namespace stoa::kernels
+#endif  // HWY_ONCE

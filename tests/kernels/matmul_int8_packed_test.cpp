@@ -1,0 +1,168 @@
+// The packed W8A8 kernel (kernels/matmul_int8_packed.h) against its formula, written out here
+// independently of the kernel: per output, acc = fma(float(exact block sum), d_w * d_x, acc)
+// over the blocks in order — bit for bit, on every target, batch size and row split.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "core/int8_grid.h"
+#include "kernels/half.h"
+#include "kernels/matmul_int8.h"
+#include "kernels/matmul_int8_packed.h"
+#include "kernels/target_loop.h"
+
+namespace stoa::kernels {
+namespace {
+
+struct Problem {
+  Int8Matrix w;
+  std::vector<int8_t> xq;
+  std::vector<float> xd;
+  std::vector<int32_t> sums;
+  int64_t batch = 0;
+  Int8Weights view() const { return {w.values.data(), w.scales.data(), w.rows, w.cols}; }
+  Q8Activations acts(int64_t b0, int64_t nb) {
+    const int64_t groups = w.cols / 32;
+    return {xq.data() + b0 * w.cols, xd.data() + b0 * groups, nb, w.cols,
+            sums.data() + b0 * groups};
+  }
+};
+
+Problem make_problem(int64_t rows, int64_t cols, int64_t batch, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> wf(static_cast<size_t>(rows * cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    const float mag = std::pow(10.0f, static_cast<float>(r % 5) - 2.0f);
+    for (int64_t i = 0; i < cols; ++i) wf[r * cols + i] = mag * normal(rng);
+  }
+  Problem p;
+  p.w = int8_quantize(wf.data(), rows, cols);
+  p.batch = batch;
+  std::vector<float> x(static_cast<size_t>(batch * cols));
+  for (auto& v : x) v = normal(rng);
+  if (batch > 0 && cols >= 64) {
+    for (int64_t i = 0; i < 32; ++i) x[i] = 0.0f;  // an all-zero block: scale 0
+  }
+  p.xq.resize(x.size());
+  p.xd.resize(x.size() / 32);
+  p.sums.assign(x.size() / 32, -12345);
+  quantize_activations_q8(x.data(), cols, p.acts(0, batch));
+  return p;
+}
+
+// The formula, from the row-major grid.
+std::vector<float> formula(const Problem& p) {
+  const int64_t rows = p.w.rows, cols = p.w.cols, groups = cols / 32;
+  std::vector<float> y(static_cast<size_t>(p.batch * rows));
+  for (int64_t b = 0; b < p.batch; ++b) {
+    for (int64_t r = 0; r < rows; ++r) {
+      float acc = 0.0f;
+      for (int64_t g = 0; g < groups; ++g) {
+        int32_t isum = 0;
+        for (int64_t i = g * 32; i < (g + 1) * 32; ++i)
+          isum += int32_t{p.w.values[r * cols + i]} * p.xq[b * cols + i];
+        const float scale = f16_bits_to_f32(p.w.scales[r * groups + g]) * p.xd[b * groups + g];
+        acc = std::fma(static_cast<float>(isum), scale, acc);
+      }
+      y[b * rows + r] = acc;
+    }
+  }
+  return y;
+}
+
+TEST(QuantizeQ8, BlockSumsAreTheValuesSums) {
+  Problem p = make_problem(1, 288, 5, 3);
+  for (size_t blk = 0; blk < p.sums.size(); ++blk) {
+    int32_t want = 0;
+    for (size_t i = 0; i < 32; ++i) want += p.xq[blk * 32 + i];
+    EXPECT_EQ(p.sums[blk], want) << blk;
+  }
+}
+
+TEST(PackedW8A8, BitExactAgainstTheFormula) {
+  test::for_each_target([] {
+    for (int64_t rows : {1, 15, 16, 17, 45, 100}) {
+      for (int64_t cols : {32, 96, 288, 800}) {
+        for (int64_t batch : {1, 2, 5, 6, 7, 13, 33, 70}) {
+          Problem p =
+              make_problem(rows, cols, batch, static_cast<uint32_t>(rows * 7 + cols + batch));
+          const PackedInt8 packed = PackedInt8::pack(p.view());
+          std::vector<float> y(static_cast<size_t>(batch * rows), NAN);
+          matmul_w8a8_packed(packed, p.acts(0, batch), y.data(), rows, 0, rows);
+          const std::vector<float> want = formula(p);
+          SCOPED_TRACE(testing::Message() << rows << "x" << cols << " batch " << batch);
+          ASSERT_EQ(0, std::memcmp(y.data(), want.data(), y.size() * 4));
+        }
+      }
+    }
+  });
+}
+
+// Extreme grid values: -128 weights against +-127 activations (the +128 bias of the unsigned
+// operand must not saturate or wrap).
+TEST(PackedW8A8, ExtremeValuesAreExact) {
+  test::for_each_target([] {
+    Problem p = make_problem(19, 96, 3, 23);
+    for (size_t i = 0; i < p.w.values.size(); ++i)
+      p.w.values[i] = static_cast<int8_t>(i % 3 == 0 ? -128 : (i % 3 == 1 ? 127 : -127));
+    for (size_t i = 0; i < p.xq.size(); ++i) p.xq[i] = (i % 5 == 0) ? -127 : 127;
+    for (size_t blk = 0; blk < p.sums.size(); ++blk) {
+      p.sums[blk] = 0;
+      for (size_t i = 0; i < 32; ++i) p.sums[blk] += p.xq[blk * 32 + i];
+    }
+    const PackedInt8 packed = PackedInt8::pack(p.view());
+    std::vector<float> y(3 * 19);
+    matmul_w8a8_packed(packed, p.acts(0, 3), y.data(), 19, 0, 19);
+    const std::vector<float> want = formula(p);
+    EXPECT_EQ(0, std::memcmp(y.data(), want.data(), y.size() * 4));
+  });
+}
+
+// Batch invariance: a row's bits alone, in batches of 7 and 40, under row splits that cut
+// panels (each part writes only its rows), and batch 1 under the same splits.
+TEST(PackedW8A8, BatchAndRowSplitInvariantAndWritesOnlyItsRows) {
+  test::for_each_target([] {
+    const int64_t rows = 45, cols = 288, batch = 40, y_stride = 50;
+    Problem p = make_problem(rows, cols, batch, 99);
+    const PackedInt8 packed = PackedInt8::pack(p.view());
+    auto run = [&](int64_t b0, int64_t nb, int64_t r0, int64_t r1, std::vector<float>& y) {
+      matmul_w8a8_packed(packed, p.acts(b0, nb), y.data() + b0 * y_stride, y_stride, r0, r1);
+    };
+    std::vector<float> whole(static_cast<size_t>(batch * y_stride), -7.0f);
+    run(0, batch, 0, rows, whole);
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t o = rows; o < y_stride; ++o)
+        ASSERT_EQ(whole[b * y_stride + o], -7.0f) << "wrote past the rows at " << b << "," << o;
+    std::vector<float> alone(whole.size(), -7.0f), of7(whole.size(), -7.0f);
+    std::vector<float> split(whole.size(), -7.0f), alone_split(whole.size(), -7.0f);
+    for (int64_t b = 0; b < batch; ++b) run(b, 1, 0, rows, alone);
+    for (int64_t b = 0; b < batch; b += 7) run(b, std::min<int64_t>(7, batch - b), 0, rows, of7);
+    const int64_t cuts[] = {0, 1, 6, 13, 16, 17, 31, 45};
+    for (size_t i = 0; i + 1 < std::size(cuts); ++i) run(0, batch, cuts[i], cuts[i + 1], split);
+    for (int64_t b = 0; b < batch; ++b)
+      for (size_t i = 0; i + 1 < std::size(cuts); ++i) run(b, 1, cuts[i], cuts[i + 1], alone_split);
+    EXPECT_EQ(0, std::memcmp(whole.data(), alone.data(), whole.size() * 4)) << "batch 1";
+    EXPECT_EQ(0, std::memcmp(whole.data(), of7.data(), whole.size() * 4)) << "batch 7";
+    EXPECT_EQ(0, std::memcmp(whole.data(), split.data(), whole.size() * 4)) << "row split";
+    EXPECT_EQ(0, std::memcmp(whole.data(), alone_split.data(), whole.size() * 4))
+        << "batch 1, row split";
+    // A part of the rows writes only that part.
+    std::vector<float> part(whole.size(), -7.0f);
+    run(0, batch, 13, 31, part);
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t o = 0; o < y_stride; ++o) {
+        const float got = part[b * y_stride + o];
+        if (o >= 13 && o < 31)
+          EXPECT_EQ(got, whole[b * y_stride + o]) << b << "," << o;
+        else
+          EXPECT_EQ(got, -7.0f) << "wrote outside [13, 31) at " << b << "," << o;
+      }
+  });
+}
+
+}  // namespace
+}  // namespace stoa::kernels
