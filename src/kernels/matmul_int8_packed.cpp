@@ -142,7 +142,12 @@ HWY_INLINE void AllColumns(const PackedArgs& a, size_t panel, size_t pstep, size
   static_assert(kMaxC == 6, "remainder cases cover 1..kMaxC-1");
 }
 
-constexpr size_t kStreams = 4;  // batch 1: panels far apart walked side by side
+// Batch 1: panels far apart walked side by side. Measured (kernels_speed packed, bench-qwen3
+// token, GB/s of weights, 1 thread, two runs each): 3 streams 22.5 / 23.3, 4: 24.2 / 23.7,
+// 5: 25.6 / 25.3, 6: 25.7 / 25.9, 8: 23.8 / 23.2, 12: 22.3 / 23.0 (the row-major grid's 4-row
+// walk: 28.3-28.5 — its arithmetic differs, so it cannot serve batch 1 here; a row-major walk
+// with this formula's integer transpose-and-add measured 21.6). 2 threads: 36-40 for 5-8.
+constexpr size_t kStreams = 6;
 
 void MatmulPacked(const PackedArgs& a, size_t batch) {
   const size_t first = a.row_begin / kPanel;
@@ -150,7 +155,7 @@ void MatmulPacked(const PackedArgs& a, size_t batch) {
   size_t panel = first;
   if (batch == 1) {
     // A GEMV is bound by the weight stream: as on the row-major grid (matmul_int8.cpp
-    // AllRows), a few sequential streams far apart beat one.
+    // AllRows), a few sequential streams far apart beat one (one: 15-16 GB/s).
     const size_t part = (end - first) / kStreams;
     for (size_t i = 0; i < part; ++i) Tile<kStreams, 1>(a, first + i, part, 0);
     for (panel = first + kStreams * part; panel < end; ++panel) Tile<1, 1>(a, panel, 1, 0);

@@ -4,7 +4,10 @@
 // and reports weight GB/s per wall- and per CPU-second. `stoa bench kernels` measures single
 // shapes; this measures the sequence the engine runs, so A/B of a kernel change takes seconds.
 //
-//   kernels_speed <qwen3|lfm2moe> [reps] [batch] [threads] [ours|llama|read] [target, e.g. AVX2]
+//   kernels_speed <qwen3|lfm2moe> [reps] [batch] [threads] [ours|packed|llama|read] [target]
+//
+// `packed` runs the engine's fast path on VNNI machines: the same matrices repacked into 16-row
+// panels (kernels/matmul_int8_packed.h).
 //
 // `llama` runs, instead of ours, a transcription of llama.cpp's x86 Q8_0 x Q8_0 dot product
 // (one row at a time, one 256-bit block per step, sign trick + vpdpbusd, one FMA chain) over
@@ -30,6 +33,7 @@
 #endif
 
 #include "kernels/matmul_int8.h"
+#include "kernels/matmul_int8_packed.h"
 #include "kernels/targets.h"
 
 using namespace stoa::kernels;
@@ -126,8 +130,9 @@ __attribute__((target("avx512f"))) void read_rows(const Int8Weights& w, float* y
   for (int64_t i = 0; i < (hi - lo) * w.cols; i += 64)
     acc = _mm512_or_si512(acc, _mm512_loadu_si512(v + i));
   const uint16_t* s = w.scales + lo * (w.cols / kQ8Block);
-  for (int64_t i = 0; i + 32 <= (hi - lo) * (w.cols / kQ8Block); i += 32)
-    acc = _mm512_or_si512(acc, _mm512_loadu_si512(s + i));
+  if (w.scales)
+    for (int64_t i = 0; i + 32 <= (hi - lo) * (w.cols / kQ8Block); i += 32)
+      acc = _mm512_or_si512(acc, _mm512_loadu_si512(s + i));
   alignas(64) int32_t lanes[16];
   _mm512_store_si512(lanes, acc);
   int32_t all = 0;
@@ -145,6 +150,7 @@ int main(int argc, char** argv) {
   const int threads = argc > 4 ? std::atoi(argv[4]) : 1;
   const bool llama = argc > 5 && std::string(argv[5]) == "llama";
   const bool read = argc > 5 && std::string(argv[5]) == "read";
+  const bool packed = argc > 5 && (std::string(argv[5]) == "packed" || std::getenv("KS_PACKREAD"));
   const std::vector<Shape> shapes = model_shapes(model);
   if (argc > 6) {
     bool found = false;
@@ -184,22 +190,33 @@ int main(int argc, char** argv) {
     max_cols = std::max(max_cols, sh.cols);
     max_rows = std::max(max_rows, sh.rows);
   }
+  std::vector<PackedInt8> packs(packed ? shapes.size() : 0);
+  for (size_t i = 0; i < packs.size(); ++i) packs[i] = PackedInt8::pack(mats[i].view(shapes[i]));
   std::vector<float> x(static_cast<size_t>(batch * max_cols));
   for (auto& v : x) v = sc(rng) * static_cast<float>(q(rng));
   std::vector<int8_t> xq(x.size());
   std::vector<float> xd(x.size() / kQ8Block);
+  std::vector<int32_t> xs(x.size() / kQ8Block);
   std::vector<float> y(static_cast<size_t>(batch * max_rows));
 
   auto run_range = [&](int part, int parts) {
     for (size_t i = 0; i < shapes.size(); ++i) {
       const Shape& sh = shapes[i];
-      const Q8Activations acts{xq.data(), xd.data(), batch, sh.cols};
+      const Q8Activations acts{xq.data(), xd.data(), batch, sh.cols, xs.data()};
       int64_t chunk = (sh.rows + parts - 1) / parts;
       chunk = (chunk + 15) / 16 * 16;
       const int64_t lo = std::min<int64_t>(sh.rows, part * chunk);
       const int64_t hi = std::min<int64_t>(sh.rows, lo + chunk);
       if (lo >= hi) continue;
 #if defined(__x86_64__)
+      if (read && packed) {
+        const int64_t p0 = lo / 16, p1 = (hi + 15) / 16;
+        Int8Weights v{
+            reinterpret_cast<const int8_t*>(packs[i].data() + p0 * packs[i].panel_bytes()), nullptr,
+            (p1 - p0) * static_cast<int64_t>(packs[i].panel_bytes()) / 64, 64};
+        read_rows(v, y.data(), 0, v.rows);
+        continue;
+      }
       if (read) {
         read_rows(mats[i].view(sh), y.data(), lo, hi);
         continue;
@@ -209,10 +226,14 @@ int main(int argc, char** argv) {
         continue;
       }
 #endif
-      matmul_w8a8(mats[i].view(sh), acts, y.data(), sh.rows, lo, hi);
+      if (packed) {
+        matmul_w8a8_packed(packs[i], acts, y.data(), sh.rows, lo, hi);
+      } else {
+        matmul_w8a8(mats[i].view(sh), acts, y.data(), sh.rows, lo, hi);
+      }
     }
   };
-  quantize_activations_q8(x.data(), max_cols, {xq.data(), xd.data(), batch, max_cols});
+  quantize_activations_q8(x.data(), max_cols, {xq.data(), xd.data(), batch, max_cols, xs.data()});
 
   double best_wall = 1e30, best_cpu = 1e30;
   for (int r = 0; r < reps + 1; ++r) {
@@ -236,14 +257,19 @@ int main(int argc, char** argv) {
   // barrier), to compare kernel versions: a change of walk must not change a single bit.
   const Shape& last = shapes.back();
   {
-    const Q8Activations acts{xq.data(), xd.data(), batch, last.cols};
+    const Q8Activations acts{xq.data(), xd.data(), batch, last.cols, xs.data()};
     const int parts = threads <= 1 ? 1 : 2;
     int64_t chunk = (last.rows + parts - 1) / parts;
     chunk = (chunk + 15) / 16 * 16;
     auto part_of = [&](int part) {
       const int64_t lo = std::min<int64_t>(last.rows, part * chunk);
       const int64_t hi = std::min<int64_t>(last.rows, lo + chunk);
-      if (lo < hi) matmul_w8a8(mats.back().view(last), acts, y.data(), last.rows, lo, hi);
+      if (lo >= hi) return;
+      if (packed) {
+        matmul_w8a8_packed(packs.back(), acts, y.data(), last.rows, lo, hi);
+      } else {
+        matmul_w8a8(mats.back().view(last), acts, y.data(), last.rows, lo, hi);
+      }
     };
     if (parts == 1) {
       part_of(0);
@@ -265,9 +291,10 @@ int main(int argc, char** argv) {
       "%.1f "
       "tok/s), %.3f ms cpu (%.1f GB/s per cpu-s)\n",
       model.c_str(),
-      read    ? "read-only"
-      : llama ? "llama-style"
-              : "ours",
+      read     ? "read-only"
+      : llama  ? "llama-style"
+      : packed ? "packed"
+               : "ours",
       target_name(active_target()).c_str(), static_cast<long long>(batch), threads, bytes / 1e6,
       reps, best_wall * 1e3, bytes / best_wall / 1e9, 1.0 / best_wall, best_cpu * 1e3,
       bytes / best_cpu / 1e9);

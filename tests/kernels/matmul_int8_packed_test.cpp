@@ -119,6 +119,12 @@ TEST(PackedW8A8, ExtremeValuesAreExact) {
     matmul_w8a8_packed(packed, p.acts(0, 3), y.data(), 19, 0, 19);
     const std::vector<float> want = formula(p);
     EXPECT_EQ(0, std::memcmp(y.data(), want.data(), y.size() * 4));
+    // Batch 1 takes its own walk (panels far apart).
+    for (int64_t b = 0; b < 3; ++b) {
+      std::vector<float> y1(19);
+      matmul_w8a8_packed(packed, p.acts(b, 1), y1.data(), 19, 0, 19);
+      EXPECT_EQ(0, std::memcmp(y1.data(), want.data() + b * 19, 19 * 4)) << "batch 1, row " << b;
+    }
   });
 }
 
