@@ -1,8 +1,23 @@
 #include "core/thread_pool.h"
 
+#include <chrono>
 #include <cstdlib>
 
 namespace stoa {
+namespace {
+
+// Spins until done() holds or budget_ns has passed (the clock is read every 64 iterations).
+template <typename Done>
+void spin_for(int64_t budget_ns, Done&& done) {
+  if (budget_ns <= 0) return;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::nanoseconds(budget_ns);
+  for (uint32_t i = 1; !done(); ++i) {
+    cpu_relax();
+    if ((i & 63) == 0 && std::chrono::steady_clock::now() >= deadline) return;
+  }
+}
+
+}  // namespace
 
 ThreadPool::ThreadPool(int threads) {
   if (threads < 1) threads = 1;
@@ -49,6 +64,8 @@ void ThreadPool::run_raw(int tasks, Trampoline fn, void* ctx) {
   }
   wake_.notify_all();
   run_tasks_of(0);
+  spin_for(spin_ns_.load(std::memory_order_relaxed),
+           [this] { return pending_.load(std::memory_order_acquire) == 0; });
   std::unique_lock<std::mutex> lock(mutex_);
   done_.wait(lock, [this] { return pending_ == 0; });
 }
@@ -56,6 +73,8 @@ void ThreadPool::run_raw(int tasks, Trampoline fn, void* ctx) {
 void ThreadPool::worker_loop(int index) {
   uint64_t seen = 0;
   for (;;) {
+    spin_for(spin_ns_.load(std::memory_order_relaxed),
+             [&] { return generation_.load(std::memory_order_acquire) != seen; });
     {
       std::unique_lock<std::mutex> lock(mutex_);
       wake_.wait(lock, [&] { return stop_ || generation_ != seen; });

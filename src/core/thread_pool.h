@@ -12,6 +12,15 @@
 
 namespace stoa {
 
+// A pause inside a spin-wait loop (lets the sibling hyperthread run, saves power).
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield" ::: "memory");
+#endif
+}
+
 class ThreadPool {
  public:
   explicit ThreadPool(int threads);
@@ -45,6 +54,15 @@ class ThreadPool {
   // A process-wide pool sized by STOA_THREADS or the hardware concurrency.
   static ThreadPool& global();
 
+  // How long (ns) a worker that finished its tasks, and the caller waiting for the workers,
+  // spin before sleeping on the condition variables (0, the default: never). Between two decode
+  // steps the gap is microseconds; a worker that slept must be woken and placed by the
+  // scheduler every step, and right after another process loaded the cores it was measured to
+  // land on the caller's core (bench-qwen3 batch 1 on 2 threads: 207-237 tok/s for 32 steps
+  // after llama.cpp's run, 291-297 without it). The engine sets it per forward pass from its
+  // preemption policy (engine/pass_workers.cpp): spinning on an oversubscribed machine costs.
+  void set_spin_ns(int64_t ns) { spin_ns_.store(ns, std::memory_order_relaxed); }
+
  private:
   using Trampoline = void (*)(void*, int);
   void run_raw(int tasks, Trampoline fn, void* ctx);
@@ -55,8 +73,10 @@ class ThreadPool {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::condition_variable done_;
-  uint64_t generation_ = 0;
-  int pending_ = 0;
+  // Written under mutex_; read without it only by the spin before a condition-variable wait.
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> pending_{0};
+  std::atomic<int64_t> spin_ns_{0};
   bool stop_ = false;
   int tasks_ = 0;
   Trampoline fn_ = nullptr;

@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <thread>
 #include <vector>
 
 #include "core/thread_pool.h"
@@ -16,6 +18,28 @@ TEST(ThreadPool, RunsEveryTaskExactlyOnce) {
       pool.run(37, [&](int task) { hits[task].fetch_add(1); });
       for (auto& h : hits) ASSERT_EQ(h.load(), 1);
     }
+  }
+}
+
+// With spinning on, workers and the caller spin between runs before sleeping: back-to-back runs,
+// runs after the spin budget has run out (everyone asleep again), and destroying a pool whose
+// workers are spinning all behave as without it.
+TEST(ThreadPool, SpinningBetweenRunsLosesNoTask) {
+  for (int threads : {2, 3}) {
+    ThreadPool pool(threads);
+    pool.set_spin_ns(200'000);
+    for (int round = 0; round < 300; ++round) {
+      std::vector<std::atomic<int>> hits(11);
+      pool.run(11, [&](int task) { hits[task].fetch_add(1); });
+      for (auto& h : hits) ASSERT_EQ(h.load(), 1);
+      if (round % 100 == 99) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    pool.set_spin_ns(0);
+    std::atomic<int> n{0};
+    pool.run(threads, [&](int) { n.fetch_add(1); });
+    EXPECT_EQ(n.load(), threads);
+    pool.set_spin_ns(50'000'000);  // destroyed while its workers spin
+    pool.run(threads, [&](int) { n.fetch_add(1); });
   }
 }
 

@@ -9,7 +9,7 @@
 //       N tokens (default: half) in one batch, then the rest one token per llama_decode, reusing
 //       the KV cache / conv state. Writes the logits of every position as raw little-endian f32
 //       [n_tokens][n_vocab] and prints a JSON summary.
-//   stoa-llama-oracle bench  --gguf F [--prompt-tokens 512] [--decode 64] [--batch 1]
+//   stoa-llama-oracle bench  --gguf F [--prompt-tokens 512] [--decode 64] [--warmup 0] [--batch 1]
 //                            [--threads 2] [--seed 1] [--kv-f32]
 //       Prefills `batch` sequences of random prompt tokens, then decodes `decode` steps with one
 //       token per sequence in a single llama_batch (several sequence ids, greedy next tokens).
@@ -273,10 +273,12 @@ nlohmann::json cmd_bench(const Args& args) {
   const long prompt = args.integer("prompt-tokens", 512);
   const long steps = args.integer("decode", 64);
   const long n_seq = args.integer("batch", 1);
+  const long warmup = args.integer("warmup", 0);
   const int threads = static_cast<int>(args.integer("threads", 2));
-  if (prompt < 1 || steps < 0 || n_seq < 1 || n_seq > 256)
-    throw std::runtime_error("need --prompt-tokens >= 1, --decode >= 0, --batch in 1..256");
-  const uint32_t n_ctx = static_cast<uint32_t>(n_seq * (prompt + steps) + 16);
+  if (prompt < 1 || steps < 0 || warmup < 0 || n_seq < 1 || n_seq > 256)
+    throw std::runtime_error(
+        "need --prompt-tokens >= 1, --decode >= 0, --warmup >= 0, --batch in 1..256");
+  const uint32_t n_ctx = static_cast<uint32_t>(n_seq * (prompt + warmup + steps) + 16);
   const uint32_t n_batch = static_cast<uint32_t>(std::max(prompt, n_seq));
   make_context(&m, n_ctx, n_batch, static_cast<uint32_t>(n_seq), threads, args.flag("kv-f32"),
                /*parity=*/false);
@@ -306,23 +308,29 @@ nlohmann::json cmd_bench(const Args& args) {
   double prefill_s = seconds_since(t0);
   double prefill_cpu_s = cpu_seconds() - c0;
 
-  // Decode: every step carries one token of every sequence in a single llama_batch.
-  auto t1 = Clock::now();
-  double c1 = cpu_seconds();
-  for (long step = 0; step < steps; ++step) {
+  // Decode: every step carries one token of every sequence in a single llama_batch; the first
+  // `warmup` steps are not timed.
+  long position = prompt;
+  auto decode_step = [&] {
     batch.clear();
     for (long s = 0; s < n_seq; ++s)
-      batch.add(next[static_cast<size_t>(s)], static_cast<llama_pos>(prompt + step),
+      batch.add(next[static_cast<size_t>(s)], static_cast<llama_pos>(position),
                 static_cast<llama_seq_id>(s), true);
     decode(m, batch);
     for (long s = 0; s < n_seq; ++s) next[static_cast<size_t>(s)] = argmax(static_cast<int32_t>(s));
-  }
+    ++position;
+  };
+  for (long step = 0; step < warmup; ++step) decode_step();
+  auto t1 = Clock::now();
+  double c1 = cpu_seconds();
+  for (long step = 0; step < steps; ++step) decode_step();
   double decode_s = seconds_since(t1);
   double decode_cpu_s = cpu_seconds() - c1;
   double prefill_tokens = static_cast<double>(prompt * n_seq);
   double decode_tokens = static_cast<double>(steps * n_seq);
   return {{"prompt_tokens", prompt},
           {"decode_steps", steps},
+          {"warmup_steps", warmup},
           {"batch", n_seq},
           {"threads", threads},
           {"prefill_s", prefill_s},
