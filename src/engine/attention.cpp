@@ -44,16 +44,16 @@ void attention_block(const AttentionWeights& w, int64_t layer, const Batch& batc
 
   // One position's rotation angles serve all its heads (the pow/sincos dominated this loop).
   thread_local std::vector<float> cos_buf, sin_buf;
-  float* cs = scratch(cos_buf, static_cast<size_t>(hd / 2));
-  float* sn = scratch(sin_buf, static_cast<size_t>(hd / 2));
+  const int64_t half = hd / 2;
+  float* cos_all = scratch(cos_buf, static_cast<size_t>(T * half));
+  float* sin_all = scratch(sin_buf, static_cast<size_t>(T * half));
+  // Keys here (the cache needs them before any token attends); each query head is normed and
+  // rotated by the task that attends with it, below (the same operations, spread over the pool).
   for (int64_t t = 0; t < T; ++t) {
     const int64_t pos = batch.positions[static_cast<size_t>(t)];
+    float* cs = cos_all + t * half;
+    float* sn = sin_all + t * half;
     rope_angles(hd, pos, w.rope_theta, cs, sn);
-    for (int64_t h = 0; h < w.heads; ++h) {
-      float* head = q + t * q_dim + h * hd;
-      rms_norm(head, w.q_norm, hd, w.eps, head);
-      rope_apply(head, hd, cs, sn);
-    }
     for (int64_t h = 0; h < w.kv_heads; ++h) {
       float* head = k + t * kv_dim + h * hd;
       rms_norm(head, w.k_norm, hd, w.eps, head);
@@ -86,12 +86,15 @@ void attention_block(const AttentionWeights& w, int64_t layer, const Batch& batc
     for (int64_t item = task; item < items; item += tasks) {
       const int64_t t = item / w.heads;
       const int64_t h = item % w.heads;
+      float* qh = q + t * q_dim + h * hd;
+      rms_norm(qh, w.q_norm, hd, w.eps, qh);
+      rope_apply(qh, hd, cos_all + t * half, sin_all + t * half);
       const Sequence::LayerState& state = seg_of[t]->seq->layer(layer);
       const int64_t n = batch.positions[static_cast<size_t>(t)] + 1;
       float* scores = scratch(scores_buf, static_cast<size_t>(n));
       const int64_t kvh = h / group;
-      attend(q + t * q_dim + h * hd, state.keys.data() + kvh * hd, state.values.data() + kvh * hd,
-             n, kv_dim, hd, scores, ctx + t * q_dim + h * hd);
+      attend(qh, state.keys.data() + kvh * hd, state.values.data() + kvh * hd, n, kv_dim, hd,
+             scores, ctx + t * q_dim + h * hd);
     }
   });
   w.o->forward(ctx, T, out, pool);

@@ -155,26 +155,40 @@ struct ActivationScratch {
     if (scales.size() < n / kInt8GroupSize) scales.resize(n / kInt8GroupSize);
     if (sums.size() < n / kInt8GroupSize) sums.resize(n / kInt8GroupSize);
   }
-  // Quantises x [tokens, cols] into the scratch at element `at`. Rows are quantised
-  // independently (the same bits whatever the split), so a prefill-sized batch spreads them
-  // over the pool; a decode step's few rows are not worth a dispatch.
-  kernels::Q8Activations quantize(const float* x, int64_t tokens, int64_t cols, int64_t at,
-                                  ThreadPool& pool) {
-    kernels::Q8Activations acts{values.data() + at, scales.data() + at / kInt8GroupSize, tokens,
-                                cols, sums.data() + at / kInt8GroupSize};
-    if (tokens < 16 || pool.size() == 1) {
-      kernels::quantize_activations_q8(x, cols, acts);
-    } else {
-      parallel_for(pool, tokens, 1, [&](int64_t begin, int64_t end) {
-        const int64_t groups = cols / kInt8GroupSize;
-        kernels::Q8Activations part{acts.values + begin * cols, acts.scales + begin * groups,
-                                    end - begin, cols, acts.sums + begin * groups};
-        kernels::quantize_activations_q8(x + begin * cols, cols, part);
-      });
-    }
-    return acts;
+  // A view of the scratch at element `at` for x [tokens, cols] (filled by quantize_all).
+  kernels::Q8Activations view_at(int64_t tokens, int64_t cols, int64_t at) {
+    return kernels::Q8Activations{values.data() + at, scales.data() + at / kInt8GroupSize, tokens,
+                                  cols, sums.data() + at / kInt8GroupSize};
   }
 };
+
+// Quantises inputs[k] (x[k] [acts[k].batch, acts[k].cols]) into acts[k], all of them in ONE
+// parallel operation over their rows when there are enough (a prefill, or a MoE layer's experts
+// with a few tokens each). Rows are quantised independently: the same bits whatever the split.
+void quantize_all(std::span<const float* const> x, std::span<const kernels::Q8Activations> acts,
+                  ThreadPool& pool) {
+  int64_t rows = 0;
+  for (const auto& a : acts) rows += a.batch;
+  auto rows_of = [&](size_t k, int64_t begin, int64_t end) {
+    const kernels::Q8Activations& a = acts[k];
+    const int64_t groups = a.cols / kInt8GroupSize;
+    const kernels::Q8Activations part{a.values + begin * a.cols, a.scales + begin * groups,
+                                      end - begin, a.cols, a.sums + begin * groups};
+    kernels::quantize_activations_q8(x[k] + begin * a.cols, a.cols, part);
+  };
+  if (rows < 16 || pool.size() == 1) {
+    for (size_t k = 0; k < acts.size(); ++k) rows_of(k, 0, acts[k].batch);
+    return;
+  }
+  parallel_for(pool, rows, 1, [&](int64_t begin, int64_t end) {
+    int64_t first = 0;  // global row index of acts[k]'s row 0
+    for (size_t k = 0; k < acts.size() && first < end; first += acts[k].batch, ++k) {
+      const int64_t lo = std::max(begin, first), hi = std::min(end, first + acts[k].batch);
+      if (lo < hi) rows_of(k, lo - first, hi - first);
+    }
+  });
+}
+
 thread_local ActivationScratch t_scratch;
 
 kernels::Int8Weights view(const Int8Matrix& q) {
@@ -241,6 +255,10 @@ void Linear::forward_jobs(std::span<const LinearJob> jobs, ThreadPool& pool) {
     int64_t elements = 0;
     for (size_t i = 0; i < count; ++i) elements += jobs[i].tokens * jobs[i].linear->cols_;
     t_scratch.reserve(elements);
+    thread_local std::vector<const float*> distinct_x;
+    thread_local std::vector<kernels::Q8Activations> distinct_acts;
+    distinct_x.clear();
+    distinct_acts.clear();
     int64_t at = 0;
     for (size_t i = 0; i < count; ++i) {
       const LinearJob& j = jobs[i];
@@ -257,9 +275,12 @@ void Linear::forward_jobs(std::span<const LinearJob> jobs, ThreadPool& pool) {
         acts[i] = acts[same];
         continue;
       }
-      acts[i] = t_scratch.quantize(j.x, j.tokens, j.linear->cols_, at, pool);
+      acts[i] = t_scratch.view_at(j.tokens, j.linear->cols_, at);
       at += j.tokens * j.linear->cols_;
+      distinct_x.push_back(j.x);
+      distinct_acts.push_back(acts[i]);
     }
+    quantize_all(distinct_x, distinct_acts, pool);
     parallel_for(pool, total, 16, [&](int64_t begin, int64_t end) {
       each(begin, end, [&](size_t i, int64_t lo, int64_t hi) {
         const Linear& l = *jobs[i].linear;

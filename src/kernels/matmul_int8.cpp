@@ -367,7 +367,7 @@ void MatmulW8A8(const Args8& a, size_t row_begin, size_t row_end, size_t batch) 
 // Per 32-block: d = amax / 127 (stored rounded to f16, as llama.cpp stores it), q = round(x / d)
 // with halves away from zero (roundf), using the unrounded 1/d as llama.cpp's reference does.
 void QuantizeQ8(const float* HWY_RESTRICT x, size_t x_stride, size_t batch, size_t cols,
-                int8_t* HWY_RESTRICT q, float* HWY_RESTRICT d) {
+                int8_t* HWY_RESTRICT q, float* HWY_RESTRICT d, int32_t* HWY_RESTRICT sums) {
   const DF df;
   const hn::Rebind<int32_t, DF> di32;
   const hn::Rebind<int8_t, DF> di8;
@@ -387,6 +387,7 @@ void QuantizeQ8(const float* HWY_RESTRICT x, size_t x_stride, size_t batch, size
       const auto vid = hn::Set(df, id);
       const auto half = hn::Set(df, 0.5f);
       const auto one = hn::Set(df, 1.0f);
+      auto block_sum = hn::Zero(di32);
       for (size_t k = 0; k < kBlock; k += lanes) {
         const auto t = hn::Mul(hn::LoadU(df, blk + k), vid);
         const auto mag = hn::Abs(t);
@@ -395,7 +396,9 @@ void QuantizeQ8(const float* HWY_RESTRICT x, size_t x_stride, size_t batch, size
         const auto r = hn::Add(fl, hn::IfThenElseZero(hn::Ge(hn::Sub(mag, fl), half), one));
         const auto qi = hn::ConvertTo(di32, hn::CopySignToAbs(r, t));
         hn::StoreU(hn::DemoteTo(di8, qi), di8, q + b * cols + g * kBlock + k);
+        block_sum = hn::Add(block_sum, qi);
       }
+      if (sums) sums[b * groups + g] = hn::GetLane(hn::SumOfLanes(di32, block_sum));
     }
   }
 }
@@ -464,16 +467,7 @@ void quantize_activations_q8(const float* x, int64_t x_stride, const Q8Activatio
   if (!x || !acts.values || !acts.scales) bad("quantize_activations_q8: null buffer");
   HWY_DYNAMIC_DISPATCH(QuantizeQ8)
   (x, static_cast<size_t>(x_stride), static_cast<size_t>(acts.batch),
-   static_cast<size_t>(acts.cols), acts.values, acts.scales);
-  if (acts.sums) {
-    const int64_t blocks = acts.batch * acts.cols / kQ8Block;
-    for (int64_t blk = 0; blk < blocks; ++blk) {
-      const int8_t* v = acts.values + blk * kQ8Block;
-      int32_t sum = 0;
-      for (int64_t i = 0; i < kQ8Block; ++i) sum += v[i];
-      acts.sums[blk] = sum;
-    }
-  }
+   static_cast<size_t>(acts.cols), acts.values, acts.scales, acts.sums);
 }
 
 void matmul_w8a8(const Int8Weights& w, const Q8Activations& acts, float* y, int64_t y_stride,

@@ -115,12 +115,9 @@ HWY_INLINE void Tile(const PackedArgs& a, size_t panel, size_t pstep, size_t b) 
   }
 }
 
-// Every activation row for the P panels panel, panel + pstep, ... (their bytes stay in L1).
 template <size_t P>
-HWY_INLINE void AllColumns(const PackedArgs& a, size_t panel, size_t pstep, size_t batch) {
-  size_t b = 0;
-  for (; b + kMaxC <= batch; b += kMaxC) Tile<P, kMaxC>(a, panel, pstep, b);
-  switch (batch - b) {
+HWY_INLINE void TileOf(const PackedArgs& a, size_t panel, size_t pstep, size_t b, size_t c) {
+  switch (c) {
     case 1:
       Tile<P, 1>(a, panel, pstep, b);
       break;
@@ -137,9 +134,25 @@ HWY_INLINE void AllColumns(const PackedArgs& a, size_t panel, size_t pstep, size
       Tile<P, 5>(a, panel, pstep, b);
       break;
     default:
+      Tile<P, 6>(a, panel, pstep, b);
       break;
   }
-  static_assert(kMaxC == 6, "remainder cases cover 1..kMaxC-1");
+  static_assert(kMaxC == 6, "cases cover 1..kMaxC");
+}
+
+// Every activation row for the P panels panel, panel + pstep, ... (their bytes stay in L1), in
+// as few tiles as kMaxC allows, of near-equal widths (8 rows: 4 + 4, not 6 + 2 — a narrow tile
+// loads the panel's vectors for few products).
+template <size_t P>
+HWY_INLINE void AllColumns(const PackedArgs& a, size_t panel, size_t pstep, size_t batch) {
+  const size_t tiles = (batch + kMaxC - 1) / kMaxC;
+  const size_t base = batch / tiles, wider = batch % tiles;
+  size_t b = 0;
+  for (size_t t = 0; t < tiles; ++t) {
+    const size_t c = base + (t < wider ? 1 : 0);
+    TileOf<P>(a, panel, pstep, b, c);
+    b += c;
+  }
 }
 
 // Batch 1: panels far apart walked side by side. Measured (kernels_speed packed, bench-qwen3
