@@ -146,15 +146,15 @@ struct OursBench {
       inputs[static_cast<size_t>(s)] = {&seqs[static_cast<size_t>(s)],
                                         prompts[static_cast<size_t>(s)], engine::Logits::kLast};
     }
-    std::vector<Tensor> logits = runner.append_batch(inputs);  // prefill: not timed
+    engine::PassLogits logits = runner.append_batch_view(inputs);  // prefill: not timed
     std::vector<int32_t> next(static_cast<size_t>(batch));
     auto step = [&] {
       for (int64_t s = 0; s < batch; ++s) {
-        next[static_cast<size_t>(s)] = argmax(logits[static_cast<size_t>(s)].as<float>(), V);
+        next[static_cast<size_t>(s)] = argmax(logits.last(static_cast<size_t>(s)).data(), V);
         inputs[static_cast<size_t>(s)].tokens =
             std::span<const int32_t>(&next[static_cast<size_t>(s)], 1);
       }
-      logits = runner.append_batch(inputs);
+      logits = runner.append_batch_view(inputs);
     };
     // Warm-up: after an idle stretch (llama.cpp's run in between) the first decode steps were
     // measured ~25 % slower on this VM (bench-qwen3 batch 1, 2 threads, 32 steps: 221-240 tok/s

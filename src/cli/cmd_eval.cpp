@@ -175,14 +175,13 @@ int run(const Options& o) {
   while (!slots.empty()) {
     std::vector<engine::SequenceInput> inputs;
     for (auto& s : slots) inputs.push_back({s.seq.get(), s.pending, engine::Logits::kLast});
-    std::vector<Tensor> logits = runner.append_batch(inputs);
+    const engine::PassLogits logits = runner.append_batch_view(inputs);
     std::vector<Slot> keep;
     for (size_t i = 0; i < slots.size(); i++) {
       Slot& s = slots[i];
       s.fed += static_cast<int64_t>(s.pending.size());
-      const auto& l = logits[i];
-      const engine::SampledToken sampled = s.sampler->sample(
-          std::span<const float>(l.as<float>(), static_cast<size_t>(sample_vocab)));
+      const engine::SampledToken sampled =
+          s.sampler->sample(logits.last(i).first(static_cast<size_t>(sample_vocab)));
       const int32_t tok = sampled.token;
       s.turn.push_back(tok);
       s.turn_logprobs.push_back(sampled.logprob);

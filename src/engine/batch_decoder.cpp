@@ -166,7 +166,7 @@ std::vector<StepEvent> BatchDecoder::step() {
   }
   std::vector<StepEvent> events;
   if (inputs.empty()) return events;
-  std::vector<Tensor> logits = runner_.append_batch(inputs);
+  const PassLogits logits = runner_.append_batch_view(inputs);
   for (size_t k = 0; k < owner.size(); ++k) {
     const int64_t i = owner[k];
     // Forks first: they copy the leader's state before the leader's pending token changes
@@ -177,9 +177,9 @@ std::vector<StepEvent> BatchDecoder::step() {
       w.seq.emplace(slots_[static_cast<size_t>(i)].seq->fork());
       w.state = State::kActive;
       w.leader = -1;
-      events.push_back(sample_into(static_cast<int64_t>(f), logits[k].as<float>()));
+      events.push_back(sample_into(static_cast<int64_t>(f), logits.last(k).data()));
     }
-    events.push_back(sample_into(i, logits[k].as<float>()));
+    events.push_back(sample_into(i, logits.last(k).data()));
   }
   std::sort(events.begin(), events.end(),
             [](const StepEvent& a, const StepEvent& b) { return a.slot < b.slot; });

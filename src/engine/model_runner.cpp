@@ -24,7 +24,27 @@ Tensor ModelRunner::append(Sequence& seq, std::span<const int32_t> tokens, Logit
   return std::move(append_batch(std::span<const SequenceInput>(&input, 1)).front());
 }
 
+std::span<const float> PassLogits::last(size_t i) const {
+  STOA_CHECK(count(i) > 0, ErrorKind::kInvalidArgument, "batch input ", i, " asked for no logits");
+  const int64_t row = (*rows_)[i].second - 1;
+  return {data_ + row * vocab_, static_cast<size_t>(vocab_)};
+}
+
 std::vector<Tensor> ModelRunner::append_batch(std::span<const SequenceInput> inputs) {
+  const PassLogits logits = append_batch_view(inputs);
+  const int64_t V = config().vocab_size;
+  std::vector<Tensor> out;
+  out.reserve(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    Tensor t(DType::kF32, {logits.count(i), V});
+    const std::span<const float> rows = logits.rows(i);
+    std::copy(rows.begin(), rows.end(), t.as<float>());
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+PassLogits ModelRunner::append_batch_view(std::span<const SequenceInput> inputs) {
   const ModelConfig& c = config();
   const int64_t H = c.hidden_size;
   const int64_t V = c.vocab_size;
@@ -73,7 +93,7 @@ std::vector<Tensor> ModelRunner::append_batch(std::span<const SequenceInput> inp
 
   // Logits only for the rows asked for: the vocabulary projection dominates a small model.
   thread_local std::vector<int64_t> rows;
-  thread_local std::vector<std::pair<int64_t, int64_t>> range;  // into `rows`
+  std::vector<std::pair<int64_t, int64_t>>& range = logit_ranges_;  // into `rows`
   rows.clear();
   range.assign(inputs.size(), {0, 0});
   {
@@ -92,10 +112,10 @@ std::vector<Tensor> ModelRunner::append_batch(std::span<const SequenceInput> inp
   }
   const int64_t R = static_cast<int64_t>(rows.size());
 
-  thread_local std::vector<float> hidden_buf, normed_buf, logits_buf;
+  thread_local std::vector<float> hidden_buf, normed_buf;
   float* hidden = scratch(hidden_buf, static_cast<size_t>(T * H));
   float* normed = scratch(normed_buf, static_cast<size_t>(R * H));
-  float* logits = scratch(logits_buf, static_cast<size_t>(R * V));
+  float* logits = scratch(logits_, static_cast<size_t>(R * V));
   // The whole pass holds the pool's threads once (pass_workers.h): its ~100s of parallel
   // operations are handed out by spinning, not by condition-variable wakeups.
   run_pass(*pool_, [&] {
@@ -109,18 +129,10 @@ std::vector<Tensor> ModelRunner::append_batch(std::span<const SequenceInput> inp
     if (R > 0) weights_->lm_head().forward(normed, R, logits, *pool_);
   });
 
-  std::vector<Tensor> out;
-  out.reserve(inputs.size());
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const auto [first, last] = range[i];
-    Tensor t(DType::kF32, {last - first, V});
-    std::copy(logits + first * V, logits + last * V, t.as<float>());
-    out.push_back(std::move(t));
-  }
   for (const SequenceInput& in : inputs) {
     in.seq->commit(in.tokens.data(), static_cast<int64_t>(in.tokens.size()));
   }
-  return out;
+  return PassLogits(logits, V, &logit_ranges_);
 }
 
 Tensor ModelRunner::score(std::span<const int32_t> tokens, int64_t prefill) {

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "core/tensor.h"
@@ -35,6 +36,32 @@ struct SequenceInput {
   Sequence* seq = nullptr;
   std::span<const int32_t> tokens;
   Logits logits = Logits::kLast;
+};
+
+// The logits of one pass, read in place from the runner's buffer: no allocation or copy per
+// sequence (at batch 32 a per-sequence tensor cost a zero-fill, a copy and fresh pages of
+// 32 x vocab floats every step). Valid until the runner's next pass; moving the runner ends it.
+class PassLogits {
+ public:
+  PassLogits(const float* data, int64_t vocab, const std::vector<std::pair<int64_t, int64_t>>* rows)
+      : data_(data), vocab_(vocab), rows_(rows) {}
+
+  size_t size() const { return rows_->size(); }
+  int64_t vocab() const { return vocab_; }
+  // Rows requested for inputs[i] (0 for Logits::kNone, 1 for kLast, n for kAll).
+  int64_t count(size_t i) const { return (*rows_)[i].second - (*rows_)[i].first; }
+  // inputs[i]'s rows, [count(i) x vocab] row-major.
+  std::span<const float> rows(size_t i) const {
+    const auto [first, last] = (*rows_)[i];
+    return {data_ + first * vocab_, static_cast<size_t>((last - first) * vocab_)};
+  }
+  // inputs[i]'s last requested row (the next-token distribution of a decode step).
+  std::span<const float> last(size_t i) const;
+
+ private:
+  const float* data_;
+  int64_t vocab_;
+  const std::vector<std::pair<int64_t, int64_t>>* rows_;  // per input: [first, last) row
 };
 
 class ModelRunner {
@@ -61,6 +88,8 @@ class ModelRunner {
   // is validated before any state changes: a bad token id, a sequence over capacity, a
   // sequence from another model or listed twice gets an Error and no sequence is touched.
   std::vector<Tensor> append_batch(std::span<const SequenceInput> inputs);
+  // The same pass, its logits read in place (the decode loops' form; see PassLogits).
+  PassLogits append_batch_view(std::span<const SequenceInput> inputs);
 
   // The oracle's entry point: runs `tokens` on a fresh sequence, the first `prefill` in one
   // pass and the rest one token at a time (so the cache is exercised), and returns the logits
@@ -71,6 +100,8 @@ class ModelRunner {
   std::unique_ptr<EngineWeights> weights_;  // heap: the architecture points into it
   std::unique_ptr<Architecture> arch_;
   ThreadPool* pool_;
+  std::vector<float> logits_;                              // grow-only: [rows, vocab]
+  std::vector<std::pair<int64_t, int64_t>> logit_ranges_;  // per input of the last pass
 };
 
 }  // namespace stoa::engine

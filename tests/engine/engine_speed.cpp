@@ -110,16 +110,16 @@ int main(int argc, char** argv) {
       std::vector<engine::SequenceInput> inputs(static_cast<size_t>(batch));
       for (size_t s = 0; s < inputs.size(); ++s)
         inputs[s] = {&seqs[s], prompts[s], engine::Logits::kLast};
-      std::vector<Tensor> logits = runner.append_batch(inputs);
+      engine::PassLogits logits = runner.append_batch_view(inputs);
       std::vector<int32_t> next(static_cast<size_t>(batch));
       const double w0 = wall_now(), c0 = cpu_now();
       for (int64_t step = 0; step < steps; ++step) {
         for (size_t s = 0; s < inputs.size(); ++s) {
-          const float* row = logits[s].as<float>();
+          const float* row = logits.last(s).data();
           next[s] = static_cast<int32_t>(std::max_element(row, row + V) - row);
           inputs[s].tokens = std::span<const int32_t>(&next[s], 1);
         }
-        logits = runner.append_batch(inputs);
+        logits = runner.append_batch_view(inputs);
       }
       const std::string name = "decode b" + std::to_string(batch);
       report(name.c_str(), static_cast<double>(batch * steps), wall_now() - w0, cpu_now() - c0);

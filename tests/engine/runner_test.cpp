@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstring>
 
 #include "engine/model_runner.h"
 #include "engine_test_util.h"
@@ -87,6 +88,45 @@ TEST_P(RunnerTest, BatchAndForkMatchSoloRuns) {
   Tensor none = runner.append(fa, std::span<const int32_t>(), Logits::kAll);
   EXPECT_EQ(none.dim(0), 0);
   EXPECT_EQ(fa.length(), 27);
+}
+
+// The in-place view reads the same bits append_batch copies out, row ranges per input follow
+// Logits::{kNone,kLast,kAll}, and a rejected pass leaves the previous view intact.
+TEST_P(RunnerTest, PassLogitsViewEqualsCopiedLogits) {
+  ModelRunner copied = ModelRunner::from_model(tiny_model(GetParam().preset), GetParam().format);
+  ModelRunner viewed = ModelRunner::from_model(tiny_model(GetParam().preset), GetParam().format);
+  const int64_t V = copied.config().vocab_size;
+  const std::vector<int32_t> a = random_tokens(5, V, 5), b = random_tokens(3, V, 6),
+                             c = random_tokens(4, V, 7);
+  Sequence ca = copied.new_sequence(32), cb = copied.new_sequence(32), cc = copied.new_sequence(32);
+  Sequence va = viewed.new_sequence(32), vb = viewed.new_sequence(32), vc = viewed.new_sequence(32);
+  SequenceInput copied_inputs[] = {
+      {&ca, a, Logits::kAll}, {&cb, b, Logits::kNone}, {&cc, c, Logits::kLast}};
+  SequenceInput viewed_inputs[] = {
+      {&va, a, Logits::kAll}, {&vb, b, Logits::kNone}, {&vc, c, Logits::kLast}};
+  const std::vector<Tensor> out = copied.append_batch(copied_inputs);
+  const PassLogits view = viewed.append_batch_view(viewed_inputs);
+  ASSERT_EQ(view.size(), 3u);
+  EXPECT_EQ(view.vocab(), V);
+  EXPECT_EQ(view.count(0), 5);
+  EXPECT_EQ(view.count(1), 0);
+  EXPECT_EQ(view.count(2), 1);
+  for (size_t i = 0; i < 3; ++i) {
+    const std::span<const float> rows = view.rows(i);
+    ASSERT_EQ(static_cast<int64_t>(rows.size()), out[i].numel());
+    EXPECT_EQ(0, std::memcmp(rows.data(), out[i].as<float>(), rows.size_bytes())) << i;
+  }
+  EXPECT_EQ(0, std::memcmp(view.last(0).data(), out[0].as<float>() + 4 * V,
+                           static_cast<size_t>(V) * sizeof(float)));
+  EXPECT_THROW(view.last(1), Error);  // asked for no logits
+
+  // A bad token id is rejected before anything runs: the earlier view still reads its pass.
+  const std::vector<float> before(view.rows(0).begin(), view.rows(0).end());
+  const int32_t bad = static_cast<int32_t>(V);
+  SequenceInput rejected[] = {{&va, std::span<const int32_t>(&bad, 1), Logits::kLast}};
+  EXPECT_THROW(viewed.append_batch_view(rejected), Error);
+  EXPECT_EQ(va.length(), 5);
+  EXPECT_EQ(0, std::memcmp(view.rows(0).data(), before.data(), before.size() * sizeof(float)));
 }
 
 INSTANTIATE_TEST_SUITE_P(AllArchs, RunnerTest,

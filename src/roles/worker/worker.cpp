@@ -409,12 +409,12 @@ WorkerStats run_worker(const WorkerOptions& o, const std::atomic<bool>& stop) {
           inputs.push_back({s.seq.get(), s.pending, engine::Logits::kLast});
           order.push_back(&s);
         }
-      std::vector<Tensor> logits = runner->append_batch(inputs);
+      const engine::PassLogits logits = runner->append_batch_view(inputs);
       for (size_t i = 0; i < order.size(); ++i) {
         Slot& s = *order[i];
-        const Tensor& l = logits[i];
-        engine::SampledToken t = s.sampler->sample(std::span<const float>(
-            l.as<float>(), static_cast<size_t>(std::min<int64_t>(l.numel(), sample_vocab))));
+        const std::span<const float> l = logits.last(i);
+        engine::SampledToken t = s.sampler->sample(
+            l.first(static_cast<size_t>(std::min<int64_t>(logits.vocab(), sample_vocab))));
         std::vector<int32_t> ids;
         std::vector<float> lps;
         if (joined.topk > 0) {
