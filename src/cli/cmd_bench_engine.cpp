@@ -234,7 +234,7 @@ json bench_model(const Options& opts, const std::string& preset, const std::stri
   // hold more (the packed copy of the int8 weights for the VNNI kernel).
   size_t weight_bytes = 0;
   for (const auto& [name, l] : runner.weights().linears())
-    weight_bytes += l.is_int8() ? l.int8().nbytes() : l.f32().nbytes();
+    weight_bytes += l.is_int8() ? l.int8_grid_nbytes() : l.f32().nbytes();
   for (const auto& [name, t] : runner.weights().vectors()) weight_bytes += t.nbytes();
   const size_t weight_bytes_held = runner.weights().nbytes();
   OursBench ours{runner, opts};

@@ -148,19 +148,19 @@ const Linear& EngineWeights::lm_head() const {
 
 void EngineWeights::set_int8_values(const std::string& name, std::span<const int8_t> values) {
   Linear& l = int8_linear(name);
-  const Int8Matrix& m = l.int8();
-  STOA_CHECK(values.size() == m.values.size(), ErrorKind::kInvalidArgument, "update of ", name,
-             " has ", values.size(), " values, the tensor has ", m.values.size());
+  STOA_CHECK(values.size() == static_cast<size_t>(l.rows() * l.cols()), ErrorKind::kInvalidArgument,
+             "update of ", name, " has ", values.size(), " values, the tensor has ",
+             l.rows() * l.cols());
   l.replace_int8_values(values);
 }
 
 void EngineWeights::set_int8(const std::string& name, Int8Matrix matrix) {
   Linear& l = int8_linear(name);
-  const Int8Matrix& m = l.int8();
-  STOA_CHECK(matrix.rows == m.rows && matrix.cols == m.cols &&
-                 matrix.values.size() == m.values.size() && matrix.scales.size() == m.scales.size(),
+  STOA_CHECK(matrix.rows == l.rows() && matrix.cols == l.cols() &&
+                 matrix.values.size() == static_cast<size_t>(l.rows() * l.cols()) &&
+                 matrix.scales.size() == static_cast<size_t>(l.rows() * l.cols() / kInt8GroupSize),
              ErrorKind::kInvalidArgument, "update of ", name, " is [", matrix.rows, ", ",
-             matrix.cols, "], the tensor is [", m.rows, ", ", m.cols, "]");
+             matrix.cols, "], the tensor is [", l.rows(), ", ", l.cols(), "]");
   l.replace_int8(std::move(matrix));
 }
 

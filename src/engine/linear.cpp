@@ -3,6 +3,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "engine/pass_workers.h"
+#include "engine/scratch.h"
 #include "kernels/matmul_int8.h"
 
 #include <algorithm>
@@ -55,40 +56,63 @@ Linear Linear::from_int8(Int8Matrix weight) {
   l.cols_ = weight.cols;
   l.int8_ = true;
   l.q_ = std::move(weight);
-  l.repack();
+  l.settle_layout();
   return l;
 }
 
-void Linear::repack() {
-  if (int8_ && kernels::packed_w8a8_preferred()) {
+void Linear::set_backend(Backend backend) {
+  backend_ = backend;
+  settle_layout();
+}
+
+void Linear::settle_layout() {
+  if (!int8_) return;
+  const bool want_packed = backend_ == Backend::kW8A8 && kernels::packed_w8a8_preferred();
+  if (want_packed && packed_.empty()) {
     packed_ = kernels::PackedInt8::pack(
         kernels::Int8Weights{q_.values.data(), q_.scales.data(), q_.rows, q_.cols});
-  } else {
+    std::vector<int8_t>().swap(q_.values);  // release, not just clear
+    std::vector<uint16_t>().swap(q_.scales);
+  } else if (!want_packed && !packed_.empty()) {
+    q_ = int8();
     packed_ = kernels::PackedInt8{};
   }
 }
 
 void Linear::replace_int8(Int8Matrix weight) {
   STOA_CHECK(int8_, ErrorKind::kInternal, "linear is f32, not int8");
-  STOA_CHECK(weight.rows == q_.rows && weight.cols == q_.cols &&
-                 weight.values.size() == q_.values.size() &&
-                 weight.scales.size() == q_.scales.size(),
-             ErrorKind::kInvalidArgument, "update is [", weight.rows, ", ", weight.cols,
-             "], the tensor is [", q_.rows, ", ", q_.cols, "]");
+  STOA_CHECK(weight.rows == rows_ && weight.cols == cols_ &&
+                 weight.values.size() == static_cast<size_t>(rows_ * cols_) &&
+                 weight.scales.size() == static_cast<size_t>(rows_ * cols_ / kInt8GroupSize),
+             ErrorKind::kInvalidArgument, "update is [", weight.rows, ", ", weight.cols, "] with ",
+             weight.values.size(), " values and ", weight.scales.size(), " scales, the tensor is [",
+             rows_, ", ", cols_, "]");
   q_ = std::move(weight);
-  repack();
+  packed_ = kernels::PackedInt8{};
+  settle_layout();
 }
 
 void Linear::replace_int8_values(std::span<const int8_t> values) {
   STOA_CHECK(int8_, ErrorKind::kInternal, "linear is f32, not int8");
-  STOA_CHECK(values.size() == q_.values.size(), ErrorKind::kInvalidArgument, "update has ",
-             values.size(), " values, the tensor has ", q_.values.size());
-  std::copy(values.begin(), values.end(), q_.values.begin());
-  repack();
+  STOA_CHECK(values.size() == static_cast<size_t>(rows_ * cols_), ErrorKind::kInvalidArgument,
+             "update has ", values.size(), " values, the tensor has ", rows_ * cols_);
+  if (packed_.empty()) {
+    std::copy(values.begin(), values.end(), q_.values.begin());
+    return;
+  }
+  Int8Matrix m = int8();  // the scales stay
+  std::copy(values.begin(), values.end(), m.values.begin());
+  replace_int8(std::move(m));
 }
 
 size_t Linear::nbytes() const {
   return int8_ ? q_.nbytes() + packed_.nbytes() : f32_.nbytes();
+}
+
+size_t Linear::int8_grid_nbytes() const {
+  STOA_CHECK(int8_, ErrorKind::kInternal, "linear is f32, not int8");
+  return static_cast<size_t>(rows_ * cols_) +
+         static_cast<size_t>(rows_ * cols_ / kInt8GroupSize) * sizeof(uint16_t);
 }
 
 const Tensor& Linear::f32() const {
@@ -96,9 +120,19 @@ const Tensor& Linear::f32() const {
   return f32_;
 }
 
-const Int8Matrix& Linear::int8() const {
+Int8Matrix Linear::int8() const {
   STOA_CHECK(int8_, ErrorKind::kInternal, "linear is f32, not int8");
-  return q_;
+  if (packed_.empty()) return q_;
+  Int8Matrix m;
+  m.rows = rows_;
+  m.cols = cols_;
+  m.values.resize(static_cast<size_t>(rows_ * cols_));
+  m.scales.resize(static_cast<size_t>(rows_ * cols_ / kInt8GroupSize));
+  for (int64_t r = 0; r < rows_; ++r) {
+    packed_.unpack_row(r, m.values.data() + r * cols_,
+                       m.scales.data() + r * (cols_ / kInt8GroupSize));
+  }
+  return m;
 }
 
 Tensor& Linear::f32_mutable() {
@@ -220,8 +254,14 @@ void Linear::forward_jobs(std::span<const LinearJob> jobs, ThreadPool& pool) {
     fused = fused && j.linear->int8_ && j.linear->backend_ == backend;
   }
   if (!fused) {
+    // A mixed group: each job on its own backend (never an int8 kW8A8 Linear on the plain
+    // loops: they would give other bits than the same Linear alone).
     for (const LinearJob& j : jobs) {
-      if (j.tokens > 0) j.linear->forward_plain(j.x, j.tokens, j.y, pool);
+      if (j.tokens <= 0) continue;
+      if (jobs.size() > 1)
+        forward_jobs(std::span<const LinearJob>(&j, 1), pool);
+      else
+        j.linear->forward_plain(j.x, j.tokens, j.y, pool);
     }
     return;
   }
@@ -305,6 +345,7 @@ void Linear::forward_jobs(std::span<const LinearJob> jobs, ThreadPool& pool) {
 void Linear::forward_plain(const float* x, int64_t tokens, float* y, ThreadPool& pool) const {
   const int64_t rows = rows_;
   const int64_t cols = cols_;
+  STOA_CHECK(packed_.empty(), ErrorKind::kInternal, "plain loops on packed int8 weights");
   // Chunks of 16 rows keep each thread's slice of W contiguous; the weight row stays in cache
   // while every token uses it.
   parallel_for(pool, rows, 16, [&](int64_t begin, int64_t end) {
@@ -329,8 +370,20 @@ void Linear::row(int64_t r, float* out) const {
   STOA_CHECK(r >= 0 && r < rows_, ErrorKind::kInvalidArgument, "row ", r, " out of range [0, ",
              rows_, ")");
   if (int8_) {
-    const int8_t* q = q_.values.data() + r * cols_;
-    const uint16_t* s = q_.scales.data() + r * (cols_ / kInt8GroupSize);
+    const int8_t* q = nullptr;
+    const uint16_t* s = nullptr;
+    if (packed_.empty()) {
+      q = q_.values.data() + r * cols_;
+      s = q_.scales.data() + r * (cols_ / kInt8GroupSize);
+    } else {  // unpack the row (an embedding lookup: one row per token)
+      thread_local std::vector<int8_t> values;
+      thread_local std::vector<uint16_t> scales;
+      int8_t* qv = scratch(values, static_cast<size_t>(cols_));
+      uint16_t* sv = scratch(scales, static_cast<size_t>(cols_ / kInt8GroupSize));
+      packed_.unpack_row(r, qv, sv);
+      q = qv;
+      s = sv;
+    }
     for (int64_t g = 0; g < cols_ / kInt8GroupSize; ++g) {
       float scale = f16_to_f32(s[g]);
       for (int64_t i = 0; i < kInt8GroupSize; ++i) {

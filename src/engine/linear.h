@@ -45,7 +45,9 @@ class Linear {
   int64_t cols() const { return cols_; }  // input features
   bool is_int8() const { return int8_; }
   Backend backend() const { return backend_; }
-  void set_backend(Backend backend) { backend_ = backend; }
+  // Switching to or from kW8A8 on AVX3_DL converts the int8 weights between the row-major grid
+  // and the packed panels (one layout is held at a time).
+  void set_backend(Backend backend);
 
   // y[t * rows + r] = sum_c W[r, c] * x[t * cols + c] for t in [0, tokens). Output rows are
   // spread over the pool; every output element is computed by the same code whatever `tokens`
@@ -64,27 +66,35 @@ class Linear {
   // Row r of W in f32 (dequantized when int8): the embedding lookup.
   void row(int64_t r, float* out) const;
 
-  const Tensor& f32() const;       // throws unless f32
-  const Int8Matrix& int8() const;  // throws unless int8
-  // In-place weight updates (PULSE patches): same shape; the packed copy is rebuilt.
+  const Tensor& f32() const;  // throws unless f32
+  // The int8 weights on the row-major grid (throws unless int8): a copy, unpacked from the
+  // panels when the Linear holds them packed.
+  Int8Matrix int8() const;
+  // In-place weight updates (PULSE patches): same shape; packed weights are repacked.
   void replace_int8(Int8Matrix weight);
   void replace_int8_values(std::span<const int8_t> values);
   Tensor& f32_mutable();
-  // Bytes held: the matrix, plus its packed copy where the W8A8 kernel uses one.
+  // Bytes held (the packed panels pad rows to 16 and scale blocks to 64 B).
   size_t nbytes() const;
+  // Bytes of the weights on the int8 grid (values + f16 scales), whatever the layout held:
+  // what a batch-1 step streams.
+  size_t int8_grid_nbytes() const;
 
  private:
   void forward_plain(const float* x, int64_t tokens, float* y, ThreadPool& pool) const;
-  void repack();
+  // Holds the int8 weights in the layout the backend reads: packed panels for kW8A8 where the
+  // packed kernel is the target's fast path (the grid is then released: a laptop holds one copy),
+  // else the row-major grid.
+  void settle_layout();
 
   int64_t rows_ = 0;
   int64_t cols_ = 0;
   bool int8_ = false;
   Backend backend_ = Backend::kW8A8;
   Tensor f32_;
+  // int8 weights: exactly one of q_.values/scales (row-major grid) and packed_ (16-row panels,
+  // kernels/matmul_int8_packed.h) is filled; q_.rows/cols are always set.
   Int8Matrix q_;
-  // The same int8 weights in 16-row panels for the VNNI kernel (kernels/matmul_int8_packed.h),
-  // built only where that kernel is the dispatch target's fast path; W8A8 then runs on it.
   kernels::PackedInt8 packed_;
 };
 

@@ -269,6 +269,25 @@ PackedInt8 PackedInt8::pack(const Int8Weights& w) {
   return out;
 }
 
+void PackedInt8::unpack_row(int64_t r, int8_t* values, uint16_t* scales) const {
+  if (r < 0 || r >= rows_)
+    bad("PackedInt8::unpack_row: row " + std::to_string(r) + " outside [0, " +
+        std::to_string(rows_) + ")");
+  const size_t groups = static_cast<size_t>(cols_ / kQ8Block);
+  const size_t value_bytes = groups * kQ8Block * kPanelRows;
+  const uint8_t* panel = bytes_.get() + static_cast<size_t>(r / kPanelRows) * panel_bytes_;
+  const size_t lane = static_cast<size_t>(r % kPanelRows);
+  for (size_t g = 0; g < groups; ++g) {
+    for (size_t k = 0; k < kQ8Block / 4; ++k) {
+      const uint8_t* src = panel + g * kQ8Block * kPanelRows + k * 64 + lane * 4;
+      for (size_t i = 0; i < 4; ++i)
+        values[g * kQ8Block + 4 * k + i] = static_cast<int8_t>(src[i] ^ 0x80u);
+    }
+  }
+  const uint16_t* packed_scales = reinterpret_cast<const uint16_t*>(panel + value_bytes);
+  for (size_t g = 0; g < groups; ++g) scales[g] = packed_scales[g * kPanelRows + lane];
+}
+
 bool packed_w8a8_preferred() {
   return HWY_DYNAMIC_DISPATCH(Preferred)();
 }

@@ -45,6 +45,9 @@ class PackedInt8 {
   size_t panel_bytes() const { return panel_bytes_; }
   size_t nbytes() const { return panel_bytes_ * static_cast<size_t>(panels()); }
   const uint8_t* data() const { return bytes_.get(); }
+  // The inverse of pack for row r: its cols values and cols/32 f16 scales, bit for bit (so a
+  // caller may keep only the packed copy).
+  void unpack_row(int64_t r, int8_t* values, uint16_t* scales) const;
 
  private:
   struct Free {

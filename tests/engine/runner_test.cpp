@@ -2,8 +2,11 @@
 // of a full recompute, for every architecture, in f32 and int8.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <map>
+#include <string>
 
 #include "engine/model_runner.h"
 #include "engine_test_util.h"
@@ -189,9 +192,11 @@ TEST(RunnerTest, Int8StateAndInPlaceUpdates) {
   EXPECT_EQ(max_rel_diff(la, lb), 0.0);
 
   const std::string name = "model.layers.1.mlp.down_proj.weight";
-  std::vector<int8_t> saved = b.weights().linear(name).int8().values;
-  std::vector<int8_t> flipped = saved;
-  for (int8_t& q : flipped) q = static_cast<int8_t>(-q);
+  Int8Matrix original = b.weights().linear(name).int8();
+  const std::vector<int8_t> saved = std::move(original.values);
+  std::vector<int8_t> flipped(saved.size());
+  std::transform(saved.begin(), saved.end(), flipped.begin(),
+                 [](int8_t q) { return static_cast<int8_t>(-q); });
   b.mutable_weights().set_int8_values(name, flipped);
   Tensor changed = b.score(tokens, 16);
   EXPECT_GT(max_rel_diff(la, changed), 1e-3);
@@ -203,6 +208,41 @@ TEST(RunnerTest, Int8StateAndInPlaceUpdates) {
   whole.values = flipped;
   b.mutable_weights().set_int8(name, std::move(whole));
   EXPECT_EQ(max_rel_diff(changed, b.score(tokens, 16)), 0.0);
+}
+
+// The int8 weights are held once, in the layout the backend reads (packed panels for W8A8 where
+// the VNNI kernel runs, else the grid): switching backends converts without losing a bit, and
+// the embedding lookup reads packed rows.
+TEST(RunnerTest, Int8WeightsHeldOnceAcrossBackendSwitches) {
+  ModelWeights w = tiny_model("tiny-lfm2moe");
+  ModelRunner fresh = ModelRunner::from_model(w, WeightFormat::kInt8);
+  ModelRunner switched = ModelRunner::from_model(w, WeightFormat::kInt8);
+  std::map<std::string, Int8Matrix> before;
+  size_t grid_bytes = 0, held_bytes = 0;
+  for (const auto& [name, lin] : fresh.weights().linears()) {
+    if (!lin.is_int8()) continue;
+    before.emplace(name, lin.int8());
+    grid_bytes += lin.int8_grid_nbytes();
+    held_bytes += lin.nbytes();
+  }
+  ASSERT_FALSE(before.empty());
+  // One copy: the panels pad rows to 16 and each panel's scales to 64 B, never a second matrix.
+  EXPECT_LT(held_bytes, grid_bytes * 13 / 10) << "held " << held_bytes << ", grid " << grid_bytes;
+
+  const std::vector<int32_t> tokens = random_tokens(12, w.config.vocab_size, 9);
+  const Tensor want = fresh.score(tokens, 12);
+  for (Backend backend : {Backend::kW8A32, Backend::kReference, Backend::kW8A8}) {
+    switched.set_backend(backend);
+    for (const auto& [name, lin] : switched.weights().linears()) {
+      if (!lin.is_int8()) continue;
+      const Int8Matrix m = lin.int8();
+      EXPECT_EQ(m.values, before.at(name).values) << name << " after " << backend_name(backend);
+      EXPECT_EQ(m.scales, before.at(name).scales) << name << " after " << backend_name(backend);
+    }
+  }
+  const Tensor got = switched.score(tokens, 12);  // back on W8A8
+  ASSERT_EQ(got.numel(), want.numel());
+  EXPECT_EQ(0, std::memcmp(got.as<float>(), want.as<float>(), got.nbytes()));
 }
 
 }  // namespace

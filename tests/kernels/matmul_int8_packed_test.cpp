@@ -128,6 +128,28 @@ TEST(PackedW8A8, ExtremeValuesAreExact) {
   });
 }
 
+// unpack_row returns every row's values and scales bit for bit (rows in a partial last panel
+// too, extreme values included), and refuses a row outside the matrix.
+TEST(PackedW8A8, UnpackRowIsThePackedRow) {
+  for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{37, 96}, {16, 32}, {5, 256}}) {
+    Problem p = make_problem(rows, cols, 0, 31);
+    p.w.values[0] = -128;
+    p.w.values[p.w.values.size() - 1] = 127;
+    const PackedInt8 packed = PackedInt8::pack(p.view());
+    std::vector<int8_t> values(static_cast<size_t>(cols));
+    std::vector<uint16_t> scales(static_cast<size_t>(cols / 32));
+    for (int64_t r = 0; r < rows; ++r) {
+      packed.unpack_row(r, values.data(), scales.data());
+      EXPECT_EQ(0, std::memcmp(values.data(), p.w.row(r), values.size())) << rows << " row " << r;
+      EXPECT_EQ(0, std::memcmp(scales.data(), p.w.scales.data() + r * (cols / 32),
+                               scales.size() * sizeof(uint16_t)))
+          << rows << " row " << r;
+    }
+    EXPECT_THROW(packed.unpack_row(rows, values.data(), scales.data()), std::invalid_argument);
+    EXPECT_THROW(packed.unpack_row(-1, values.data(), scales.data()), std::invalid_argument);
+  }
+}
+
 // Batch invariance: a row's bits alone, in batches of 7 and 40, under row splits that cut
 // panels (each part writes only its rows), and batch 1 under the same splits.
 TEST(PackedW8A8, BatchAndRowSplitInvariantAndWritesOnlyItsRows) {
