@@ -79,22 +79,26 @@ void attention_block(const AttentionWeights& w, int64_t layer, const Batch& batc
   for (const BatchSegment& seg : batch.segments) {
     for (int64_t i = 0; i < seg.count; ++i) seg_of[seg.offset + i] = &seg;
   }
+  // One task item per (token, KV head): the query heads sharing that KV head run back to back
+  // on one thread, so its keys and values come from that core's cache after the first head
+  // (with items per query head, both cores pulled every KV head through their caches).
   const int tasks = pool.size();
-  const int64_t items = T * w.heads;
+  const int64_t items = T * w.kv_heads;
   parallel_run(pool, tasks, [&](int task) {
     thread_local std::vector<float> scores_buf;
     for (int64_t item = task; item < items; item += tasks) {
-      const int64_t t = item / w.heads;
-      const int64_t h = item % w.heads;
-      float* qh = q + t * q_dim + h * hd;
-      rms_norm(qh, w.q_norm, hd, w.eps, qh);
-      rope_apply(qh, hd, cos_all + t * half, sin_all + t * half);
+      const int64_t t = item / w.kv_heads;
+      const int64_t kvh = item % w.kv_heads;
       const Sequence::LayerState& state = seg_of[t]->seq->layer(layer);
       const int64_t n = batch.positions[static_cast<size_t>(t)] + 1;
       float* scores = scratch(scores_buf, static_cast<size_t>(n));
-      const int64_t kvh = h / group;
-      attend(qh, state.keys.data() + kvh * hd, state.values.data() + kvh * hd, n, kv_dim, hd,
-             scores, ctx + t * q_dim + h * hd);
+      for (int64_t h = kvh * group; h < (kvh + 1) * group; ++h) {
+        float* qh = q + t * q_dim + h * hd;
+        rms_norm(qh, w.q_norm, hd, w.eps, qh);
+        rope_apply(qh, hd, cos_all + t * half, sin_all + t * half);
+        attend(qh, state.keys.data() + kvh * hd, state.values.data() + kvh * hd, n, kv_dim, hd,
+               scores, ctx + t * q_dim + h * hd);
+      }
     }
   });
   w.o->forward(ctx, T, out, pool);
