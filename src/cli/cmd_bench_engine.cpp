@@ -203,6 +203,17 @@ struct Best {
   }
 };
 
+// The process's resident bytes now (VmRSS), or -1 where /proc is missing: peak RSS is set by
+// loading (the importer's dequantized copies), this says what the engine holds while it runs.
+int64_t resident_bytes() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6)) * 1024;  // "... kB"
+  }
+  return -1;
+}
+
 json bench_model(const Options& opts, const std::string& preset, const std::string& oracle,
                  const std::string& workdir) {
   const ModelConfig config = preset_config(preset);
@@ -230,8 +241,8 @@ json bench_model(const Options& opts, const std::string& preset, const std::stri
   engine::ModelRunner runner(
       engine::EngineWeights::from_state(imported.config, std::move(int8), std::move(f32)), &pool);
   runner.set_backend(engine::parse_backend(opts.backend));
-  // The model's bytes (int8 grid + f32 tensors): what a batch-1 token streams. The engine may
-  // hold more (the packed copy of the int8 weights for the VNNI kernel).
+  // The model's bytes (int8 grid + f32 tensors): what a batch-1 token streams. What the engine
+  // holds may differ slightly (packed panels pad rows to 16 and scales to 64 B).
   size_t weight_bytes = 0;
   for (const auto& [name, l] : runner.weights().linears())
     weight_bytes += l.is_int8() ? l.int8_grid_nbytes() : l.f32().nbytes();
@@ -265,6 +276,9 @@ json bench_model(const Options& opts, const std::string& preset, const std::stri
       }
     }
   }
+  // After the runs: the runner, its weights and scratch (the sequences are gone; their size is
+  // kv_bytes_per_cached_token).
+  const int64_t engine_rss = resident_bytes();
   std::error_code ec;
   std::filesystem::remove(gguf, ec);
 
@@ -289,6 +303,7 @@ json bench_model(const Options& opts, const std::string& preset, const std::stri
                            {"ratio", opts.no_llama ? json(nullptr) : r_cpu}};
   out["weight_bytes"] = weight_bytes;
   out["weight_bytes_held"] = weight_bytes_held;
+  out["rss_after_runs_bytes"] = engine_rss;
   // Batch-1 decode streams every weight once per token (the embedding table aside: one row).
   out["weight_gbps_b1"] = best_ours["decode_tps_b1"].tps * static_cast<double>(weight_bytes) / 1e9;
   int64_t attn_layers = 0;

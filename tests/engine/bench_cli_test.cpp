@@ -42,6 +42,11 @@ TEST(BenchEngineCli, QuickJsonShape) {
   for (const auto& m : j["models"]) {
     EXPECT_GT(m["params"].get<double>(), 0);
     EXPECT_GT(m["kv_bytes_per_cached_token"].get<double>(), 0);
+    // The int8 weights are held once (packed or on the grid, never both), and resident.
+    const double held = m["weight_bytes_held"].get<double>();
+    EXPECT_GE(held, m["weight_bytes"].get<double>());
+    EXPECT_LT(held, 1.3 * m["weight_bytes"].get<double>());
+    EXPECT_GT(m["rss_after_runs_bytes"].get<double>(), held);
     for (const char* k : {"prefill_tps", "decode_tps_b1", "decode_tps_b8", "decode_tps_b32"}) {
       EXPECT_GT(m["ours"][k].get<double>(), 0) << m["name"] << " " << k;
       if (llama) {
