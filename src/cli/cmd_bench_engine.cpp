@@ -7,6 +7,7 @@
 // The machine may be shared: ours and llama.cpp's runs alternate and each figure is the best of
 // --reps repetitions; tokens per process-CPU-second are reported beside wall-clock tok/s, since
 // wall time on a loaded machine counts the time the scheduler gave to others.
+#include <malloc.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -203,8 +204,9 @@ struct Best {
   }
 };
 
-// The process's resident bytes now (VmRSS), or -1 where /proc is missing: peak RSS is set by
-// loading (the importer's dequantized copies), this says what the engine holds while it runs.
+// The process's resident bytes now (VmRSS), or -1 where /proc is missing. Peak RSS is set by
+// loading (random f32 masters, the importer's dequantized copies); VmRSS before loading and
+// after the runs, both after handing freed heap back, brackets what the engine holds.
 int64_t resident_bytes() {
   std::ifstream status("/proc/self/status");
   std::string line;
@@ -230,6 +232,9 @@ json bench_model(const Options& opts, const std::string& preset, const std::stri
   }
 
   // Our engine on the very blocks of that file.
+  malloc_trim(0);
+  // The process before the engine exists (in the full build mostly libtorch's resident pages).
+  const int64_t rss_before_load = resident_bytes();
   std::map<std::string, Int8Matrix> int8;
   ModelWeights imported = import_gguf(gguf, &int8);
   std::map<std::string, Tensor> f32;
@@ -241,6 +246,10 @@ json bench_model(const Options& opts, const std::string& preset, const std::stri
   engine::ModelRunner runner(
       engine::EngineWeights::from_state(imported.config, std::move(int8), std::move(f32)), &pool);
   runner.set_backend(engine::parse_backend(opts.backend));
+  // Hand the freed heap back to the OS (glibc keeps it otherwise: the importer's copies, the
+  // grid the engine released after packing), so that rss_after_runs_bytes shows what the
+  // engine holds, not what loading left behind.
+  malloc_trim(0);
   // The model's bytes (int8 grid + f32 tensors): what a batch-1 token streams. What the engine
   // holds may differ slightly (packed panels pad rows to 16 and scales to 64 B).
   size_t weight_bytes = 0;
@@ -278,6 +287,7 @@ json bench_model(const Options& opts, const std::string& preset, const std::stri
   }
   // After the runs: the runner, its weights and scratch (the sequences are gone; their size is
   // kv_bytes_per_cached_token).
+  malloc_trim(0);  // the freed sequences' caches
   const int64_t engine_rss = resident_bytes();
   std::error_code ec;
   std::filesystem::remove(gguf, ec);
@@ -303,6 +313,7 @@ json bench_model(const Options& opts, const std::string& preset, const std::stri
                            {"ratio", opts.no_llama ? json(nullptr) : r_cpu}};
   out["weight_bytes"] = weight_bytes;
   out["weight_bytes_held"] = weight_bytes_held;
+  out["rss_before_load_bytes"] = rss_before_load;
   out["rss_after_runs_bytes"] = engine_rss;
   // Batch-1 decode streams every weight once per token (the embedding table aside: one row).
   out["weight_gbps_b1"] = best_ours["decode_tps_b1"].tps * static_cast<double>(weight_bytes) / 1e9;

@@ -47,6 +47,7 @@ TEST(BenchEngineCli, QuickJsonShape) {
     EXPECT_GE(held, m["weight_bytes"].get<double>());
     EXPECT_LT(held, 1.3 * m["weight_bytes"].get<double>());
     EXPECT_GT(m["rss_after_runs_bytes"].get<double>(), held);
+    EXPECT_GT(m["rss_before_load_bytes"].get<double>(), 0);
     for (const char* k : {"prefill_tps", "decode_tps_b1", "decode_tps_b8", "decode_tps_b32"}) {
       EXPECT_GT(m["ours"][k].get<double>(), 0) << m["name"] << " " << k;
       if (llama) {
