@@ -9,6 +9,7 @@
 
 #include "core/int8_grid.h"
 #include "kernels/matmul_int8.h"
+#include "kernels/random_weights.h"
 #include "kernels/reference.h"
 #include "kernels/target_loop.h"
 
@@ -25,14 +26,8 @@ struct Problem {
 Problem make_problem(int64_t rows, int64_t cols, int64_t batch, uint32_t seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> wf(static_cast<size_t>(rows * cols));
-  // Per-row magnitudes spread over decades so that scales differ between groups and rows.
-  for (int64_t r = 0; r < rows; ++r) {
-    const float mag = std::pow(10.0f, static_cast<float>(r % 5) - 2.0f);
-    for (int64_t i = 0; i < cols; ++i) wf[r * cols + i] = mag * normal(rng);
-  }
   Problem p;
-  p.w = int8_quantize(wf.data(), rows, cols);
+  p.w = test::random_int8_weights(rows, cols, rng);
   p.batch = batch;
   p.x.resize(static_cast<size_t>(batch * cols));
   for (auto& v : p.x) v = normal(rng);
