@@ -35,6 +35,17 @@ struct PackedArgs {
   size_t row_begin;  // outputs outside [row_begin, row_end) are not written
   size_t row_end;
 };
+
+// The panel layout (matmul_int8_packed.h), in one place for the packer, the unpacker and the
+// kernels: byte offsets within a panel of the dword holding values 4k..4k+3 of block g of row
+// `lane`, and of the panel's f16 scales (scale of block g, row j at index g * 16 + j).
+constexpr size_t kPackedBlockBytes = 32 * 16;  // one block of one panel
+constexpr size_t packed_value_offset(size_t g, size_t k, size_t lane) {
+  return g * kPackedBlockBytes + k * 64 + lane * 4;
+}
+constexpr size_t packed_scales_offset(size_t groups) {
+  return groups * kPackedBlockBytes;
+}
 }  // namespace stoa::kernels
 #endif
 
@@ -49,7 +60,7 @@ namespace HWY_NAMESPACE {
 
 constexpr size_t kBlock = 32;
 constexpr size_t kPanel = 16;
-constexpr size_t kBlockBytes = kBlock * kPanel;  // one block of one panel: 512 value bytes
+static_assert(kPackedBlockBytes == kBlock * kPanel);
 
 #if HWY_TARGET == HWY_AVX3_DL
 // P panels (P * 16 rows, pstep panels apart) x C activation rows, all blocks. Per block: the
@@ -66,7 +77,7 @@ HWY_INLINE void Tile(const PackedArgs& a, size_t panel, size_t pstep, size_t b) 
   const uint16_t* HWY_RESTRICT ps[P];
   for (size_t p = 0; p < P; ++p) {
     pw[p] = a.w + (panel + p * pstep) * a.panel_bytes;
-    ps[p] = reinterpret_cast<const uint16_t*>(pw[p] + groups * kBlockBytes);
+    ps[p] = reinterpret_cast<const uint16_t*>(pw[p] + packed_scales_offset(groups));
   }
   const int8_t* HWY_RESTRICT xr[C];
   for (size_t c = 0; c < C; ++c) xr[c] = a.xq + (b + c) * a.cols;
@@ -84,7 +95,8 @@ HWY_INLINE void Tile(const PackedArgs& a, size_t panel, size_t pstep, size_t b) 
     }
     for (size_t k = 0; k < kBlock / 4; ++k) {
       __m512i wv[P];
-      for (size_t p = 0; p < P; ++p) wv[p] = _mm512_load_si512(pw[p] + g * kBlockBytes + k * 64);
+      for (size_t p = 0; p < P; ++p)
+        wv[p] = _mm512_load_si512(pw[p] + packed_value_offset(g, k, 0));
       for (size_t c = 0; c < C; ++c) {
         int32_t quad;
         std::memcpy(&quad, xr[c] + g * kBlock + 4 * k, sizeof(quad));
@@ -186,14 +198,15 @@ void MatmulPacked(const PackedArgs& a, size_t batch) {
     const int8_t* x = a.xq + b * a.cols;
     for (size_t r = a.row_begin; r < a.row_end; ++r) {
       const uint8_t* panel = a.w + (r / kPanel) * a.panel_bytes;
-      const uint16_t* scales = reinterpret_cast<const uint16_t*>(panel + a.groups * kBlockBytes);
+      const uint16_t* scales =
+          reinterpret_cast<const uint16_t*>(panel + packed_scales_offset(a.groups));
       const size_t lane = r % kPanel;
       float acc = 0.0f;
       for (size_t g = 0; g < a.groups; ++g) {
         int32_t isum = 0;
         for (size_t k = 0; k < kBlock / 4; ++k) {
           for (size_t i = 0; i < 4; ++i) {
-            const int32_t w = int32_t{panel[g * kBlockBytes + k * 64 + lane * 4 + i]} - 128;
+            const int32_t w = int32_t{panel[packed_value_offset(g, k, lane) + i]} - 128;
             isum += w * x[g * kBlock + 4 * k + i];
           }
         }
@@ -235,7 +248,7 @@ PackedInt8 PackedInt8::pack(const Int8Weights& w) {
   if (w.rows <= 0 || !w.values || !w.scales)
     bad("PackedInt8::pack: weight view is empty or has no rows");
   const size_t groups = static_cast<size_t>(w.cols / kQ8Block);
-  const size_t value_bytes = groups * kQ8Block * kPanelRows;
+  const size_t value_bytes = packed_scales_offset(groups);
   const size_t scale_bytes = (groups * kPanelRows * sizeof(uint16_t) + 63) / 64 * 64;
   PackedInt8 out;
   out.rows_ = w.rows;
@@ -257,7 +270,7 @@ PackedInt8 PackedInt8::pack(const Int8Weights& w) {
     const int8_t* row = w.values + r * w.cols;
     for (size_t g = 0; g < groups; ++g) {
       for (size_t k = 0; k < kQ8Block / 4; ++k) {
-        uint8_t* dst = panel + g * kQ8Block * kPanelRows + k * 64 + lane * 4;
+        uint8_t* dst = panel + packed_value_offset(g, k, lane);
         for (size_t i = 0; i < 4; ++i)
           dst[i] =
               static_cast<uint8_t>(static_cast<uint8_t>(row[g * kQ8Block + 4 * k + i]) ^ 0x80u);
@@ -274,17 +287,17 @@ void PackedInt8::unpack_row(int64_t r, int8_t* values, uint16_t* scales) const {
     bad("PackedInt8::unpack_row: row " + std::to_string(r) + " outside [0, " +
         std::to_string(rows_) + ")");
   const size_t groups = static_cast<size_t>(cols_ / kQ8Block);
-  const size_t value_bytes = groups * kQ8Block * kPanelRows;
   const uint8_t* panel = bytes_.get() + static_cast<size_t>(r / kPanelRows) * panel_bytes_;
   const size_t lane = static_cast<size_t>(r % kPanelRows);
   for (size_t g = 0; g < groups; ++g) {
     for (size_t k = 0; k < kQ8Block / 4; ++k) {
-      const uint8_t* src = panel + g * kQ8Block * kPanelRows + k * 64 + lane * 4;
+      const uint8_t* src = panel + packed_value_offset(g, k, lane);
       for (size_t i = 0; i < 4; ++i)
         values[g * kQ8Block + 4 * k + i] = static_cast<int8_t>(src[i] ^ 0x80u);
     }
   }
-  const uint16_t* packed_scales = reinterpret_cast<const uint16_t*>(panel + value_bytes);
+  const uint16_t* packed_scales =
+      reinterpret_cast<const uint16_t*>(panel + packed_scales_offset(groups));
   for (size_t g = 0; g < groups; ++g) scales[g] = packed_scales[g * kPanelRows + lane];
 }
 
