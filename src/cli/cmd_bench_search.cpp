@@ -14,11 +14,11 @@
 #include "cli/command.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "env/bm25_index.h"
-#include "env/papersearchqa_mini.h"
-#include "env/retrieval_client.h"
-#include "env/retrieval_recall.h"
-#include "env/retrieval_server.h"
+#include "env/tasks/search/bm25_index.h"
+#include "env/tasks/search/papersearchqa_mini.h"
+#include "env/tasks/search/retrieval_client.h"
+#include "env/tasks/search/retrieval_recall.h"
+#include "env/tasks/search/retrieval_server.h"
 
 namespace stoa::cli {
 namespace {

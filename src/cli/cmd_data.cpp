@@ -8,9 +8,9 @@
 #include "cli/command.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "env/bm25_index.h"
-#include "env/papersearchqa_mini.h"
-#include "env/retrieval_recall.h"
+#include "env/tasks/search/bm25_index.h"
+#include "env/tasks/search/papersearchqa_mini.h"
+#include "env/tasks/search/retrieval_recall.h"
 
 namespace stoa::cli {
 namespace {

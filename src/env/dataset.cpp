@@ -3,7 +3,7 @@
 #include <fstream>
 
 #include "core/error.h"
-#include "env/search_protocol.h"
+#include "env/tasks/search/search_protocol.h"
 
 namespace stoa::env {
 namespace {

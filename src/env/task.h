@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "env/dataset.h"
-#include "env/search_protocol.h"
+#include "env/tasks/search/search_protocol.h"
 
 namespace stoa::env {
 

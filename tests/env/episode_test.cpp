@@ -6,9 +6,9 @@
 #include <filesystem>
 
 #include "core/error.h"
-#include "env/bm25_index.h"
 #include "env/episode.h"
-#include "env/search_task.h"
+#include "env/tasks/search/bm25_index.h"
+#include "env/tasks/search/search_task.h"
 #include "env/tokenizer_codec.h"
 #include "env_test_util.h"
 

@@ -9,9 +9,9 @@
 #include <memory>
 #include <string>
 
-#include "env/bm25_index.h"
 #include "env/episode.h"
-#include "env/search_task.h"
+#include "env/tasks/search/bm25_index.h"
+#include "env/tasks/search/search_task.h"
 #include "env/token_codec.h"
 #include "net/protocol.h"
 #include "pulse/blob_store.h"

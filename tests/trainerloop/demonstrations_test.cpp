@@ -10,12 +10,12 @@
 #include <cstdlib>
 #include <map>
 
-#include "env/bm25_index.h"
-#include "env/copy_curriculum.h"
 #include "env/dataset.h"
-#include "env/demonstrations.h"
-#include "env/papersearchqa_mini.h"
-#include "env/search_task.h"
+#include "env/tasks/search/bm25_index.h"
+#include "env/tasks/search/copy_curriculum.h"
+#include "env/tasks/search/demonstrations.h"
+#include "env/tasks/search/papersearchqa_mini.h"
+#include "env/tasks/search/search_task.h"
 #include "env/token_codec.h"
 #include "env/tokenizer_codec.h"
 #include "model/tokenizer.h"

@@ -7,10 +7,10 @@
 #include <thread>
 
 #include "core/error.h"
-#include "env/bm25_index.h"
-#include "env/retrieval_client.h"
-#include "env/retrieval_server.h"
-#include "env_test_util.h"
+#include "env/env_test_util.h"
+#include "env/tasks/search/bm25_index.h"
+#include "env/tasks/search/retrieval_client.h"
+#include "env/tasks/search/retrieval_server.h"
 
 namespace stoa::env {
 namespace {

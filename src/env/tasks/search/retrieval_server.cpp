@@ -1,4 +1,4 @@
-#include "env/retrieval_server.h"
+#include "env/tasks/search/retrieval_server.h"
 
 #include <httplib.h>
 

@@ -1,4 +1,4 @@
-#include "env/retrieval_recall.h"
+#include "env/tasks/search/retrieval_recall.h"
 
 #include "core/error.h"
 

@@ -1,7 +1,7 @@
 // The Search-R1 protocol strings and parsers, table-driven over tricky transcripts.
 #include <gtest/gtest.h>
 
-#include "env/search_protocol.h"
+#include "env/tasks/search/search_protocol.h"
 
 namespace stoa::env {
 namespace {

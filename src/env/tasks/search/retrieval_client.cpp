@@ -1,4 +1,4 @@
-#include "env/retrieval_client.h"
+#include "env/tasks/search/retrieval_client.h"
 
 #include <httplib.h>
 

@@ -8,8 +8,8 @@
 #include "core/error.h"
 #include "core/hash.h"
 #include "env/answer_match.h"
-#include "env/papersearchqa_mini.h"
-#include "env_test_util.h"
+#include "env/env_test_util.h"
+#include "env/tasks/search/papersearchqa_mini.h"
 
 namespace stoa::env {
 namespace {

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "env/dataset.h"
-#include "env/demonstrations.h"
+#include "env/tasks/search/demonstrations.h"
 #include "env/token_codec.h"
 
 namespace stoa::env {

@@ -1,4 +1,4 @@
-#include "env/demonstrations.h"
+#include "env/tasks/search/demonstrations.h"
 
 #include <algorithm>
 #include <cctype>
@@ -10,7 +10,7 @@
 
 #include "core/error.h"
 #include "env/prng.h"
-#include "env/search_protocol.h"
+#include "env/tasks/search/search_protocol.h"
 
 namespace stoa::env {
 namespace {

@@ -9,8 +9,8 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "env/retrieval_client.h"
-#include "env_test_util.h"
+#include "env/env_test_util.h"
+#include "env/tasks/search/retrieval_client.h"
 
 namespace stoa::env {
 namespace {

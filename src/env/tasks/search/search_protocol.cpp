@@ -1,4 +1,4 @@
-#include "env/search_protocol.h"
+#include "env/tasks/search/search_protocol.h"
 
 #include "env/answer_match.h"
 

@@ -4,8 +4,8 @@
 #include <fstream>
 
 #include "core/error.h"
-#include "env/bm25_index.h"
-#include "env_test_util.h"
+#include "env/env_test_util.h"
+#include "env/tasks/search/bm25_index.h"
 
 namespace stoa::env {
 namespace {

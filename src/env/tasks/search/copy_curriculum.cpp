@@ -1,7 +1,7 @@
-#include "env/copy_curriculum.h"
+#include "env/tasks/search/copy_curriculum.h"
 
 #include "core/error.h"
-#include "env/search_protocol.h"
+#include "env/tasks/search/search_protocol.h"
 
 namespace stoa::env {
 namespace {

@@ -2,8 +2,8 @@
 // and shows the top-k documents inside <information>, <answer> ends the episode, anything else
 // gets the invalid-action message; reward = exact match of the last answer.
 #pragma once
-#include "env/retriever.h"
 #include "env/task.h"
+#include "env/tasks/search/retriever.h"
 
 namespace stoa::env {
 

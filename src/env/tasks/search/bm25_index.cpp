@@ -1,4 +1,4 @@
-#include "env/bm25_index.h"
+#include "env/tasks/search/bm25_index.h"
 
 #include <xapian.h>
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "env/dataset.h"
-#include "env/retriever.h"
+#include "env/tasks/search/retriever.h"
 
 namespace Xapian {
 class Database;

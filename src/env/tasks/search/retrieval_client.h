@@ -2,7 +2,7 @@
 #pragma once
 #include <string>
 
-#include "env/retriever.h"
+#include "env/tasks/search/retriever.h"
 
 namespace stoa::env {
 

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "env/retriever.h"
+#include "env/tasks/search/retriever.h"
 
 namespace stoa::env {
 

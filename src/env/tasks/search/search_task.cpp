@@ -1,4 +1,4 @@
-#include "env/search_task.h"
+#include "env/tasks/search/search_task.h"
 
 #include "core/error.h"
 

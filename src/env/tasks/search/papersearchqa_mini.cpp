@@ -1,4 +1,4 @@
-#include "env/papersearchqa_mini.h"
+#include "env/tasks/search/papersearchqa_mini.h"
 
 #include <algorithm>
 #include <cctype>
@@ -6,8 +6,8 @@
 #include <unordered_set>
 
 #include "core/error.h"
-#include "env/entity_names.h"
 #include "env/prng.h"
+#include "env/tasks/search/entity_names.h"
 
 namespace stoa::env {
 namespace {

@@ -1,4 +1,4 @@
-#include "env/entity_names.h"
+#include "env/tasks/search/entity_names.h"
 
 #include <cctype>
 #include <cstring>

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "env/retriever.h"
+#include "env/tasks/search/retriever.h"
 
 namespace httplib {
 class Server;

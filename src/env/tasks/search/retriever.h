@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "env/search_protocol.h"
+#include "env/tasks/search/search_protocol.h"
 
 namespace stoa::env {
 
