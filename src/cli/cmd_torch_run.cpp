@@ -20,8 +20,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "env/dataset.h"
-#include "env/tasks/search/bm25_index.h"
-#include "env/tasks/search/search_task.h"
+#include "env/tasks/builtin_tasks.h"
 #include "env/token_codec.h"
 #include "env/tokenizer_codec.h"
 #include "model/tokenizer.h"
@@ -82,12 +81,13 @@ int run(const Options& o) {
                " has no tokenizer.json and a vocabulary under 256 (byte-level fallback)");
     codec = std::make_unique<env::ByteCodec>();
   }
-  env::Bm25Index index(c.index_dir);
-  env::SearchTask task(index);
+  // The run serves PaperSearchQA-shaped data, so its task is "search"; workers build the task
+  // this name stands for (the join reply carries it) from the same registry.
+  const std::unique_ptr<env::Task> task = env::make_task("search", {{"index", c.index_dir}});
   pulse::BlobStore store(c.run_dir + "/blobs");
 
   hub::HubDeps deps;
-  deps.task = &task;
+  deps.task = task.get();
   deps.codec = codec.get();
   deps.vocab_size = initial.config.vocab_size;
   deps.prompts = env::load_qa(c.data_dir + "/train.jsonl", env::BadLinePolicy::kFatal);

@@ -3,7 +3,7 @@
 #include <fstream>
 
 #include "core/error.h"
-#include "env/tasks/search/search_protocol.h"
+#include "env/strip_ascii.h"
 
 namespace stoa::env {
 namespace {

@@ -32,8 +32,9 @@ std::vector<int32_t> Episode::encode_observation(const ObservationParts& obs,
   std::vector<int32_t> whole = codec_.encode(obs.joined());
   size_t budget = static_cast<size_t>(config_.max_observation_tokens);
   if (whole.size() <= budget) return whole;
-  // Too long: keep head and tail whole (so the model always sees </information> close the
-  // block) and cut the body to what is left of the budget, at a token boundary.
+  // Too long: keep head and tail whole (so the model always sees a framed observation close,
+  // e.g. search's </information>) and cut the body to what is left of the budget, at a token
+  // boundary.
   *truncated = true;
   std::vector<int32_t> head = codec_.encode(obs.head);
   std::vector<int32_t> tail = codec_.encode(obs.tail);
@@ -64,6 +65,7 @@ Decision Episode::step(std::span<const int32_t> generated) {
 
   Decision decision;
   decision.action = result.action;
+  decision.tool = std::move(result.tool);
   decision.content = std::move(result.content);
   if (result.done || !tools_allowed) {
     done_ = true;

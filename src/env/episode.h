@@ -30,7 +30,8 @@ struct EpisodeConfig {
 
 struct Decision {
   ActionKind action = ActionKind::kInvalid;
-  std::string content;            // the query or the answer
+  std::string tool;               // kToolCall: which tool ran (TurnResult::tool)
+  std::string content;            // the tool's input or the answer
   bool done = false;              // no further generation
   bool next_turn_final = false;   // the next generation is the final, tool-less turn
   std::vector<int32_t> appended;  // observation tokens appended after this turn (mask 0)

@@ -52,7 +52,8 @@ TEST_F(EpisodeTest, SearchThenAnswer) {
 
   std::string turn1 = "<think>need the gene</think>\n<search> Velor syndrome gene </search>";
   Decision d = ep.step(bytes(turn1));
-  EXPECT_EQ(d.action, ActionKind::kSearch);
+  EXPECT_EQ(d.action, ActionKind::kToolCall);
+  EXPECT_EQ(d.tool, "search");
   EXPECT_EQ(d.content, "Velor syndrome gene");
   EXPECT_FALSE(d.done);
   EXPECT_FALSE(d.observation_truncated);
@@ -91,7 +92,8 @@ TEST_F(EpisodeTest, GeneratedTokensPastTheStopAreKeptButNotParsed) {
   std::string turn = "<search>Borvex half-life</search><answer>x</answer>";
   EXPECT_EQ(ep.stop_position(turn), std::string("<search>Borvex half-life</search>").size());
   Decision d = ep.step(bytes(turn));
-  EXPECT_EQ(d.action, ActionKind::kSearch);
+  EXPECT_EQ(d.action, ActionKind::kToolCall);
+  EXPECT_EQ(d.tool, "search");
   EXPECT_EQ(d.content, "Borvex half-life");
   EXPECT_FALSE(d.done);
   EXPECT_NE(codec_.decode(d.appended).find("Pharmacokinetics of Borvex"), std::string::npos);
@@ -121,7 +123,8 @@ TEST_F(EpisodeTest, MaxTurnsThenOneFinalTurnWithoutSearch) {
   EXPECT_TRUE(ep.final_turn());
   size_t before = ep.tokens().size();
   d = ep.step(bytes("<search>Velor gene</search>"));  // no search runs in the final turn
-  EXPECT_EQ(d.action, ActionKind::kSearch);
+  EXPECT_EQ(d.action, ActionKind::kToolCall);
+  EXPECT_EQ(d.tool, "search");
   EXPECT_TRUE(d.done);
   EXPECT_TRUE(d.appended.empty());
   EXPECT_EQ(ep.tokens().size(), before + std::string("<search>Velor gene</search>").size());

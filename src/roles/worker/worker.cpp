@@ -17,9 +17,7 @@
 #include "engine/model_runner.h"
 #include "engine/sampler.h"
 #include "env/episode.h"
-#include "env/tasks/search/bm25_index.h"
-#include "env/tasks/search/retrieval_client.h"
-#include "env/tasks/search/search_task.h"
+#include "env/tasks/builtin_tasks.h"
 #include "env/tokenizer_codec.h"
 #include "model/tokenizer.h"
 #include "net/hub_client.h"
@@ -84,8 +82,6 @@ WorkerStats run_worker(const WorkerOptions& o, const std::atomic<bool>& stop) {
   STOA_CHECK(
       !o.model_dir.empty(), ErrorKind::kInvalidArgument,
       "stoa work: --model DIR (config.json + tokenizer.json of the run's model) is required");
-  STOA_CHECK(o.index_dir.empty() != o.search_url.empty(), ErrorKind::kInvalidArgument,
-             "stoa work: give exactly one of --index DIR and --search-url URL");
   STOA_CHECK(o.slots >= 1, ErrorKind::kInvalidArgument, "stoa work: --slots must be >= 1");
 
   const ModelConfig config = load_model_config(o.model_dir + "/config.json");
@@ -107,12 +103,10 @@ WorkerStats run_worker(const WorkerOptions& o, const std::atomic<bool>& stop) {
     codec_ptr = std::make_unique<env::ByteCodec>();
   }
   const env::TokenCodec& codec = *codec_ptr;
-  std::unique_ptr<env::Retriever> retriever;
-  if (!o.index_dir.empty())
-    retriever = std::make_unique<env::Bm25Index>(o.index_dir);
-  else
-    retriever = std::make_unique<env::RetrievalClient>(o.search_url);
-  const env::SearchTask task(*retriever);
+  // The task is the one the hub names at join; these options say where its tools are.
+  env::TaskOptions task_options;
+  if (!o.index_dir.empty()) task_options.set("index", o.index_dir);
+  if (!o.search_url.empty()) task_options.set("search_url", o.search_url);
   std::unique_ptr<ThreadPool> own_pool;
   if (o.threads > 0) own_pool = std::make_unique<ThreadPool>(o.threads);
   ThreadPool* pool = own_pool ? own_pool.get() : &ThreadPool::global();
@@ -151,6 +145,9 @@ WorkerStats run_worker(const WorkerOptions& o, const std::atomic<bool>& stop) {
              " has ", config.vocab_size);
   log_info("worker", o.name, " joined as ", joined.worker_id,
            join_req.resume_id.empty() ? "" : " (resumed)");
+  // Throws, listing the tasks this worker knows, when the hub runs another one.
+  const std::unique_ptr<env::Task> task_ptr = env::make_task(joined.task, task_options);
+  const env::Task& task = *task_ptr;
 
   // ---- background threads ----
   HubBlobSource source(hub);

@@ -9,14 +9,7 @@ const char* const kInvalidActionMessage =
     "and </search>. If I want to give the final answer, I should put the answer between <answer> "
     "and </answer>. Let me try again.\n";
 
-std::string_view strip_ascii(std::string_view text) {
-  auto is_ws = [](char c) {
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
-  };
-  while (!text.empty() && is_ws(text.front())) text.remove_prefix(1);
-  while (!text.empty() && is_ws(text.back())) text.remove_suffix(1);
-  return text;
-}
+const char* const kSearchTool = "search";
 
 std::string search_r1_prompt(std::string_view question) {
   std::string q(strip_ascii(question));
@@ -38,7 +31,7 @@ Action parse_action(std::string_view text) {
     ActionKind kind;
     std::string_view open, close;
   };
-  static constexpr Tag kTags[] = {{ActionKind::kSearch, "<search>", "</search>"},
+  static constexpr Tag kTags[] = {{ActionKind::kToolCall, "<search>", "</search>"},
                                   {ActionKind::kAnswer, "<answer>", "</answer>"}};
   for (size_t pos = text.find('<'); pos != std::string_view::npos; pos = text.find('<', pos + 1)) {
     for (const Tag& tag : kTags) {

@@ -9,6 +9,9 @@
 #include <string_view>
 #include <vector>
 
+#include "env/strip_ascii.h"
+#include "env/task.h"
+
 namespace stoa::env {
 
 // The user message for a question: the fixed instruction, then "Question: {q}\n" where q is the
@@ -18,8 +21,10 @@ std::string search_r1_prompt(std::string_view question);
 // Shown after a generation that contains neither a complete <search> nor <answer> action.
 extern const char* const kInvalidActionMessage;
 
-enum class ActionKind { kSearch, kAnswer, kInvalid };
+// The name of the protocol's one tool (TurnResult::tool of a <search> turn).
+extern const char* const kSearchTool;
 
+// A <search> is the protocol's tool call (ActionKind::kToolCall), an <answer> its final answer.
 struct Action {
   ActionKind kind = ActionKind::kInvalid;
   std::string content;  // stripped text between the tags (empty for kInvalid)
@@ -48,12 +53,6 @@ std::string format_documents(const std::vector<RetrievedDoc>& docs);
 
 // "\n\n<information>" + docs.strip() + "</information>\n\n", split in its three parts so that the
 // caller may truncate only the middle one.
-struct ObservationParts {
-  std::string head;
-  std::string body;
-  std::string tail;
-  std::string joined() const { return head + body + tail; }
-};
 ObservationParts information_block(std::string_view formatted_docs);
 
 // The content of the LAST complete <answer>...</answer> in a response (stripped), or nullopt.
@@ -64,8 +63,5 @@ std::optional<std::string> last_answer(std::string_view response);
 // Exact-match reward of a response: 1 when its last answer matches a golden answer, else 0.
 double exact_match_reward(std::string_view response,
                           const std::vector<std::string>& golden_answers);
-
-// Python's str.strip() for the ASCII whitespace the protocol uses.
-std::string_view strip_ascii(std::string_view text);
 
 }  // namespace stoa::env

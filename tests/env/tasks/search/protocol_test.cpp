@@ -37,7 +37,7 @@ struct ParseCase {
 
 TEST(ParseAction, TableOfTrickyTranscripts) {
   const ParseCase cases[] = {
-      {"<think>x</think><search> velor gene </search>", ActionKind::kSearch, "velor gene"},
+      {"<think>x</think><search> velor gene </search>", ActionKind::kToolCall, "velor gene"},
       {"<answer>  BRCA1 \n</answer>", ActionKind::kAnswer, "BRCA1"},
       {"no tags at all", ActionKind::kInvalid, ""},
       {"", ActionKind::kInvalid, ""},
@@ -47,19 +47,19 @@ TEST(ParseAction, TableOfTrickyTranscripts) {
       {"<search> foo", ActionKind::kInvalid, ""},
       {"<answer> foo </search>", ActionKind::kInvalid, ""},
       // First complete action wins even if another follows.
-      {"<search>a</search><answer>b</answer>", ActionKind::kSearch, "a"},
+      {"<search>a</search><answer>b</answer>", ActionKind::kToolCall, "a"},
       {"<answer>b</answer><search>a</search>", ActionKind::kAnswer, "b"},
       // Nested: the outer <search> closes at the first </search>.
-      {"<search>x <search>y</search> z</search>", ActionKind::kSearch, "x <search>y"},
+      {"<search>x <search>y</search> z</search>", ActionKind::kToolCall, "x <search>y"},
       // Answer inside search text still belongs to the search (lazy match to first </search>).
-      {"<search>q <answer>a</answer></search>", ActionKind::kSearch, "q <answer>a</answer>"},
+      {"<search>q <answer>a</answer></search>", ActionKind::kToolCall, "q <answer>a</answer>"},
       // Mismatched pair is not an action; the regex backreference needs the same name.
       {"<search>q</answer>", ActionKind::kInvalid, ""},
       // Case-sensitive tags.
       {"<SEARCH>q</SEARCH>", ActionKind::kInvalid, ""},
       {"<Answer>q</Answer><answer>r</answer>", ActionKind::kAnswer, "r"},
       // Newlines inside (DOTALL) and empty content.
-      {"<search>\nmulti\nline\n</search>", ActionKind::kSearch, "multi\nline"},
+      {"<search>\nmulti\nline\n</search>", ActionKind::kToolCall, "multi\nline"},
       {"<answer></answer>", ActionKind::kAnswer, ""},
       // Tags with spaces are not tags.
       {"< search>q</search>", ActionKind::kInvalid, ""},
@@ -67,7 +67,7 @@ TEST(ParseAction, TableOfTrickyTranscripts) {
       // Multiple answers: the first is the action (the reward uses the last, see below).
       {"<answer>a</answer> <answer>b</answer>", ActionKind::kAnswer, "a"},
       // A stray '<' before the real tag.
-      {"a < b <<search>q</search>", ActionKind::kSearch, "q"},
+      {"a < b <<search>q</search>", ActionKind::kToolCall, "q"},
   };
   for (const auto& c : cases) {
     Action a = parse_action(c.text);

@@ -1,0 +1,210 @@
+// The task registry and the generic task interface: a second task, unrelated to search (a
+// calculator with one tool), registered by name and run end to end through Episode — its prompt,
+// tool call, observation (loss-masked, truncated to the budget), final answer and reward.
+#include <gtest/gtest.h>
+
+#include <charconv>
+#include <optional>
+
+#include "core/error.h"
+#include "env/answer_match.h"
+#include "env/episode.h"
+#include "env/task_registry.h"
+
+namespace stoa::env {
+namespace {
+
+// "<calc> a op b </calc>" evaluates one integer operation (+ - *) and shows
+// "<result>value</result>"; "<answer> x </answer>" ends the episode; reward = exact match of the
+// last answer. Options: none but "prefix", the text before the question in the prompt.
+class CalculatorTask final : public Task {
+ public:
+  explicit CalculatorTask(std::string prefix) : prefix_(std::move(prefix)) {}
+  std::string name() const override { return "calculator"; }
+  std::string user_prompt(const QaItem& problem) const override {
+    return prefix_ + problem.question + "\n";
+  }
+  const std::vector<std::string>& stop_strings() const override {
+    static const std::vector<std::string> stops = {"</calc>", "</answer>"};
+    return stops;
+  }
+  TurnResult on_turn(const QaItem&, std::string_view turn_text, bool tools_allowed) const override {
+    TurnResult r;
+    if (auto answer = between(turn_text, "<answer>", "</answer>")) {
+      r.action = ActionKind::kAnswer;
+      r.content = *answer;
+      r.done = true;
+    } else if (auto expr = between(turn_text, "<calc>", "</calc>")) {
+      r.action = ActionKind::kToolCall;
+      r.tool = "calc";
+      r.content = *expr;
+      if (tools_allowed) r.observation = {"<result>", evaluate(*expr), "</result>\n"};
+    } else if (tools_allowed) {
+      r.observation = {"", "Use <calc> or <answer>.\n", ""};
+    }
+    return r;
+  }
+  double reward(std::string_view response_text,
+                const std::vector<std::string>& golden_answers) const override {
+    size_t at = response_text.rfind("<answer>");
+    if (at == std::string_view::npos) return 0.0;
+    auto answer = between(response_text.substr(at), "<answer>", "</answer>");
+    return answer && exact_match(*answer, golden_answers) ? 1.0 : 0.0;
+  }
+
+ private:
+  static std::optional<std::string> between(std::string_view text, std::string_view open,
+                                            std::string_view close) {
+    size_t a = text.find(open);
+    if (a == std::string_view::npos) return std::nullopt;
+    size_t b = text.find(close, a + open.size());
+    if (b == std::string_view::npos) return std::nullopt;
+    std::string_view inner = text.substr(a + open.size(), b - a - open.size());
+    while (!inner.empty() && inner.front() == ' ') inner.remove_prefix(1);
+    while (!inner.empty() && inner.back() == ' ') inner.remove_suffix(1);
+    return std::string(inner);
+  }
+  static std::string evaluate(std::string_view expr) {
+    long long a = 0, b = 0;
+    const char* p = expr.data();
+    const char* end = expr.data() + expr.size();
+    auto [after_a, ea] = std::from_chars(p, end, a);
+    if (ea != std::errc() || after_a + 3 > end || after_a[0] != ' ' || after_a[2] != ' ')
+      return "error";
+    char op = after_a[1];
+    auto [after_b, eb] = std::from_chars(after_a + 3, end, b);
+    if (eb != std::errc() || after_b != end) return "error";
+    if (op == '+') return std::to_string(a + b);
+    if (op == '-') return std::to_string(a - b);
+    if (op == '*') return std::to_string(a * b);
+    return "error";
+  }
+  std::string prefix_;
+};
+
+TaskRegistry calculator_registry() {
+  TaskRegistry r;
+  r.add("calculator", [](const TaskOptions& options) {
+    options.expect_only("calculator", {"prefix"});
+    return std::make_unique<CalculatorTask>(options.get("prefix", "Compute: "));
+  });
+  return r;
+}
+
+QaItem problem() {
+  QaItem q;
+  q.id = "c1";
+  q.question = "What is 6 * 7?";
+  q.golden_answers = {"42"};
+  return q;
+}
+
+TEST(TaskRegistry, SecondTaskRunsThroughTheGenericEpisode) {
+  const TaskRegistry registry = calculator_registry();
+  std::unique_ptr<Task> task = registry.make("calculator", {});
+  ASSERT_NE(task, nullptr);
+  EXPECT_EQ(task->name(), "calculator");
+  ByteCodec codec;
+  const QaItem q = problem();
+  Episode ep(*task, q, codec, {2, 500});
+  EXPECT_EQ(ep.prompt_text(), "Compute: What is 6 * 7?\n");
+
+  // The engine stops at the tool's closing tag; bytes past it stay in the transcript.
+  EXPECT_EQ(ep.stop_position("think <calc> 6 * 7 </calc> more"), 26u);
+  const std::string turn1 = "think <calc> 6 * 7 </calc>";
+  Decision d = ep.step(codec.encode(turn1));
+  EXPECT_EQ(d.action, ActionKind::kToolCall);
+  EXPECT_EQ(d.tool, "calc");
+  EXPECT_EQ(d.content, "6 * 7");
+  EXPECT_FALSE(d.done);
+  EXPECT_EQ(codec.decode(d.appended), "<result>42</result>\n");
+  const size_t n_observation = d.appended.size();
+
+  const std::string turn2 = "<answer> 42 </answer>";
+  d = ep.step(codec.encode(turn2));
+  EXPECT_EQ(d.action, ActionKind::kAnswer);
+  EXPECT_TRUE(d.tool.empty());
+  EXPECT_EQ(d.content, "42");
+  EXPECT_TRUE(d.done);
+  EXPECT_TRUE(ep.done());
+  EXPECT_EQ(ep.response_text(), turn1 + "<result>42</result>\n" + turn2);
+  EXPECT_EQ(ep.reward(), 1.0);
+
+  // Loss mask: prompt 0, model turns 1, the tool's observation 0.
+  EXPECT_TRUE(d.appended.empty());  // the final decision appends nothing
+  const size_t p = ep.prompt_length(), n1 = turn1.size();
+  ASSERT_EQ(ep.loss_mask().size(), p + n1 + n_observation + turn2.size());
+  for (size_t i = 0; i < ep.loss_mask().size(); ++i) {
+    const bool model = (i >= p && i < p + n1) || i >= p + n1 + n_observation;
+    EXPECT_EQ(ep.loss_mask()[i], model ? 1 : 0) << i;
+  }
+}
+
+TEST(TaskRegistry, SecondTaskObservationTruncatedAndFinalTurnToolless) {
+  const TaskRegistry registry = calculator_registry();
+  std::unique_ptr<Task> task = registry.make("calculator", {{"prefix", "Q: "}});
+  ByteCodec codec;
+  const QaItem q = problem();
+  // A 12-token budget keeps "<result>" and "</result>\n" (18 bytes) only as a plain prefix cut.
+  Episode ep(*task, q, codec, {1, 12});
+  EXPECT_EQ(ep.prompt_text(), "Q: What is 6 * 7?\n");
+  Decision d = ep.step(codec.encode("<calc> 123456 * 1000000 </calc>"));
+  EXPECT_TRUE(d.observation_truncated);
+  EXPECT_EQ(codec.decode(d.appended), "<result>1234");
+  EXPECT_TRUE(d.next_turn_final);
+  // In the final turn a tool call runs nothing and ends the episode unanswered.
+  d = ep.step(codec.encode("<calc> 1 + 1 </calc>"));
+  EXPECT_EQ(d.action, ActionKind::kToolCall);
+  EXPECT_TRUE(d.done);
+  EXPECT_TRUE(d.appended.empty());
+  EXPECT_EQ(ep.reward(), 0.0);
+}
+
+TEST(TaskRegistry, UnknownNameListsTheKnownOnes) {
+  TaskRegistry registry = calculator_registry();
+  registry.add("echo", [](const TaskOptions&) { return std::make_unique<CalculatorTask>(""); });
+  EXPECT_EQ(registry.names(), (std::vector<std::string>{"calculator", "echo"}));
+  EXPECT_TRUE(registry.contains("calculator"));
+  EXPECT_FALSE(registry.contains("search"));
+  try {
+    registry.make("search", {});
+    FAIL() << "an unknown task was built";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kNotFound);
+    EXPECT_STREQ(e.what(), "unknown task 'search' (known tasks: calculator, echo)");
+  }
+  // "echo" builds a task that calls itself "calculator": the hub would send workers a name that
+  // stands for another task.
+  try {
+    registry.make("echo", {});
+    FAIL() << "a misnamed task was built";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInternal);
+    EXPECT_STREQ(e.what(), "task registered as 'echo' calls itself 'calculator'");
+  }
+}
+
+TEST(TaskRegistry, RegistrationAndOptionErrors) {
+  TaskRegistry registry = calculator_registry();
+  EXPECT_THROW(registry.add("calculator", [](const TaskOptions&) { return nullptr; }), Error);
+  EXPECT_THROW(registry.add("", [](const TaskOptions&) { return nullptr; }), Error);
+  EXPECT_THROW(registry.add("empty", TaskFactory{}), Error);
+  EXPECT_EQ(registry.names(), std::vector<std::string>{"calculator"});
+  try {
+    registry.make("calculator", {{"prefx", "typo"}});
+    FAIL() << "a misspelt option was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+    EXPECT_STREQ(e.what(), "task 'calculator': unknown option 'prefx' (accepted: prefix)");
+  }
+  const TaskOptions numbers{{"n", "12"}, {"bad", "12x"}, {"empty", ""}};
+  EXPECT_EQ(numbers.get_int("t", "n", 3), 12);
+  EXPECT_EQ(numbers.get_int("t", "absent", 3), 3);
+  EXPECT_THROW(numbers.get_int("t", "bad", 3), Error);
+  EXPECT_THROW(numbers.get_int("t", "empty", 3), Error);
+  EXPECT_EQ(numbers.get("absent", "x"), "x");
+  EXPECT_TRUE(numbers.has("n"));
+}
+
+}  // namespace
+}  // namespace stoa::env
