@@ -148,11 +148,14 @@ TEST(BatchDecoder, PrefixForksStartedLateAndPausedTurnsMatchSoloRuns) {
     const int64_t b = dec.start_from_prefix(prefix, member(2));
     EXPECT_EQ(dec.active(), 3);
     int64_t c = -1;
+    Out got_x;
     bool paused_a = false, resumed_a = false;
     for (int step = 0; dec.active() > 0 || c < 0; ++step) {
       ASSERT_LT(step, 100);
       if (c < 0 && dec.is_paused(x)) {  // a late sample takes the freed slot
         dec.release(x);
+        got_x = std::move(got[x]);
+        got.erase(x);
         c = dec.start_from_prefix(prefix, member(3));
         dec.drop_prefix(prefix);
       }
@@ -176,6 +179,7 @@ TEST(BatchDecoder, PrefixForksStartedLateAndPausedTurnsMatchSoloRuns) {
     expect_same(got[a], solo(ref, prompt, member(1), 2, obs, 3), "paused and resumed fork");
     expect_same(got[b], solo(ref, prompt, member(2), 5, {}, 0), "fork started at once");
     expect_same(got[c], solo(ref, prompt, member(3), 5, {}, 0), "fork started late");
+    expect_same(got_x, solo(ref, other, o, 5, {}, 0), "its own prompt, beside the prefix pass");
     EXPECT_THROW(dec.start_from_prefix(prefix, o), Error);  // dropped
   }
 }
