@@ -34,7 +34,7 @@ constexpr int64_t kSampleVocab = 256;  // the byte codec's ids
 
 // One episode alone, one token per append: the loop the runner must reproduce.
 Outcome solo(engine::ModelRunner& model, const env::Task& task, const env::QaItem& problem,
-         const env::TokenCodec& codec, const EpisodeSampling& s, int32_t eos) {
+             const env::TokenCodec& codec, const EpisodeSampling& s, int32_t eos) {
   env::Episode ep(task, problem, codec, {2, 64});
   engine::Sampler sampler(s.params, s.seed, s.stream);
   engine::Sequence seq = model.new_sequence(4096);
