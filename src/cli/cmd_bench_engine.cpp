@@ -28,6 +28,7 @@
 #include "cli/command.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
+#include "engine/batch_decoder.h"
 #include "engine/model_runner.h"
 #include "kernels/matmul_int8_packed.h"
 #include "kernels/targets.h"
@@ -106,10 +107,6 @@ double memcpy_gbps() {
   return best;
 }
 
-int32_t argmax(const float* row, int64_t n) {
-  return static_cast<int32_t>(std::max_element(row, row + n) - row);
-}
-
 // Our engine. Returns {tokens, timing} for a prefill or a decode figure.
 struct OursBench {
   engine::ModelRunner& runner;
@@ -133,36 +130,21 @@ struct OursBench {
   }
 
   std::pair<double, Timing> decode(int64_t batch) {
-    const int64_t V = runner.config().vocab_size;
-    std::vector<engine::Sequence> seqs;
-    std::vector<std::vector<int32_t>> prompts;
-    for (int64_t s = 0; s < batch; ++s) {
-      seqs.push_back(
-          runner.new_sequence(opts.decode_prompt + opts.decode_warmup + opts.decode_steps + 1));
-      seqs.back().preallocate();
-      prompts.push_back(random_tokens(opts.decode_prompt));
-    }
-    std::vector<engine::SequenceInput> inputs(static_cast<size_t>(batch));
-    for (int64_t s = 0; s < batch; ++s) {
-      inputs[static_cast<size_t>(s)] = {&seqs[static_cast<size_t>(s)],
-                                        prompts[static_cast<size_t>(s)], engine::Logits::kLast};
-    }
-    engine::PassLogits logits = runner.append_batch_view(inputs);  // prefill: not timed
-    std::vector<int32_t> next(static_cast<size_t>(batch));
-    auto step = [&] {
-      for (int64_t s = 0; s < batch; ++s) {
-        next[static_cast<size_t>(s)] = argmax(logits.last(static_cast<size_t>(s)).data(), V);
-        inputs[static_cast<size_t>(s)].tokens =
-            std::span<const int32_t>(&next[static_cast<size_t>(s)], 1);
-      }
-      logits = runner.append_batch_view(inputs);
-    };
+    // The decode loop every rollout runs (BatchDecoder), greedy: one token of every sequence
+    // per step; the budget outlasts the steps, so no sequence leaves early.
+    engine::BatchDecoder decoder(runner, batch,
+                                 opts.decode_prompt + opts.decode_warmup + opts.decode_steps + 1);
+    engine::GenerateOptions greedy;
+    greedy.sampling.temperature = 0;
+    greedy.max_tokens = opts.decode_warmup + opts.decode_steps + 1;
+    for (int64_t s = 0; s < batch; ++s) decoder.start(random_tokens(opts.decode_prompt), greedy);
+    decoder.step();  // prefill: not timed
     // Warm-up: after an idle stretch (llama.cpp's run in between) the first decode steps were
     // measured ~25 % slower on this VM (bench-qwen3 batch 1, 2 threads, 32 steps: 221-240 tok/s
     // after a 300 ms pause, 317 without); llama.cpp's side gets the same untimed steps.
-    for (int64_t i = 0; i < opts.decode_warmup; ++i) step();
+    for (int64_t i = 0; i < opts.decode_warmup; ++i) decoder.step();
     Timing t = timed([&] {
-      for (int64_t i = 0; i < opts.decode_steps; ++i) step();
+      for (int64_t i = 0; i < opts.decode_steps; ++i) decoder.step();
     });
     return {static_cast<double>(batch * opts.decode_steps), t};
   }

@@ -1,5 +1,5 @@
 // `stoa data demos`: scripted, deliberately imperfect SFT demonstrations from the TRAIN split
-// (env/demonstrations.h), tokenised with the model's tokenizer, as the pre-tokenised SFT JSONL
+// (env/tasks/search/demonstrations.h), tokenised with the model's tokenizer, as the pre-tokenised SFT JSONL
 // that `stoa train --sft` reads. Torch-free.
 #include <cstdio>
 #include <filesystem>
@@ -34,7 +34,7 @@ struct Options {
   // `stoa demo` decides when its warm start is good enough (validation stays untouched).
   int64_t hold_out = 0;
   std::string hold_out_out;
-  bool copy_curriculum = false;  // append env/copy_curriculum.h's examples (every train item)
+  bool copy_curriculum = false;  // append env/tasks/search/copy_curriculum.h's examples (every train item)
   env::DemoOptions demo;
 };
 

@@ -3,9 +3,9 @@
 // Torch-free: what a worker runs, so the number measures the weights workers actually use
 // (--int8) or their f32 source.
 //
-// Episodes are advanced in a batch (ModelRunner::append_batch reads the weights once per pass
-// for every active episode); a finished episode's slot takes the next question, so the batch
-// stays full. Greedy by default (temperature 0): pass@1 of the policy's mode, reproducible.
+// Episodes are advanced in a batch by the EpisodeRunner (one forward pass per step for every
+// running episode); a finished episode's slot takes the next question, so the batch stays full.
+// Greedy by default (temperature 0): pass@1 of the policy's mode, reproducible.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -28,6 +28,7 @@
 #include "env/tokenizer_codec.h"
 #include "model/tokenizer.h"
 #include "model/weights.h"
+#include "roles/episode/episode_runner.h"
 
 namespace stoa::cli {
 namespace {
@@ -52,16 +53,11 @@ struct Options {
   std::string rollouts;     // JSONL: tokens, loss mask and the sampled tokens' log μ per episode
 };
 
-struct Slot {
+// Per episode (by runner id): its question and the log-probs of its turn in progress.
+struct Running {
   size_t item = 0;
-  std::unique_ptr<env::Episode> ep;
-  std::unique_ptr<engine::Sequence> seq;
-  std::unique_ptr<engine::Sampler> sampler;
-  std::vector<int32_t> pending;      // to append in the next pass
-  std::vector<int32_t> turn;         // this turn's generated tokens
-  std::vector<float> turn_logprobs;  // their log-probs under the sampling distribution (μ)
-  std::vector<float> mu;             // aligned with ep->tokens(): μ of generated tokens, else 0
-  int64_t fed = 0;                   // ep->tokens() already in seq
+  std::vector<float> turn_logprobs;  // this turn's sampled tokens' log-probs (μ)
+  std::vector<float> mu;             // aligned with the episode's tokens: μ of generated, else 0
 };
 
 int run(const Options& o) {
@@ -98,7 +94,7 @@ int run(const Options& o) {
     codec = std::make_unique<env::ByteCodec>();
     sample_vocab = 256;
   }
-  engine::ModelRunner runner = engine::ModelRunner::from_model(
+  engine::ModelRunner model = engine::ModelRunner::from_model(
       weights, o.int8 ? engine::WeightFormat::kInt8 : engine::WeightFormat::kF32);
   weights = ModelWeights();
 
@@ -118,19 +114,6 @@ int run(const Options& o) {
   std::vector<int> turns(items.size(), 0);
   std::vector<uint8_t> answered(items.size(), 0), overflow(items.size(), 0);
   int64_t generated = 0;
-  size_t next = 0;
-  std::vector<Slot> slots;
-  auto fill = [&](Slot& s) -> bool {
-    if (next >= items.size()) return false;
-    s = Slot{};
-    s.item = next++;
-    s.ep = std::make_unique<env::Episode>(task, items[s.item], *codec, ec);
-    s.seq = std::make_unique<engine::Sequence>(runner.new_sequence(capacity));
-    s.sampler = std::make_unique<engine::Sampler>(sp, o.seed, s.item);
-    s.pending = s.ep->tokens();
-    s.mu.assign(s.pending.size(), 0.0f);
-    return true;
-  };
   std::ofstream transcripts;
   if (!o.transcripts.empty()) {
     transcripts.open(o.transcripts);
@@ -141,81 +124,78 @@ int run(const Options& o) {
     rollouts.open(o.rollouts);
     STOA_CHECK(rollouts.good(), ErrorKind::kIo, "eval: cannot write ", o.rollouts);
   }
-  auto finish = [&](Slot& s) {
-    reward[s.item] = s.ep->reward();
+  std::vector<Running> running(static_cast<size_t>(o.batch));
+  auto finish = [&](const Running& s, const env::Episode& ep) {
+    reward[s.item] = ep.reward();
     if (transcripts.is_open()) {
       nlohmann::json t = {{"id", items[s.item].id},
                           {"question", items[s.item].question},
                           {"golden_answers", items[s.item].golden_answers},
-                          {"response", s.ep->response_text()},
+                          {"response", ep.response_text()},
                           {"reward", reward[s.item]}};
       transcripts << t.dump() << '\n';
     }
     if (rollouts.is_open()) {
       // The episode's transcript is exactly what was sampled plus the tool observations (the
       // worker checks the same), so μ lines up token for token with the loss mask.
-      STOA_CHECK(s.mu.size() == s.ep->tokens().size(), ErrorKind::kInternal, "eval: item '",
-                 items[s.item].id, "': ", s.mu.size(), " log-probs for ", s.ep->tokens().size(),
+      STOA_CHECK(s.mu.size() == ep.tokens().size(), ErrorKind::kInternal, "eval: item '",
+                 items[s.item].id, "': ", s.mu.size(), " log-probs for ", ep.tokens().size(),
                  " tokens");
       nlohmann::json r = {{"id", items[s.item].id},
-                          {"tokens", s.ep->tokens()},
-                          {"mask", s.ep->loss_mask()},
+                          {"tokens", ep.tokens()},
+                          {"mask", ep.loss_mask()},
                           {"mu_logprobs", s.mu},
                           {"reward", reward[s.item]}};
       rollouts << r.dump() << '\n';
     }
-    turns[s.item] = s.ep->turns();
-    answered[s.item] = s.ep->response_text().find("<answer>") != std::string::npos;
+    turns[s.item] = ep.turns();
+    answered[s.item] = ep.response_text().find("<answer>") != std::string::npos;
   };
-  for (int b = 0; b < o.batch; b++) {
-    Slot s;
-    if (!fill(s)) break;
-    slots.push_back(std::move(s));
-  }
-  while (!slots.empty()) {
-    std::vector<engine::SequenceInput> inputs;
-    for (auto& s : slots) inputs.push_back({s.seq.get(), s.pending, engine::Logits::kLast});
-    const engine::PassLogits logits = runner.append_batch_view(inputs);
-    std::vector<Slot> keep;
-    for (size_t i = 0; i < slots.size(); i++) {
-      Slot& s = slots[i];
-      s.fed += static_cast<int64_t>(s.pending.size());
-      const engine::SampledToken sampled =
-          s.sampler->sample(logits.last(i).first(static_cast<size_t>(sample_vocab)));
-      const int32_t tok = sampled.token;
-      s.turn.push_back(tok);
-      s.turn_logprobs.push_back(sampled.logprob);
-      generated++;
-      const bool stop = tok == eos ||
-                        s.ep->stop_position(codec->decode(s.turn)) != std::string::npos ||
-                        static_cast<int>(s.turn.size()) >= o.max_new_tokens;
-      bool done = false;
-      if (stop) {
-        env::Decision d = s.ep->step(s.turn);
-        s.mu.insert(s.mu.end(), s.turn_logprobs.begin(), s.turn_logprobs.end());
-        s.mu.resize(s.ep->tokens().size(), 0.0f);  // the observation (or nothing) after the turn
-        s.turn.clear();
-        s.turn_logprobs.clear();
-        done = d.done;
-        if (!done) {
-          const auto& all = s.ep->tokens();
-          s.pending.assign(all.begin() + s.fed, all.end());
-        }
-      } else {
-        s.pending = {tok};
-      }
-      // Out of context: the episode ends where it is (its reward is whatever it has answered).
-      if (!done && s.seq->remaining() < static_cast<int64_t>(s.pending.size()) + 1) {
-        overflow[s.item] = 1;
-        done = true;
-      }
-      if (done) {
-        finish(s);
-        if (!fill(s)) continue;
-      }
-      keep.push_back(std::move(s));
+  episode::RunnerLimits limits;
+  limits.slots = o.batch;
+  limits.capacity = capacity;
+  limits.sample_vocab = sample_vocab;
+  limits.preallocate = false;  // the model's whole context per slot would be wasted
+  if (eos >= 0) limits.stop_tokens = {eos};
+  episode::RunnerHooks hooks;
+  hooks.on_token = [&](int64_t id, const engine::SampledToken& t) {
+    running[static_cast<size_t>(id)].turn_logprobs.push_back(t.logprob);
+    generated++;
+  };
+  hooks.on_turn = [&](int64_t id, const env::Episode& ep, const env::Decision&) {
+    Running& s = running[static_cast<size_t>(id)];
+    s.mu.insert(s.mu.end(), s.turn_logprobs.begin(), s.turn_logprobs.end());
+    s.mu.resize(ep.tokens().size(), 0.0f);  // the observation (or nothing) after the turn
+    s.turn_logprobs.clear();
+  };
+  hooks.on_end = [&](episode::FinishedEpisode&& f) {
+    const Running& s = running[static_cast<size_t>(f.id)];
+    // Out of context: the episode ends where it is (its reward is whatever it has answered).
+    if (f.end == episode::EpisodeEnd::kOverflow) overflow[s.item] = 1;
+    finish(s, *f.episode);
+  };
+  episode::EpisodeRunner runner(model, *codec, std::move(limits), std::move(hooks));
+  size_t next = 0;
+  auto fill = [&] {
+    while (next < items.size() && runner.free_slots() > 0) {
+      const size_t item = next++;
+      episode::EpisodeSampling es;
+      es.params = sp;
+      es.seed = o.seed;
+      es.stream = item;
+      es.max_new_tokens = o.max_new_tokens;
+      auto ep = std::make_unique<env::Episode>(task, items[item], *codec, ec);
+      Running r;
+      r.item = item;
+      r.mu.assign(ep->tokens().size(), 0.0f);  // the prompt
+      const int64_t id = runner.start(std::move(ep), -1, es);
+      running[static_cast<size_t>(id)] = std::move(r);
     }
-    slots = std::move(keep);
+  };
+  fill();
+  while (runner.running() > 0) {
+    runner.step();
+    fill();
   }
 
   double correct = 0, turn_sum = 0, answered_n = 0, overflow_n = 0;

@@ -27,7 +27,8 @@ const BatchDecoder::Slot& BatchDecoder::slot_at(int64_t slot) const {
 
 int64_t BatchDecoder::active() const {
   return std::count_if(slots_.begin(), slots_.end(), [](const Slot& s) {
-    return s.state == State::kActive || s.state == State::kWaitingForFork;
+    return s.state == State::kActive || s.state == State::kWaitingForFork ||
+           s.state == State::kWaitingForPrefix;
   });
 }
 
@@ -66,16 +67,15 @@ void BatchDecoder::arm(Slot& s, const GenerateOptions& options, uint64_t stream)
   s.budget = options.max_tokens;
 }
 
-int64_t BatchDecoder::start(std::span<const int32_t> prompt, const GenerateOptions& options) {
-  return start_group(prompt, 1, options).front();
+void BatchDecoder::set_sample_vocab(int64_t n) {
+  STOA_CHECK(n >= 0 && n <= runner_.config().vocab_size, ErrorKind::kInvalidArgument,
+             "sample vocabulary ", n, " outside [0, ", runner_.config().vocab_size, "]");
+  sample_vocab_ = n;
 }
 
-std::vector<int64_t> BatchDecoder::start_group(std::span<const int32_t> prompt, int64_t n,
-                                               const GenerateOptions& options) {
+void BatchDecoder::check_prompt(std::span<const int32_t> prompt) const {
   STOA_CHECK(!prompt.empty(), ErrorKind::kInvalidArgument,
              "a decode slot needs a non-empty prompt");
-  STOA_CHECK(n >= 1 && n <= free_slots(), ErrorKind::kInvalidArgument, "a group of ", n,
-             " needs that many free slots; ", free_slots(), " of ", slots(), " are free");
   STOA_CHECK(static_cast<int64_t>(prompt.size()) < capacity_, ErrorKind::kInvalidArgument,
              "a prompt of ", prompt.size(), " tokens does not fit a slot of capacity ", capacity_);
   const int32_t V = static_cast<int32_t>(runner_.config().vocab_size);
@@ -83,13 +83,100 @@ std::vector<int64_t> BatchDecoder::start_group(std::span<const int32_t> prompt, 
     STOA_CHECK(prompt[j] >= 0 && prompt[j] < V, ErrorKind::kInvalidArgument, "prompt token ", j,
                " has id ", prompt[j], ", outside the vocabulary [0, ", V, ")");
   }
+}
+
+BatchDecoder::Prefix& BatchDecoder::prefix_at(int64_t prefix) {
+  STOA_CHECK(prefix >= 0 && prefix < static_cast<int64_t>(prefixes_.size()) &&
+                 prefixes_[static_cast<size_t>(prefix)].live &&
+                 !prefixes_[static_cast<size_t>(prefix)].dropped,
+             ErrorKind::kInvalidArgument, "no prefix ", prefix);
+  return prefixes_[static_cast<size_t>(prefix)];
+}
+
+int64_t BatchDecoder::add_prefix(std::span<const int32_t> prompt) {
+  check_prompt(prompt);
+  size_t id = 0;
+  while (id < prefixes_.size() && prefixes_[id].live) ++id;
+  if (id == prefixes_.size()) prefixes_.emplace_back();
+  Prefix& p = prefixes_[id];
+  p = Prefix{};
+  p.live = true;
+  p.seq.emplace(runner_.new_sequence(capacity_));  // holds the prompt only: not preallocated
+  p.pending.assign(prompt.begin(), prompt.end() - 1);
+  p.last = prompt.back();
+  p.computed = p.pending.empty();
+  return static_cast<int64_t>(id);
+}
+
+void BatchDecoder::fork_prefix(Slot& s, const Prefix& p) {
+  s.seq.emplace(p.seq->fork());
+  if (preallocate_) s.seq->preallocate();
+  s.pending.assign(1, p.last);
+  s.prefix = -1;
+  s.state = State::kActive;
+}
+
+int64_t BatchDecoder::start_from_prefix(int64_t prefix, const GenerateOptions& options) {
+  const Prefix& p = prefix_at(prefix);
+  STOA_CHECK(free_slots() > 0, ErrorKind::kInvalidArgument, "all ", slots(),
+             " decode slots are busy");
+  const int64_t slot = take_free_slot();
+  Slot& s = slots_[static_cast<size_t>(slot)];
+  arm(s, options, options.stream);
+  if (p.computed) {
+    fork_prefix(s, p);
+  } else {
+    s.prefix = prefix;
+    s.state = State::kWaitingForPrefix;
+  }
+  return slot;
+}
+
+void BatchDecoder::free_prefix_if_unused(int64_t prefix) {
+  Prefix& p = prefixes_[static_cast<size_t>(prefix)];
+  if (!p.live || !p.dropped) return;
+  for (const Slot& s : slots_)
+    if (s.state == State::kWaitingForPrefix && s.prefix == prefix) return;
+  p = Prefix{};
+}
+
+void BatchDecoder::drop_prefix(int64_t prefix) {
+  prefix_at(prefix).dropped = true;
+  free_prefix_if_unused(prefix);
+}
+
+void BatchDecoder::pause(int64_t slot) {
+  Slot& s = slot_at(slot);
+  STOA_CHECK(s.state == State::kActive && s.seq.has_value(), ErrorKind::kInvalidArgument, "slot ",
+             slot, " is not decoding");
+  s.state = State::kPaused;
+}
+
+void BatchDecoder::discard(int64_t slot) {
+  const int64_t prefix = slot_at(slot).prefix;
+  for (const Slot& w : slots_)
+    STOA_CHECK(w.state != State::kWaitingForFork || w.leader != slot, ErrorKind::kInvalidArgument,
+               "slot ", slot, " leads a group whose forks are not taken yet");
+  slots_[static_cast<size_t>(slot)] = Slot{};
+  if (prefix >= 0) free_prefix_if_unused(prefix);
+}
+
+int64_t BatchDecoder::start(std::span<const int32_t> prompt, const GenerateOptions& options) {
+  return start_group(prompt, 1, options).front();
+}
+
+std::vector<int64_t> BatchDecoder::start_group(std::span<const int32_t> prompt, int64_t n,
+                                               const GenerateOptions& options) {
+  STOA_CHECK(n >= 1 && n <= free_slots(), ErrorKind::kInvalidArgument, "a group of ", n,
+             " needs that many free slots; ", free_slots(), " of ", slots(), " are free");
+  check_prompt(prompt);
   std::vector<int64_t> out;
   const int64_t leader = take_free_slot();
   {
     Slot& s = slots_[static_cast<size_t>(leader)];
     arm(s, options, options.stream);
     s.seq.emplace(runner_.new_sequence(capacity_));
-    s.seq->preallocate();
+    if (preallocate_) s.seq->preallocate();
     s.pending.assign(prompt.begin(), prompt.end());
     s.state = State::kActive;
     out.push_back(leader);
@@ -143,7 +230,8 @@ StepEvent BatchDecoder::sample_into(int64_t i, const float* logits) {
   const int64_t V = runner_.config().vocab_size;
   StepEvent e;
   e.slot = i;
-  e.sampled = s.sampler->sample(std::span<const float>(logits, static_cast<size_t>(V)));
+  const int64_t n = sample_vocab_ > 0 ? std::min(V, sample_vocab_) : V;
+  e.sampled = s.sampler->sample(std::span<const float>(logits, static_cast<size_t>(n)));
   --s.budget;
   e.stopped =
       std::find(s.stop_tokens.begin(), s.stop_tokens.end(), e.sampled.token) != s.stop_tokens.end();
@@ -164,10 +252,28 @@ std::vector<StepEvent> BatchDecoder::step() {
     inputs.push_back({&*s.seq, s.pending, Logits::kLast});
     owner.push_back(static_cast<int64_t>(i));
   }
+  const size_t slot_inputs = inputs.size();
+  std::vector<int64_t> computing;  // prefixes prefilled in this pass, after the slots' inputs
+  for (size_t p = 0; p < prefixes_.size(); ++p) {
+    Prefix& x = prefixes_[p];
+    if (!x.live || x.computed) continue;
+    inputs.push_back({&*x.seq, x.pending, Logits::kNone});
+    computing.push_back(static_cast<int64_t>(p));
+  }
   std::vector<StepEvent> events;
   if (inputs.empty()) return events;
   const PassLogits logits = runner_.append_batch_view(inputs);
-  for (size_t k = 0; k < owner.size(); ++k) {
+  // Slots waiting for a prefix computed in this pass fork it now and feed its last token next
+  // step.
+  for (const int64_t p : computing) {
+    Prefix& x = prefixes_[static_cast<size_t>(p)];
+    x.computed = true;
+    x.pending.clear();
+    for (Slot& w : slots_)
+      if (w.state == State::kWaitingForPrefix && w.prefix == p) fork_prefix(w, x);
+    free_prefix_if_unused(p);
+  }
+  for (size_t k = 0; k < slot_inputs; ++k) {
     const int64_t i = owner[k];
     // Forks first: they copy the leader's state before the leader's pending token changes
     // meaning (the state itself is already final for this pass).

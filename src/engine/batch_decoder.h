@@ -15,9 +15,16 @@
 // thread count (the runner computes every token's row alone; each slot owns its sampler). So a
 // slot reproduces generate() on the same request bit for bit (tested).
 //
+// Shared prompts (add_prefix): a prompt whose samples may start at different times (a worker's
+// group of G rollouts on fewer than G free slots) is computed once, up to its last token, in the
+// next step beside the other slots' work, and kept; every sample forks it and feeds only the last
+// prompt token in its first step, so its first token is drawn from logits of the weights of that
+// step (weights may change between steps).
+//
 // Memory: each slot's KV cache is preallocated for `capacity` tokens when the slot is filled
-// (Sequence::preallocate), conv state is fixed-size; a step allocates only the logits tensors it
-// returns to the sampler.
+// (Sequence::preallocate; set_preallocate(false) lets it grow with use instead, for long
+// capacities), conv state is fixed-size; a step allocates only the logits tensors it returns to
+// the sampler.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -47,6 +54,12 @@ class BatchDecoder {
   int64_t active() const;  // slots that take part in the next step
   int64_t free_slots() const;
 
+  // Sampling sees only the first n logits of every row (0: all): ids past a tokenizer's
+  // vocabulary in a padded embedding table are never drawn.
+  void set_sample_vocab(int64_t n);
+  // Whether a filled slot reserves its whole capacity at once (default true).
+  void set_preallocate(bool preallocate) { preallocate_ = preallocate; }
+
   // Fills a free slot with a fresh sequence; `prompt` (non-empty) is prefilled in the next step.
   // Returns the slot. Throws kInvalidArgument when no slot is free.
   int64_t start(std::span<const int32_t> prompt, const GenerateOptions& options);
@@ -55,6 +68,17 @@ class BatchDecoder {
   // options.stream + i. Returns the n slots.
   std::vector<int64_t> start_group(std::span<const int32_t> prompt, int64_t n,
                                    const GenerateOptions& options);
+  // A shared prompt (non-empty), prefilled up to its last token in the next step; returns its id.
+  int64_t add_prefix(std::span<const int32_t> prompt);
+  // Fills a free slot with a fork of the prefix (taken once the prefix is computed) that samples
+  // with (options.seed, options.stream) after feeding the prompt's last token. Returns the slot.
+  int64_t start_from_prefix(int64_t prefix, const GenerateOptions& options);
+  // No more samples will start from the prefix; its memory goes once no slot waits for it.
+  void drop_prefix(int64_t prefix);
+
+  // Ends an active slot's turn now (a stop criterion the decoder does not know, e.g. a stop
+  // string): it is paused as if it had stopped, its last sampled token still to be fed.
+  void pause(int64_t slot);
   // Multi-turn: a paused (finished) slot continues with `tokens` (e.g. a tool observation),
   // prefilled in the next step beside the other slots' decode tokens, then generates again
   // under `options` (a new budget; the slot's sampler stream carries on).
@@ -62,6 +86,8 @@ class BatchDecoder {
   // Frees a slot and returns its sequence (prompt + everything fed so far; a finished slot's
   // last sampled token is not yet in it — resume() feeds it first).
   Sequence release(int64_t slot);
+  // Frees a slot in any state (a cancelled rollout), dropping whatever it holds.
+  void discard(int64_t slot);
 
   // One forward pass over every active slot; one event per slot that sampled a token.
   std::vector<StepEvent> step();
@@ -71,7 +97,7 @@ class BatchDecoder {
   bool is_paused(int64_t slot) const;
 
  private:
-  enum class State { kFree, kActive, kPaused, kWaitingForFork };
+  enum class State { kFree, kActive, kPaused, kWaitingForFork, kWaitingForPrefix };
   struct Slot {
     State state = State::kFree;
     std::optional<Sequence> seq;
@@ -80,17 +106,34 @@ class BatchDecoder {
     std::vector<int32_t> stop_tokens;
     int64_t budget = 0;   // tokens still to sample in this turn
     int64_t leader = -1;  // kWaitingForFork: the slot whose prompt pass this one forks
+    int64_t prefix = -1;  // kWaitingForPrefix: the prefix it forks once that is computed
+  };
+  struct Prefix {
+    bool live = false;
+    bool dropped = false;
+    bool computed = false;
+    std::optional<Sequence> seq;   // the prompt but its last token
+    std::vector<int32_t> pending;  // that part, until computed
+    int32_t last = 0;              // fed by every fork in its first step
   };
   Slot& slot_at(int64_t slot);
   const Slot& slot_at(int64_t slot) const;
   int64_t take_free_slot();
   void arm(Slot& s, const GenerateOptions& options, uint64_t stream);
+  void check_prompt(std::span<const int32_t> prompt) const;
+  Prefix& prefix_at(int64_t prefix);
+  // Makes slot s a live fork of a computed prefix.
+  void fork_prefix(Slot& s, const Prefix& p);
+  void free_prefix_if_unused(int64_t prefix);
   // Samples for slot i from `logits` and updates its state.
   StepEvent sample_into(int64_t i, const float* logits);
 
   ModelRunner& runner_;
   int64_t capacity_;
+  int64_t sample_vocab_ = 0;
+  bool preallocate_ = true;
   std::vector<Slot> slots_;
+  std::vector<Prefix> prefixes_;  // ids index it; freed entries are reused
 };
 
 }  // namespace stoa::engine

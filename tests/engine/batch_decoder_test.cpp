@@ -116,6 +116,100 @@ TEST(BatchDecoder, ContinuousBatchingForksAndTurnsMatchSoloRuns) {
   }
 }
 
+// A shared prompt computed once and forked by samples that start at different times (a worker's
+// group on fewer free slots than samples), one of them ending its turn early (pause, as on a stop
+// string) and taking an observation: each matches its solo run.
+TEST(BatchDecoder, PrefixForksStartedLateAndPausedTurnsMatchSoloRuns) {
+  for (const char* preset : {"tiny-qwen3", "tiny-lfm2"}) {
+    SCOPED_TRACE(preset);
+    ModelWeights w = tiny_model(preset);
+    const int64_t V = w.config.vocab_size;
+    const std::vector<int32_t> prompt = random_tokens(12, V, 4);
+    const std::vector<int32_t> other = random_tokens(7, V, 5);
+    const std::vector<int32_t> obs = random_tokens(5, V, 6);
+    GenerateOptions o;
+    o.max_tokens = 5;
+    o.seed = 33;
+    o.sampling.temperature = 1.0;
+    auto member = [&](uint64_t seed) {
+      GenerateOptions m = o;
+      m.seed = seed;
+      return m;
+    };
+
+    ThreadPool pool(2);
+    ModelRunner runner = ModelRunner::from_model(w, WeightFormat::kInt8, &pool);
+    BatchDecoder dec(runner, 3, 128);
+    dec.set_preallocate(false);
+    std::map<int64_t, Out> got;
+    const int64_t x = dec.start(other, o);  // decodes beside the prefix's prompt pass
+    const int64_t prefix = dec.add_prefix(prompt);
+    const int64_t a = dec.start_from_prefix(prefix, member(1));
+    const int64_t b = dec.start_from_prefix(prefix, member(2));
+    EXPECT_EQ(dec.active(), 3);
+    int64_t c = -1;
+    Out got_x;
+    bool paused_a = false, resumed_a = false;
+    for (int step = 0; dec.active() > 0 || c < 0; ++step) {
+      ASSERT_LT(step, 100);
+      if (c < 0 && dec.is_paused(x)) {  // a late sample takes the freed slot
+        dec.release(x);
+        got_x = std::move(got[x]);
+        got.erase(x);
+        c = dec.start_from_prefix(prefix, member(3));
+        dec.drop_prefix(prefix);
+      }
+      if (paused_a && !resumed_a) {
+        GenerateOptions more = o;
+        more.max_tokens = 3;
+        dec.resume(a, obs, more);
+        resumed_a = true;
+      }
+      for (const StepEvent& e : dec.step()) {
+        got[e.slot].tokens.push_back(e.sampled.token);
+        got[e.slot].logprobs.push_back(e.sampled.logprob);
+        if (e.slot == a && !paused_a && got[a].tokens.size() == 2) {
+          dec.pause(a);
+          paused_a = true;
+        }
+      }
+    }
+    ThreadPool one(1);
+    ModelRunner ref = ModelRunner::from_model(w, WeightFormat::kInt8, &one);
+    expect_same(got[a], solo(ref, prompt, member(1), 2, obs, 3), "paused and resumed fork");
+    expect_same(got[b], solo(ref, prompt, member(2), 5, {}, 0), "fork started at once");
+    expect_same(got[c], solo(ref, prompt, member(3), 5, {}, 0), "fork started late");
+    expect_same(got_x, solo(ref, other, o, 5, {}, 0), "its own prompt, beside the prefix pass");
+    EXPECT_THROW(dec.start_from_prefix(prefix, o), Error);  // dropped
+  }
+}
+
+TEST(BatchDecoder, SampleVocabBoundsEveryTokenAndDiscardFreesAnySlot) {
+  ModelWeights w = tiny_model("tiny-qwen3");
+  ModelRunner runner = ModelRunner::from_model(w, WeightFormat::kInt8);
+  BatchDecoder dec(runner, 2, 64);
+  dec.set_sample_vocab(8);
+  GenerateOptions o;
+  o.max_tokens = 20;
+  o.sampling.temperature = 1.5;
+  const int64_t prefix = dec.add_prefix(random_tokens(6, w.config.vocab_size, 7));
+  const int64_t a = dec.start_from_prefix(prefix, o);
+  const int64_t b = dec.start_from_prefix(prefix, o);
+  dec.discard(b);  // cancelled before its fork was taken
+  EXPECT_TRUE(dec.is_free(b));
+  int64_t n = 0;
+  while (dec.active() > 0)
+    for (const StepEvent& e : dec.step()) {
+      EXPECT_EQ(e.slot, a);
+      EXPECT_LT(e.sampled.token, 8);
+      ++n;
+    }
+  EXPECT_EQ(n, 20);
+  dec.discard(a);
+  EXPECT_EQ(dec.free_slots(), 2);
+  EXPECT_THROW(dec.set_sample_vocab(w.config.vocab_size + 1), Error);
+}
+
 TEST(BatchDecoder, BadRequestsAreErrors) {
   ModelWeights w = tiny_model("tiny-qwen3");
   ModelRunner runner = ModelRunner::from_model(w, WeightFormat::kInt8);

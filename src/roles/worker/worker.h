@@ -1,10 +1,12 @@
 // `stoa work`: one rollout worker. Threads:
-//   - sync: long-polls the hub and keeps a verified int8 state (WeightSync);
-//   - heartbeat: renews the leases in progress, learns of cancelled ones;
+//   - sync (sync_thread.h): long-polls the hub and keeps a verified int8 state (WeightSync);
+//   - heartbeat (heartbeat.h): renews the leases in progress, learns of cancelled ones;
 //   - streamer: sends each finished rollout the moment it is done (RolloutStreamer);
-//   - generation (the caller's thread): leases groups and runs up to `slots` multi-turn rollouts
-//     as one batch on the engine, switching weights between decode steps.
-// Every sampled token is tagged with the version of the weights whose logits it was drawn from.
+//   - generation (the caller's thread, rollout_loop.h): leases groups (lease_book.h) and runs up
+//     to `slots` multi-turn rollouts as one batch on the EpisodeRunner, switching weights
+//     between decode steps.
+// Joining (join.h) resumes the identity kept in the state dir. Every sampled token is tagged with
+// the version of the weights whose logits it was drawn from.
 #pragma once
 #include <atomic>
 #include <cstdint>

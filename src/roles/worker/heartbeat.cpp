@@ -1,0 +1,56 @@
+#include "roles/worker/heartbeat.h"
+
+#include <algorithm>
+#include <chrono>
+#include <exception>
+#include <utility>
+
+#include "core/log.h"
+
+namespace stoa::worker {
+namespace {
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+}  // namespace
+
+HeartbeatThread::HeartbeatThread(net::HubClient& hub, std::string worker_id,
+                                 int heartbeat_interval_s, LeaseBook& book,
+                                 const WorkerGauges& gauges, const std::atomic<bool>& stop,
+                                 std::atomic<int>& done)
+    : hub_(hub),
+      worker_id_(std::move(worker_id)),
+      interval_s_(heartbeat_interval_s),
+      book_(book),
+      gauges_(gauges),
+      stop_(stop),
+      done_(done),
+      thread_([this] { loop(); }) {}
+
+void HeartbeatThread::loop() {
+  const auto interval = std::chrono::seconds(std::max(1, interval_s_ / 2));
+  auto last_tokens = gauges_.tokens_generated.load();
+  auto last = Clock::now();
+  while (!stop_) {
+    for (auto waited = 0ms; waited < interval && !stop_; waited += 100ms)
+      std::this_thread::sleep_for(100ms);
+    if (stop_) break;
+    net::Heartbeat hb;
+    hb.worker_id = worker_id_;
+    if (gauges_.have_engine) hb.version = gauges_.engine_version.load();
+    hb.leases = book_.lease_ids();
+    hb.tokens_generated = gauges_.tokens_generated;
+    const double secs = std::chrono::duration<double>(Clock::now() - last).count();
+    hb.tokens_per_s = secs > 0 ? (hb.tokens_generated - last_tokens) / secs : 0;
+    hb.idle_fraction = gauges_.idle_fraction;
+    last_tokens = hb.tokens_generated;
+    last = Clock::now();
+    try {
+      book_.mark_cancelled(hub_.heartbeat(hb).cancelled);
+    } catch (const std::exception& e) {
+      log_warn("worker", "heartbeat: ", e.what());
+    }
+  }
+  ++done_;
+}
+
+}  // namespace stoa::worker

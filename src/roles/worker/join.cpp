@@ -1,0 +1,58 @@
+#include "roles/worker/join.h"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "core/error.h"
+#include "core/log.h"
+
+namespace stoa::worker {
+namespace {
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p);
+  std::string s;
+  std::getline(in, s);
+  return s;
+}
+
+}  // namespace
+
+net::JoinResponse join_hub(net::HubClient& hub, const std::string& join_token,
+                           const std::string& name, int threads, const std::string& state_dir,
+                           int join_timeout_s, const std::atomic<bool>& stop) {
+  fs::create_directories(state_dir);
+  const fs::path id_file = fs::path(state_dir) / "worker_id";
+  net::JoinRequest join_req;
+  join_req.name = name;
+  join_req.threads = threads;
+  if (fs::exists(id_file)) join_req.resume_id = read_text(id_file);
+  const net::JoinResponse joined = [&] {
+    const auto deadline = Clock::now() + std::chrono::seconds(join_timeout_s);
+    for (int attempt = 0;; ++attempt) {
+      try {
+        return hub.join(join_token, join_req);
+      } catch (const net::JoinRefused&) {
+        throw;
+      } catch (const Error& e) {
+        if (e.kind() != ErrorKind::kNetwork || stop || Clock::now() >= deadline) throw;
+        log_warn("worker", "join: ", e.what(), "; retrying");
+        const auto wait = std::chrono::milliseconds(std::min(5000, 250 << std::min(attempt, 5)));
+        for (auto t = 0ms; t < wait && !stop && Clock::now() < deadline; t += 50ms)
+          std::this_thread::sleep_for(50ms);
+      }
+    }
+  }();
+  { std::ofstream(id_file) << joined.worker_id << "\n"; }
+  log_info("worker", name, " joined as ", joined.worker_id,
+           join_req.resume_id.empty() ? "" : " (resumed)");
+  return joined;
+}
+
+}  // namespace stoa::worker

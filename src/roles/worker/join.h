@@ -1,0 +1,19 @@
+// Joining the hub, resuming the previous identity when the state dir holds one
+// (<state-dir>/worker_id, passed as resume_id so the worker's open leases stay valid).
+#pragma once
+#include <atomic>
+#include <string>
+
+#include "net/hub_client.h"
+
+namespace stoa::worker {
+
+// A worker started together with its hub (stoa demo, stoa bench fleet) may come up first, and a
+// hub restarting after a crash is briefly away: transport errors are retried with back-off for
+// join_timeout_s (kNetwork past that, or once `stop` is set). A refusal (net::JoinRefused: wrong
+// token) is final. Writes the worker id the hub assigned to <state_dir>/worker_id.
+net::JoinResponse join_hub(net::HubClient& hub, const std::string& join_token,
+                           const std::string& name, int threads, const std::string& state_dir,
+                           int join_timeout_s, const std::atomic<bool>& stop);
+
+}  // namespace stoa::worker

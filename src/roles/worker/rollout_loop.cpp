@@ -1,0 +1,297 @@
+#include "roles/worker/rollout_loop.h"
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "engine/model_runner.h"
+#include "env/episode.h"
+#include "roles/episode/episode_runner.h"
+#include "roles/worker/engine_update.h"
+#include "roles/worker/rollout_record.h"
+
+namespace stoa::worker {
+namespace {
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+int64_t unix_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+double ms_since(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+
+// The top-K row submitted with a sampled token: the sampler's most likely tokens, and always the
+// sampled one (the hub checks it); a short row is padded with it.
+void topk_row(const engine::SampledToken& t, int32_t topk, std::vector<int32_t>& ids,
+              std::vector<float>& lps) {
+  for (const auto& e : t.top) {
+    if (ids.size() == static_cast<size_t>(topk)) break;
+    ids.push_back(e.token);
+    lps.push_back(e.logprob);
+  }
+  if (std::find(ids.begin(), ids.end(), t.token) == ids.end()) {
+    if (ids.size() == static_cast<size_t>(topk)) {
+      ids.back() = t.token;
+      lps.back() = t.logprob;
+    }
+  }
+  while (ids.size() < static_cast<size_t>(topk)) {
+    ids.push_back(t.token);
+    lps.push_back(t.logprob);
+  }
+}
+
+// One running sample of a leased group (indexed by its EpisodeRunner id).
+struct Sample {
+  std::shared_ptr<LeaseWork> work;
+  std::unique_ptr<RolloutRecord> record;
+  Clock::time_point started;
+  int64_t started_unix_ms = 0;
+};
+
+class RolloutLoop {
+ public:
+  RolloutLoop(const RolloutContext& c, WeightSync& sync, net::HubClient& hub, LeaseBook& book,
+              RolloutStreamer& streamer, WorkerGauges& gauges, WorkerStats& stats)
+      : c_(c),
+        o_(c.options),
+        sync_(sync),
+        hub_(hub),
+        book_(book),
+        streamer_(streamer),
+        gauges_(gauges),
+        stats_(stats),
+        max_tokens_(c.joined.max_tokens > 0 ? c.joined.max_tokens : 4096),
+        samples_(static_cast<size_t>(o_.slots)) {}
+
+  void run(const std::atomic<bool>& stop);
+
+ private:
+  void take_weights();
+  void drop_cancelled();
+  void fill_slots();
+  void start_sample(const std::shared_ptr<LeaseWork>& w);
+  void on_token(int64_t id, const engine::SampledToken& t);
+  void on_turn(int64_t id, const env::Decision& d);
+  void on_end(episode::FinishedEpisode&& f);
+  int64_t running() const { return runner_ ? runner_->running() : 0; }
+
+  const RolloutContext& c_;
+  const WorkerOptions& o_;
+  WeightSync& sync_;
+  net::HubClient& hub_;
+  LeaseBook& book_;
+  RolloutStreamer& streamer_;
+  WorkerGauges& gauges_;
+  WorkerStats& stats_;
+  const int64_t max_tokens_;
+  std::unique_ptr<engine::ModelRunner> model_;
+  std::unique_ptr<episode::EpisodeRunner> runner_;
+  uint64_t engine_version_ = 0;
+  std::vector<Sample> samples_;
+  std::vector<std::shared_ptr<LeaseWork>> prompted_;  // groups whose prompt the runner holds
+  std::mt19937_64 seeder_{o_.seed ? o_.seed : static_cast<uint64_t>(unix_ms())};
+  Clock::time_point next_lease_ = Clock::now();
+  bool draining_ = false;
+};
+
+// Safe point: no pass is running, so the weights may change under every sequence.
+void RolloutLoop::take_weights() {
+  auto update = sync_.take_update();
+  if (!update) return;
+  if (!model_) {
+    model_ = std::make_unique<engine::ModelRunner>(engine_weights_from_update(c_.config, *update),
+                                                   c_.pool);
+    episode::RunnerLimits limits;
+    limits.slots = o_.slots;
+    limits.capacity = max_tokens_;
+    limits.max_tokens = max_tokens_;
+    limits.sample_vocab = c_.sample_vocab;
+    if (c_.config.eos_token_id >= 0)
+      limits.stop_tokens = {static_cast<int32_t>(c_.config.eos_token_id)};
+    limits.preallocate = false;  // a rollout's cache grows with its transcript
+    episode::RunnerHooks hooks;
+    hooks.on_token = [this](int64_t id, const engine::SampledToken& t) { on_token(id, t); };
+    hooks.on_turn = [this](int64_t id, const env::Episode&, const env::Decision& d) {
+      on_turn(id, d);
+    };
+    hooks.on_end = [this](episode::FinishedEpisode&& f) { on_end(std::move(f)); };
+    runner_ = std::make_unique<episode::EpisodeRunner>(*model_, c_.codec, std::move(limits),
+                                                       std::move(hooks));
+  } else {
+    apply_update(model_->mutable_weights(), *update);
+    // A sample started from now on computes its prompt with these weights, as it would without
+    // prompt sharing: the kept prompts are recomputed at the next start (samples already
+    // waiting for one fork it after the next pass, under these weights too).
+    for (const auto& w : prompted_) {
+      runner_->drop_prompt(w->prompt);
+      w->prompt = -1;
+    }
+    prompted_.clear();
+  }
+  engine_version_ = update->version;
+  gauges_.engine_version = engine_version_;
+  gauges_.have_engine = true;
+  ++stats_.weight_switches;
+  log_info("worker", "generating with version ", engine_version_, update->full ? " (anchor)" : "");
+}
+
+// Drops cancelled groups' rollouts and prompts (the group is complete or closed: nothing to add).
+void RolloutLoop::drop_cancelled() {
+  for (size_t id = 0; id < samples_.size(); ++id) {
+    Sample& s = samples_[id];
+    if (!s.work || !book_.cancelled(*s.work)) continue;
+    runner_->cancel(static_cast<int64_t>(id));
+    book_.ended(*s.work);
+    s = Sample{};
+  }
+  std::erase_if(prompted_, [&](const std::shared_ptr<LeaseWork>& w) {
+    if (!book_.cancelled(*w)) return false;
+    runner_->drop_prompt(w->prompt);
+    w->prompt = -1;
+    return true;
+  });
+}
+
+// Fills free slots: samples of leases we hold first, then a new lease.
+void RolloutLoop::fill_slots() {
+  while (runner_->free_slots() > 0) {
+    std::shared_ptr<LeaseWork> w = book_.next_to_start();
+    if (!w && Clock::now() >= next_lease_) {
+      int64_t retry_after_ms = 0;
+      w = lease_group(hub_, max_tokens_, &retry_after_ms);
+      if (w) {
+        ++stats_.leases;
+        book_.add(w);
+      } else {
+        next_lease_ =
+            Clock::now() + std::chrono::milliseconds(std::max<int64_t>(50, retry_after_ms));
+      }
+    }
+    if (!w) break;
+    start_sample(w);
+  }
+}
+
+void RolloutLoop::start_sample(const std::shared_ptr<LeaseWork>& w) {
+  const net::SamplingParams& ls = w->lease.sampling;
+  env::EpisodeConfig ec;
+  ec.max_turns = ls.max_turns;
+  ec.max_observation_tokens = ls.max_observation_tokens;
+  auto ep = std::make_unique<env::Episode>(c_.task, w->problem, c_.codec, ec);
+  STOA_CHECK(ep->tokens() == w->lease.prompt_tokens, ErrorKind::kInvalidArgument, "lease ",
+             w->lease.lease_id, ": the hub's prompt (", w->lease.prompt_tokens.size(),
+             " tokens) differs from this worker's rendering (", ep->tokens().size(),
+             ") — is --model the run's tokenizer?");
+  Sample s;
+  s.work = w;
+  s.record = std::make_unique<RolloutRecord>(w->lease, c_.joined.worker_id, c_.joined.topk);
+  episode::EpisodeSampling es;
+  es.params.temperature = ls.temperature;
+  es.params.top_p = ls.top_p;
+  es.params.top_k = ls.top_k;
+  es.params.top_logprobs = c_.joined.topk;
+  es.seed = seeder_();
+  es.max_new_tokens = ls.max_new_tokens;
+  // The group's prompt is prefilled once; every sample forks it.
+  if (w->prompt < 0) {
+    w->prompt = runner_->add_prompt(w->lease.prompt_tokens);
+    prompted_.push_back(w);
+  }
+  s.started = Clock::now();
+  s.started_unix_ms = unix_ms();
+  const int64_t id = runner_->start(std::move(ep), w->prompt, es);
+  samples_[static_cast<size_t>(id)] = std::move(s);
+  book_.started(*w);
+  if (w->to_start == 0) {
+    runner_->drop_prompt(w->prompt);
+    w->prompt = -1;
+    std::erase(prompted_, w);
+  }
+}
+
+void RolloutLoop::on_token(int64_t id, const engine::SampledToken& t) {
+  Sample& s = samples_[static_cast<size_t>(id)];
+  std::vector<int32_t> ids;
+  std::vector<float> lps;
+  if (c_.joined.topk > 0) topk_row(t, c_.joined.topk, ids, lps);
+  s.record->add_generated(t.token, t.logprob, engine_version_, ids, lps);
+  ++gauges_.tokens_generated;
+}
+
+void RolloutLoop::on_turn(int64_t id, const env::Decision& d) {
+  if (!d.done) samples_[static_cast<size_t>(id)].record->add_observation(d.appended);
+}
+
+void RolloutLoop::on_end(episode::FinishedEpisode&& f) {
+  Sample& s = samples_[static_cast<size_t>(f.id)];
+  // Out of transcript budget: submitted truncated, without an answer.
+  const bool answered =
+      f.end == episode::EpisodeEnd::kDone && f.last.action == env::ActionKind::kAnswer;
+  if (s.record->tokens().size() > static_cast<size_t>(max_tokens_))
+    s.record->truncate(static_cast<size_t>(max_tokens_));
+  s.record->set_answer(answered ? f.last.content : "");
+  s.record->set_turns(f.episode->turns());
+  net::RolloutTimings t;
+  t.tool_ms = f.tool_ms;
+  t.generate_ms = ms_since(s.started) - f.tool_ms;
+  t.started_unix_ms = s.started_unix_ms;
+  t.finished_unix_ms = unix_ms();
+  s.record->set_timings(t);
+  const bool exact = s.record->tokens().size() == f.episode->tokens().size();
+  if (s.record->generated() > 0)
+    streamer_.push(s.record->finish(exact ? &f.episode->tokens() : nullptr));
+  ++stats_.rollouts_finished;
+  book_.ended(*s.work);
+  s = Sample{};
+}
+
+void RolloutLoop::run(const std::atomic<bool>& stop) {
+  const auto t_start = Clock::now();
+  double idle_ms = 0;
+  Clock::time_point drain_deadline;
+  while (true) {
+    if (!draining_ && (stop || (o_.max_minutes > 0 &&
+                                std::chrono::duration<double>(Clock::now() - t_start).count() >
+                                    o_.max_minutes * 60))) {
+      draining_ = true;
+      drain_deadline = Clock::now() + std::chrono::seconds(o_.shutdown_grace_s);
+      log_info("worker", "stopping: finishing rollouts in progress (up to ", o_.shutdown_grace_s,
+               " s)");
+    }
+    take_weights();
+    if (runner_) drop_cancelled();
+    if (runner_ && !draining_) fill_slots();
+    book_.forget_finished();
+    const int64_t active = running();
+    if (draining_ && (active == 0 || Clock::now() >= drain_deadline)) break;
+    if (active == 0) {
+      const auto t0 = Clock::now();
+      std::this_thread::sleep_for(runner_ ? 50ms : 200ms);
+      idle_ms += ms_since(t0);
+      gauges_.idle_fraction = idle_ms / std::max(1.0, ms_since(t_start));
+      continue;
+    }
+    runner_->step();  // one batched pass over every running rollout
+    gauges_.idle_fraction = idle_ms / std::max(1.0, ms_since(t_start));
+  }
+}
+
+}  // namespace
+
+void run_rollout_loop(const RolloutContext& context, WeightSync& sync, net::HubClient& hub,
+                      LeaseBook& book, RolloutStreamer& streamer, WorkerGauges& gauges,
+                      const std::atomic<bool>& stop, WorkerStats& stats) {
+  RolloutLoop(context, sync, hub, book, streamer, gauges, stats).run(stop);
+}
+
+}  // namespace stoa::worker
