@@ -1,13 +1,15 @@
 #include "roles/run/run_config.h"
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <set>
 #include <sstream>
+#include <string_view>
 #include <type_traits>
-#include <utility>
 
 #include <toml++/toml.h>
 
@@ -247,81 +249,111 @@ int64_t whole_seconds(int64_t ms, const char* key) {
   return toml_integer(ms / 1000, "hub", key);
 }
 
+// `key = value` lines in the reader's order, each value in its shortest form that reads back
+// bit for bit (0.7, not 0.69999999999999996), strings quoted and escaped by toml++.
+class TomlWriter {
+ public:
+  void section(const char* name) { out_ << (out_.tellp() > 0 ? "\n[" : "[") << name << "]\n"; }
+  void put(const char* key, const std::string& value) {
+    out_ << key << " = " << toml::value<std::string>(value) << '\n';
+  }
+  void put(const char* key, bool value) {
+    out_ << key << " = " << (value ? "true" : "false") << '\n';
+  }
+  void put(const char* key, int64_t value) { out_ << key << " = " << value << '\n'; }
+  // A float (sampling) is written as the float's shortest form: the reader's double rounds
+  // back to the same float.
+  void put(const char* key, float value) { put_number(key, value); }
+  void put(const char* key, double value) { put_number(key, value); }
+  std::string text() const { return out_.str(); }
+
+ private:
+  template <typename T>
+  void put_number(const char* key, T value) {
+    out_ << key << " = ";
+    if (std::isnan(value)) {
+      out_ << "nan";
+    } else if (std::isinf(value)) {
+      out_ << (value < 0 ? "-inf" : "inf");
+    } else {
+      char buf[64];
+      const auto end = std::to_chars(buf, buf + sizeof(buf), value).ptr;
+      const std::string_view digits(buf, static_cast<size_t>(end - buf));
+      out_ << digits;
+      if (digits.find_first_of(".e") == std::string_view::npos) out_ << ".0";  // stays a float
+    }
+    out_ << '\n';
+  }
+  std::ostringstream out_;
+};
+
 }  // namespace
 
 std::string to_toml(const RunConfig& c) {
   const auto& to = c.train;
-  toml::table run{{"dir", c.run_dir},
-                  {"model", c.model_dir},
-                  {"data", c.data_dir},
-                  {"index", c.index_dir},
-                  {"max_steps", toml_integer(c.loop.max_steps, "run", "max_steps")}};
-  toml::table hub{
-      {"host", c.server.host},
-      {"port", toml_integer(c.server.port, "hub", "port")},
-      {"threads", toml_integer(c.server.threads, "hub", "threads")},
-      {"tls_cert", c.server.tls_cert_path},
-      {"tls_key", c.server.tls_key_path},
-      {"join_token", c.hub.join_token},
-      {"group_size", toml_integer(c.hub.group_size, "hub", "group_size")},
-      {"lease_ttl_s", whole_seconds(c.hub.lease_ttl_ms, "lease_ttl_s")},
-      {"lease_max_s", whole_seconds(c.hub.lease_max_ms, "lease_max_s")},
-      {"max_open_groups", toml_integer(c.hub.max_open_groups, "hub", "max_open_groups")},
-      {"max_tokens", toml_integer(c.hub.max_tokens, "hub", "max_tokens")},
-      {"topk", toml_integer(c.hub.topk, "hub", "topk")},
-      {"seed", toml_integer(c.hub.seed, "hub", "seed")},
-      {"heartbeat_interval_s",
-       toml_integer(c.hub.heartbeat_interval_s, "hub", "heartbeat_interval_s")}};
-  if (c.max_queued_groups)
-    hub.insert("max_queued_groups", toml_integer(*c.max_queued_groups, "hub", "max_queued_groups"));
   const auto& sp = c.hub.sampling;
-  toml::table sampling{
-      {"temperature", static_cast<double>(sp.temperature)},
-      {"top_p", static_cast<double>(sp.top_p)},
-      {"top_k", toml_integer(sp.top_k, "sampling", "top_k")},
-      {"max_new_tokens", toml_integer(sp.max_new_tokens, "sampling", "max_new_tokens")},
-      {"max_turns", toml_integer(sp.max_turns, "sampling", "max_turns")},
-      {"max_observation_tokens",
-       toml_integer(sp.max_observation_tokens, "sampling", "max_observation_tokens")}};
-  toml::table trainer{
-      {"device", to.device},
-      {"threads", toml_integer(to.threads, "trainer", "threads")},
-      {"lr", to.optimizer.lr},
-      {"weight_decay", to.optimizer.weight_decay},
-      {"max_grad_norm", to.optimizer.max_grad_norm},
-      {"warmup_steps", toml_integer(to.schedule.warmup_steps, "trainer", "warmup_steps")},
-      {"micro_batch_tokens", toml_integer(to.micro_batch_tokens, "trainer", "micro_batch_tokens")},
-      {"seed", toml_integer(to.seed, "trainer", "seed")},
-      {"loss", train::loss_kind_name(to.loss.kind)},
-      {"advantage", train::advantage_kind_name(to.loss.advantage)},
-      {"aggregation", train::aggregation_name(to.loss.aggregation)},
-      {"delta_hi", to.loss.delta_hi},
-      {"delta_lo", to.loss.delta_lo},
-      {"clip_eps_hi", to.loss.clip_eps_hi},
-      {"clip_eps_lo", to.loss.clip_eps_lo},
-      {"ratio_cap", to.loss.ratio_cap},
-      {"groups_per_step", toml_integer(c.loop.groups_per_step, "trainer", "groups_per_step")},
-      {"min_groups", toml_integer(c.loop.min_groups, "trainer", "min_groups")},
-      {"skip_uniform_groups", c.loop.skip_uniform_groups},
-      {"gather_timeout_ms", toml_integer(static_cast<int64_t>(c.loop.gather_timeout.count()),
-                                         "trainer", "gather_timeout_ms")},
-      {"max_staleness", toml_integer(c.loop.staleness.max_staleness, "trainer", "max_staleness")},
-      {"checkpoint_every", toml_integer(c.loop.checkpoint_every, "trainer", "checkpoint_every")}};
-  toml::table pulse{
-      {"anchor_every", toml_integer(c.loop.publisher.anchor_every, "pulse", "anchor_every")},
-      {"keep_anchors",
-       toml_integer(c.loop.publisher.retention.keep_anchors, "pulse", "keep_anchors")}};
-  // One section after the other in the reader's order (a toml::table would sort them).
-  std::ostringstream out;
-  const std::pair<const char*, const toml::table*> sections[] = {{"run", &run},
-                                                                 {"hub", &hub},
-                                                                 {"sampling", &sampling},
-                                                                 {"trainer", &trainer},
-                                                                 {"pulse", &pulse}};
-  for (const auto& [name, table] : sections) {
-    out << '[' << name << "]\n" << *table << "\n\n";
-  }
-  return out.str();
+  TomlWriter w;
+  w.section("run");
+  w.put("dir", c.run_dir);
+  w.put("model", c.model_dir);
+  w.put("data", c.data_dir);
+  w.put("index", c.index_dir);
+  w.put("max_steps", toml_integer(c.loop.max_steps, "run", "max_steps"));
+  w.section("hub");
+  w.put("host", c.server.host);
+  w.put("port", toml_integer(c.server.port, "hub", "port"));
+  w.put("threads", toml_integer(c.server.threads, "hub", "threads"));
+  w.put("tls_cert", c.server.tls_cert_path);
+  w.put("tls_key", c.server.tls_key_path);
+  w.put("join_token", c.hub.join_token);
+  w.put("group_size", toml_integer(c.hub.group_size, "hub", "group_size"));
+  w.put("lease_ttl_s", whole_seconds(c.hub.lease_ttl_ms, "lease_ttl_s"));
+  w.put("lease_max_s", whole_seconds(c.hub.lease_max_ms, "lease_max_s"));
+  w.put("max_open_groups", toml_integer(c.hub.max_open_groups, "hub", "max_open_groups"));
+  if (c.max_queued_groups)
+    w.put("max_queued_groups", toml_integer(*c.max_queued_groups, "hub", "max_queued_groups"));
+  w.put("max_tokens", toml_integer(c.hub.max_tokens, "hub", "max_tokens"));
+  w.put("topk", toml_integer(c.hub.topk, "hub", "topk"));
+  w.put("seed", toml_integer(c.hub.seed, "hub", "seed"));
+  w.put("heartbeat_interval_s",
+        toml_integer(c.hub.heartbeat_interval_s, "hub", "heartbeat_interval_s"));
+  w.section("sampling");
+  w.put("temperature", sp.temperature);
+  w.put("top_p", sp.top_p);
+  w.put("top_k", toml_integer(sp.top_k, "sampling", "top_k"));
+  w.put("max_new_tokens", toml_integer(sp.max_new_tokens, "sampling", "max_new_tokens"));
+  w.put("max_turns", toml_integer(sp.max_turns, "sampling", "max_turns"));
+  w.put("max_observation_tokens",
+        toml_integer(sp.max_observation_tokens, "sampling", "max_observation_tokens"));
+  w.section("trainer");
+  w.put("device", to.device);
+  w.put("threads", toml_integer(to.threads, "trainer", "threads"));
+  w.put("lr", to.optimizer.lr);
+  w.put("weight_decay", to.optimizer.weight_decay);
+  w.put("max_grad_norm", to.optimizer.max_grad_norm);
+  w.put("warmup_steps", toml_integer(to.schedule.warmup_steps, "trainer", "warmup_steps"));
+  w.put("micro_batch_tokens", toml_integer(to.micro_batch_tokens, "trainer", "micro_batch_tokens"));
+  w.put("seed", toml_integer(to.seed, "trainer", "seed"));
+  w.put("loss", std::string(train::loss_kind_name(to.loss.kind)));
+  w.put("advantage", std::string(train::advantage_kind_name(to.loss.advantage)));
+  w.put("aggregation", std::string(train::aggregation_name(to.loss.aggregation)));
+  w.put("delta_hi", to.loss.delta_hi);
+  w.put("delta_lo", to.loss.delta_lo);
+  w.put("clip_eps_hi", to.loss.clip_eps_hi);
+  w.put("clip_eps_lo", to.loss.clip_eps_lo);
+  w.put("ratio_cap", to.loss.ratio_cap);
+  w.put("groups_per_step", toml_integer(c.loop.groups_per_step, "trainer", "groups_per_step"));
+  w.put("min_groups", toml_integer(c.loop.min_groups, "trainer", "min_groups"));
+  w.put("skip_uniform_groups", c.loop.skip_uniform_groups);
+  w.put("gather_timeout_ms", toml_integer(static_cast<int64_t>(c.loop.gather_timeout.count()),
+                                          "trainer", "gather_timeout_ms"));
+  w.put("max_staleness", toml_integer(c.loop.staleness.max_staleness, "trainer", "max_staleness"));
+  w.put("checkpoint_every", toml_integer(c.loop.checkpoint_every, "trainer", "checkpoint_every"));
+  w.section("pulse");
+  w.put("anchor_every", toml_integer(c.loop.publisher.anchor_every, "pulse", "anchor_every"));
+  w.put("keep_anchors",
+        toml_integer(c.loop.publisher.retention.keep_anchors, "pulse", "keep_anchors"));
+  return w.text();
 }
 
 void save_run_config(const RunConfig& config, const std::string& path, const std::string& header) {
