@@ -1,4 +1,4 @@
-#include "cli/demo_report.h"
+#include "app/demo/demo_report.h"
 
 #include <unistd.h>
 
@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-namespace stoa::cli {
+namespace stoa::app {
 namespace {
 
 TEST(DemoReport, StepLogSummaryIsTokenWeightedAndSkipsBadLines) {
@@ -118,4 +118,4 @@ TEST(DemoReport, ProgressLineNamesStepVersionRewardAndWorkers) {
 }
 
 }  // namespace
-}  // namespace stoa::cli
+}  // namespace stoa::app

@@ -7,10 +7,10 @@
 
 #include <gtest/gtest.h>
 
-#include "cli/demo_rl.h"
-#include "roles/trainer/run_config.h"
+#include "app/demo/demo_rl.h"
+#include "roles/run/run_config.h"
 
-namespace stoa::cli {
+namespace stoa::app {
 namespace {
 
 std::string temp_path(const std::string& name) {
@@ -24,7 +24,7 @@ TEST(DemoRunConfig, DefaultsRoundTrip) {
   const DemoPaths p("/tmp/stoa-demo-x");
   const std::string path = temp_path("runcfg-default");
   write_run_config(o, p, "/m", "/r", path, "tok");
-  const trainer::RunConfig c = trainer::load_run_config(path);
+  const run::RunConfig c = run::load_run_config(path);
   std::filesystem::remove(path);
   EXPECT_EQ(c.model_dir, "/m");
   EXPECT_EQ(c.run_dir, "/r");
@@ -42,7 +42,7 @@ TEST(DemoRunConfig, KlVariantCarriesItsThreshold) {
   const DemoPaths p("/tmp/stoa-demo-x");
   const std::string path = temp_path("runcfg-kl");
   write_run_config(o, p, "/m", "/r", path, "tok");
-  const trainer::RunConfig c = trainer::load_run_config(path);
+  const run::RunConfig c = run::load_run_config(path);
   std::filesystem::remove(path);
   EXPECT_EQ(c.train.loss.kind, train::LossKind::kDppoBinaryKl);
   EXPECT_DOUBLE_EQ(c.train.loss.delta_hi, 0.05);
@@ -57,7 +57,7 @@ TEST(DemoRunConfig, TruncatedIsCarriesItsRatioCap) {
   const DemoPaths p("/tmp/stoa-demo-x");
   const std::string path = temp_path("runcfg-tis");
   write_run_config(o, p, "/m", "/r", path, "tok");
-  const trainer::RunConfig c = trainer::load_run_config(path);  // refused without a finite cap
+  const run::RunConfig c = run::load_run_config(path);  // refused without a finite cap
   std::filesystem::remove(path);
   EXPECT_EQ(c.train.loss.kind, train::LossKind::kTruncatedIs);
   EXPECT_DOUBLE_EQ(c.train.loss.ratio_cap, 10.0);
@@ -82,4 +82,4 @@ TEST(DemoRunConfig, ClearingPhaseLogsKeepsTheRunDirectory) {
 }
 
 }  // namespace
-}  // namespace stoa::cli
+}  // namespace stoa::app

@@ -1,7 +1,7 @@
 // The warm-start check: a warm start is used only by a demo whose data, index and tokenizer stages
 // ran with its parameters and whose trained tokenizer.json is byte-identical to its own; anything
 // missing or malformed is refused with the file named.
-#include "cli/warm_start.h"
+#include "app/demo/warm_start.h"
 
 #include <unistd.h>
 
@@ -12,7 +12,7 @@
 
 #include "core/error.h"
 
-namespace stoa::cli {
+namespace stoa::app {
 namespace {
 namespace fs = std::filesystem;
 
@@ -98,4 +98,4 @@ TEST_F(WarmStartTest, MissingOrMalformedFilesAreRefusedByName) {
 }
 
 }  // namespace
-}  // namespace stoa::cli
+}  // namespace stoa::app

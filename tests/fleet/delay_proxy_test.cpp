@@ -16,10 +16,10 @@
 #include <string>
 #include <thread>
 
+#include "app/fleet/delay_proxy.h"
 #include "core/error.h"
-#include "net/delay_proxy.h"
 
-namespace stoa::net {
+namespace stoa::app::fleet {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -259,4 +259,4 @@ TEST(DelayProxy, BadOptionsAreRefusedByName) {
 }
 
 }  // namespace
-}  // namespace stoa::net
+}  // namespace stoa::app::fleet

@@ -5,9 +5,9 @@
 
 #include <cmath>
 
-#include "cli/fleet_metrics.h"
+#include "app/fleet/fleet_metrics.h"
 
-namespace stoa::cli::fleet {
+namespace stoa::app::fleet {
 namespace {
 
 TEST(FleetMetrics, ParsesTheLogStamp) {
@@ -96,4 +96,4 @@ TEST(FleetMetrics, TrainerBusyIsTimeWeighted) {
 }
 
 }  // namespace
-}  // namespace stoa::cli::fleet
+}  // namespace stoa::app::fleet

@@ -183,20 +183,31 @@ Cluster::Cluster(const std::string& name, const RunSpec& spec) : spec_(spec) {
   fs::remove_all(dir_);
   fs::create_directories(dir_);
   const Assets& a = assets();
-  std::ofstream toml(dir_ / "run.toml");
-  toml << "[run]\ndir = \"run\"\nmodel = \"" << a.model.string() << "\"\ndata = \""
-       << a.data.string() << "\"\n"
-       << "[hub]\njoin_token = \"" << kToken << "\"\nport = " << spec.port
-       << "\nthreads = 16\ngroup_size = " << spec.group_size
-       << "\nlease_ttl_s = " << spec.lease_ttl_s << "\nheartbeat_interval_s = 2\nmax_tokens = 400\n"
-       << spec.extra_hub << "\n"
-       << "[sampling]\nmax_new_tokens = " << spec.max_new_tokens
-       << "\nmax_turns = " << spec.max_turns << "\nmax_observation_tokens = 48\n"
-       << "[trainer]\nthreads = 1\nlr = 0.001\nwarmup_steps = 0\ngroups_per_step = "
-       << spec.groups_per_step << "\nmin_groups = 1\ngather_timeout_ms = " << spec.gather_timeout_ms
-       << "\nmax_staleness = " << spec.max_staleness << "\n"
-       << "[pulse]\nanchor_every = " << spec.anchor_every
-       << "\nkeep_anchors = " << spec.keep_anchors << "\n";
+  run::RunConfig c;
+  c.run_dir = (dir_ / "run").string();
+  c.model_dir = a.model.string();
+  c.data_dir = a.data.string();
+  c.hub.join_token = kToken;
+  c.server.port = spec.port;
+  c.server.threads = 16;
+  c.hub.group_size = spec.group_size;
+  c.hub.lease_ttl_ms = int64_t{spec.lease_ttl_s} * 1000;
+  c.hub.heartbeat_interval_s = 2;
+  c.hub.max_tokens = 400;
+  c.hub.sampling.max_new_tokens = spec.max_new_tokens;
+  c.hub.sampling.max_turns = spec.max_turns;
+  c.hub.sampling.max_observation_tokens = 48;
+  c.train.threads = 1;
+  c.train.optimizer.lr = 0.001;
+  c.train.schedule.warmup_steps = 0;
+  c.loop.groups_per_step = static_cast<size_t>(spec.groups_per_step);
+  c.loop.min_groups = 1;
+  c.loop.gather_timeout = std::chrono::milliseconds(spec.gather_timeout_ms);
+  c.loop.staleness.max_staleness = static_cast<uint64_t>(spec.max_staleness);
+  c.loop.publisher.anchor_every = static_cast<uint64_t>(spec.anchor_every);
+  c.loop.publisher.retention.keep_anchors = static_cast<size_t>(spec.keep_anchors);
+  if (spec.adjust) spec.adjust(c);
+  run::save_run_config(c, (dir_ / "run.toml").string());
 }
 
 Cluster::~Cluster() {

@@ -18,6 +18,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "roles/run/run_config.h"
+
 namespace stoa::integration {
 
 namespace fs = std::filesystem;
@@ -73,7 +75,7 @@ struct RunSpec {
   int max_staleness = 4;
   int anchor_every = 4;
   int keep_anchors = 2;
-  std::string extra_hub;  // more lines for [hub]
+  std::function<void(run::RunConfig&)> adjust;  // any other setting, applied last
 };
 
 // Polls `pred` every 100 ms until it holds or `timeout` passes.

@@ -5,13 +5,13 @@
 
 #include <gtest/gtest.h>
 
-#include "cli/plot_data.h"
-#include "cli/plot_gnuplot.h"
-#include "cli/plot_script.h"
+#include "app/plot/plot_data.h"
+#include "app/plot/plot_gnuplot.h"
+#include "app/plot/plot_script.h"
 #include "core/error.h"
 #include "plot/plot_fixture.h"
 
-namespace stoa::cli::plot {
+namespace stoa::app::plot {
 namespace {
 namespace fs = std::filesystem;
 using namespace testing;
@@ -111,4 +111,4 @@ TEST(PlotFault, UnwritableOutputDirectory) {
 }
 
 }  // namespace
-}  // namespace stoa::cli::plot
+}  // namespace stoa::app::plot

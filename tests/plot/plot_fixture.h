@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace stoa::cli::plot::testing {
+namespace stoa::app::plot::testing {
 
 class TempDir {
  public:
@@ -91,4 +91,4 @@ inline bool is_png(const std::filesystem::path& p) {
   return in.gcount() == 8 && std::string(sig, 8) == std::string("\x89PNG\r\n\x1a\n", 8);
 }
 
-}  // namespace stoa::cli::plot::testing
+}  // namespace stoa::app::plot::testing

@@ -7,13 +7,13 @@
 
 #include <gtest/gtest.h>
 
-#include "cli/plot_data.h"
-#include "cli/plot_gnuplot.h"
-#include "cli/plot_script.h"
+#include "app/plot/plot_data.h"
+#include "app/plot/plot_gnuplot.h"
+#include "app/plot/plot_script.h"
 #include "core/error.h"
 #include "plot/plot_fixture.h"
 
-namespace stoa::cli::plot {
+namespace stoa::app::plot {
 namespace {
 namespace fs = std::filesystem;
 using namespace testing;
@@ -224,4 +224,4 @@ TEST(PlotCommand, PrintsTheFilesItWrote) {
 }
 
 }  // namespace
-}  // namespace stoa::cli::plot
+}  // namespace stoa::app::plot

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "pulse/bench.h"
+#include "bench/pulse_bench.h"
 
 namespace stoa::pulse {
 namespace {

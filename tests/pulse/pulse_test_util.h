@@ -4,9 +4,9 @@
 #include <random>
 #include <vector>
 
+#include "bench/adam_sim.h"
 #include "model/presets.h"
 #include "model/weights.h"
-#include "pulse/adam_sim.h"
 #include "pulse/int8_state.h"
 #include "pulse/model_view.h"
 #include "pulse/quantizer.h"

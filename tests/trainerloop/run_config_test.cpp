@@ -2,9 +2,9 @@
 // the file and key named.
 #include <gtest/gtest.h>
 
-#include "roles/trainer/run_config.h"
+#include "roles/run/run_config.h"
 
-namespace stoa::trainer {
+namespace stoa::run {
 namespace {
 
 const char* kMinimal = R"(
@@ -133,4 +133,4 @@ TEST(RunConfig, BadInputIsRefusedNamingFileAndKey) {
 }
 
 }  // namespace
-}  // namespace stoa::trainer
+}  // namespace stoa::run

@@ -1,0 +1,35 @@
+// What `stoa demo` prints while RL runs and the summary it ends with, computed from the run's
+// own records: the hub's /v1/status (counters, workers) and the trainer's JSONL step log.
+#pragma once
+#include <cstddef>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace stoa::app {
+
+// One SFT progress line ("sft: step N  epoch E  loss L  lr X") from a `stoa train --sft --json`
+// step line.
+std::string sft_progress_line(const nlohmann::json& step_line);
+
+// One progress line from a /v1/status document (elapsed seconds of RL given).
+std::string rl_progress_line(const nlohmann::json& status, double elapsed_s);
+
+// The learning-speed mark of a run: the mean training reward over kRewardWindow consecutive steps
+// first reaching kRewardLevel (at T = 1, so below greedy pass@1).
+inline constexpr double kRewardLevel = 0.3;
+inline constexpr size_t kRewardWindow = 8;
+
+// Aggregates of <run>/steps.jsonl: steps, versions, token-weighted DPPO masked fraction, TV and
+// KL, mean patch bytes (versions shipped as patches), compute seconds, mean reward and TV of the
+// first and last quarter of steps (does the π–μ divergence grow?), and the trainer's elapsed
+// seconds when the reward mark was reached (-1: never). Missing file or lines that are not JSON
+// objects are skipped.
+nlohmann::json summarize_step_log(const std::string& steps_jsonl);
+
+// An earlier results file (`stoa experiment ablations`' ablations.json) if its "comparability"
+// object equals `key` (same warm start and budget), so its rows may stand beside a new run's;
+// null when the file is missing, unreadable, not JSON or from another setting.
+nlohmann::json read_comparable_results(const std::string& path, const nlohmann::json& key);
+
+}  // namespace stoa::app

@@ -1,0 +1,186 @@
+// The arithmetic of `stoa bench fleet` (fleet_bench.cpp), kept apart from the process
+// and network plumbing so tests/fleet can check it on hand-written inputs:
+//   - worker log lines ("2026-11-30T08:00:00.123Z I [worker] generating with version 7") → the
+//     moments each worker switched weights, and its final idle fraction;
+//   - weight-sync latency: for each version v the hub published at P(v) inside the window, and
+//     each worker, the first switch to a version >= v at S — latency S - P(v). A worker that skips
+//     v (it caught up to a newer version directly) is fresh for v at that same switch, so
+//     skipping is not a loss; a version no worker reached before the window closed is counted
+//     as unsynced, not as a latency; versions published before a worker's first weights are
+//     its cold start, which the bench reports on its own;
+//   - the trainer's busy fraction over all steps of steps.jsonl, time-weighted;
+//   - percentiles.
+// Header-only: the cli's CMake builds only cmd_*.cpp, and this is not a command.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <ctime>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace stoa::app::fleet {
+
+// "YYYY-MM-DDTHH:MM:SS.mmmZ" at the start of `line` (core/log.cpp's stamp) → unix ms.
+inline std::optional<int64_t> parse_log_time(const std::string& line) {
+  if (line.size() < 24 || line[4] != '-' || line[10] != 'T' || line[19] != '.' || line[23] != 'Z')
+    return std::nullopt;
+  std::tm tm{};
+  int ms = 0;
+  if (std::sscanf(line.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d.%3d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+                  &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &ms) != 7)
+    return std::nullopt;
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  return static_cast<int64_t>(timegm(&tm)) * 1000 + ms;
+}
+
+struct Switch {
+  int64_t unix_ms = 0;
+  uint64_t version = 0;
+};
+
+struct WorkerLog {
+  std::vector<Switch> switches;      // in log order
+  std::optional<double> idle;        // from the final "stopped: ..." line
+  std::optional<uint64_t> rollouts;  // idem
+  std::optional<uint64_t> tokens;    // idem
+  int64_t warnings = 0;              // W and E lines (sync refetches, anchor fallbacks, ...)
+};
+
+inline WorkerLog parse_worker_log(const std::string& text) {
+  WorkerLog w;
+  std::istringstream in(text);
+  std::string line;
+  static const std::string kSwitch = "generating with version ";
+  static const std::string kStopped = "[worker] stopped: ";
+  while (std::getline(in, line)) {
+    if (line.size() > 26 && parse_log_time(line) && (line[25] == 'W' || line[25] == 'E'))
+      ++w.warnings;
+    if (auto p = line.find(kSwitch); p != std::string::npos) {
+      const auto t = parse_log_time(line);
+      if (!t) continue;
+      try {
+        w.switches.push_back({*t, std::stoull(line.substr(p + kSwitch.size()))});
+      } catch (const std::exception&) {
+      }
+    } else if (auto q = line.find(kStopped); q != std::string::npos) {
+      // "... stopped: 12 rollouts (...), 3456 tokens, 9 weight switches, idle 0.25"
+      const std::string rest = line.substr(q + kStopped.size());
+      try {
+        w.rollouts = std::stoull(rest);
+        if (auto i = rest.rfind(" idle "); i != std::string::npos)
+          w.idle = std::stod(rest.substr(i + 6));
+        if (auto k = rest.find(" tokens,"); k != std::string::npos) {
+          auto b = rest.rfind(' ', k - 1);
+          w.tokens = std::stoull(rest.substr(b + 1, k - b - 1));
+        }
+      } catch (const std::exception&) {
+      }
+    }
+  }
+  return w;
+}
+
+struct SyncLatencies {
+  std::vector<double> ms;  // one per (version, worker) pair that synced inside the window
+  int64_t unsynced = 0;    // (version, worker) pairs not reached before the window closed
+  int64_t skipped = 0;     // pairs reached by switching straight to a newer version
+};
+
+// publish: version → unix ms the hub published it (only versions to measure); switches: per
+// worker, in time order; window_end_ms: switches after it do not count.
+inline SyncLatencies sync_latencies(const std::map<uint64_t, int64_t>& publish,
+                                    const std::vector<std::vector<Switch>>& workers,
+                                    int64_t window_end_ms) {
+  SyncLatencies r;
+  for (const auto& [v, published] : publish) {
+    for (const auto& sw : workers) {
+      // Versions published before the worker held any weights are its cold start (reported
+      // apart), not a sync of a running worker.
+      if (sw.empty() || sw.front().unix_ms > published) {
+        if (sw.empty()) ++r.unsynced;
+        continue;
+      }
+      const Switch* hit = nullptr;
+      for (const Switch& s : sw)
+        if (s.version >= v && s.unix_ms >= published && s.unix_ms <= window_end_ms) {
+          hit = &s;
+          break;
+        }
+      if (!hit) {
+        ++r.unsynced;
+        continue;
+      }
+      r.ms.push_back(static_cast<double>(hit->unix_ms - published));
+      if (hit->version != v) ++r.skipped;
+    }
+  }
+  return r;
+}
+
+// Linear interpolation between closest ranks; NaN for an empty sample.
+inline double percentile(std::vector<double> xs, double p) {
+  if (xs.empty()) return std::nan("");
+  std::sort(xs.begin(), xs.end());
+  const double pos = p / 100.0 * static_cast<double>(xs.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(pos));
+  const size_t hi = std::min(lo + 1, xs.size() - 1);
+  return xs[lo] + (xs[hi] - xs[lo]) * (pos - static_cast<double>(lo));
+}
+
+struct TrainerSummary {
+  int64_t steps = 0;
+  double busy_fraction = std::nan("");  // Σ compute / Σ (gather + compute)
+  double step_seconds_mean = std::nan("");
+  double patch_bytes_mean = std::nan("");   // over versions that carried a patch
+  double anchor_bytes_mean = std::nan("");  // over versions that carried an anchor
+  int64_t anchors = 0;
+  int64_t patches = 0;
+};
+
+// steps.jsonl (roles/trainer/trainer_loop.cpp): each step's busy_fraction is its compute time
+// over (gather wait + compute), so gather + compute = step_seconds / busy_fraction; summing
+// both over steps gives the run's time-weighted figure rather than a mean of ratios.
+inline TrainerSummary summarize_steps(const std::string& jsonl) {
+  TrainerSummary s;
+  std::istringstream in(jsonl);
+  std::string line;
+  double busy = 0, total = 0, patch = 0, anchor = 0;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(line);
+    } catch (const std::exception&) {
+      continue;  // a torn last line of a killed run
+    }
+    const double secs = j.value("step_seconds", 0.0);
+    const double bf = j.value("busy_fraction", 0.0);
+    ++s.steps;
+    busy += secs;
+    total += bf > 0 ? secs / bf : secs;
+    if (const double pb = j.value("patch_bytes", 0.0); pb > 0) {
+      patch += pb;
+      ++s.patches;
+    }
+    if (const double ab = j.value("anchor_bytes", 0.0); ab > 0) {
+      anchor += ab;
+      ++s.anchors;
+    }
+  }
+  if (s.steps > 0) {
+    s.busy_fraction = total > 0 ? busy / total : std::nan("");
+    s.step_seconds_mean = busy / static_cast<double>(s.steps);
+  }
+  if (s.patches) s.patch_bytes_mean = patch / static_cast<double>(s.patches);
+  if (s.anchors) s.anchor_bytes_mean = anchor / static_cast<double>(s.anchors);
+  return s;
+}
+
+}  // namespace stoa::app::fleet

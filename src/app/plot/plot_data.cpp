@@ -1,0 +1,248 @@
+#include "app/plot/plot_data.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <regex>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+
+namespace stoa::app::plot {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr size_t kMaxWarnings = 8;  // per run: enough to see the pattern, not a flood
+
+// A numeric field, or NaN when absent or not a number (null, a string): an older log without
+// a metric still plots everything else.
+double num(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number()) return kNaN;
+  return it->get<double>();
+}
+
+void warn(RunData& run, std::string message) {
+  if (run.warnings.size() < kMaxWarnings) run.warnings.push_back(std::move(message));
+}
+
+std::string find_steps(const std::string& dir) {
+  STOA_CHECK(fs::is_directory(dir), ErrorKind::kNotFound, "plot: run directory ", dir,
+             " does not exist");
+  for (const fs::path& p : {fs::path(dir) / "steps.jsonl", fs::path(dir) / "run" / "steps.jsonl"})
+    if (fs::is_regular_file(p)) return p.string();
+  fail(ErrorKind::kNotFound, "plot: no step log in ", dir, " (looked for ", dir,
+       "/steps.jsonl and ", dir, "/run/steps.jsonl)");
+}
+
+// The wall-clock axis, from the best source every step has. A resumed trainer appends to the
+// same log with elapsed_s restarting near zero; its steps continue from where the previous
+// process stopped rather than overlapping it.
+ClockSource assign_wall_clock(std::vector<StepPoint>& steps) {
+  const bool all_elapsed = std::all_of(steps.begin(), steps.end(),
+                                       [](const StepPoint& s) { return !std::isnan(s.elapsed_s); });
+  const bool all_unix = std::all_of(steps.begin(), steps.end(),
+                                    [](const StepPoint& s) { return !std::isnan(s.unix_ms); });
+  if (all_elapsed) {
+    double offset = 0, prev = 0;
+    for (auto& s : steps) {
+      if (s.elapsed_s < prev) offset += prev;
+      prev = s.elapsed_s;
+      s.wall_s = offset + s.elapsed_s;
+    }
+    return ClockSource::kElapsed;
+  }
+  if (all_unix) {
+    // The first step ended step_seconds after it began; start the axis there.
+    const double first_len =
+        std::isnan(steps.front().step_seconds) ? 0 : steps.front().step_seconds;
+    const double t0 = steps.front().unix_ms / 1000.0 - first_len;
+    for (auto& s : steps) s.wall_s = s.unix_ms / 1000.0 - t0;
+    return ClockSource::kUnixMs;
+  }
+  // busy_fraction = compute / (gather + compute), so compute / busy is the step's wall time.
+  double t = 0;
+  for (auto& s : steps) {
+    const double len = std::isnan(s.step_seconds) ? 0 : s.step_seconds;
+    const double busy = s.busy_fraction;
+    t += (!std::isnan(busy) && busy > 1e-3) ? len / busy : len;
+    s.wall_s = t;
+  }
+  return ClockSource::kEstimated;
+}
+
+// Wall time at `step`: that of the last logged step not after it (0 before the first).
+double wall_at(const std::vector<StepPoint>& steps, int64_t step) {
+  double w = 0;
+  for (const auto& s : steps) {
+    if (s.step > step) break;
+    w = s.wall_s;
+  }
+  return w;
+}
+
+// Places an eval JSON on the step axis: its own "step" field, else its name (eval-before: 0,
+// eval-after / eval-final: the last step, eval-<N> / eval-step-<N>: N); a test-split eval
+// without a step is the final report.
+std::optional<int64_t> eval_step(const json& j, const std::string& stem, int64_t last_step) {
+  if (auto it = j.find("step"); it != j.end() && it->is_number_integer()) return it->get<int64_t>();
+  if (stem == "eval-before") return 0;
+  // The test split is evaluated once, at the end (not a point on the held-out curve).
+  if (j.value("split", std::string()) == "test") return last_step;
+  if (stem == "eval-after" || stem == "eval-final") return last_step;
+  static const std::regex numbered(R"(eval-(?:step-?)?(\d+))");
+  std::smatch m;
+  if (std::regex_match(stem, m, numbered)) return std::stoll(m[1].str());
+  return std::nullopt;
+}
+
+void load_evals(RunData& run, const fs::path& demo_dir) {
+  const fs::path logs = demo_dir / "logs";
+  if (!fs::is_directory(logs)) return;
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(logs)) {
+    const std::string name = e.path().filename().string();
+    if (e.is_regular_file() && name.rfind("eval-", 0) == 0 && e.path().extension() == ".json")
+      files.push_back(e.path());
+  }
+  std::sort(files.begin(), files.end());
+  const int64_t last_step = run.steps.back().step;
+  for (const auto& f : files) {
+    std::ifstream in(f);
+    json j = json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object() || !j.contains("pass1") || !j["pass1"].is_number()) {
+      warn(run, cat(f.string(), ": not an eval JSON with a numeric \"pass1\"; skipped"));
+      continue;
+    }
+    const auto step = eval_step(j, f.stem().string(), last_step);
+    if (!step) {
+      warn(run,
+           cat(f.string(), ": no \"step\" field and the name does not say which step; skipped"));
+      continue;
+    }
+    EvalPoint e;
+    e.file = f.string();
+    e.split = j.value("split", std::string());
+    e.pass1 = j["pass1"].get<double>();
+    e.step = *step;
+    const double given = num(j, "elapsed_s");
+    if (!std::isnan(given))
+      e.wall_s = given;
+    else if (f.stem() == "eval-before")
+      e.wall_s = 0;
+    else
+      e.wall_s = wall_at(run.steps, e.step);
+    run.evals.push_back(std::move(e));
+  }
+  std::stable_sort(run.evals.begin(), run.evals.end(),
+                   [](const EvalPoint& a, const EvalPoint& b) { return a.step < b.step; });
+}
+
+}  // namespace
+
+const char* clock_source_name(ClockSource c) {
+  switch (c) {
+    case ClockSource::kElapsed:
+      return "elapsed_s";
+    case ClockSource::kUnixMs:
+      return "unix_ms";
+    case ClockSource::kEstimated:
+      return "estimated from step_seconds/busy_fraction";
+  }
+  return "?";
+}
+
+std::optional<StepPoint> parse_step_line(const std::string& line, std::string* why) {
+  json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    *why = "not a JSON object";
+    return std::nullopt;
+  }
+  auto step = j.find("step");
+  if (step == j.end() || !step->is_number_integer()) {
+    *why = "no integer \"step\"";
+    return std::nullopt;
+  }
+  StepPoint s;
+  s.step = step->get<int64_t>();
+  if (auto v = j.find("version"); v != j.end() && v->is_number_integer())
+    s.version = v->get<int64_t>();
+  s.reward_mean = num(j, "reward_mean");
+  s.masked_fraction = num(j, "masked_fraction");
+  s.masked_fraction_pos = num(j, "masked_fraction_pos");
+  s.masked_fraction_neg = num(j, "masked_fraction_neg");
+  s.tv_mean = num(j, "tv_mean");
+  s.tv_max = num(j, "tv_max");
+  s.kl_mean = num(j, "kl_mean");
+  s.kl_max = num(j, "kl_max");
+  s.busy_fraction = num(j, "busy_fraction");
+  s.step_seconds = num(j, "step_seconds");
+  s.patch_bytes = num(j, "patch_bytes");
+  s.anchor_bytes = num(j, "anchor_bytes");
+  s.tokens = num(j, "tokens");
+  s.groups_dropped_stale = num(j, "groups_dropped_stale");
+  s.groups_uniform = num(j, "groups_uniform");
+  s.elapsed_s = num(j, "elapsed_s");
+  s.unix_ms = num(j, "unix_ms");
+  if (auto h = j.find("staleness_histogram"); h != j.end() && h->is_object()) {
+    for (const auto& [k, v] : h->items()) {
+      // Keys are the versions behind as decimal strings ("0", "1", ...).
+      char* end = nullptr;
+      const long long behind = std::strtoll(k.c_str(), &end, 10);
+      if (k.empty() || *end != '\0' || behind < 0 || !v.is_number_integer()) {
+        *why = cat("bad staleness_histogram entry \"", k, "\"");
+        return std::nullopt;
+      }
+      s.staleness[behind] += v.get<int64_t>();
+    }
+  }
+  return s;
+}
+
+std::string default_label(const std::string& dir) {
+  fs::path p = fs::path(dir).lexically_normal();
+  if (!p.has_filename()) p = p.parent_path();  // "dir/" normalises to "dir/" with an empty name
+  if (p.filename() == "run" && p.has_parent_path()) p = p.parent_path();
+  std::string name = p.filename().string();
+  if (name.empty() || name == "." || name == "..") name = fs::absolute(p).filename().string();
+  return name.empty() ? "run" : name;
+}
+
+RunData load_run(const std::string& dir, const std::string& label) {
+  RunData run;
+  run.dir = dir;
+  run.label = label.empty() ? default_label(dir) : label;
+  run.steps_path = fs::absolute(find_steps(dir)).lexically_normal().string();
+  std::ifstream in(run.steps_path);
+  STOA_CHECK(in.good(), ErrorKind::kIo, "plot: cannot read ", run.steps_path);
+  std::string line;
+  int64_t line_no = 0;
+  while (std::getline(in, line)) {
+    line_no++;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;  // blank: not an error
+    std::string why;
+    if (auto s = parse_step_line(line, &why)) {
+      run.steps.push_back(std::move(*s));
+    } else {
+      run.lines_skipped++;
+      warn(run, cat(run.steps_path, ":", line_no, ": ", why, "; skipped"));
+    }
+  }
+  STOA_CHECK(!run.steps.empty(), ErrorKind::kBadFormat, "plot: ", run.steps_path,
+             " has no usable step (", line_no, " line(s), ", run.lines_skipped, " malformed)");
+  run.clock = assign_wall_clock(run.steps);
+  // A demo directory holds run/ and logs/; a run directory given directly sits inside one.
+  const fs::path steps_dir = fs::path(run.steps_path).parent_path();
+  load_evals(run,
+             fs::is_directory(fs::path(dir) / "logs") ? fs::path(dir) : steps_dir.parent_path());
+  return run;
+}
+
+}  // namespace stoa::app::plot

@@ -1,0 +1,31 @@
+// `stoa train --sft`: supervised warm start on JSONL transcripts (format: src/train/sft_data.h).
+// Reads a Hugging Face model directory, trains with AdamW on the masked tokens, writes the
+// trained model directory (plus the tokenizer files) and, optionally, an exact checkpoint after
+// every epoch that `resume` continues from.
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace stoa::app {
+
+struct SftJobOptions {
+  std::string data, model, out, checkpoint, resume;
+  // Every `snapshot_every` steps a complete model directory <out>-snapshots/step-<N> (announced
+  // on stdout), so an orchestrator can evaluate the SFT while it runs and stop it early.
+  int64_t snapshot_every = 0;
+  int epochs = 1;
+  int64_t batch_tokens = 4096;
+  int64_t micro_batch_tokens = 4096;
+  double lr = 1e-5, weight_decay = 0.0, max_grad_norm = 1.0;
+  int64_t warmup = 0;
+  std::string schedule = "constant";
+  std::string device = "cpu", dtype = "f32";
+  int threads = 0;
+  uint64_t seed = 0;
+  bool json = false;
+};
+
+// Exit status 0; errors throw stoa::Error.
+int run_sft_job(const SftJobOptions& options);
+
+}  // namespace stoa::app

@@ -1,0 +1,72 @@
+// `stoa train`: RL from a run config (the hub + trainer of roles/run/hub_and_trainer.h, same as
+// `stoa run`) or the supervised warm start (app/sft/sft_job.h).
+#include <memory>
+#include <string>
+
+#include "app/sft/sft_job.h"
+#include "cli/command.h"
+#include "core/error.h"
+#include "roles/run/hub_and_trainer.h"
+
+namespace stoa::cli {
+namespace {
+
+struct Options {
+  bool sft = false;
+  std::string config;  // RL: the hub + trainer of a run config
+  app::SftJobOptions job;
+};
+
+int run_train(const Options& o) {
+  if (!o.config.empty()) {
+    STOA_CHECK(!o.sft, ErrorKind::kInvalidArgument,
+               "stoa train: --config (RL: hub + trainer) and --sft are different jobs");
+    return run::run_hub_and_trainer(o.config, -1);
+  }
+  STOA_CHECK(o.sft, ErrorKind::kInvalidArgument,
+             "stoa train: give --config run.toml (RL: hub + asynchronous DPPO trainer) or --sft");
+  return app::run_sft_job(o.job);
+}
+
+const CommandRegistration registration(
+    "train",
+    "Train the policy: RL from a run config (--config run.toml: the hub + asynchronous DPPO "
+    "trainer, same as `stoa run`) or a supervised warm start (--sft)",
+    [](CLI::App& app) {
+      auto o = std::make_shared<Options>();
+      app.add_option("--config", o->config, "run.toml: RL with the hub (see `stoa run`)");
+      app.add_flag("--sft", o->sft, "Supervised fine-tuning on JSONL transcripts");
+      app.add_option("--data", o->job.data,
+                     "JSONL transcripts (tokens/mask, prompt/completion or "
+                     "messages; see src/train/sft_data.h)");
+      app.add_option("--model", o->job.model, "Hugging Face model directory to start from");
+      app.add_option("--out", o->job.out, "Where to write the trained model directory");
+      app.add_option("--epochs", o->job.epochs, "Passes over the data")->capture_default_str();
+      app.add_option("--lr", o->job.lr, "Peak learning rate")->capture_default_str();
+      app.add_option("--batch-tokens", o->job.batch_tokens, "Tokens per optimiser step")
+          ->capture_default_str();
+      app.add_option("--micro-batch-tokens", o->job.micro_batch_tokens,
+                     "Padded tokens per forward/backward chunk")
+          ->capture_default_str();
+      app.add_option("--warmup", o->job.warmup, "Linear warm-up steps")->capture_default_str();
+      app.add_option("--schedule", o->job.schedule, "constant or cosine")->capture_default_str();
+      app.add_option("--weight-decay", o->job.weight_decay, "AdamW decoupled weight decay")
+          ->capture_default_str();
+      app.add_option("--max-grad-norm", o->job.max_grad_norm, "Gradient-norm clip (<= 0: off)")
+          ->capture_default_str();
+      app.add_option("--device", o->job.device, "cpu, cuda or cuda:N")->capture_default_str();
+      app.add_option("--dtype", o->job.dtype, "Matmul dtype: f32 or bf16 (master weights stay f32)")
+          ->capture_default_str();
+      app.add_option("--threads", o->job.threads, "libtorch intra-op threads (0: default)");
+      app.add_option("--seed", o->job.seed, "Data-order seed")->capture_default_str();
+      app.add_option("--checkpoint", o->job.checkpoint,
+                     "Write an exact checkpoint here every epoch");
+      app.add_option("--resume", o->job.resume, "Continue from a checkpoint directory");
+      app.add_option("--snapshot-every", o->job.snapshot_every,
+                     "Also write the model to <out>-snapshots/step-<N> every N steps");
+      app.add_flag("--json", o->job.json, "One JSON line of metrics per step on stdout");
+      return [o] { return run_train(*o); };
+    });
+
+}  // namespace
+}  // namespace stoa::cli

@@ -1,0 +1,127 @@
+// The hub and the trainer in one process (`stoa run --config run.toml`, `stoa train --config`). The
+// HTTP hub (leases, intake into the SQLite ledger, blobs, long-polls) serves workers on its own
+// threads while the trainer loop takes complete groups from the same ledger, trains, and publishes
+// versions. A restart with the same config resumes: the ledger keeps every acknowledged rollout and
+// which groups were trained; the trainer resumes from its checkpoint
+// (roles/trainer/trainer_loop.h). SIGINT / SIGTERM stop it cleanly after the current step.
+#include "roles/run/hub_and_trainer.h"
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "env/dataset.h"
+#include "env/tasks/builtin_tasks.h"
+#include "env/token_codec.h"
+#include "env/tokenizer_codec.h"
+#include "model/tokenizer.h"
+#include "model/weights.h"
+#include "pulse/blob_store.h"
+#include "roles/hub/hub.h"
+#include "roles/hub/server.h"
+#include "roles/run/run_config.h"
+#include "roles/trainer/trainer_loop.h"
+
+namespace stoa::run {
+namespace {
+
+std::atomic<bool> g_stop{false};
+void stop_run_on_signal(int) {
+  g_stop.store(true);
+}
+
+}  // namespace
+
+// Exit status: 0 stopped cleanly (signal or max_steps), 1 any error (message on stderr).
+int run_hub_and_trainer(const std::string& config_path, int64_t max_steps) {
+  // Before anything slow (model load, the first publish): a supervisor's SIGTERM during start-up
+  // must also end in a clean exit. SIGPIPE: a worker that hangs up mid-response (TLS writes can
+  // raise it) must not kill the hub.
+  std::signal(SIGINT, stop_run_on_signal);
+  std::signal(SIGTERM, stop_run_on_signal);
+  std::signal(SIGPIPE, SIG_IGN);
+  RunConfig c = load_run_config(config_path);
+  if (max_steps >= 0) c.loop.max_steps = max_steps;
+  std::filesystem::create_directories(c.run_dir);
+  // hub.json exists exactly while this process serves (a kill -9 leaves it behind, but with
+  // the dead pid in it): a stale one from the previous run must not send a supervisor to a
+  // port that is not listening yet.
+  const std::string hub_json = c.run_dir + "/hub.json";
+  std::filesystem::remove(hub_json);
+
+  ModelWeights initial = load_model_dir(c.model_dir);
+  std::unique_ptr<env::TokenCodec> codec;
+  const std::string tok_path = c.model_dir + "/tokenizer.json";
+  if (std::filesystem::exists(tok_path)) {
+    codec = std::make_unique<env::TokenizerCodec>(Tokenizer::from_file(tok_path));
+  } else {
+    STOA_CHECK(initial.config.vocab_size >= 256, ErrorKind::kBadFormat, "run: ", c.model_dir,
+               " has no tokenizer.json and a vocabulary under 256 (byte-level fallback)");
+    codec = std::make_unique<env::ByteCodec>();
+  }
+  // The run serves PaperSearchQA-shaped data, so its task is "search"; workers build the task
+  // this name stands for (the join reply carries it) from the same registry.
+  const std::unique_ptr<env::Task> task = env::make_task("search", {{"index", c.index_dir}});
+  pulse::BlobStore store(c.run_dir + "/blobs");
+
+  hub::HubDeps deps;
+  deps.task = task.get();
+  deps.codec = codec.get();
+  deps.vocab_size = initial.config.vocab_size;
+  deps.prompts = env::load_qa(c.data_dir + "/train.jsonl", env::BadLinePolicy::kFatal);
+  for (const auto& q : deps.prompts) {
+    STOA_CHECK(q.split.empty() || q.split == "train", ErrorKind::kInvalidArgument,
+               "run: ", c.data_dir, "/train.jsonl holds item '", q.id, "' of split '", q.split,
+               "'");
+  }
+  deps.store = &store;
+  if (c.train.max_sequence_tokens == 0) c.train.max_sequence_tokens = c.hub.max_tokens;
+
+  hub::Hub hub(c.hub, deps);
+  trainer::TrainerLoop loop(hub, store, initial, c.train, c.loop);
+  initial = ModelWeights();
+  loop.start();  // a version exists before any worker can lease
+  hub::HubServer server(hub, c.server);
+  server.start();
+  {
+    nlohmann::json info = {{"url", server.url()},
+                           {"port", server.port()},
+                           {"pid", static_cast<int64_t>(::getpid())},
+                           {"version", loop.version()},
+                           {"resumed", loop.resumed()},
+                           {"last_step", loop.last_step()}};
+    // Written whole, then renamed: a supervisor polling for the file never reads half of it.
+    {
+      std::ofstream out(hub_json + ".tmp");
+      out << info.dump() << '\n';
+      STOA_CHECK(out.good(), ErrorKind::kIo, "run: cannot write ", hub_json, ".tmp");
+    }
+    std::filesystem::rename(hub_json + ".tmp", hub_json);
+    std::printf("stoa run: hub at %s, version %llu%s\n", server.url().c_str(),
+                static_cast<unsigned long long>(loop.version()),
+                loop.resumed() ? " (resumed from checkpoint)" : "");
+    std::fflush(stdout);
+  }
+  loop.run(g_stop);
+  log_info("run", "stopping after step ", loop.last_step(), ", version ", loop.version());
+  hub.stop();
+  server.stop();
+  std::filesystem::remove(hub_json);
+  nlohmann::json summary = {{"steps", loop.last_step()},
+                            {"version", loop.version()},
+                            {"groups_dropped_stale", loop.groups_dropped()}};
+  for (const auto& [k, v] : hub.counters()) summary["counters"][k] = v;
+  std::printf("%s\n", summary.dump().c_str());
+  return 0;
+}
+
+}  // namespace stoa::run

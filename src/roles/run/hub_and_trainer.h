@@ -1,0 +1,13 @@
+// The hub + asynchronous DPPO trainer of a TOML run config, in this process: `stoa run --config`
+// and `stoa train --config` (the same job under the name the trainer's users look for).
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace stoa::run {
+
+// Exit status: 0 stopped cleanly (signal or max_steps); errors propagate as stoa::Error.
+// SIGINT / SIGTERM stop it after the current step; max_steps >= 0 overrides [run] max_steps.
+int run_hub_and_trainer(const std::string& config_path, int64_t max_steps);
+
+}  // namespace stoa::run

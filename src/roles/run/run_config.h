@@ -1,0 +1,60 @@
+// The run configuration of `stoa run --config run.toml` (the hub + trainer process), in TOML:
+// read by parse_run_config and written only by to_toml (the demo, the fleet bench and the
+// integration tests build a RunConfig in code), so the writer cannot drift from the reader.
+// Unknown keys are errors (a typo must not silently fall back to a default), and every value is
+// range-checked by the options it lands in. Paths are relative to the TOML file's directory.
+//
+//   [run]      dir (ledger, blobs, checkpoint, steps.jsonl), model (initial HF model dir),
+//              data (train.jsonl), index (default <data>/index), max_steps
+//   [hub]      host, port, join_token, tls_cert, tls_key, threads, group_size, lease_ttl_s,
+//              lease_max_s, max_open_groups, max_queued_groups (default: groups_per_step ×
+//              ceil(max_staleness / 2)), max_tokens, topk, seed,
+//              heartbeat_interval_s (workers heartbeat twice per interval)
+//   [sampling] temperature, top_p, top_k, max_new_tokens, max_turns, max_observation_tokens
+//   [trainer]  device, threads, lr, weight_decay, max_grad_norm, warmup_steps,
+//              micro_batch_tokens, seed, loss, delta_hi, delta_lo, clip_eps_hi, clip_eps_lo,
+//              ratio_cap, advantage, aggregation, groups_per_step, min_groups,
+//              gather_timeout_ms, max_staleness, checkpoint_every
+//   [pulse]    anchor_every, keep_anchors
+#pragma once
+#include <cstddef>
+#include <optional>
+#include <string>
+
+#include "roles/hub/hub.h"
+#include "roles/hub/server.h"
+#include "roles/trainer/trainer_loop.h"
+#include "train/train_options.h"
+
+namespace stoa::run {
+
+struct RunConfig {
+  std::string run_dir;
+  std::string model_dir;
+  std::string data_dir;
+  std::string index_dir;
+  hub::HubConfig hub;  // ledger_path filled from run_dir
+  hub::ServerOptions server;
+  train::TrainOptions train;
+  trainer::TrainerLoopOptions loop;  // checkpoint_dir / log_path filled from run_dir
+  // [hub] max_queued_groups as the file gives it; unset, hub.max_queued_groups follows from the
+  // staleness window (see run_config.cpp).
+  std::optional<size_t> max_queued_groups;
+};
+
+// Throws kInvalidArgument naming the file and the key for an unknown key, a wrong type or an
+// out-of-range value; kNotFound / kBadFormat for a missing or malformed file.
+RunConfig load_run_config(const std::string& path);
+RunConfig parse_run_config(const std::string& text, const std::string& source,
+                           const std::string& base_dir);
+
+// The TOML text of every key the file carries; the values derived while parsing (the ledger,
+// checkpoint and log paths, the hub's staleness bound, the trainer's temperature, a default
+// max_queued_groups and topk) are left to the reader. parse_run_config(to_toml(c)) gives back c.
+// Throws kInvalidArgument for a value the file cannot hold (a lease time not in whole seconds).
+std::string to_toml(const RunConfig& config);
+// Writes `header` (comment lines without the '#') and to_toml(config) to `path`; kIo on failure.
+void save_run_config(const RunConfig& config, const std::string& path,
+                     const std::string& header = "");
+
+}  // namespace stoa::run
