@@ -22,6 +22,10 @@ CommandRegistration reg(
                      "RL wall-clock minutes (0: 16 from a warm start, 8 after an SFT here, 24 "
                      "with --full)")
           ->capture_default_str();
+      app.add_option("--min-steps", o->rl.min_steps,
+                     "past --minutes, RL goes on until the trainer took this many steps (at most "
+                     "10 minutes more)")
+          ->capture_default_str();
       app.add_option("--warm-start", o->warm_start,
                      "the SFT model to start RL from: auto (the committed assets/warm-start when "
                      "it fits this data and tokenizer, else an SFT here; --full: none), none (SFT "

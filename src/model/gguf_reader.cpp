@@ -279,6 +279,16 @@ void GgufFile::parse() {
     if (by_offset[k]->offset < by_offset[k - 1]->offset + by_offset[k - 1]->nbytes)
       fail(ErrorKind::kBadFormat, source_, ": GGUF corrupt: tensors '", by_offset[k - 1]->name,
            "' and '", by_offset[k]->name, "' overlap");
+  // As ggml's own reader requires: the data lies in table order, each tensor at the end of the
+  // one before, padded to the alignment. A corrupted offset, type or dimension then cannot make
+  // a tensor read other bytes (or fewer) without notice.
+  uint64_t expected = 0;
+  for (const GgufTensorInfo& t : tensors_) {
+    if (t.offset != expected)
+      fail(ErrorKind::kBadFormat, source_, ": GGUF corrupt: tensor '", t.name, "' at offset ",
+           t.offset, ", expected ", expected, " (tensor data lies back to back in table order)");
+    expected += (t.nbytes + alignment_ - 1) / alignment_ * alignment_;
+  }
 }
 
 const Value* GgufFile::find_value(const std::string& key) const {

@@ -77,12 +77,17 @@ TEST_F(ChildProcessTest, AMissingNetworkNamespaceIsAClearFailure) {
 TEST_F(ChildProcessTest, StopSendsTermThenKill) {
   // Ignores SIGTERM: stop() must fall back to SIGKILL after the grace period.
   ChildProcess stubborn = ChildProcess::start(
-      {"/bin/sh", "-c", "trap '' TERM; while true; do sleep 1; done"}, log("b.log"));
-  std::this_thread::sleep_for(200ms);  // let the trap be installed
+      {"/bin/sh", "-c", "trap '' TERM; echo trapped; while true; do sleep 1; done"}, log("b.log"));
+  // The trap is installed once the shell says so (an event, not a guess of how long it takes).
+  for (const auto until = std::chrono::steady_clock::now() + 60s;
+       read(log("b.log")).find("trapped") == std::string::npos &&
+       std::chrono::steady_clock::now() < until;)
+    std::this_thread::sleep_for(10ms);
+  ASSERT_NE(read(log("b.log")).find("trapped"), std::string::npos);
   EXPECT_TRUE(stubborn.running());
   const auto t0 = std::chrono::steady_clock::now();
   EXPECT_EQ(stubborn.stop(300ms), 128 + SIGKILL);
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 60s);  // a deadline: stop() never hangs
 
   ChildProcess polite = ChildProcess::start({"/bin/sleep", "30"}, log("c.log"));
   EXPECT_EQ(polite.stop(5s), 128 + SIGTERM);
@@ -94,15 +99,17 @@ TEST_F(ChildProcessTest, DestructorKillsTheWholeProcessGroup) {
     // The shell starts a grandchild and reports its pid; both must die with the ChildProcess.
     ChildProcess c = ChildProcess::start(
         {"/bin/sh", "-c", "sleep 60 & echo $! > " + log("pid") + "; wait"}, log("d.log"));
-    for (int i = 0; i < 100 && !fs::exists(log("pid")); ++i) std::this_thread::sleep_for(20ms);
-    std::this_thread::sleep_for(50ms);
-    std::ifstream(log("pid")) >> grandchild;
+    for (const auto until = std::chrono::steady_clock::now() + 60s;
+         (std::ifstream(log("pid")) >> grandchild, grandchild <= 0) &&
+         std::chrono::steady_clock::now() < until;)
+      std::this_thread::sleep_for(10ms);
     ASSERT_GT(grandchild, 0);
     EXPECT_EQ(::kill(grandchild, 0), 0);
   }
-  // Reaped by init eventually; it must at least be gone or a zombie within a moment.
+  // Reaped by init eventually; it must at least be gone or a zombie (deadline, not a speed).
   bool gone = false;
-  for (int i = 0; i < 100 && !gone; ++i) {
+  for (const auto until = std::chrono::steady_clock::now() + 60s;
+       !gone && std::chrono::steady_clock::now() < until;) {
     std::ifstream stat("/proc/" + std::to_string(grandchild) + "/stat");
     std::string pid, comm, state;
     gone = !(stat >> pid >> comm >> state) || state == "Z";

@@ -25,6 +25,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
+// How long any wait here may take: events on a loaded machine can be slow, never this slow.
+constexpr double kDeadlineMs = 60'000;
+
 double ms_since(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
 }
@@ -143,38 +146,43 @@ TEST(DelayProxy, HoldsEachDirectionForTheOneWayDelay) {
   o.one_way_delay = 30ms;
   DelayProxy proxy(o);
   const int fd = connect_to(proxy.port());
-  double total = 0;
   constexpr int kRounds = 5;
   for (int i = 0; i < kRounds; ++i) {
     const auto t0 = Clock::now();
     ASSERT_EQ(::send(fd, "x", 1, MSG_NOSIGNAL), 1);
     ASSERT_EQ(read_exactly(fd, 1), "x");
     const double rtt = ms_since(t0);
+    // The delay is a lower bound the proxy guarantees; how much longer a round takes depends on
+    // the machine's load, so the upper bound is only a deadline that catches a proxy holding data
+    // until more arrives (a hang), not a speed.
     EXPECT_GE(rtt, 60.0) << "round " << i << ": two one-way delays of 30 ms";
-    EXPECT_LT(rtt, 1000.0) << "round " << i;
-    total += rtt;
+    EXPECT_LT(rtt, kDeadlineMs) << "round " << i;
   }
-  EXPECT_LT(total / kRounds, 400.0);
   ::close(fd);
 }
 
 TEST(DelayProxy, DelayPipelinesInsteadOfStoppingAndWaiting) {
-  // 20 chunks sent back to back through a 50 ms one-way delay: one delay in all, not 20.
+  // One chunk, then (half a delay later, so the proxy has surely read the first one alone) 19
+  // more back to back, through a 2 s one-way delay. Pipelined, the last ones arrive 1.5 delays
+  // after the start; a proxy that holds one read for the delay before reading the next cannot
+  // deliver them before 2 delays. The bar between the two leaves a loaded machine 1 s of slack;
+  // it is the behaviour being told apart, not a speed.
+  constexpr auto kDelay = 2000ms;
+  constexpr double kDelayMs = 2000;
   TestServer server(/*echo=*/false);
   DelayProxyOptions o = options_for(server.port());
-  o.one_way_delay = 50ms;
+  o.one_way_delay = kDelay;
   DelayProxy proxy(o);
   const int fd = connect_to(proxy.port());
   const auto t0 = Clock::now();
-  for (int i = 0; i < 20; ++i) {
-    ASSERT_EQ(::send(fd, "0123456789", 10, MSG_NOSIGNAL), 10);
-    std::this_thread::sleep_for(1ms);
-  }
-  while (server.received() < 200 && ms_since(t0) < 5000) std::this_thread::sleep_for(1ms);
+  ASSERT_EQ(::send(fd, "0123456789", 10, MSG_NOSIGNAL), 10);
+  std::this_thread::sleep_for(kDelay / 2);
+  for (int i = 1; i < 20; ++i) ASSERT_EQ(::send(fd, "0123456789", 10, MSG_NOSIGNAL), 10);
+  while (server.received() < 200 && ms_since(t0) < kDeadlineMs) std::this_thread::sleep_for(1ms);
   const double took = ms_since(t0);
-  EXPECT_EQ(server.received(), 200u);
-  EXPECT_GE(took, 50.0);
-  EXPECT_LT(took, 50.0 * 10) << "chunks must overlap in flight";
+  EXPECT_EQ(server.received(), 200u) << "not delivered within the deadline";
+  EXPECT_GE(took, 1.5 * kDelayMs);
+  EXPECT_LT(took, 2 * kDelayMs) << "chunks must overlap in flight";
   ::close(fd);
 }
 
@@ -188,13 +196,12 @@ TEST(DelayProxy, RateLimitBoundsThroughput) {
   const auto t0 = Clock::now();
   std::thread writer(
       [&] { ASSERT_EQ(::send(fd, payload.data(), payload.size(), MSG_NOSIGNAL), 1'000'000); });
-  while (server.received() < payload.size() && ms_since(t0) < 10'000)
+  while (server.received() < payload.size() && ms_since(t0) < kDeadlineMs)
     std::this_thread::sleep_for(2ms);
   const double took = ms_since(t0);
   writer.join();
-  EXPECT_EQ(server.received(), payload.size());
+  EXPECT_EQ(server.received(), payload.size()) << "not delivered within the deadline";
   EXPECT_GE(took, 450.0) << "1 MB at 2 MB/s takes about 500 ms";
-  EXPECT_LT(took, 5000.0);
   EXPECT_EQ(proxy.counters().bytes_to_target, payload.size());
   ::close(fd);
 }
@@ -209,7 +216,8 @@ TEST(DelayProxy, StopClosesOpenConnectionsPromptly) {
   ASSERT_EQ(read_exactly(fd, 4), "ping");
   const auto t0 = Clock::now();
   proxy.stop();
-  EXPECT_LT(ms_since(t0), 2000.0);
+  // A deadline, not a speed: stop() must not wait for the client to hang up (it never does).
+  EXPECT_LT(ms_since(t0), kDeadlineMs);
   char b;
   EXPECT_LE(::recv(fd, &b, 1, 0), 0) << "the client sees its connection closed";
   ::close(fd);

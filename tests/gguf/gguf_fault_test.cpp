@@ -4,13 +4,18 @@
 // crash, an out-of-bounds read, a foreign exception type or an unbounded allocation.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "core/error.h"
+#include "model/config.h"
 #include "model/gguf_reader.h"
 #include "model/gguf_writer.h"
 #include "model/presets.h"
@@ -82,27 +87,78 @@ TEST(GgufFault, EveryTruncationIsAnError) {
   }
 }
 
-TEST(GgufFault, EveryHeaderByteFlipIsHandled) {
-  {
-    // Q8_0 export: the table holds Q8_0 and F32 tensors, so both paths are covered.
-    GgufExportType type = GgufExportType::kQ8_0;
-    std::vector<uint8_t> bytes = exported_bytes(type);
-    uint64_t start = data_start(bytes);
-    size_t errors = 0, accepted = 0;
-    for (uint64_t pos = 0; pos < start; ++pos) {
-      // One flip per byte keeps this fast under ASan: every other byte is inverted, the rest
-      // get a single bit flipped, walking through all eight bit positions.
-      uint8_t mask = pos % 2 ? uint8_t{0xff} : static_cast<uint8_t>(1u << (pos / 2 % 8));
-      std::vector<uint8_t> bad = bytes;
-      bad[pos] ^= mask;
-      (try_import(std::move(bad)).empty() ? accepted : errors) += 1;
-    }
-    // Most structural bytes matter; a few (e.g. a letter of general.name) do not.
-    EXPECT_GT(errors, accepted);
-    std::printf(
-        "[gguf fault] %s: %llu structure bytes, one flip each: %zu errors, %zu clean imports\n",
-        gguf_export_type_name(type), static_cast<unsigned long long>(start), errors, accepted);
+// Where the tensor table begins: the first tensor's name, written as a u64 length and its bytes.
+uint64_t table_start(const std::vector<uint8_t>& bytes) {
+  const std::string name = GgufFile::from_bytes(bytes, kSource).tensors().at(0).name;
+  std::vector<uint8_t> needle(8);
+  const uint64_t n = name.size();
+  std::memcpy(needle.data(), &n, 8);
+  needle.insert(needle.end(), name.begin(), name.end());
+  auto it = std::search(bytes.begin(), bytes.end(), needle.begin(), needle.end());
+  EXPECT_NE(it, bytes.end());
+  return static_cast<uint64_t>(it - bytes.begin());
+}
+
+// Tensor by tensor: the same names, shapes and bytes.
+std::string tensor_difference(const ModelWeights& a, const ModelWeights& b) {
+  if (a.tensors.size() != b.tensors.size())
+    return cat(a.tensors.size(), " tensors vs ", b.tensors.size());
+  for (const auto& [name, t] : a.tensors) {
+    if (!b.has(name)) return cat("no tensor ", name);
+    const Tensor& u = b.at(name);
+    if (t.shape() != u.shape() || t.nbytes() != u.nbytes() ||
+        std::memcmp(t.data(), u.data(), t.nbytes()) != 0)
+      return cat("tensor ", name, " differs");
   }
+  return "";
+}
+
+// Every byte before the tensor data gets one flip. A flip may import only where it cannot change
+// what is imported into a different model: then every tensor is identical to the original's,
+// the tensor table and the padding after it never change the config either, and only a value in
+// the metadata that is not checked against anything (general.name, a norm epsilon, a rope base)
+// may change the config. Flips in the tensor table (names, dims, types, offsets) are all refused.
+TEST(GgufFault, EveryHeaderByteFlipIsRefusedOrImportsTheSameTensors) {
+  // Q8_0 export: the table holds Q8_0 and F32 tensors, so both paths are covered.
+  GgufExportType type = GgufExportType::kQ8_0;
+  std::vector<uint8_t> bytes = exported_bytes(type);
+  const uint64_t start = data_start(bytes), table = table_start(bytes);
+  const ModelWeights original = import_gguf(GgufFile::from_bytes(bytes, kSource));
+  const std::string original_config = model_config_to_json(original.config).dump();
+  size_t errors = 0, same = 0, config_changed = 0, table_accepted = 0;
+  for (uint64_t pos = 0; pos < start; ++pos) {
+    // One flip per byte keeps this fast under ASan: every other byte is inverted, the rest
+    // get a single bit flipped, walking through all eight bit positions.
+    uint8_t mask = pos % 2 ? uint8_t{0xff} : static_cast<uint8_t>(1u << (pos / 2 % 8));
+    std::vector<uint8_t> bad = bytes;
+    bad[pos] ^= mask;
+    std::optional<ModelWeights> imported;
+    try {
+      imported = import_gguf(GgufFile::from_bytes(std::move(bad), kSource));
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(kSource), std::string::npos) << e.what();
+      ++errors;
+      continue;
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "foreign exception at byte " << pos << ": " << e.what();
+      continue;
+    }
+    EXPECT_EQ(tensor_difference(original, *imported), "")
+        << "byte " << pos << " ^ " << int{mask} << " imported different tensor data";
+    const bool config_same = model_config_to_json(imported->config).dump() == original_config;
+    if (pos >= table) {
+      ++table_accepted;
+      EXPECT_TRUE(config_same) << "byte " << pos << " (tensor table / padding) changed the config";
+    }
+    (config_same ? same : config_changed) += 1;
+  }
+  std::printf(
+      "[gguf fault] %s: %llu structure bytes (tensor table from %llu), one flip each: %zu errors, "
+      "%zu identical imports, %zu imports with another config, %zu accepted in the table\n",
+      gguf_export_type_name(type), static_cast<unsigned long long>(start),
+      static_cast<unsigned long long>(table), errors, same, config_changed, table_accepted);
+  EXPECT_EQ(errors + same + config_changed, start);
+  EXPECT_GT(errors, 0u);
 }
 
 TEST(GgufFault, DataByteFlipsNeverCrash) {

@@ -69,9 +69,19 @@ bool have_stoa_run() {
     fs::create_directories(root);
     g_cleanup.root = root;
     // `stoa run --help` of a torch-OFF binary prints the top-level help (exit 0): look for the
-    // run command's own option instead.
-    return run_to_end({"run", "--help"}, root / "probe") == 0 &&
-           read_file(root / "probe.out").find("--config") != std::string::npos;
+    // run command's own option instead. Only a build without libtorch may lack it: a binary that
+    // does not start, or a torch build without `stoa run`, is broken and throws (a test failure,
+    // not a skip).
+    const int status = run_to_end({"run", "--help"}, root / "probe");
+    if (status != 0)
+      throw std::runtime_error("`" + stoa_binary() + " run --help` exited with status " +
+                               std::to_string(status) + ":\n" + read_file(root / "probe.err"));
+    const bool has_run = read_file(root / "probe.out").find("--config") != std::string::npos;
+    const char* torch = std::getenv("STOA_WITH_TORCH");
+    if (!has_run && torch && std::string(torch) == "1")
+      throw std::runtime_error("a libtorch build's `" + stoa_binary() +
+                               "` has no `run` command:\n" + read_file(root / "probe.out"));
+    return has_run;
   }();
   return have;
 }

@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
 #include <random>
 
 #include "core/error.h"
@@ -146,10 +149,26 @@ TEST(Protocol, StructuralErrorsNameTheField) {
             std::string::npos);
 }
 
-TEST(Protocol, FuzzedJsonNeverEscapesAsAnythingButError) {
-  // Random mutations of a valid message: every decoder either succeeds or throws stoa::Error.
+// Field by field, what a decoded rollout promises the intake (NaN log-probs compare by bits).
+void expect_same_rollout(const RolloutSubmission& a, const RolloutSubmission& b, int trial) {
+  EXPECT_EQ(to_json(a).dump(), to_json(b).dump()) << "trial " << trial;
+  EXPECT_EQ(a.id, b.id);
+  EXPECT_EQ(a.tokens, b.tokens);
+  EXPECT_EQ(a.mask, b.mask);
+  EXPECT_EQ(a.versions, b.versions);
+  EXPECT_EQ(a.topk, b.topk);
+  EXPECT_EQ(a.topk_ids, b.topk_ids);
+  ASSERT_EQ(a.logprobs.size(), b.logprobs.size());
+  EXPECT_EQ(std::memcmp(a.logprobs.data(), b.logprobs.data(), a.logprobs.size() * 4), 0);
+}
+
+TEST(Protocol, FuzzedJsonIsRefusedOrDecodesToAValidRoundTrippingMessage) {
+  // Random mutations of a valid message. Every outcome is counted: malformed JSON and refused
+  // fields are stoa::Error(kInvalidArgument); a message that decodes holds the decoder's
+  // invariants and round-trips unchanged through to_json.
   std::mt19937 rng(7);
   std::string good = to_json(sample_rollout()).dump();
+  int malformed = 0, refused = 0, decoded = 0, other_refused = 0;
   for (int i = 0; i < 3000; ++i) {
     std::string s = good;
     int edits = 1 + static_cast<int>(rng() % 4);
@@ -168,19 +187,52 @@ TEST(Protocol, FuzzedJsonNeverEscapesAsAnythingButError) {
       }
       if (s.empty()) s.push_back('{');
     }
+    json j;
     try {
-      auto j = parse_body(s, "fuzz");
-      rollout_submission_from_json(j);
-    } catch (const Error&) {
+      j = parse_body(s, "fuzz");
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument) << e.what();
+      ++malformed;
+      continue;
     }
     try {
-      auto j = parse_body(s, "fuzz");
-      heartbeat_from_json(j);
-      lease_response_from_json(j);
-      version_info_from_json(j);
-    } catch (const Error&) {
+      const RolloutSubmission m = rollout_submission_from_json(j);
+      ++decoded;
+      EXPECT_TRUE(looks_like_uuid(m.id)) << "trial " << i << ": " << m.id;
+      ASSERT_FALSE(m.tokens.empty()) << "trial " << i;
+      const size_t n = m.tokens.size();
+      EXPECT_EQ(m.mask.size(), n) << "trial " << i;
+      EXPECT_EQ(m.logprobs.size(), n) << "trial " << i;
+      EXPECT_EQ(m.versions.size(), n) << "trial " << i;
+      for (uint8_t bit : m.mask) EXPECT_LE(bit, 1) << "trial " << i;
+      EXPECT_GE(m.topk, 0) << "trial " << i;
+      EXPECT_EQ(m.topk_ids.size(), n * static_cast<size_t>(m.topk)) << "trial " << i;
+      EXPECT_EQ(m.topk_logprobs.size(), n * static_cast<size_t>(m.topk)) << "trial " << i;
+      expect_same_rollout(rollout_submission_from_json(json::parse(to_json(m).dump())), m, i);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument) << e.what();
+      ++refused;
+    }
+    // The other decoders, fed a rollout-shaped object, must refuse it the same clean way.
+    for (const auto& decode : std::vector<std::function<void(const json&)>>{
+             [](const json& x) { heartbeat_from_json(x); },
+             [](const json& x) { lease_response_from_json(x); },
+             [](const json& x) { version_info_from_json(x); }}) {
+      try {
+        decode(j);
+      } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument) << e.what();
+        ++other_refused;
+      }
     }
   }
+  std::printf("[protocol fuzz] 3000 mutations: %d malformed JSON, %d refused, %d decoded\n",
+              malformed, refused, decoded);
+  EXPECT_EQ(malformed + refused + decoded, 3000);
+  EXPECT_GT(malformed, 1000);  // most edits break the syntax
+  EXPECT_GT(refused, 100);     // many break a field the decoder checks
+  EXPECT_GT(decoded, 10);      // some land inside a string or keep every field valid
+  EXPECT_GT(other_refused, 0);
 }
 
 TEST(Protocol, UuidsAndTokens) {

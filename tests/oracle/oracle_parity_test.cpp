@@ -2,10 +2,12 @@
 // and attention layers; LFM2-MoE with 8 experts, top-2, a non-zero expert bias, dense and MoE
 // layers — random weights are exported to GGUF, and llama.cpp (stoa-llama-oracle, linked against
 // the prebuilt npm libraries) and Stoa's engine score the same token ids: a prefill, then one
-// token per step on the cache the prefill built. Bars:
-//   F32  : max |Δlogit| <= 1e-3 * max |logit|
-//   Q8_0 vs our int8 (identical weights, bit for bit): mean per-token KL(llama || ours) <= 1e-3
-//          (llama.cpp also rounds activations to q8 in its Q8_0 matmul, so KL is small, not 0).
+// token per step on the cache the prefill built. Bars, a few times the errors measured with these
+// fixed seeds (docs/design/oracle.md; the runs are deterministic, llama.cpp on one thread):
+//   F32  : max |Δlogit| <= 2e-6 * max |logit| (measured ratio <= 4.9e-7 on every preset) and
+//          top-1 agreement on every position;
+//   Q8_0 vs our int8 (identical weights, bit for bit), per-token KL(llama || ours): mean and max
+//          about 4× the preset's measured ones, and top-1 agreement (q8_bars below).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -153,6 +155,19 @@ Compare compare(const std::vector<float>& ref, const Tensor& ours, int64_t n, in
   return c;
 }
 
+constexpr double kF32RatioBar = 2e-6;
+// Q8_0 bars per preset, ~4× the KL measured (2026-12-01) and 3× the top-1 disagreements (at
+// least one allowed). tiny-lfm2 and tiny-lfm2moe agree with llama.cpp to f32 rounding (KL
+// ~3e-16); tiny-qwen3 keeps a small difference (mean 7.0e-6, max 3.8e-5, top-1 95/96).
+struct Q8Bars {
+  double mean_kl, max_kl;
+  int64_t top1;  // of kTokens
+};
+Q8Bars q8_bars(const std::string& preset) {
+  if (preset == "tiny-qwen3") return {3e-5, 1.5e-4, 93};
+  return {1.5e-15, 1.2e-14, 95};
+}
+
 class OracleParity : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(OracleParity, F32LogitsMatchLlamaCpp) {
@@ -167,14 +182,15 @@ TEST_P(OracleParity, F32LogitsMatchLlamaCpp) {
   engine::ModelRunner runner = engine::ModelRunner::from_model(w, engine::WeightFormat::kF32);
   Tensor ours = runner.score(tokens, kPrefill);
   Compare c = compare(ref, ours, kTokens, V);
-  double bar = 1e-3 * c.max_abs_logit;
+  double bar = kF32RatioBar * c.max_abs_logit;
   std::printf(
-      "[oracle] %-13s f32 : max|dlogit| %.3e  max|logit| %.3f  ratio %.3e (bar 1e-3)  "
+      "[oracle] %-13s f32 : max|dlogit| %.3e  max|logit| %.3f  ratio %.3e (bar 2e-6)  "
       "mean KL %.3e  top-1 %lld/%lld\n",
       GetParam().c_str(), c.max_abs_diff, c.max_abs_logit, c.max_abs_diff / c.max_abs_logit,
       c.mean_kl, static_cast<long long>(c.top1_agree), static_cast<long long>(kTokens));
   EXPECT_GT(c.max_abs_logit, 0.0);
-  EXPECT_LE(c.max_abs_diff, bar) << "f32 logits differ from llama.cpp beyond 1e-3 * max|logit|";
+  EXPECT_LE(c.max_abs_diff, bar) << "f32 logits differ from llama.cpp beyond 2e-6 * max|logit|";
+  EXPECT_EQ(c.top1_agree, kTokens);
   fs::remove(gguf);
 }
 
@@ -196,12 +212,16 @@ TEST_P(OracleParity, Q8LogitsMatchOurInt8) {
   std::vector<float> ref = llama_logits(gguf, tokens, kPrefill, V);
   Tensor ours = runner.score(tokens, kPrefill);
   Compare c = compare(ref, ours, kTokens, V);
+  const Q8Bars bars = q8_bars(GetParam());
   std::printf(
-      "[oracle] %-13s q8_0: mean KL %.3e  max KL %.3e (bar: mean 1e-3)  max|dlogit| %.3e"
-      "  max|logit| %.3f  top-1 %lld/%lld\n",
-      GetParam().c_str(), c.mean_kl, c.max_kl, c.max_abs_diff, c.max_abs_logit,
-      static_cast<long long>(c.top1_agree), static_cast<long long>(kTokens));
-  EXPECT_LE(c.mean_kl, 1e-3) << "llama.cpp Q8_0 and our int8 disagree";
+      "[oracle] %-13s q8_0: mean KL %.3e  max KL %.3e (bars %.1e, %.1e)  max|dlogit| %.3e"
+      "  max|logit| %.3f  top-1 %lld/%lld (bar %lld)\n",
+      GetParam().c_str(), c.mean_kl, c.max_kl, bars.mean_kl, bars.max_kl, c.max_abs_diff,
+      c.max_abs_logit, static_cast<long long>(c.top1_agree), static_cast<long long>(kTokens),
+      static_cast<long long>(bars.top1));
+  EXPECT_LE(c.mean_kl, bars.mean_kl) << "llama.cpp Q8_0 and our int8 disagree";
+  EXPECT_LE(c.max_kl, bars.max_kl) << "a token where llama.cpp Q8_0 and int8 disagree";
+  EXPECT_GE(c.top1_agree, bars.top1) << "llama.cpp Q8_0 and our int8 rank different tokens first";
   fs::remove(gguf);
 }
 

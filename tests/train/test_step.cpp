@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <random>
@@ -267,11 +268,17 @@ TEST(Step, TrainerHoldsOpenBlasToItsThreadCount) {
   EXPECT_EQ(get(), 2);
 }
 
-TEST(Step, TopkLossTrains) {
+// The Top-K KL variant against an independent computation from the trainer's raw logits (f64
+// here): per trainable token, the KL(μ‖π) over the worker's top-K ids plus the rest mass, the
+// DPPO mask on it (dropped when it exceeds δ in the direction the advantage pushes p), and the
+// token-mean loss −A·M·(p/μ)·log p. Loss, mean and max KL, and the masked fraction must agree.
+TEST(Step, TopkKlLossMatchesIndependentComputation) {
   const ModelConfig config = preset_config("tiny-qwen3");
+  const int64_t vocab = config.vocab_size;
   TrainOptions options = base_options();
   options.loss.kind = LossKind::kDppoTopkKl;
-  options.loss.delta_hi = options.loss.delta_lo = 0.05;
+  // δ between the batch's mean (4e-5) and max (2.3e-4) top-K KL, so the mask matters.
+  options.loss.delta_hi = options.loss.delta_lo = 1e-4;
   Trainer trainer(random_weights(config, 8), options);
   auto groups = make_groups(trainer, 4, 0.1);
   for (auto& g : groups) {
@@ -279,15 +286,62 @@ TEST(Step, TopkLossTrains) {
       r.topk = 2;
       for (size_t t = 0; t < r.tokens.size(); ++t) {
         r.topk_ids.push_back(r.tokens[t]);
-        r.topk_ids.push_back((r.tokens[t] + 1) % static_cast<int32_t>(config.vocab_size));
+        r.topk_ids.push_back((r.tokens[t] + 1) % static_cast<int32_t>(vocab));
         r.topk_logprobs.push_back(r.behaviour_logprobs[t]);
-        r.topk_logprobs.push_back(std::log(1.0f / config.vocab_size));
+        r.topk_logprobs.push_back(std::log(1.0f / static_cast<float>(vocab)));
       }
     }
   }
-  StepMetrics m = trainer.train_step(groups);
-  EXPECT_TRUE(std::isfinite(m.loss));
-  EXPECT_GT(m.kl_mean, 0.0);
+  double loss = 0, kl_sum = 0, kl_max = 0, masked = 0, tokens = 0;
+  for (const RolloutGroup& g : groups) {
+    const std::vector<double> adv = group_advantages(g, options.loss.advantage);
+    for (size_t i = 0; i < g.rollouts.size(); ++i) {
+      const Rollout& r = g.rollouts[i];
+      const Tensor logits = trainer.logits(r.tokens);
+      for (size_t t = 1; t < r.tokens.size(); ++t) {
+        if (!r.trainable[t]) continue;
+        const float* row = logits.as<float>() + (t - 1) * static_cast<size_t>(vocab);
+        double max = row[0], sum = 0;
+        for (int64_t v = 1; v < vocab; ++v) max = std::max<double>(max, row[v]);
+        for (int64_t v = 0; v < vocab; ++v) sum += std::exp(row[v] - max);
+        auto log_pi = [&](int32_t id) { return row[id] - max - std::log(sum); };
+        double kl = 0, pi_top = 0, mu_top = 0;
+        for (int k = 0; k < 2; ++k) {
+          const double lmu = r.topk_logprobs[2 * t + static_cast<size_t>(k)];
+          const double lpi = log_pi(r.topk_ids[2 * t + static_cast<size_t>(k)]);
+          kl += std::exp(lmu) * (lmu - lpi);
+          pi_top += std::exp(lpi);
+          mu_top += std::exp(lmu);
+        }
+        const double pi_rest = std::max(1 - pi_top, 1e-12), mu_rest = std::max(1 - mu_top, 1e-12);
+        kl += mu_rest * (std::log(mu_rest) - std::log(pi_rest));
+        const double logp = log_pi(r.tokens[t]), p = std::exp(logp);
+        const double mu = std::exp(double{r.behaviour_logprobs[t]});
+        const bool drop = adv[i] > 0 ? kl > options.loss.delta_hi && p > mu
+                                     : kl > options.loss.delta_lo && p < mu;
+        if (!drop) loss += -adv[i] * (p / mu) * logp;
+        masked += drop;
+        kl_sum += kl;
+        kl_max = std::max(kl_max, kl);
+        tokens += 1;
+      }
+    }
+  }
+  loss /= tokens;
+  const StepMetrics m = trainer.train_step(groups);
+  std::printf(
+      "[topk-kl] loss %.6f (independent %.6f), KL mean %.6f (%.6f) max %.6f (%.6f), "
+      "masked %.4f (%.4f)\n",
+      m.loss, loss, m.kl_mean, kl_sum / tokens, m.kl_max, kl_max, m.masked_fraction,
+      masked / tokens);
+  EXPECT_EQ(m.tokens, static_cast<int64_t>(tokens));
+  EXPECT_NEAR(m.loss, loss, 1e-5 * std::max(1.0, std::abs(loss)));
+  EXPECT_NEAR(m.kl_mean, kl_sum / tokens, 1e-5 * std::max(1.0, kl_sum / tokens));
+  EXPECT_NEAR(m.kl_max, kl_max, 1e-5 * std::max(1.0, kl_max));
+  EXPECT_DOUBLE_EQ(m.masked_fraction, masked / tokens);
+  // The case is informative: the mask drops some tokens and keeps others.
+  EXPECT_GT(masked, 0);
+  EXPECT_LT(masked, tokens);
 }
 
 TEST(Sft, LossFallsOnARepeatedExample) {

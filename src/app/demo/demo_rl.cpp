@@ -141,7 +141,12 @@ RlResult run_rl_phase(const RlOptions& o, const DemoPaths& p, const std::string&
   const auto t0 = Clock::now();
   auto last_print = Clock::now() - std::chrono::hours(1);
   std::vector<bool> reported(workers.size(), false);
-  while (seconds_since(t0) < o.minutes * 60 && !interrupted) {
+  const auto steps_taken = [&] {
+    return r.last_status.is_object() ? r.last_status.value("step", int64_t{0}) : int64_t{0};
+  };
+  const double limit_s = o.minutes * 60 + (o.min_steps > 0 ? 600 : 0);
+  while (!interrupted && seconds_since(t0) < limit_s &&
+         (seconds_since(t0) < o.minutes * 60 || steps_taken() < o.min_steps)) {
     STOA_CHECK(hub.running(), ErrorKind::kIo, "`stoa run` died during RL (exit code ",
                hub.poll().value_or(-1), "):\n", tail_of_file(hub.log_path(), 20));
     for (size_t i = 0; i < workers.size(); ++i)

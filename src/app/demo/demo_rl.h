@@ -23,6 +23,9 @@ struct EpisodeLimits {
 
 struct RlOptions {
   double minutes = 8;
+  // Past `minutes`, RL goes on until the trainer has taken this many steps (at most 10 minutes
+  // more): a loaded machine still trains, where a fixed time alone could end with none.
+  int min_steps = 0;
   int workers = 4;
   int worker_threads = 1;
   // libtorch's OpenMP barriers spin: with workers on the same cores, one trainer thread is far
