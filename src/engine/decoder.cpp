@@ -51,14 +51,23 @@ std::unique_ptr<Architecture> make_architecture(const EngineWeights& weights) {
        static_cast<int>(weights.config().arch));
 }
 
-std::string layer_prefix(int64_t layer) {
-  return cat("model.layers.", layer, ".");
+const float* bind_vector(const EngineWeights& w, TensorRole role, int64_t layer) {
+  TensorSlot slot = tensor_slot(w.config(), role, layer);
+  return w.vec(slot.name, shape_numel(slot.shape));
 }
 
-AttentionWeights bind_attention(const EngineWeights& w, const std::string& prefix,
-                                const std::string& q, const std::string& k, const std::string& v,
-                                const std::string& o, const std::string& q_norm,
-                                const std::string& k_norm) {
+const Linear& bind_linear(const EngineWeights& w, TensorRole role, int64_t layer, int64_t expert) {
+  return w.linear(tensor_name(w.config(), role, layer, expert));
+}
+
+DecoderLayer bind_norms(const EngineWeights& w, int64_t layer) {
+  DecoderLayer out;
+  out.mixer_norm = bind_vector(w, TensorRole::kMixerNorm, layer);
+  out.ffn_norm = bind_vector(w, TensorRole::kFfnNorm, layer);
+  return out;
+}
+
+AttentionWeights bind_attention(const EngineWeights& w, int64_t layer) {
   const ModelConfig& c = w.config();
   STOA_CHECK(c.num_kv_heads > 0 && c.num_heads % c.num_kv_heads == 0, ErrorKind::kInvalidArgument,
              "attention needs num_heads (", c.num_heads, ") divisible by num_kv_heads (",
@@ -66,12 +75,12 @@ AttentionWeights bind_attention(const EngineWeights& w, const std::string& prefi
   STOA_CHECK(c.head_dim % 2 == 0, ErrorKind::kInvalidArgument,
              "rotary embedding needs an even head_dim, got ", c.head_dim);
   AttentionWeights a;
-  a.q = &w.linear(prefix + q);
-  a.k = &w.linear(prefix + k);
-  a.v = &w.linear(prefix + v);
-  a.o = &w.linear(prefix + o);
-  a.q_norm = w.vec(prefix + q_norm, c.head_dim);
-  a.k_norm = w.vec(prefix + k_norm, c.head_dim);
+  a.q = &bind_linear(w, TensorRole::kAttnQ, layer);
+  a.k = &bind_linear(w, TensorRole::kAttnK, layer);
+  a.v = &bind_linear(w, TensorRole::kAttnV, layer);
+  a.o = &bind_linear(w, TensorRole::kAttnOut, layer);
+  a.q_norm = bind_vector(w, TensorRole::kAttnQNorm, layer);
+  a.k_norm = bind_vector(w, TensorRole::kAttnKNorm, layer);
   a.heads = c.num_heads;
   a.kv_heads = c.num_kv_heads;
   a.head_dim = c.head_dim;
@@ -80,9 +89,14 @@ AttentionWeights bind_attention(const EngineWeights& w, const std::string& prefi
   return a;
 }
 
-SwiGluWeights bind_swiglu(const EngineWeights& w, const std::string& gate, const std::string& up,
-                          const std::string& down) {
-  return SwiGluWeights{&w.linear(gate), &w.linear(up), &w.linear(down)};
+SwiGluWeights bind_dense_swiglu(const EngineWeights& w, int64_t layer) {
+  return SwiGluWeights{&bind_linear(w, TensorRole::kFfnGate, layer),
+                       &bind_linear(w, TensorRole::kFfnUp, layer),
+                       &bind_linear(w, TensorRole::kFfnDown, layer)};
+}
+
+const float* bind_final_norm(const EngineWeights& w) {
+  return bind_vector(w, TensorRole::kFinalNorm);
 }
 
 }  // namespace stoa::engine

@@ -1,9 +1,10 @@
 // The layer stack every supported architecture shares: pre-norm residual blocks
 //   h = x + mixer(norm1(x));  out = h + ffn(norm2(h))
 // where the mixer is attention or LFM2's short conv and the FFN is dense SwiGLU or MoE. An
-// architecture file (qwen3.cpp, lfm2.cpp, lfm2_moe.cpp) only binds its tensor names to these
-// slots; adding an architecture of this family is one such file plus a line in
-// make_architecture.
+// architecture file (qwen3.cpp, lfm2.cpp, lfm2_moe.cpp) only says which blocks each layer has;
+// the tensors come by role from the architecture's tensor-role table (model/tensor_roles.h), so
+// no binder spells a tensor name. Adding an architecture of this family is one such file plus a
+// line in make_architecture.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -16,6 +17,7 @@
 #include "engine/engine_weights.h"
 #include "engine/ffn.h"
 #include "engine/short_conv.h"
+#include "model/tensor_roles.h"
 
 namespace stoa::engine {
 
@@ -58,13 +60,15 @@ std::unique_ptr<Architecture> make_qwen3(const EngineWeights& weights);
 std::unique_ptr<Architecture> make_lfm2(const EngineWeights& weights);
 std::unique_ptr<Architecture> make_lfm2_moe(const EngineWeights& weights);
 
-// Shared binding helpers.
-std::string layer_prefix(int64_t layer);  // "model.layers.{layer}."
-AttentionWeights bind_attention(const EngineWeights& w, const std::string& prefix,
-                                const std::string& q, const std::string& k, const std::string& v,
-                                const std::string& o, const std::string& q_norm,
-                                const std::string& k_norm);
-SwiGluWeights bind_swiglu(const EngineWeights& w, const std::string& gate, const std::string& up,
-                          const std::string& down);
+// Shared binding helpers: the tensor of `role` in `layer` (-1: model level), by the table.
+// An f32 vector, its element count checked against the table's shape.
+const float* bind_vector(const EngineWeights& w, TensorRole role, int64_t layer = -1);
+const Linear& bind_linear(const EngineWeights& w, TensorRole role, int64_t layer,
+                          int64_t expert = -1);
+// A layer whose mixer is attention or whose FFN is dense SwiGLU; the model's final norm.
+DecoderLayer bind_norms(const EngineWeights& w, int64_t layer);  // kind kAttention, norms set
+AttentionWeights bind_attention(const EngineWeights& w, int64_t layer);
+SwiGluWeights bind_dense_swiglu(const EngineWeights& w, int64_t layer);
+const float* bind_final_norm(const EngineWeights& w);
 
 }  // namespace stoa::engine

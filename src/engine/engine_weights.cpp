@@ -4,12 +4,10 @@
 
 #include "core/error.h"
 #include "model/precision_plan.h"
+#include "model/tensor_roles.h"
 
 namespace stoa::engine {
 namespace {
-
-constexpr const char* kEmbedding = "model.embed_tokens.weight";
-constexpr const char* kLmHead = "lm_head.weight";
 
 Tensor copy_f32(const Tensor& t, const std::string& name) {
   STOA_CHECK(t.dtype() == DType::kF32, ErrorKind::kInvalidArgument, "tensor ", name, " is ",
@@ -138,12 +136,14 @@ const float* EngineWeights::vec(const std::string& name, int64_t numel) const {
   return it->second.as<float>();
 }
 
+// By role (model/tensor_roles.h): a name lookup per pass, nothing next to the matmuls.
 const Linear& EngineWeights::embedding() const {
-  return linear(kEmbedding);
+  return linear(tensor_name(config_, TensorRole::kEmbedding));
 }
 
 const Linear& EngineWeights::lm_head() const {
-  return config_.tie_word_embeddings ? linear(kEmbedding) : linear(kLmHead);
+  return config_.tie_word_embeddings ? embedding()
+                                     : linear(tensor_name(config_, TensorRole::kLmHead));
 }
 
 void EngineWeights::set_int8_values(const std::string& name, std::span<const int8_t> values) {

@@ -10,7 +10,5 @@ namespace stoa::engine {
 // Norms and mixer (conv or attention) of LFM2 layer i, plus its dense FFN unless the config
 // makes it an MoE layer.
 DecoderLayer bind_lfm2_layer(const EngineWeights& w, int64_t i);
-// The final norm, model.embedding_norm (LFM2 names it after its position in the HF module).
-const float* bind_lfm2_final_norm(const EngineWeights& w);
 
 }  // namespace stoa::engine

@@ -1,6 +1,5 @@
 // LFM2-MoE: LFM2's layers, with the dense FFN of layers >= num_dense_layers replaced by a
-// sparse MoE (moe.h). Hugging Face names: feed_forward.gate (router), feed_forward.expert_bias,
-// feed_forward.experts.{e}.{w1,w3,w2}.
+// sparse MoE (moe.h): the router, routing bias and experts of the lfm2_moe table.
 #include "core/error.h"
 #include "engine/lfm2.h"
 
@@ -16,13 +15,15 @@ std::unique_ptr<Architecture> make_lfm2_moe(const EngineWeights& w) {
   for (int64_t i = 0; i < c.num_layers; ++i) {
     DecoderLayer layer = bind_lfm2_layer(w, i);
     if (c.is_moe_layer(i)) {
-      const std::string p = layer_prefix(i) + "feed_forward.";
       MoeWeights moe;
-      moe.router = &w.linear(p + "gate.weight");
-      moe.expert_bias = c.use_expert_bias ? w.vec(p + "expert_bias", c.num_experts) : nullptr;
+      moe.router = &bind_linear(w, TensorRole::kRouter, i);
+      moe.expert_bias = has_tensor(c, TensorRole::kExpertBias, i)
+                            ? bind_vector(w, TensorRole::kExpertBias, i)
+                            : nullptr;
       for (int64_t e = 0; e < c.num_experts; ++e) {
-        const std::string ep = cat(p, "experts.", e, ".");
-        moe.experts.push_back(bind_swiglu(w, ep + "w1.weight", ep + "w3.weight", ep + "w2.weight"));
+        moe.experts.push_back(SwiGluWeights{&bind_linear(w, TensorRole::kExpertGate, i, e),
+                                            &bind_linear(w, TensorRole::kExpertUp, i, e),
+                                            &bind_linear(w, TensorRole::kExpertDown, i, e)});
       }
       moe.top_k = c.num_experts_per_tok;
       moe.norm_topk_prob = c.norm_topk_prob;
@@ -31,7 +32,7 @@ std::unique_ptr<Architecture> make_lfm2_moe(const EngineWeights& w) {
     }
     layers.push_back(std::move(layer));
   }
-  return std::make_unique<Architecture>(std::move(layers), bind_lfm2_final_norm(w), c.hidden_size,
+  return std::make_unique<Architecture>(std::move(layers), bind_final_norm(w), c.hidden_size,
                                         c.rms_norm_eps);
 }
 

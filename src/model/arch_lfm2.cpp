@@ -1,6 +1,7 @@
-// Registry entries: LFM2 (hybrid short-conv + attention) and LFM2-MoE. Field names, legacy
-// spellings and defaults follow transformers' Lfm2Config / Lfm2MoeConfig; tensor names follow
-// the state dicts of modeling_lfm2.py and the LFM2-8B-A1B checkpoint (per-expert w1/w3/w2).
+// Registry entries: LFM2 (hybrid short-conv + attention) and LFM2-MoE, in one file because
+// LFM2-MoE is LFM2 plus MoE feed-forwards: same config fields and layers, one table with extra
+// rows. Field names, legacy spellings and defaults follow transformers' Lfm2Config /
+// Lfm2MoeConfig; the tensor-role table is lfm2_tensor_roles below.
 #include <cmath>
 #include <string>
 
@@ -192,50 +193,75 @@ void validate_lfm2_moe(const ModelConfig& c, const std::string& source) {
   }
 }
 
-std::vector<TensorSpec> lfm2_tensors(const ModelConfig& c) {
-  const int64_t h = c.hidden_size, q = c.num_heads * c.head_dim, kv = c.num_kv_heads * c.head_dim;
-  std::vector<TensorSpec> out;
-  out.push_back({"model.embed_tokens.weight", {c.vocab_size, h}});
-  for (int64_t i = 0; i < c.num_layers; ++i) {
-    std::string p = cat("model.layers.", i, ".");
-    out.push_back({p + "operator_norm.weight", {h}});
-    if (c.is_attention_layer(i)) {
-      out.push_back({p + "self_attn.q_proj.weight", {q, h}});
-      out.push_back({p + "self_attn.k_proj.weight", {kv, h}});
-      out.push_back({p + "self_attn.v_proj.weight", {kv, h}});
-      out.push_back({p + "self_attn.out_proj.weight", {h, q}});
-      out.push_back({p + "self_attn.q_layernorm.weight", {c.head_dim}});
-      out.push_back({p + "self_attn.k_layernorm.weight", {c.head_dim}});
-    } else {
-      // in_proj's 3H rows are B, C, x in that order; conv is depthwise [H, 1, L].
-      out.push_back({p + "conv.in_proj.weight", {3 * h, h}});
-      if (c.conv_bias) out.push_back({p + "conv.in_proj.bias", {3 * h}});
-      out.push_back({p + "conv.conv.weight", {h, 1, c.conv_kernel}});
-      if (c.conv_bias) out.push_back({p + "conv.conv.bias", {h}});
-      out.push_back({p + "conv.out_proj.weight", {h, h}});
-      if (c.conv_bias) out.push_back({p + "conv.out_proj.bias", {h}});
-    }
-    out.push_back({p + "ffn_norm.weight", {h}});
-    if (c.is_moe_layer(i)) {
-      const int64_t f = c.moe_intermediate_size;
-      out.push_back({p + "feed_forward.gate.weight", {c.num_experts, h}});
-      if (c.use_expert_bias) out.push_back({p + "feed_forward.expert_bias", {c.num_experts}});
-      for (int64_t e = 0; e < c.num_experts; ++e) {
-        std::string x = cat(p, "feed_forward.experts.", e, ".");
-        out.push_back({x + "w1.weight", {f, h}});  // gate
-        out.push_back({x + "w3.weight", {f, h}});  // up
-        out.push_back({x + "w2.weight", {h, f}});  // down
-      }
-    } else {
-      const int64_t f = c.intermediate_size;
-      out.push_back({p + "feed_forward.w1.weight", {f, h}});
-      out.push_back({p + "feed_forward.w3.weight", {f, h}});
-      out.push_back({p + "feed_forward.w2.weight", {h, f}});
-    }
+// LFM2's tensors: HF names from modeling_lfm2.py and the LFM2-8B-A1B checkpoint (per-expert
+// w1/w3/w2, not transformers 5's fused 3-D experts), GGUF names from llama.cpp's LLM_ARCH_LFM2 /
+// LLM_ARCH_LFM2MOE. llama.cpp names the final norm `token_embd_norm` (its historical name for
+// it) and has no conv biases. LFM2-MoE adds the MoE rows; its first num_dense_layers stay dense.
+std::vector<TensorRoleRow> lfm2_tensor_roles(bool moe) {
+  using R = TensorRole;
+  using P = TensorPresence;
+  using D = Dim;
+  std::vector<TensorRoleRow> rows = {
+      {R::kEmbedding, "model.embed_tokens.weight", "token_embd.weight", P::kAlways,
+       dims(D::kVocab, D::kHidden)},
+      {R::kMixerNorm, "model.layers.{i}.operator_norm.weight", "blk.{i}.attn_norm.weight",
+       P::kAlways, dims(D::kHidden)},
+      {R::kAttnQ, "model.layers.{i}.self_attn.q_proj.weight", "blk.{i}.attn_q.weight",
+       P::kAttentionLayer, dims(D::kQueryWidth, D::kHidden)},
+      {R::kAttnK, "model.layers.{i}.self_attn.k_proj.weight", "blk.{i}.attn_k.weight",
+       P::kAttentionLayer, dims(D::kKvWidth, D::kHidden)},
+      {R::kAttnV, "model.layers.{i}.self_attn.v_proj.weight", "blk.{i}.attn_v.weight",
+       P::kAttentionLayer, dims(D::kKvWidth, D::kHidden)},
+      {R::kAttnOut, "model.layers.{i}.self_attn.out_proj.weight", "blk.{i}.attn_output.weight",
+       P::kAttentionLayer, dims(D::kHidden, D::kQueryWidth)},
+      {R::kAttnQNorm, "model.layers.{i}.self_attn.q_layernorm.weight", "blk.{i}.attn_q_norm.weight",
+       P::kAttentionLayer, dims(D::kHeadDim)},
+      {R::kAttnKNorm, "model.layers.{i}.self_attn.k_layernorm.weight", "blk.{i}.attn_k_norm.weight",
+       P::kAttentionLayer, dims(D::kHeadDim)},
+      // in_proj's 3H rows are B, C, x in that order; the kernel is depthwise [H, 1, L].
+      {R::kConvInProj, "model.layers.{i}.conv.in_proj.weight", "blk.{i}.shortconv.in_proj.weight",
+       P::kConvLayer, dims(D::kConvInWidth, D::kHidden)},
+      {R::kConvInProjBias, "model.layers.{i}.conv.in_proj.bias", nullptr, P::kConvLayerWithBias,
+       dims(D::kConvInWidth)},
+      {R::kConvKernel, "model.layers.{i}.conv.conv.weight", "blk.{i}.shortconv.conv.weight",
+       P::kConvLayer, dims(D::kHidden, D::kOne, D::kConvKernel)},
+      {R::kConvKernelBias, "model.layers.{i}.conv.conv.bias", nullptr, P::kConvLayerWithBias,
+       dims(D::kHidden)},
+      {R::kConvOutProj, "model.layers.{i}.conv.out_proj.weight",
+       "blk.{i}.shortconv.out_proj.weight", P::kConvLayer, dims(D::kHidden, D::kHidden)},
+      {R::kConvOutProjBias, "model.layers.{i}.conv.out_proj.bias", nullptr, P::kConvLayerWithBias,
+       dims(D::kHidden)},
+      {R::kFfnNorm, "model.layers.{i}.ffn_norm.weight", "blk.{i}.ffn_norm.weight", P::kAlways,
+       dims(D::kHidden)},
+  };
+  if (moe) {
+    std::vector<TensorRoleRow> moe_rows = {
+        {R::kRouter, "model.layers.{i}.feed_forward.gate.weight", "blk.{i}.ffn_gate_inp.weight",
+         P::kMoeLayer, dims(D::kExperts, D::kHidden), TensorPrecision::kRouting},
+        {R::kExpertBias, "model.layers.{i}.feed_forward.expert_bias", "blk.{i}.exp_probs_b.bias",
+         P::kMoeLayerWithExpertBias, dims(D::kExperts), TensorPrecision::kRoutingStoredF32},
+        {R::kExpertGate, "model.layers.{i}.feed_forward.experts.{e}.w1.weight",
+         "blk.{i}.ffn_gate_exps.weight", P::kMoeLayer, dims(D::kExpertFfn, D::kHidden)},
+        {R::kExpertUp, "model.layers.{i}.feed_forward.experts.{e}.w3.weight",
+         "blk.{i}.ffn_up_exps.weight", P::kMoeLayer, dims(D::kExpertFfn, D::kHidden)},
+        {R::kExpertDown, "model.layers.{i}.feed_forward.experts.{e}.w2.weight",
+         "blk.{i}.ffn_down_exps.weight", P::kMoeLayer, dims(D::kHidden, D::kExpertFfn)},
+    };
+    rows.insert(rows.end(), moe_rows.begin(), moe_rows.end());
   }
-  out.push_back({"model.embedding_norm.weight", {h}});
-  if (!c.tie_word_embeddings) out.push_back({"lm_head.weight", {c.vocab_size, h}});
-  return out;
+  std::vector<TensorRoleRow> tail = {
+      {R::kFfnGate, "model.layers.{i}.feed_forward.w1.weight", "blk.{i}.ffn_gate.weight",
+       P::kDenseFfnLayer, dims(D::kFfn, D::kHidden)},
+      {R::kFfnUp, "model.layers.{i}.feed_forward.w3.weight", "blk.{i}.ffn_up.weight",
+       P::kDenseFfnLayer, dims(D::kFfn, D::kHidden)},
+      {R::kFfnDown, "model.layers.{i}.feed_forward.w2.weight", "blk.{i}.ffn_down.weight",
+       P::kDenseFfnLayer, dims(D::kHidden, D::kFfn)},
+      {R::kFinalNorm, "model.embedding_norm.weight", "token_embd_norm.weight", P::kAlways,
+       dims(D::kHidden)},
+      {R::kLmHead, "lm_head.weight", "output.weight", P::kUntiedHead, dims(D::kVocab, D::kHidden)},
+  };
+  rows.insert(rows.end(), tail.begin(), tail.end());
+  return rows;
 }
 
 }  // namespace
@@ -246,12 +272,12 @@ const ArchInfo& lfm2_arch_info() {
       .name = "lfm2",
       .aliases = {},
       .hf_class = "Lfm2ForCausalLM",
+      .gguf_name = "lfm2",
       .parse = parse_lfm2,
       .to_json = lfm2_to_json,
       .validate = validate_lfm2,
-      .tensors = lfm2_tensors,
+      .tensor_roles = lfm2_tensor_roles(/*moe=*/false),
       .tensor_suffix_aliases = {},
-      .f32_tensor_suffixes = {},
   };
   return info;
 }
@@ -262,13 +288,13 @@ const ArchInfo& lfm2_moe_arch_info() {
       .name = "lfm2_moe",
       .aliases = {"lfm2moe"},
       .hf_class = "Lfm2MoeForCausalLM",
+      .gguf_name = "lfm2moe",
       .parse = parse_lfm2_moe,
       .to_json = lfm2_moe_to_json,
       .validate = validate_lfm2_moe,
-      .tensors = lfm2_tensors,
+      .tensor_roles = lfm2_tensor_roles(/*moe=*/true),
       // LFM2.5 checkpoints spell the routing bias with a ".weight" suffix.
       .tensor_suffix_aliases = {{".feed_forward.expert_bias.weight", ".feed_forward.expert_bias"}},
-      .f32_tensor_suffixes = {".feed_forward.expert_bias"},
   };
   return info;
 }

@@ -1,5 +1,5 @@
 // Registry entry: Qwen3 (dense). Field names and defaults follow transformers' Qwen3Config;
-// tensor names follow modeling_qwen3.py's state dict.
+// the tensor-role table follows modeling_qwen3.py's state dict and llama.cpp's qwen3 names.
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -94,27 +94,40 @@ void validate_qwen3(const ModelConfig& c, const std::string& source) {
   }
 }
 
-std::vector<TensorSpec> qwen3_tensors(const ModelConfig& c) {
-  const int64_t h = c.hidden_size, q = c.num_heads * c.head_dim, kv = c.num_kv_heads * c.head_dim;
-  std::vector<TensorSpec> out;
-  out.push_back({"model.embed_tokens.weight", {c.vocab_size, h}});
-  for (int64_t i = 0; i < c.num_layers; ++i) {
-    std::string p = cat("model.layers.", i, ".");
-    out.push_back({p + "input_layernorm.weight", {h}});
-    out.push_back({p + "self_attn.q_proj.weight", {q, h}});
-    out.push_back({p + "self_attn.k_proj.weight", {kv, h}});
-    out.push_back({p + "self_attn.v_proj.weight", {kv, h}});
-    out.push_back({p + "self_attn.o_proj.weight", {h, q}});
-    out.push_back({p + "self_attn.q_norm.weight", {c.head_dim}});
-    out.push_back({p + "self_attn.k_norm.weight", {c.head_dim}});
-    out.push_back({p + "post_attention_layernorm.weight", {h}});
-    out.push_back({p + "mlp.gate_proj.weight", {c.intermediate_size, h}});
-    out.push_back({p + "mlp.up_proj.weight", {c.intermediate_size, h}});
-    out.push_back({p + "mlp.down_proj.weight", {h, c.intermediate_size}});
-  }
-  out.push_back({"model.norm.weight", {h}});
-  if (!c.tie_word_embeddings) out.push_back({"lm_head.weight", {c.vocab_size, h}});
-  return out;
+// Qwen3's tensors: HF names from modeling_qwen3.py, GGUF names from llama.cpp's LLM_ARCH_QWEN3.
+// Every layer is attention + dense SwiGLU (validate_qwen3 refuses anything else).
+std::vector<TensorRoleRow> qwen3_tensor_roles() {
+  using R = TensorRole;
+  using P = TensorPresence;
+  using D = Dim;
+  return {
+      {R::kEmbedding, "model.embed_tokens.weight", "token_embd.weight", P::kAlways,
+       dims(D::kVocab, D::kHidden)},
+      {R::kMixerNorm, "model.layers.{i}.input_layernorm.weight", "blk.{i}.attn_norm.weight",
+       P::kAlways, dims(D::kHidden)},
+      {R::kAttnQ, "model.layers.{i}.self_attn.q_proj.weight", "blk.{i}.attn_q.weight", P::kAlways,
+       dims(D::kQueryWidth, D::kHidden)},
+      {R::kAttnK, "model.layers.{i}.self_attn.k_proj.weight", "blk.{i}.attn_k.weight", P::kAlways,
+       dims(D::kKvWidth, D::kHidden)},
+      {R::kAttnV, "model.layers.{i}.self_attn.v_proj.weight", "blk.{i}.attn_v.weight", P::kAlways,
+       dims(D::kKvWidth, D::kHidden)},
+      {R::kAttnOut, "model.layers.{i}.self_attn.o_proj.weight", "blk.{i}.attn_output.weight",
+       P::kAlways, dims(D::kHidden, D::kQueryWidth)},
+      {R::kAttnQNorm, "model.layers.{i}.self_attn.q_norm.weight", "blk.{i}.attn_q_norm.weight",
+       P::kAlways, dims(D::kHeadDim)},
+      {R::kAttnKNorm, "model.layers.{i}.self_attn.k_norm.weight", "blk.{i}.attn_k_norm.weight",
+       P::kAlways, dims(D::kHeadDim)},
+      {R::kFfnNorm, "model.layers.{i}.post_attention_layernorm.weight", "blk.{i}.ffn_norm.weight",
+       P::kAlways, dims(D::kHidden)},
+      {R::kFfnGate, "model.layers.{i}.mlp.gate_proj.weight", "blk.{i}.ffn_gate.weight", P::kAlways,
+       dims(D::kFfn, D::kHidden)},
+      {R::kFfnUp, "model.layers.{i}.mlp.up_proj.weight", "blk.{i}.ffn_up.weight", P::kAlways,
+       dims(D::kFfn, D::kHidden)},
+      {R::kFfnDown, "model.layers.{i}.mlp.down_proj.weight", "blk.{i}.ffn_down.weight", P::kAlways,
+       dims(D::kHidden, D::kFfn)},
+      {R::kFinalNorm, "model.norm.weight", "output_norm.weight", P::kAlways, dims(D::kHidden)},
+      {R::kLmHead, "lm_head.weight", "output.weight", P::kUntiedHead, dims(D::kVocab, D::kHidden)},
+  };
 }
 
 }  // namespace
@@ -125,12 +138,12 @@ const ArchInfo& qwen3_arch_info() {
       .name = "qwen3",
       .aliases = {},
       .hf_class = "Qwen3ForCausalLM",
+      .gguf_name = "qwen3",
       .parse = parse_qwen3,
       .to_json = qwen3_to_json,
       .validate = validate_qwen3,
-      .tensors = qwen3_tensors,
+      .tensor_roles = qwen3_tensor_roles(),
       .tensor_suffix_aliases = {},
-      .f32_tensor_suffixes = {},
   };
   return info;
 }

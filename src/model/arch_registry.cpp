@@ -29,6 +29,13 @@ const ArchInfo* find_arch(std::string_view model_type) {
   return nullptr;
 }
 
+const ArchInfo* find_arch_by_gguf_name(std::string_view gguf_name) {
+  for (const ArchInfo* info : all_archs()) {
+    if (gguf_name == info->gguf_name) return info;
+  }
+  return nullptr;
+}
+
 const char* arch_name(Arch arch) {
   return arch_info(arch).name;
 }
@@ -67,8 +74,10 @@ static bool ends_with(const std::string& text, const std::string& suffix) {
 }
 
 bool keeps_f32(const ModelConfig& config, const std::string& name) {
-  for (const std::string& suffix : arch_info(config.arch).f32_tensor_suffixes) {
-    if (ends_with(name, suffix)) return true;
+  for (const TensorRoleRow& row : arch_info(config.arch).tensor_roles) {
+    if (row.precision == TensorPrecision::kRoutingStoredF32 &&
+        tensor_pattern_matches(row.hf_name, name))
+      return true;
   }
   return false;
 }

@@ -3,10 +3,9 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
-#include <optional>
 
 #include "core/error.h"
-#include "model/weights.h"
+#include "model/arch_registry.h"
 
 namespace stoa {
 
@@ -14,119 +13,19 @@ using gguf::Value;
 using gguf::ValueType;
 
 const char* gguf_arch_name(Arch arch) {
-  switch (arch) {
-    case Arch::kQwen3:
-      return "qwen3";
-    case Arch::kLfm2:
-      return "lfm2";
-    case Arch::kLfm2Moe:
-      return "lfm2moe";
-  }
-  fail(ErrorKind::kInternal, "unknown Arch ", static_cast<int>(arch));
+  return arch_info(arch).gguf_name;
 }
 
 namespace {
 
-struct NameRule {
-  const char* hf_suffix;  // after "model.layers.N."
-  const char* gguf_suffix;
-  bool matrix;
-};
-
-// Per-layer tensors. The router (`ffn_gate_inp`) stays F32 as llama.cpp's own quantizer keeps it:
-// expert choice is a discrete decision that a rounded router would flip.
-const std::vector<NameRule>& layer_rules(Arch arch) {
-  static const std::vector<NameRule> qwen3 = {
-      {"input_layernorm.weight", "attn_norm.weight", false},
-      {"self_attn.q_proj.weight", "attn_q.weight", true},
-      {"self_attn.k_proj.weight", "attn_k.weight", true},
-      {"self_attn.v_proj.weight", "attn_v.weight", true},
-      {"self_attn.o_proj.weight", "attn_output.weight", true},
-      {"self_attn.q_norm.weight", "attn_q_norm.weight", false},
-      {"self_attn.k_norm.weight", "attn_k_norm.weight", false},
-      {"post_attention_layernorm.weight", "ffn_norm.weight", false},
-      {"mlp.gate_proj.weight", "ffn_gate.weight", true},
-      {"mlp.up_proj.weight", "ffn_up.weight", true},
-      {"mlp.down_proj.weight", "ffn_down.weight", true},
-  };
-  static const std::vector<NameRule> lfm2 = {
-      {"operator_norm.weight", "attn_norm.weight", false},
-      {"ffn_norm.weight", "ffn_norm.weight", false},
-      {"self_attn.q_proj.weight", "attn_q.weight", true},
-      {"self_attn.k_proj.weight", "attn_k.weight", true},
-      {"self_attn.v_proj.weight", "attn_v.weight", true},
-      {"self_attn.out_proj.weight", "attn_output.weight", true},
-      {"self_attn.q_layernorm.weight", "attn_q_norm.weight", false},
-      {"self_attn.k_layernorm.weight", "attn_k_norm.weight", false},
-      {"conv.in_proj.weight", "shortconv.in_proj.weight", true},
-      {"conv.out_proj.weight", "shortconv.out_proj.weight", true},
-      {"conv.conv.weight", "shortconv.conv.weight", false},
-      {"feed_forward.w1.weight", "ffn_gate.weight", true},
-      {"feed_forward.w3.weight", "ffn_up.weight", true},
-      {"feed_forward.w2.weight", "ffn_down.weight", true},
-      {"feed_forward.gate.weight", "ffn_gate_inp.weight", false},
-      {"feed_forward.expert_bias", "exp_probs_b.bias", false},
-  };
-  return arch == Arch::kQwen3 ? qwen3 : lfm2;
+// llama.cpp's conventions, asked of the role table rather than of the architecture's name: a
+// table with a conv mixer is a hybrid (per-layer head_count_kv, shortconv keys), one with a
+// router has experts (expert keys).
+bool has_conv_layers(const ArchInfo& info) {
+  return find_role_row(info, TensorRole::kConvInProj) != nullptr;
 }
-
-struct GlobalRule {
-  const char* hf_name;
-  const char* gguf_name;
-  bool matrix;
-};
-
-const std::vector<GlobalRule>& global_rules(Arch arch) {
-  static const std::vector<GlobalRule> qwen3 = {
-      {"model.embed_tokens.weight", "token_embd.weight", true},
-      {"model.norm.weight", "output_norm.weight", false},
-      {"lm_head.weight", "output.weight", true},
-  };
-  static const std::vector<GlobalRule> lfm2 = {
-      {"model.embed_tokens.weight", "token_embd.weight", true},
-      {"model.embedding_norm.weight", "token_embd_norm.weight", false},
-      {"lm_head.weight", "output.weight", true},
-  };
-  return arch == Arch::kQwen3 ? qwen3 : lfm2;
-}
-
-// "model.layers.12.rest" -> (12, "rest").
-std::optional<std::pair<int64_t, std::string>> split_layer_name(const std::string& name) {
-  static const std::string prefix = "model.layers.";
-  if (name.rfind(prefix, 0) != 0) return std::nullopt;
-  size_t dot = name.find('.', prefix.size());
-  if (dot == std::string::npos || dot == prefix.size()) return std::nullopt;
-  int64_t layer = 0;
-  for (size_t k = prefix.size(); k < dot; ++k) {
-    if (name[k] < '0' || name[k] > '9') return std::nullopt;
-    layer = layer * 10 + (name[k] - '0');
-  }
-  return std::make_pair(layer, name.substr(dot + 1));
-}
-
-// "feed_forward.experts.7.w1.weight" -> (7, "w1").
-std::optional<std::pair<int64_t, std::string>> split_expert_name(const std::string& rest) {
-  static const std::string prefix = "feed_forward.experts.";
-  static const std::string suffix = ".weight";
-  if (rest.rfind(prefix, 0) != 0 || rest.size() <= prefix.size() + suffix.size())
-    return std::nullopt;
-  if (rest.compare(rest.size() - suffix.size(), suffix.size(), suffix) != 0) return std::nullopt;
-  std::string mid = rest.substr(prefix.size(), rest.size() - prefix.size() - suffix.size());
-  size_t dot = mid.find('.');
-  if (dot == std::string::npos || dot == 0) return std::nullopt;
-  int64_t expert = 0;
-  for (size_t k = 0; k < dot; ++k) {
-    if (mid[k] < '0' || mid[k] > '9') return std::nullopt;
-    expert = expert * 10 + (mid[k] - '0');
-  }
-  return std::make_pair(expert, mid.substr(dot + 1));
-}
-
-const char* merged_expert_name(const std::string& w) {
-  if (w == "w1") return "ffn_gate_exps.weight";
-  if (w == "w3") return "ffn_up_exps.weight";
-  if (w == "w2") return "ffn_down_exps.weight";
-  return nullptr;
+bool has_experts(const ArchInfo& info) {
+  return find_role_row(info, TensorRole::kRouter) != nullptr;
 }
 
 }  // namespace
@@ -134,56 +33,40 @@ const char* merged_expert_name(const std::string& w) {
 std::vector<GgufTensorPlan> gguf_tensor_plan(const ModelConfig& config) {
   std::vector<GgufTensorPlan> plan;
   std::map<std::string, size_t> merged_index;  // gguf name -> plan index (experts)
-  for (const TensorSpec& spec : expected_tensors(config)) {
-    const std::string& name = spec.name;
-    bool mapped = false;
-    for (const GlobalRule& rule : global_rules(config.arch)) {
-      if (name != rule.hf_name) continue;
-      plan.push_back({rule.gguf_name, spec.shape, {name}, {spec.shape}, rule.matrix});
-      mapped = true;
-      break;
-    }
-    if (mapped) continue;
-    auto layer = split_layer_name(name);
-    STOA_CHECK(layer.has_value(), ErrorKind::kUnsupported, "GGUF export: tensor '", name, "' of ",
-               arch_name(config.arch), " has no llama.cpp counterpart");
-    std::string blk = cat("blk.", layer->first, ".");
-    if (auto expert = split_expert_name(layer->second)) {
-      const char* merged = merged_expert_name(expert->second);
-      STOA_CHECK(merged != nullptr && config.arch == Arch::kLfm2Moe, ErrorKind::kUnsupported,
-                 "GGUF export: expert tensor '", name, "' has no llama.cpp counterpart");
-      std::string gguf_name = blk + merged;
+  for (const TensorSlot& slot : tensor_slots(config)) {
+    const TensorRoleRow& row = *slot.row;
+    STOA_CHECK(row.gguf_name != nullptr, ErrorKind::kUnsupported, "GGUF export: tensor '",
+               slot.name, "' of ", arch_name(config.arch), " has no llama.cpp counterpart");
+    const std::string gguf_name = expand_tensor_pattern(row.gguf_name, slot.layer, -1);
+    // F16/Q8_0 candidates: the 2-D tensors of the shape rule. The router stays F32 as
+    // llama.cpp's own quantizer keeps it: expert choice is a discrete decision that a rounded
+    // router would flip.
+    const bool matrix = row.shape.size() == 2 && row.precision == TensorPrecision::kByShape;
+    if (slot.expert >= 0) {  // llama.cpp stacks the experts into one [experts, ...] tensor
       auto it = merged_index.find(gguf_name);
       if (it == merged_index.end()) {
-        GgufTensorPlan entry{gguf_name, {}, {}, {}, true};
+        GgufTensorPlan entry{gguf_name, {}, {}, {}, matrix};
         merged_index[gguf_name] = plan.size();
         plan.push_back(std::move(entry));
         it = merged_index.find(gguf_name);
       }
       GgufTensorPlan& entry = plan[it->second];
-      STOA_CHECK(expert->first == static_cast<int64_t>(entry.sources.size()), ErrorKind::kInternal,
-                 "experts of ", gguf_name, " are not listed in order at '", name, "'");
-      STOA_CHECK(entry.source_shapes.empty() || entry.source_shapes.front() == spec.shape,
-                 ErrorKind::kInternal, "experts of ", gguf_name, " differ in shape at '", name,
+      STOA_CHECK(slot.expert == static_cast<int64_t>(entry.sources.size()), ErrorKind::kInternal,
+                 "experts of ", gguf_name, " are not listed in order at '", slot.name, "'");
+      STOA_CHECK(entry.source_shapes.empty() || entry.source_shapes.front() == slot.shape,
+                 ErrorKind::kInternal, "experts of ", gguf_name, " differ in shape at '", slot.name,
                  "'");
-      entry.sources.push_back(name);
-      entry.source_shapes.push_back(spec.shape);
-      entry.shape = spec.shape;
+      entry.sources.push_back(slot.name);
+      entry.source_shapes.push_back(slot.shape);
+      entry.shape = slot.shape;
       entry.shape.insert(entry.shape.begin(), static_cast<int64_t>(entry.sources.size()));
       continue;
     }
-    for (const NameRule& rule : layer_rules(config.arch)) {
-      if (layer->second != rule.hf_suffix) continue;
-      Shape shape = spec.shape;
-      // HF keeps the depthwise conv kernel as [H, 1, L]; llama.cpp wants it squeezed to [H, L].
-      if (layer->second == "conv.conv.weight" && shape.size() == 3 && shape[1] == 1)
-        shape = {shape[0], shape[2]};
-      plan.push_back({blk + rule.gguf_suffix, shape, {name}, {spec.shape}, rule.matrix});
-      mapped = true;
-      break;
-    }
-    STOA_CHECK(mapped, ErrorKind::kUnsupported, "GGUF export: tensor '", name, "' of ",
-               arch_name(config.arch), " has no llama.cpp counterpart");
+    Shape shape = slot.shape;
+    // HF keeps the depthwise conv kernel as [H, 1, L]; llama.cpp wants it squeezed to [H, L].
+    if (row.role == TensorRole::kConvKernel && shape.size() == 3 && shape[1] == 1)
+      shape = {shape[0], shape[2]};
+    plan.push_back({gguf_name, shape, {slot.name}, {slot.shape}, matrix});
   }
   return plan;
 }
@@ -203,7 +86,8 @@ std::vector<std::pair<std::string, Value>> gguf_metadata(const ModelConfig& c) {
   kv.emplace_back(a + ".block_count", u32(c.num_layers, "num_layers"));
   kv.emplace_back(a + ".feed_forward_length", u32(c.intermediate_size, "intermediate_size"));
   kv.emplace_back(a + ".attention.head_count", u32(c.num_heads, "num_heads"));
-  if (c.arch == Arch::kQwen3) {
+  const ArchInfo& info = arch_info(c.arch);
+  if (!has_conv_layers(info)) {
     kv.emplace_back(a + ".attention.head_count_kv", u32(c.num_kv_heads, "num_kv_heads"));
   } else {
     // LFM2: a per-layer array; 0 marks a (recurrent) conv layer.
@@ -223,7 +107,7 @@ std::vector<std::pair<std::string, Value>> gguf_metadata(const ModelConfig& c) {
   kv.emplace_back(a + ".rope.freq_base", Value::f32(static_cast<float>(c.rope_theta)));
   kv.emplace_back(a + ".attention.layer_norm_rms_epsilon",
                   Value::f32(static_cast<float>(c.rms_norm_eps)));
-  if (c.arch == Arch::kLfm2Moe) {
+  if (has_experts(info)) {
     STOA_CHECK(c.norm_topk_prob, ErrorKind::kUnsupported,
                "GGUF export: llama.cpp's lfm2moe always normalises the top-k expert weights "
                "(norm_topk_prob = false)");
@@ -321,17 +205,16 @@ ModelConfig config_from_gguf(const std::map<std::string, Value>& kv, bool has_ou
   STOA_CHECK(arch_it != kv.end() && arch_it->second.type == ValueType::kString,
              ErrorKind::kBadFormat, source, ": GGUF has no string 'general.architecture'");
   const std::string& a = arch_it->second.str;
-  ModelConfig c;
-  if (a == "qwen3") {
-    c.arch = Arch::kQwen3;
-  } else if (a == "lfm2") {
-    c.arch = Arch::kLfm2;
-  } else if (a == "lfm2moe") {
-    c.arch = Arch::kLfm2Moe;
-  } else {
-    fail(ErrorKind::kUnsupported, source, ": GGUF architecture '", a,
-         "' is not one Stoa imports (qwen3, lfm2, lfm2moe)");
+  const ArchInfo* info = find_arch_by_gguf_name(a);
+  if (info == nullptr) {
+    std::string known;
+    for (const ArchInfo* each : all_archs())
+      known += cat(known.empty() ? "" : ", ", each->gguf_name);
+    fail(ErrorKind::kUnsupported, source, ": GGUF architecture '", a, "' is not one Stoa imports (",
+         known, ")");
   }
+  ModelConfig c;
+  c.arch = info->arch;
   MetaReader m(kv, a, source);
   c.vocab_size = m.arch_int("vocab_size");
   c.max_position_embeddings = m.arch_int("context_length");
@@ -369,22 +252,22 @@ ModelConfig config_from_gguf(const std::map<std::string, Value>& kv, bool has_ou
   } else {
     c.num_kv_heads = m.integer(kv_heads, kv_key);
   }
-  if (c.arch == Arch::kQwen3) {
+  if (!has_conv_layers(*info)) {
     for (LayerKind kind : c.layer_kinds)
-      STOA_CHECK(kind == LayerKind::kAttention, ErrorKind::kBadFormat, source,
-                 ": qwen3 GGUF marks a layer with head_count_kv = 0");
+      STOA_CHECK(kind == LayerKind::kAttention, ErrorKind::kBadFormat, source, ": ", a,
+                 " GGUF marks a layer with head_count_kv = 0");
   } else {
     c.conv_kernel = m.arch_int("shortconv.l_cache");
     c.conv_bias = false;
   }
-  if (c.arch == Arch::kLfm2Moe) {
+  if (has_experts(*info)) {
     c.num_experts = m.arch_int("expert_count");
     c.num_experts_per_tok = m.arch_int("expert_used_count");
     c.moe_intermediate_size = m.arch_int("expert_feed_forward_length");
     c.num_dense_layers = m.arch_int_or("leading_dense_block_count", 0);
     int64_t gating = m.arch_int_or("expert_gating_func", 2);
-    STOA_CHECK(gating == 2, ErrorKind::kUnsupported, source,
-               ": lfm2moe expert_gating_func = ", gating, ", Stoa implements only 2 (sigmoid)");
+    STOA_CHECK(gating == 2, ErrorKind::kUnsupported, source, ": ", a,
+               " expert_gating_func = ", gating, ", Stoa implements only 2 (sigmoid)");
     c.norm_topk_prob = true;   // llama.cpp's lfm2moe always normalises
     c.use_expert_bias = true;  // llama.cpp requires exp_probs_b
     c.routed_scaling_factor = 1.0;

@@ -1,7 +1,9 @@
 // How each architecture maps onto llama.cpp's GGUF conventions: the architecture name, the
 // metadata keys (`<arch>.embedding_length`, ...) and the tensor names (`blk.N.attn_q.weight`,
 // merged `blk.N.ffn_{gate,up,down}_exps.weight` for MoE experts). Used by the writer (export) and
-// the reader (import back to ModelWeights), so the two directions cannot drift apart.
+// the reader (import back to ModelWeights), so the two directions cannot drift apart. The names
+// (llama.cpp's architecture name, each tensor's GGUF name) come from the architectures' registry
+// entries and tensor-role tables; this file holds the conventions common to all of them.
 //
 // Facts taken from llama.cpp's src/llama-arch.cpp and src/models/{qwen3,lfm2,lfm2moe}.cpp:
 //  - LFM2's final norm is `token_embd_norm.weight` (llama.cpp's own historical name for it);
@@ -30,7 +32,7 @@ struct GgufTensorPlan {
   bool matrix = false;               // exported as F16/Q8_0 when asked; false = always F32
 };
 
-const char* gguf_arch_name(Arch arch);  // "qwen3", "lfm2", "lfm2moe"
+const char* gguf_arch_name(Arch arch);  // ArchInfo::gguf_name: "qwen3", "lfm2", "lfm2moe"
 
 // Every GGUF tensor of `config`, in expected_tensors() order (experts merged at their first
 // member). Fails with kUnsupported naming an HF tensor that has no llama.cpp counterpart.

@@ -9,6 +9,7 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "model/arch_registry.h"
 #include "model/gguf_arch_map.h"
 #include "model/precision_plan.h"
 
@@ -312,12 +313,13 @@ void export_gguf(const ModelWeights& weights, const std::string& path,
     writer.add_tensor(plan.gguf_name, type, std::move(ne), std::move(data));
   }
   // llama.cpp's lfm2moe requires an expert bias; a config without one routes on zeros.
-  if (config.arch == Arch::kLfm2Moe && !config.use_expert_bias) {
+  const TensorRoleRow* bias = find_role_row(arch_info(config.arch), TensorRole::kExpertBias);
+  if (bias != nullptr && bias->gguf_name != nullptr && !config.use_expert_bias) {
     for (int64_t l = 0; l < config.num_layers; ++l) {
       if (!config.is_moe_layer(l)) continue;
       std::vector<uint8_t> zeros(static_cast<size_t>(config.num_experts) * 4, 0);
-      writer.add_tensor(cat("blk.", l, ".exp_probs_b.bias"), GgmlType::kF32, {config.num_experts},
-                        std::move(zeros));
+      writer.add_tensor(expand_tensor_pattern(bias->gguf_name, l, -1), GgmlType::kF32,
+                        {config.num_experts}, std::move(zeros));
     }
   }
   writer.write(path);

@@ -21,7 +21,9 @@ const Tensor& ModelWeights::at(const std::string& name) const {
 }
 
 std::vector<TensorSpec> expected_tensors(const ModelConfig& config) {
-  return arch_info(config.arch).tensors(config);
+  std::vector<TensorSpec> specs;
+  for (TensorSlot& slot : tensor_slots(config)) specs.push_back({std::move(slot.name), slot.shape});
+  return specs;
 }
 
 namespace {

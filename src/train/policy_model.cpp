@@ -1,3 +1,6 @@
+// The generic part of the policy: parameters, the blocks and the forward pass. Which tensor fills
+// which slot of a layer comes from the architecture's file under train/models/ (torch-free, by
+// tensor role), so no name of a tensor is spelled here.
 #include "train/policy_model.h"
 
 #include <algorithm>
@@ -7,6 +10,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "train/models/policy_layout.h"
 
 namespace stoa::train {
 
@@ -68,69 +72,58 @@ PolicyModel::PolicyModel(const ModelWeights& weights, torch::Device device,
     params_.push_back(t);
   }
 
+  // Which tensor fills which slot: the architecture's file under train/models/, by role.
+  const PolicyLayout layout = policy_layout(c);
   std::set<std::string> used;
-  auto pick = [&](std::initializer_list<std::string> candidates, bool required) {
-    for (const std::string& name : candidates) {
-      auto it = index_.find(name);
-      if (it != index_.end()) {
-        used.insert(name);
-        return params_[it->second];
-      }
-    }
-    if (required) {
-      std::string list;
-      for (const std::string& name : candidates) list += (list.empty() ? "" : " or ") + name;
-      fail(ErrorKind::kBadFormat, "the ", arch_name(c.arch), " weights lack tensor ", list);
-    }
-    return torch::Tensor();
+  auto pick = [&](const std::string& name) {
+    auto it = index_.find(name);
+    if (it == index_.end())
+      fail(ErrorKind::kBadFormat, "the ", arch_name(c.arch), " weights lack tensor ", name);
+    used.insert(name);
+    return params_[it->second];
   };
-  const bool qwen = c.arch == Arch::kQwen3;
-  embed_ = pick({"model.embed_tokens.weight"}, true);
-  final_norm_ = qwen ? pick({"model.norm.weight"}, true)
-                     : pick({"model.embedding_norm.weight", "model.norm.weight"}, true);
-  lm_head_ = c.tie_word_embeddings ? embed_ : pick({"lm_head.weight"}, true);
-  for (int64_t i = 0; i < c.num_layers; ++i) {
-    const std::string p = cat("model.layers.", i, ".");
+  auto pick_optional = [&](const std::string& name) {
+    return name.empty() ? torch::Tensor() : pick(name);
+  };
+  embed_ = pick(layout.embedding);
+  final_norm_ = pick(layout.final_norm);
+  lm_head_ = c.tie_word_embeddings ? embed_ : pick(layout.lm_head);
+  for (const PolicyLayerLayout& names : layout.layers) {
     Layer layer;
-    layer.attention = c.is_attention_layer(i);
-    layer.moe = c.is_moe_layer(i);
-    layer.op_norm = pick({p + (qwen ? "input_layernorm.weight" : "operator_norm.weight")}, true);
-    layer.ffn_norm =
-        pick({p + (qwen ? "post_attention_layernorm.weight" : "ffn_norm.weight")}, true);
+    layer.attention = names.attention;
+    layer.moe = names.moe;
+    layer.op_norm = pick(names.mixer_norm);
+    layer.ffn_norm = pick(names.ffn_norm);
     if (layer.attention) {
-      const std::string a = p + "self_attn.";
-      layer.q = pick({a + "q_proj.weight"}, true);
-      layer.k = pick({a + "k_proj.weight"}, true);
-      layer.v = pick({a + "v_proj.weight"}, true);
-      layer.o = pick({a + (qwen ? "o_proj.weight" : "out_proj.weight")}, true);
-      layer.q_norm = pick({a + "q_norm.weight", a + "q_layernorm.weight"}, true);
-      layer.k_norm = pick({a + "k_norm.weight", a + "k_layernorm.weight"}, true);
+      layer.q = pick(names.q);
+      layer.k = pick(names.k);
+      layer.v = pick(names.v);
+      layer.o = pick(names.o);
+      layer.q_norm = pick(names.q_norm);
+      layer.k_norm = pick(names.k_norm);
     } else {
-      STOA_CHECK(!qwen, ErrorKind::kBadFormat, "qwen3 has no conv layers (layer ", i, ")");
-      layer.conv_in = pick({p + "conv.in_proj.weight"}, true);
-      layer.conv_in_bias = pick({p + "conv.in_proj.bias"}, false);
-      layer.conv_w = pick({p + "conv.conv.weight"}, true);
-      layer.conv_bias = pick({p + "conv.conv.bias"}, false);
-      layer.conv_out = pick({p + "conv.out_proj.weight"}, true);
-      layer.conv_out_bias = pick({p + "conv.out_proj.bias"}, false);
+      layer.conv_in = pick(names.conv_in);
+      layer.conv_in_bias = pick_optional(names.conv_in_bias);
+      layer.conv_w = pick(names.conv_kernel);
+      layer.conv_bias = pick_optional(names.conv_bias);
+      layer.conv_out = pick(names.conv_out);
+      layer.conv_out_bias = pick_optional(names.conv_out_bias);
       STOA_CHECK(layer.conv_w.numel() == c.hidden_size * c.conv_kernel, ErrorKind::kBadFormat,
-                 "tensor ", p, "conv.conv.weight has ", layer.conv_w.numel(),
+                 "tensor ", names.conv_kernel, " has ", layer.conv_w.numel(),
                  " elements; expected hidden_size x conv_kernel = ", c.hidden_size * c.conv_kernel);
     }
-    const std::string f = p + (qwen ? "mlp." : "feed_forward.");
     if (layer.moe) {
-      layer.router = pick({f + "gate.weight"}, true);
-      layer.expert_bias = pick({f + "expert_bias"}, c.use_expert_bias);
-      for (int64_t e = 0; e < c.num_experts; ++e) {
-        const std::string x = cat(f, "experts.", e, ".");
-        layer.e_gate.push_back(pick({x + "w1.weight", x + "gate_proj.weight"}, true));
-        layer.e_up.push_back(pick({x + "w3.weight", x + "up_proj.weight"}, true));
-        layer.e_down.push_back(pick({x + "w2.weight", x + "down_proj.weight"}, true));
+      layer.router = pick(names.router);
+      layer.expert_bias = pick_optional(names.expert_bias);
+      for (size_t e = 0; e < names.expert_gate.size(); ++e) {
+        layer.e_gate.push_back(pick(names.expert_gate[e]));
+        layer.e_up.push_back(pick(names.expert_up[e]));
+        layer.e_down.push_back(pick(names.expert_down[e]));
       }
     } else {
-      layer.gate = pick({f + "w1.weight", f + "gate_proj.weight"}, true);
-      layer.up = pick({f + "w3.weight", f + "up_proj.weight"}, true);
-      layer.down = pick({f + "w2.weight", f + "down_proj.weight"}, true);
+      layer.gate = pick(names.gate);
+      layer.up = pick(names.up);
+      layer.down = pick(names.down);
     }
     layers_.push_back(std::move(layer));
   }
@@ -143,11 +136,12 @@ PolicyModel::PolicyModel(const ModelWeights& weights, torch::Device device,
              "; expected [", c.vocab_size, ", ", c.hidden_size, "]");
   // The MoE expert bias steers routing only (top-k indices carry no gradient); HF keeps it as a
   // buffer, so it is not trained here either.
-  for (size_t i = 0; i < params_.size(); ++i) {
-    bool frozen =
-        names_[i].size() >= 11 && names_[i].compare(names_[i].size() - 11, 11, "expert_bias") == 0;
-    params_[i].set_requires_grad(!frozen);
+  std::set<std::string> frozen;
+  for (const PolicyLayerLayout& names : layout.layers) {
+    if (!names.expert_bias.empty()) frozen.insert(names.expert_bias);
   }
+  for (size_t i = 0; i < params_.size(); ++i)
+    params_[i].set_requires_grad(!frozen.count(names_[i]));
 }
 
 const torch::Tensor& PolicyModel::parameter(const std::string& name) const {
