@@ -18,12 +18,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/child_process.h"
 #include "cli/command.h"
 #include "cli/demo_report.h"
 #include "cli/demo_rl.h"
 #include "cli/demo_setup.h"
 #include "core/error.h"
+#include "core/process_run.h"
 #include "train/loss_config.h"
 
 namespace stoa::cli {

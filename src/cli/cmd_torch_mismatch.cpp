@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/child_process.h"
+#include "core/process_run.h"
 #include "cli/command.h"
 #include "cli/demo_rl.h"
 #include "core/error.h"

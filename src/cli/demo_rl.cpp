@@ -10,9 +10,10 @@
 #include <sstream>
 #include <thread>
 
-#include "cli/child_process.h"
 #include "cli/demo_report.h"
 #include "core/error.h"
+#include "core/process.h"
+#include "core/process_run.h"
 #include "net/http_client.h"
 
 namespace stoa::cli {
@@ -86,7 +87,7 @@ RlResult run_rl_phase(const RlOptions& o, const DemoPaths& p, const std::string&
   const std::string config = run_dir + "/run.toml";
   write_run_config(o, p, model_dir, run_dir, config, token);
   say("rl: starting the hub + trainer (" + config + ", log " + logs + "/run.log)");
-  ChildProcess hub = ChildProcess::start({exe, "run", "--config", config}, logs + "/run.log");
+  Process hub = Process::start({exe, "run", "--config", config}, logged_to(logs + "/run.log"));
   const std::string hub_json = run_dir + "/hub.json";
   const auto t_wait = Clock::now();
   while (!fs::exists(hub_json)) {
@@ -100,23 +101,23 @@ RlResult run_rl_phase(const RlOptions& o, const DemoPaths& p, const std::string&
   const std::string url = read_json(hub_json).at("url").get<std::string>();
   say("rl: hub at " + url + "; starting " + std::to_string(o.workers) + " workers");
 
-  std::vector<ChildProcess> workers;
+  std::vector<Process> workers;
   for (int i = 0; i < o.workers; ++i) {
     std::string name = std::to_string(i + 1);
     name.insert(0, 1, 'w');  // (not "w" + ...: GCC 12 -O3 warns a false -Wrestrict on that)
     const std::string seed = std::to_string(o.seed * 1000 + static_cast<uint64_t>(i) + 1);
-    workers.push_back(ChildProcess::start({exe,           "work",
-                                           "--hub",       url,
-                                           "--token",     token,
-                                           "--model",     model_dir,
-                                           "--index",     p.index,
-                                           "--name",      name,
-                                           "--state-dir", run_dir + "/worker-" + name,
-                                           "--threads",   std::to_string(o.worker_threads),
-                                           "--slots",     std::to_string(o.worker_slots),
-                                           "--seed",      seed,
-                                           "--grace",     "20"},
-                                          logs + "/worker-" + name + ".log"));
+    workers.push_back(Process::start({exe,           "work",
+                                      "--hub",       url,
+                                      "--token",     token,
+                                      "--model",     model_dir,
+                                      "--index",     p.index,
+                                      "--name",      name,
+                                      "--state-dir", run_dir + "/worker-" + name,
+                                      "--threads",   std::to_string(o.worker_threads),
+                                      "--slots",     std::to_string(o.worker_slots),
+                                      "--seed",      seed,
+                                      "--grace",     "20"},
+                                     logged_to(logs + "/worker-" + name + ".log")));
   }
 
   net::HttpClient http(url);

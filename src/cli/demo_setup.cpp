@@ -8,11 +8,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/child_process.h"
 #include "cli/demo_report.h"
 #include "cli/sft_to_target.h"
 #include "cli/warm_start.h"
 #include "core/error.h"
+#include "core/process_run.h"
 #include "env/dataset.h"
 #include "model/presets.h"
 #include "model/tokenizer.h"
