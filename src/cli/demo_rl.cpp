@@ -264,8 +264,9 @@ nlohmann::json rl_summary(const RlOptions& o, const RlResult& r, const std::stri
           // (full-weight sync) the whole int8 weights.
           {"sync_bytes_per_version",
            o.anchor_every == 1 ? steps["anchor_bytes_mean"] : steps["patch_bytes_mean"]},
-          {"trainer_busy_fraction",
-           r.seconds > 0 ? steps["trainer_compute_seconds"].get<double>() / r.seconds : 0.0},
+          // Time-weighted over the trainer's steps: Σ compute / Σ (gather wait + compute), the
+          // same figure `stoa plot` and `stoa bench fleet` report (roles/trainer/step_log.h).
+          {"trainer_busy_fraction", steps["busy_fraction"]},
           {"worker_idle_fraction", r.worker_idle_fraction},
           {"reward_first_quarter", steps["reward_first_quarter"]},
           {"reward_last_quarter", steps["reward_last_quarter"]},
