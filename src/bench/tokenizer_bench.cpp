@@ -25,6 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/process_run.h"
 #include "core/source_root.h"
 #include "model/tokenizer.h"
 
@@ -144,12 +145,6 @@ double thread_cpu_seconds() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
-std::string quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
 nlohmann::json rates(double bytes, double tokens, double passes, double seconds, double cpu) {
   return {{"passes", passes},
           {"seconds", seconds},
@@ -206,12 +201,22 @@ int run_tokenizer_bench(const TokenizerBenchOptions& opt) {
   if (!std::filesystem::exists(module)) {
     fail(ErrorKind::kNotFound, module, ": the JS peer is missing (run scripts/setup)");
   }
-  std::string cmd =
-      "node " + quote(script) + " " + quote(module) + " " + quote(tokenizer_path) + " " +
-      (std::filesystem::exists(config_path) ? quote(config_path.string()) : "-") + " " +
-      quote(docs_path) + " " + std::to_string(opt.min_seconds) + " > " + quote(out_path);
-  int rc = std::system(cmd.c_str());
-  if (rc != 0) fail(ErrorKind::kIo, "the node peer failed (rc ", rc, "): ", cmd);
+  const std::vector<std::string> cmd = {
+      "node",
+      script,
+      module,
+      tokenizer_path,
+      std::filesystem::exists(config_path) ? config_path.string() : "-",
+      docs_path,
+      std::to_string(opt.min_seconds)};
+  ProcessOptions to_file;
+  to_file.out = OutputTarget::file(out_path, /*truncate=*/true);
+  const int rc = run_process(cmd, to_file).status.code;
+  if (rc != 0) {
+    std::string shown;
+    for (const auto& a : cmd) shown += " " + a;
+    fail(ErrorKind::kIo, "the node peer failed (exit ", rc, "):", shown);
+  }
   nlohmann::json peer_raw = nlohmann::json::parse(read_file(out_path));
   std::filesystem::remove_all(work);
   double peer_tokens = peer_raw.at("tokens").get<double>();

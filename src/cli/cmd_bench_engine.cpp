@@ -27,6 +27,7 @@
 
 #include "cli/command.h"
 #include "core/error.h"
+#include "core/process_run.h"
 #include "core/thread_pool.h"
 #include "engine/batch_decoder.h"
 #include "engine/model_runner.h"
@@ -159,18 +160,12 @@ std::string self_dir() {
 // Runs stoa-llama-oracle bench and returns its JSON.
 json run_oracle(const Options& opts, const std::string& oracle, const std::string& gguf,
                 int64_t prompt, int64_t steps, int64_t batch) {
-  const std::string cmd = "'" + oracle + "' bench --gguf '" + gguf + "' --prompt-tokens " +
-                          std::to_string(prompt) + " --decode " + std::to_string(steps) +
-                          " --warmup " + std::to_string(steps > 0 ? opts.decode_warmup : 0) +
-                          " --batch " + std::to_string(batch) + " --threads " +
-                          std::to_string(opts.threads) + " 2>/dev/null";
-  FILE* p = popen(cmd.c_str(), "r");
-  STOA_CHECK(p != nullptr, ErrorKind::kIo, "cannot run ", oracle);
-  std::string out;
-  char buf[4096];
-  size_t got;
-  while ((got = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, got);
-  const int rc = pclose(p);
+  const RunResult run = run_capture(
+      {oracle, "bench", "--gguf", gguf, "--prompt-tokens", std::to_string(prompt), "--decode",
+       std::to_string(steps), "--warmup", std::to_string(steps > 0 ? opts.decode_warmup : 0),
+       "--batch", std::to_string(batch), "--threads", std::to_string(opts.threads)});
+  const int rc = run.status.code;
+  const std::string& out = run.out;
   json j = json::parse(out, nullptr, false);
   STOA_CHECK(rc == 0 && !j.is_discarded() && !j.contains("error"), ErrorKind::kIo, oracle,
              " bench failed (exit ", rc, "): ", out);

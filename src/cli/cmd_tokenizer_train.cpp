@@ -14,6 +14,7 @@
 
 #include "cli/command.h"
 #include "core/error.h"
+#include "core/jsonl.h"
 #include "model/bpe_trainer.h"
 
 namespace stoa::cli {
@@ -37,26 +38,17 @@ int64_t feed_corpus(const std::string& path, BpeTrainer& trainer, int64_t& bytes
   int64_t documents = 0;
   std::string line;
   if (ends_with(path, ".jsonl")) {
-    int64_t line_no = 0;
-    while (std::getline(in, line)) {
-      ++line_no;
-      if (line.empty() || line == "\r") continue;
-      nlohmann::json doc;
-      try {
-        doc = nlohmann::json::parse(line);
-      } catch (const nlohmann::json::exception& e) {
-        fail(ErrorKind::kBadFormat, path, ": line ", line_no, ": not valid JSON: ", e.what());
-      }
+    // A malformed line stops training with "<path>:<line>: why" (core/jsonl.h).
+    read_jsonl(path, BadLinePolicy::kFatal, [&](const nlohmann::json& doc, int64_t) {
       const char* key = doc.is_object() && doc.contains("contents") ? "contents" : "text";
-      if (!doc.is_object() || !doc.contains(key) || !doc.at(key).is_string()) {
-        fail(ErrorKind::kBadFormat, path, ": line ", line_no,
-             ": expected an object with a \"contents\" or \"text\" string");
-      }
+      STOA_CHECK(doc.is_object() && doc.contains(key) && doc.at(key).is_string(),
+                 ErrorKind::kBadFormat,
+                 "expected an object with a \"contents\" or \"text\" string");
       const std::string& text = doc.at(key).get_ref<const std::string&>();
       trainer.add_text(text);
       bytes += static_cast<int64_t>(text.size());
       ++documents;
-    }
+    });
     return documents;
   }
   std::string chunk;

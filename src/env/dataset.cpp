@@ -1,7 +1,5 @@
 #include "env/dataset.h"
 
-#include <fstream>
-
 #include "core/error.h"
 #include "env/strip_ascii.h"
 
@@ -103,15 +101,6 @@ std::vector<QaItem> load_qa(const std::string& path, BadLinePolicy policy) {
     if (items.back().id.empty()) items.back().id = "line" + std::to_string(line);
   });
   return items;
-}
-
-void write_jsonl(const std::string& path, const std::vector<nlohmann::json>& records) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  STOA_CHECK(out.good(), ErrorKind::kIo, "cannot create ", path);
-  for (const auto& record : records)
-    out << record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
-  out.flush();
-  STOA_CHECK(out.good(), ErrorKind::kIo, "write failed: ", path);
 }
 
 }  // namespace stoa::env

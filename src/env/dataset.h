@@ -44,7 +44,7 @@ JsonlStats for_each_corpus_doc(const std::string& path, BadLinePolicy policy,
 std::vector<CorpusDoc> load_corpus(const std::string& path, BadLinePolicy policy);
 std::vector<QaItem> load_qa(const std::string& path, BadLinePolicy policy);
 
-// Writes records one per line; throws kIo on failure.
-void write_jsonl(const std::string& path, const std::vector<nlohmann::json>& records);
+// Writes records one per line (core/jsonl.h); throws kIo on failure.
+using stoa::write_jsonl;
 
 }  // namespace stoa::env

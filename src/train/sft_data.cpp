@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/jsonl.h"
 
 namespace stoa::train {
 namespace {
@@ -109,17 +110,11 @@ std::vector<SftExample> parse_sft_jsonl(const std::string& text, const std::stri
   STOA_CHECK(options.vocab_size > 0, ErrorKind::kInvalidArgument, "SFT data needs a vocab size");
   std::vector<SftExample> out;
   std::istringstream in(text);
-  std::string line;
-  for (int64_t number = 1; std::getline(in, line); ++number) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    const std::string where = cat(source, ":", number);
-    json j;
-    try {
-      j = json::parse(line);
-    } catch (const json::exception& e) {
-      fail(ErrorKind::kBadFormat, where, ": not valid JSON (", e.what(), ")");
-    }
-    out.push_back(parse_example(j, where, options));
+  JsonlReader reader(in, source);
+  while (auto line = reader.next()) {
+    const std::string where = cat(source, ":", line->number);
+    STOA_CHECK(line->ok(), ErrorKind::kBadFormat, where, ": not valid JSON (", line->error, ")");
+    out.push_back(parse_example(line->value, where, options));
   }
   STOA_CHECK(!out.empty(), ErrorKind::kBadFormat, source, " holds no SFT examples");
   return out;

@@ -31,6 +31,8 @@ TEST(DemoReport, StepLogSummaryIsTokenWeightedAndSkipsBadLines) {
   EXPECT_EQ(s["anchors"], 1.0);
   EXPECT_DOUBLE_EQ(s["anchor_bytes_mean"].get<double>(), 5000.0);
   EXPECT_DOUBLE_EQ(s["trainer_compute_seconds"].get<double>(), 6.0);
+  // Time-weighted: compute / (compute / busy) summed over steps, not the mean of 0.5 and 0.7.
+  EXPECT_DOUBLE_EQ(s["busy_fraction"].get<double>(), 6.0 / (2.0 / 0.5 + 4.0 / 0.7));
   EXPECT_DOUBLE_EQ(s["groups_dropped_stale"].get<double>(), 1.0);
   EXPECT_DOUBLE_EQ(s["reward_first_quarter"].get<double>(), 0.2);
   EXPECT_DOUBLE_EQ(s["reward_last_quarter"].get<double>(), 0.6);

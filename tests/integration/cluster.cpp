@@ -1,11 +1,8 @@
 #include "integration/cluster.h"
 
-#include <fcntl.h>
 #include <httplib.h>
 #include <signal.h>
 #include <sqlite3.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -122,59 +119,28 @@ const Assets& assets() {
 
 Process::Process(const std::vector<std::string>& args, const fs::path& log_prefix)
     : prefix_(log_prefix) {
-  const std::string bin = stoa_binary();
-  const std::string out = log_prefix.string() + ".out", err = log_prefix.string() + ".err";
-  std::vector<std::string> argv_s = {bin};
-  argv_s.insert(argv_s.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& s : argv_s) argv.push_back(s.data());
-  argv.push_back(nullptr);
-  const pid_t parent = ::getpid();
-  pid_ = ::fork();
-  if (pid_ == 0) {
-    // The child dies with the test: no orphaned hub keeps a port or a ledger open.
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(125);
-    int fo = ::open(out.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    int fe = ::open(err.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (fo < 0 || fe < 0) ::_exit(126);
-    ::dup2(fo, 1);
-    ::dup2(fe, 2);
-    ::execv(bin.c_str(), argv.data());
-    ::_exit(127);
-  }
-  if (pid_ < 0) throw std::runtime_error("fork failed");
+  std::vector<std::string> argv = {stoa_binary()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  ProcessOptions options;
+  options.out = OutputTarget::file(log_prefix.string() + ".out");
+  options.err = OutputTarget::file(log_prefix.string() + ".err");
+  // The child dies with the test: no orphaned hub keeps a port or a ledger open.
+  options.die_with_parent = true;
+  child_ = stoa::Process::start(argv, options);
 }
 
-Process::~Process() {
-  if (running()) {
-    ::kill(pid_, SIGKILL);
-    wait(10s);
-  }
-}
+Process::~Process() = default;  // stoa::Process kills (SIGKILL) and reaps a running child
 
 bool Process::running() {
-  if (status_) return false;
-  int st = 0;
-  pid_t r = ::waitpid(pid_, &st, WNOHANG);
-  if (r == pid_) {
-    status_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    return false;
-  }
-  return r == 0;
+  return child_.running();
 }
 
 void Process::signal(int sig) {
-  if (running()) ::kill(pid_, sig);
+  child_.signal(sig);
 }
 
 std::optional<int> Process::wait(std::chrono::milliseconds timeout) {
-  const auto until = std::chrono::steady_clock::now() + timeout;
-  while (running()) {
-    if (std::chrono::steady_clock::now() >= until) return std::nullopt;
-    std::this_thread::sleep_for(20ms);
-  }
-  return status_;
+  return child_.wait_for(timeout);
 }
 
 bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {

@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/process.h"
 #include "roles/run/run_config.h"
 
 namespace stoa::integration {
@@ -49,7 +50,7 @@ class Process {
   Process(const Process&) = delete;
   Process& operator=(const Process&) = delete;
 
-  pid_t pid() const { return pid_; }
+  pid_t pid() const { return child_.pid(); }
   bool running();
   void signal(int sig);
   // Waits for the exit; the exit status (128 + signal when killed), nullopt on timeout.
@@ -58,8 +59,7 @@ class Process {
   std::string err() const { return read_file(prefix_.string() + ".err"); }
 
  private:
-  pid_t pid_ = -1;
-  std::optional<int> status_;
+  stoa::Process child_;  // core/process.h: own process group, PR_SET_PDEATHSIG
   fs::path prefix_;
 };
 

@@ -40,7 +40,7 @@ TEST(PlotData, ParsesEveryFieldOfAStepLine) {
   EXPECT_DOUBLE_EQ(s->patch_bytes, 41000);
   EXPECT_DOUBLE_EQ(s->anchor_bytes, 4000000);
   EXPECT_DOUBLE_EQ(s->elapsed_s, 42.5);
-  EXPECT_EQ(s->staleness, (std::map<int64_t, int64_t>{{0, 2}, {1, 1}, {2, 0}}));
+  EXPECT_EQ(s->staleness_histogram, (std::map<int64_t, int64_t>{{0, 2}, {1, 1}, {2, 0}}));
 }
 
 TEST(PlotData, AMissingMetricIsNaNNotAnError) {
@@ -50,7 +50,7 @@ TEST(PlotData, AMissingMetricIsNaNNotAnError) {
   EXPECT_EQ(s->step, 3);
   EXPECT_TRUE(std::isnan(s->reward_mean));
   EXPECT_TRUE(std::isnan(s->elapsed_s));
-  EXPECT_TRUE(s->staleness.empty());
+  EXPECT_TRUE(s->staleness_histogram.empty());
 }
 
 TEST(PlotData, DemoDirectoryPlacesEvalsOnBothAxes) {

@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "roles/trainer/step_log.h"
+
 namespace stoa::app {
 
 // One SFT progress line ("sft: step N  epoch E  loss L  lr X") from a `stoa train --sft --json`
@@ -15,16 +17,16 @@ std::string sft_progress_line(const nlohmann::json& step_line);
 // One progress line from a /v1/status document (elapsed seconds of RL given).
 std::string rl_progress_line(const nlohmann::json& status, double elapsed_s);
 
-// The learning-speed mark of a run: the mean training reward over kRewardWindow consecutive steps
-// first reaching kRewardLevel (at T = 1, so below greedy pass@1).
-inline constexpr double kRewardLevel = 0.3;
-inline constexpr size_t kRewardWindow = 8;
+// The learning-speed mark of a run (roles/trainer/step_log.h).
+using trainer::kRewardLevel;
+using trainer::kRewardWindow;
 
-// Aggregates of <run>/steps.jsonl: steps, versions, token-weighted DPPO masked fraction, TV and
-// KL, mean patch bytes (versions shipped as patches), compute seconds, mean reward and TV of the
-// first and last quarter of steps (does the π–μ divergence grow?), and the trainer's elapsed
-// seconds when the reward mark was reached (-1: never). Missing file or lines that are not JSON
-// objects are skipped.
+// trainer::summarize_steps of <run>/steps.jsonl as JSON: steps, versions, token-weighted DPPO
+// masked fraction, TV and KL, mean patch bytes (versions shipped as patches), compute and wall
+// seconds and the time-weighted busy fraction (compute / wall), mean reward and TV of the first
+// and last quarter of steps (does the π–μ divergence grow?), and the trainer's elapsed seconds
+// when the reward mark was reached (-1: never). Missing file or lines that are not JSON objects
+// are skipped; a figure over no steps is 0.
 nlohmann::json summarize_step_log(const std::string& steps_jsonl);
 
 // An earlier results file (`stoa experiment ablations`' ablations.json) if its "comparability"

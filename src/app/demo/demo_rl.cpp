@@ -11,17 +11,14 @@
 #include <thread>
 
 #include "app/demo/demo_report.h"
-#include "cli/child_process.h"
 #include "core/error.h"
+#include "core/process.h"
+#include "core/process_run.h"
 #include "net/http_client.h"
 #include "roles/run/run_config.h"
 #include "train/loss_config.h"
 
 namespace stoa::app {
-using cli::ChildProcess;        // cli/child_process.h
-using cli::run_child_or_throw;  // cli/child_process.h
-using cli::self_executable;     // cli/child_process.h
-using cli::tail_of_file;        // cli/child_process.h
 namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -103,7 +100,7 @@ RlResult run_rl_phase(const RlOptions& o, const DemoPaths& p, const std::string&
   const std::string config = run_dir + "/run.toml";
   write_run_config(o, p, model_dir, run_dir, config, token);
   say("rl: starting the hub + trainer (" + config + ", log " + logs + "/run.log)");
-  ChildProcess hub = ChildProcess::start({exe, "run", "--config", config}, logs + "/run.log");
+  Process hub = Process::start({exe, "run", "--config", config}, logged_to(logs + "/run.log"));
   const std::string hub_json = run_dir + "/hub.json";
   const auto t_wait = Clock::now();
   while (!fs::exists(hub_json)) {
@@ -117,23 +114,23 @@ RlResult run_rl_phase(const RlOptions& o, const DemoPaths& p, const std::string&
   const std::string url = read_json(hub_json).at("url").get<std::string>();
   say("rl: hub at " + url + "; starting " + std::to_string(o.workers) + " workers");
 
-  std::vector<ChildProcess> workers;
+  std::vector<Process> workers;
   for (int i = 0; i < o.workers; ++i) {
     std::string name = std::to_string(i + 1);
     name.insert(0, 1, 'w');  // (not "w" + ...: GCC 12 -O3 warns a false -Wrestrict on that)
     const std::string seed = std::to_string(o.seed * 1000 + static_cast<uint64_t>(i) + 1);
-    workers.push_back(ChildProcess::start({exe,           "work",
-                                           "--hub",       url,
-                                           "--token",     token,
-                                           "--model",     model_dir,
-                                           "--index",     p.index,
-                                           "--name",      name,
-                                           "--state-dir", run_dir + "/worker-" + name,
-                                           "--threads",   std::to_string(o.worker_threads),
-                                           "--slots",     std::to_string(o.worker_slots),
-                                           "--seed",      seed,
-                                           "--grace",     "20"},
-                                          logs + "/worker-" + name + ".log"));
+    workers.push_back(Process::start({exe,           "work",
+                                      "--hub",       url,
+                                      "--token",     token,
+                                      "--model",     model_dir,
+                                      "--index",     p.index,
+                                      "--name",      name,
+                                      "--state-dir", run_dir + "/worker-" + name,
+                                      "--threads",   std::to_string(o.worker_threads),
+                                      "--slots",     std::to_string(o.worker_slots),
+                                      "--seed",      seed,
+                                      "--grace",     "20"},
+                                     logged_to(logs + "/worker-" + name + ".log")));
   }
 
   net::HttpClient http(url);
@@ -285,8 +282,9 @@ nlohmann::json rl_summary(const RlOptions& o, const RlResult& r, const std::stri
           // (full-weight sync) the whole int8 weights.
           {"sync_bytes_per_version",
            o.anchor_every == 1 ? steps["anchor_bytes_mean"] : steps["patch_bytes_mean"]},
-          {"trainer_busy_fraction",
-           r.seconds > 0 ? steps["trainer_compute_seconds"].get<double>() / r.seconds : 0.0},
+          // Time-weighted over the trainer's steps: Σ compute / Σ (gather wait + compute), the
+          // same figure `stoa plot` and `stoa bench fleet` report (roles/trainer/step_log.h).
+          {"trainer_busy_fraction", steps["busy_fraction"]},
           {"worker_idle_fraction", r.worker_idle_fraction},
           {"reward_first_quarter", steps["reward_first_quarter"]},
           {"reward_last_quarter", steps["reward_last_quarter"]},

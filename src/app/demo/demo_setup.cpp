@@ -11,16 +11,14 @@
 #include "app/demo/demo_report.h"
 #include "app/demo/sft_to_target.h"
 #include "app/demo/warm_start.h"
-#include "cli/child_process.h"
 #include "core/error.h"
+#include "core/process_run.h"
 #include "env/dataset.h"
 #include "model/presets.h"
 #include "model/tokenizer.h"
 #include "model/weights.h"
 
 namespace stoa::app {
-using cli::run_child_or_throw;  // cli/child_process.h
-using cli::self_executable;     // cli/child_process.h
 namespace fs = std::filesystem;
 namespace {
 

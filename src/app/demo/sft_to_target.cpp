@@ -8,12 +8,11 @@
 #include <fstream>
 
 #include "app/demo/demo_report.h"
-#include "cli/child_process.h"
 #include "core/error.h"
+#include "core/process.h"
+#include "core/process_run.h"
 
 namespace stoa::app {
-using cli::ChildProcess;  // cli/child_process.h
-using cli::tail_of_file;  // cli/child_process.h
 namespace fs = std::filesystem;
 namespace {
 
@@ -50,7 +49,7 @@ SftToTargetResult sft_to_target(const SftToTargetOptions& o, const Say& say) {
   std::vector<std::string> argv = o.train_argv;
   argv.insert(argv.end(), {"--snapshot-every", std::to_string(o.snapshot_every)});
   fs::remove(o.log_path);
-  ChildProcess sft = ChildProcess::start(argv, o.log_path);
+  Process sft = Process::start(argv, logged_to(o.log_path));
   LogFollower follow(o.log_path);
   SftToTargetResult result;
   std::string chosen, snapshots_root;

@@ -23,13 +23,11 @@
 #include "app/demo/demo_report.h"
 #include "app/demo/demo_rl.h"
 #include "app/demo/demo_setup.h"
-#include "cli/child_process.h"
 #include "core/error.h"
+#include "core/process_run.h"
 #include "train/loss_config.h"
 
 namespace stoa::app {
-using cli::run_child_or_throw;  // cli/child_process.h
-using cli::self_executable;     // cli/child_process.h
 namespace {
 namespace fs = std::filesystem;
 

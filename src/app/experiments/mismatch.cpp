@@ -17,14 +17,14 @@
 #include <nlohmann/json.hpp>
 
 #include "app/demo/demo_rl.h"
-#include "cli/child_process.h"
 #include "core/error.h"
+#include "core/jsonl.h"
+#include "core/process_run.h"
 #include "model/weights.h"
 #include "train/mismatch.h"
 #include "train/trainer.h"
 
 namespace stoa::app {
-using cli::run_child_or_throw;  // cli/child_process.h
 namespace {
 namespace fs = std::filesystem;
 
@@ -43,13 +43,10 @@ Row score(const std::string& rollouts_path, const std::string& weights, train::T
   train::MismatchAccumulator acc(tv, kl);
   Row row;
   row.weights = weights;
-  std::ifstream in(rollouts_path);
-  STOA_CHECK(in.good(), ErrorKind::kNotFound, "mismatch: ", rollouts_path, " was not written");
-  std::string line;
+  STOA_CHECK(fs::exists(rollouts_path), ErrorKind::kNotFound, "mismatch: ", rollouts_path,
+             " was not written");
   double reward = 0;
-  while (std::getline(in, line)) {
-    if (line.empty()) continue;
-    const nlohmann::json r = nlohmann::json::parse(line);
+  read_jsonl(rollouts_path, BadLinePolicy::kFatal, [&](const nlohmann::json& r, int64_t) {
     const auto tokens = r.at("tokens").get<std::vector<int32_t>>();
     const auto mask = r.at("mask").get<std::vector<uint8_t>>();
     const auto mu = r.at("mu_logprobs").get<std::vector<float>>();
@@ -63,7 +60,7 @@ Row score(const std::string& rollouts_path, const std::string& weights, train::T
     }
     reward += r.value("reward", 0.0);
     row.episodes++;
-  }
+  });
   STOA_CHECK(row.episodes > 0, ErrorKind::kBadFormat, "mismatch: ", rollouts_path,
              " holds no episodes");
   row.reward_mean = reward / static_cast<double>(row.episodes);

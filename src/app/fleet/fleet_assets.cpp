@@ -7,13 +7,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/fleet_process.h"
+#include "app/fleet/fleet_process.h"
 #include "core/error.h"
 #include "core/log.h"
 
 namespace stoa::app::fleet {
-using cli::fleet::Child;           // cli/fleet_process.h
-using cli::fleet::read_file_text;  // cli/fleet_process.h
 namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;

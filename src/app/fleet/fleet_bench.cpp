@@ -39,7 +39,7 @@
 #include "app/fleet/fleet_link.h"
 #include "app/fleet/fleet_metrics.h"
 #include "app/fleet/version_observer.h"
-#include "cli/fleet_process.h"
+#include "app/fleet/fleet_process.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "net/http_client.h"
@@ -47,13 +47,6 @@
 #include "roles/run/run_config.h"
 
 namespace stoa::app {
-namespace fleet {  // cli/fleet_process.h's process supervision, beside the bench's own pieces
-using cli::fleet::Child;
-using cli::fleet::ChildSpec;
-using cli::fleet::read_file_text;
-using cli::fleet::self_exe;
-using cli::fleet::tail_of;
-}  // namespace fleet
 namespace {
 
 namespace fs = std::filesystem;

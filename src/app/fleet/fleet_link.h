@@ -12,11 +12,9 @@
 // Header-only: the cli's CMake builds only cmd_*.cpp, and this is not a command.
 #pragma once
 #include <signal.h>
-#include <sys/wait.h>
 
 #include <cerrno>
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -24,24 +22,31 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/process_run.h"
 
 namespace stoa::app::fleet {
 
-// The command's exit code (-1 when it could not run or was killed).
-inline int run_quiet(const std::string& command) {
-  const int status = std::system((command + " >/dev/null 2>&1").c_str());
-  return status != -1 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+using Command = std::vector<std::string>;
+
+// The command's exit code (-1 when it was killed), its output discarded.
+inline int run_quiet(const Command& command) {
+  ProcessOptions quiet;
+  quiet.out = OutputTarget::discard();
+  quiet.err = OutputTarget::discard();
+  const RunResult r = run_process(command, quiet);
+  return r.status.signaled() ? -1 : r.status.code;
 }
 
-inline std::string run_capture(const std::string& command) {
-  std::string out;
-  if (FILE* f = ::popen((command + " 2>/dev/null").c_str(), "r")) {
-    char buf[4096];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
-    ::pclose(f);
-  }
-  return out;
+inline std::string joined(const Command& command) {
+  std::string s;
+  for (const auto& a : command) s += (s.empty() ? "" : " ") + a;
+  return s;
+}
+
+// `cmd...` run inside network namespace `netns` (ip netns exec).
+inline Command in_netns(const std::string& netns, Command cmd) {
+  cmd.insert(cmd.begin(), {"ip", "netns", "exec", netns});
+  return cmd;
 }
 
 class HomeLinks {
@@ -50,7 +55,7 @@ class HomeLinks {
 
   // Removes namespaces of earlier benches whose process is gone.
   static void remove_stale() {
-    std::string list = run_capture("ip netns list");
+    std::string list = run_capture({"ip", "netns", "list"}).out;
     size_t pos = 0;
     while ((pos = list.find(kPrefix, pos)) != std::string::npos) {
       const size_t end = list.find_first_of(" \n", pos);
@@ -60,7 +65,7 @@ class HomeLinks {
       const long pid = std::strtol(rest.c_str(), nullptr, 10);
       if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
         log_info("bench", "removing stale namespace ", name);
-        run_quiet("ip netns del " + name);
+        run_quiet({"ip", "netns", "del", name});
       }
     }
   }
@@ -78,21 +83,25 @@ class HomeLinks {
         l.peer_dev = "sf" + std::to_string(pid % 100000) + "w" + std::to_string(i);
         l.host_ip = "10.231." + std::to_string(i + 1) + ".1";
         l.worker_ip = "10.231." + std::to_string(i + 1) + ".2";
-        sh("ip netns add " + l.netns);
+        sh({"ip", "netns", "add", l.netns});
         links_.push_back(l);  // from here on the destructor removes it
-        const std::string in_ns = "ip netns exec " + l.netns + " ";
         // Rate with a burst of 64 KiB and up to 100 ms of queue: what a home router holds.
-        const std::string tbf =
-            " root tbf rate " + std::to_string(rate_mbit) + "mbit burst 64kb latency 100ms";
-        sh("ip link add " + l.host_dev + " type veth peer name " + l.peer_dev);
-        sh("ip link set " + l.peer_dev + " netns " + l.netns);
-        sh("ip addr add " + l.host_ip + "/24 dev " + l.host_dev);
-        sh("ip link set " + l.host_dev + " up");
-        sh(in_ns + "ip addr add " + l.worker_ip + "/24 dev " + l.peer_dev);
-        sh(in_ns + "ip link set " + l.peer_dev + " up");
-        sh(in_ns + "ip link set lo up");
-        sh("tc qdisc add dev " + l.host_dev + tbf);          // down: toward the worker
-        sh(in_ns + "tc qdisc add dev " + l.peer_dev + tbf);  // up: from the worker
+        const Command tbf = {"root",  "tbf",  "rate",    std::to_string(rate_mbit) + "mbit",
+                             "burst", "64kb", "latency", "100ms"};
+        auto qdisc = [&](const std::string& dev) {
+          Command c = {"tc", "qdisc", "add", "dev", dev};
+          c.insert(c.end(), tbf.begin(), tbf.end());
+          return c;
+        };
+        sh({"ip", "link", "add", l.host_dev, "type", "veth", "peer", "name", l.peer_dev});
+        sh({"ip", "link", "set", l.peer_dev, "netns", l.netns});
+        sh({"ip", "addr", "add", l.host_ip + "/24", "dev", l.host_dev});
+        sh({"ip", "link", "set", l.host_dev, "up"});
+        sh(in_netns(l.netns, {"ip", "addr", "add", l.worker_ip + "/24", "dev", l.peer_dev}));
+        sh(in_netns(l.netns, {"ip", "link", "set", l.peer_dev, "up"}));
+        sh(in_netns(l.netns, {"ip", "link", "set", "lo", "up"}));
+        sh(qdisc(l.host_dev));                     // down: toward the worker
+        sh(in_netns(l.netns, qdisc(l.peer_dev)));  // up: from the worker
       }
     } catch (...) {
       remove();
@@ -118,16 +127,16 @@ class HomeLinks {
   }
 
   void remove() {
-    for (const Link& l : links_) run_quiet("ip netns del " + l.netns);
-    for (const Link& l : links_) run_quiet("ip link del " + l.host_dev);  // if not gone with it
+    for (const Link& l : links_) run_quiet({"ip", "netns", "del", l.netns});
+    for (const Link& l : links_) run_quiet({"ip", "link", "del", l.host_dev});  // if not gone
     links_.clear();
   }
 
  private:
-  static void sh(const std::string& command) {
+  static void sh(const Command& command) {
     const int rc = run_quiet(command);
-    STOA_CHECK(rc == 0, ErrorKind::kUnsupported, "bench fleet: `", command, "` failed (exit ", rc,
-               "): network namespaces need root and iproute2");
+    STOA_CHECK(rc == 0, ErrorKind::kUnsupported, "bench fleet: `", joined(command),
+               "` failed (exit ", rc, "): network namespaces need root and iproute2");
   }
   std::vector<Link> links_;
 };

@@ -8,7 +8,7 @@
 //     skipping is not a loss; a version no worker reached before the window closed is counted
 //     as unsynced, not as a latency; versions published before a worker's first weights are
 //     its cold start, which the bench reports on its own;
-//   - the trainer's busy fraction over all steps of steps.jsonl, time-weighted;
+//   - the trainer's busy fraction over all steps of steps.jsonl, time-weighted (step_log.h);
 //   - percentiles.
 // Header-only: the cli's CMake builds only cmd_*.cpp, and this is not a command.
 #pragma once
@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include "roles/trainer/step_log.h"
 
 namespace stoa::app::fleet {
 
@@ -134,53 +134,12 @@ inline double percentile(std::vector<double> xs, double p) {
   return xs[lo] + (xs[hi] - xs[lo]) * (pos - static_cast<double>(lo));
 }
 
-struct TrainerSummary {
-  int64_t steps = 0;
-  double busy_fraction = std::nan("");  // Σ compute / Σ (gather + compute)
-  double step_seconds_mean = std::nan("");
-  double patch_bytes_mean = std::nan("");   // over versions that carried a patch
-  double anchor_bytes_mean = std::nan("");  // over versions that carried an anchor
-  int64_t anchors = 0;
-  int64_t patches = 0;
-};
-
-// steps.jsonl (roles/trainer/trainer_loop.cpp): each step's busy_fraction is its compute time
-// over (gather wait + compute), so gather + compute = step_seconds / busy_fraction; summing
-// both over steps gives the run's time-weighted figure rather than a mean of ratios.
+// steps.jsonl → the run's step summary (roles/trainer/step_log.h), whose busy fraction is
+// time-weighted: Σ compute / Σ (gather wait + compute), not a mean of per-step ratios. Unusable
+// lines (a torn last line of a killed run) are skipped.
+using TrainerSummary = trainer::StepSummary;
 inline TrainerSummary summarize_steps(const std::string& jsonl) {
-  TrainerSummary s;
-  std::istringstream in(jsonl);
-  std::string line;
-  double busy = 0, total = 0, patch = 0, anchor = 0;
-  while (std::getline(in, line)) {
-    if (line.empty()) continue;
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(line);
-    } catch (const std::exception&) {
-      continue;  // a torn last line of a killed run
-    }
-    const double secs = j.value("step_seconds", 0.0);
-    const double bf = j.value("busy_fraction", 0.0);
-    ++s.steps;
-    busy += secs;
-    total += bf > 0 ? secs / bf : secs;
-    if (const double pb = j.value("patch_bytes", 0.0); pb > 0) {
-      patch += pb;
-      ++s.patches;
-    }
-    if (const double ab = j.value("anchor_bytes", 0.0); ab > 0) {
-      anchor += ab;
-      ++s.anchors;
-    }
-  }
-  if (s.steps > 0) {
-    s.busy_fraction = total > 0 ? busy / total : std::nan("");
-    s.step_seconds_mean = busy / static_cast<double>(s.steps);
-  }
-  if (s.patches) s.patch_bytes_mean = patch / static_cast<double>(s.patches);
-  if (s.anchors) s.anchor_bytes_mean = anchor / static_cast<double>(s.anchors);
-  return s;
+  return trainer::summarize_steps(trainer::parse_step_log(jsonl, "steps.jsonl").records);
 }
 
 }  // namespace stoa::app::fleet

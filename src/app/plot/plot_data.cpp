@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -49,7 +48,7 @@ ClockSource assign_wall_clock(std::vector<StepPoint>& steps) {
   const bool all_elapsed = std::all_of(steps.begin(), steps.end(),
                                        [](const StepPoint& s) { return !std::isnan(s.elapsed_s); });
   const bool all_unix = std::all_of(steps.begin(), steps.end(),
-                                    [](const StepPoint& s) { return !std::isnan(s.unix_ms); });
+                                    [](const StepPoint& s) { return s.unix_ms.has_value(); });
   if (all_elapsed) {
     double offset = 0, prev = 0;
     for (auto& s : steps) {
@@ -63,16 +62,13 @@ ClockSource assign_wall_clock(std::vector<StepPoint>& steps) {
     // The first step ended step_seconds after it began; start the axis there.
     const double first_len =
         std::isnan(steps.front().step_seconds) ? 0 : steps.front().step_seconds;
-    const double t0 = steps.front().unix_ms / 1000.0 - first_len;
-    for (auto& s : steps) s.wall_s = s.unix_ms / 1000.0 - t0;
+    const double t0 = static_cast<double>(*steps.front().unix_ms) / 1000.0 - first_len;
+    for (auto& s : steps) s.wall_s = static_cast<double>(*s.unix_ms) / 1000.0 - t0;
     return ClockSource::kUnixMs;
   }
-  // busy_fraction = compute / (gather + compute), so compute / busy is the step's wall time.
   double t = 0;
   for (auto& s : steps) {
-    const double len = std::isnan(s.step_seconds) ? 0 : s.step_seconds;
-    const double busy = s.busy_fraction;
-    t += (!std::isnan(busy) && busy > 1e-3) ? len / busy : len;
+    t += trainer::step_wall_seconds(s);
     s.wall_s = t;
   }
   return ClockSource::kEstimated;
@@ -160,49 +156,10 @@ const char* clock_source_name(ClockSource c) {
 }
 
 std::optional<StepPoint> parse_step_line(const std::string& line, std::string* why) {
-  json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) {
-    *why = "not a JSON object";
-    return std::nullopt;
-  }
-  auto step = j.find("step");
-  if (step == j.end() || !step->is_number_integer()) {
-    *why = "no integer \"step\"";
-    return std::nullopt;
-  }
+  auto record = trainer::step_record_from_json(json::parse(line, nullptr, false), why);
+  if (!record) return std::nullopt;
   StepPoint s;
-  s.step = step->get<int64_t>();
-  if (auto v = j.find("version"); v != j.end() && v->is_number_integer())
-    s.version = v->get<int64_t>();
-  s.reward_mean = num(j, "reward_mean");
-  s.masked_fraction = num(j, "masked_fraction");
-  s.masked_fraction_pos = num(j, "masked_fraction_pos");
-  s.masked_fraction_neg = num(j, "masked_fraction_neg");
-  s.tv_mean = num(j, "tv_mean");
-  s.tv_max = num(j, "tv_max");
-  s.kl_mean = num(j, "kl_mean");
-  s.kl_max = num(j, "kl_max");
-  s.busy_fraction = num(j, "busy_fraction");
-  s.step_seconds = num(j, "step_seconds");
-  s.patch_bytes = num(j, "patch_bytes");
-  s.anchor_bytes = num(j, "anchor_bytes");
-  s.tokens = num(j, "tokens");
-  s.groups_dropped_stale = num(j, "groups_dropped_stale");
-  s.groups_uniform = num(j, "groups_uniform");
-  s.elapsed_s = num(j, "elapsed_s");
-  s.unix_ms = num(j, "unix_ms");
-  if (auto h = j.find("staleness_histogram"); h != j.end() && h->is_object()) {
-    for (const auto& [k, v] : h->items()) {
-      // Keys are the versions behind as decimal strings ("0", "1", ...).
-      char* end = nullptr;
-      const long long behind = std::strtoll(k.c_str(), &end, 10);
-      if (k.empty() || *end != '\0' || behind < 0 || !v.is_number_integer()) {
-        *why = cat("bad staleness_histogram entry \"", k, "\"");
-        return std::nullopt;
-      }
-      s.staleness[behind] += v.get<int64_t>();
-    }
-  }
+  static_cast<trainer::StepRecord&>(s) = std::move(*record);
   return s;
 }
 
@@ -220,23 +177,16 @@ RunData load_run(const std::string& dir, const std::string& label) {
   run.dir = dir;
   run.label = label.empty() ? default_label(dir) : label;
   run.steps_path = fs::absolute(find_steps(dir)).lexically_normal().string();
-  std::ifstream in(run.steps_path);
-  STOA_CHECK(in.good(), ErrorKind::kIo, "plot: cannot read ", run.steps_path);
-  std::string line;
-  int64_t line_no = 0;
-  while (std::getline(in, line)) {
-    line_no++;
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;  // blank: not an error
-    std::string why;
-    if (auto s = parse_step_line(line, &why)) {
-      run.steps.push_back(std::move(*s));
-    } else {
-      run.lines_skipped++;
-      warn(run, cat(run.steps_path, ":", line_no, ": ", why, "; skipped"));
-    }
+  trainer::StepLog log = trainer::read_step_log(run.steps_path);
+  for (auto& r : log.records) {
+    StepPoint s;
+    static_cast<trainer::StepRecord&>(s) = std::move(r);
+    run.steps.push_back(std::move(s));
   }
+  run.lines_skipped = log.skipped;
+  for (auto& w : log.warnings) warn(run, std::move(w));
   STOA_CHECK(!run.steps.empty(), ErrorKind::kBadFormat, "plot: ", run.steps_path,
-             " has no usable step (", line_no, " line(s), ", run.lines_skipped, " malformed)");
+             " has no usable step (", log.lines, " line(s), ", run.lines_skipped, " malformed)");
   run.clock = assign_wall_clock(run.steps);
   // A demo directory holds run/ and logs/; a run directory given directly sits inside one.
   const fs::path steps_dir = fs::path(run.steps_path).parent_path();

@@ -3,9 +3,10 @@
 // <demo>/logs/eval-before.json), read into plain series. Torch-free and gnuplot-free, so it is
 // unit-tested on its own.
 //
-// Logs are read leniently because they are often read while a run is still writing them or
-// after it crashed: a line that is not a JSON object, or lacks "step", is skipped and counted
-// (a half-written last line is the common case); a run with no usable step is an error.
+// Logs are read leniently (trainer::read_step_log) because they are often read while a run is
+// still writing them or after it crashed: a line that is not a JSON object, or lacks "step", is
+// skipped and counted (a half-written last line is the common case); a run with no usable step
+// is an error.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -13,25 +14,15 @@
 #include <string>
 #include <vector>
 
+#include "roles/trainer/step_log.h"
+
 namespace stoa::app::plot {
 
-// One trainer step. Metrics absent from the line (older logs) are NaN.
-struct StepPoint {
-  int64_t step = 0;
-  int64_t version = -1;
+// One trainer step (roles/trainer/step_log.h: metrics absent from the line are NaN) placed on
+// the run's wall-clock axis.
+struct StepPoint : trainer::StepRecord {
   // Seconds on the run's wall-clock axis (see RunData::clock); NaN when unknown.
   double wall_s = 0;
-  double reward_mean = 0;
-  double masked_fraction = 0, masked_fraction_pos = 0, masked_fraction_neg = 0;
-  double tv_mean = 0, tv_max = 0, kl_mean = 0, kl_max = 0;
-  double busy_fraction = 0;
-  double step_seconds = 0;
-  double patch_bytes = 0, anchor_bytes = 0;  // 0: none published with this version
-  double tokens = 0;                         // trainable tokens of the step
-  double groups_dropped_stale = 0;           // groups the staleness rule dropped before it
-  double groups_uniform = 0;  // closed without a trainer pass: every reward equal (zero gradient)
-  std::map<int64_t, int64_t> staleness;  // versions behind -> groups trained
-  double elapsed_s = 0, unix_ms = 0;     // as logged (NaN when absent)
 };
 
 // One pass@1 measurement placed on the run's step and wall-clock axes.
@@ -47,7 +38,7 @@ struct EvalPoint {
 enum class ClockSource {
   kElapsed,    // "elapsed_s" written by the trainer
   kUnixMs,     // "unix_ms", relative to the first step
-  kEstimated,  // no wall-clock in the log: sum of step_seconds / busy_fraction
+  kEstimated,  // no wall-clock in the log: sum of trainer::step_wall_seconds
 };
 const char* clock_source_name(ClockSource c);
 

@@ -1,28 +1,18 @@
 #include "app/plot/plot_gnuplot.h"
 
-#include <fcntl.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstdlib>
-#include <cstring>
 #include <deque>
 #include <filesystem>
 #include <fstream>
 #include <vector>
 
 #include "core/error.h"
+#include "core/process.h"
+#include "core/process_run.h"
 
 namespace stoa::app::plot {
 namespace fs = std::filesystem;
 
 namespace {
-
-bool is_executable_file(const std::string& path) {
-  std::error_code ec;
-  return fs::is_regular_file(path, ec) && ::access(path.c_str(), X_OK) == 0;
-}
 
 std::string last_lines(const std::string& path, size_t n) {
   std::ifstream in(path);
@@ -38,24 +28,6 @@ std::string last_lines(const std::string& path, size_t n) {
 
 }  // namespace
 
-std::string find_executable(const std::string& program) {
-  if (program.empty()) return {};
-  if (program.find('/') != std::string::npos)
-    return is_executable_file(program) ? program : std::string();
-  const char* path = std::getenv("PATH");
-  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
-  size_t start = 0;
-  while (start <= dirs.size()) {
-    size_t end = dirs.find(':', start);
-    if (end == std::string::npos) end = dirs.size();
-    const std::string dir = end > start ? dirs.substr(start, end - start) : ".";
-    const std::string candidate = (fs::path(dir) / program).string();
-    if (is_executable_file(candidate)) return candidate;
-    start = end + 1;
-  }
-  return {};
-}
-
 std::string run_gnuplot(const std::string& gnuplot, const std::string& script) {
   const std::string exe = find_executable(gnuplot);
   STOA_CHECK(
@@ -67,31 +39,19 @@ std::string run_gnuplot(const std::string& gnuplot, const std::string& script) {
   const std::string log = (script_path.parent_path() / "gnuplot.log").string();
   const std::string name = script_path.filename().string();
 
-  // Everything the child needs is prepared before fork: after it only async-signal-safe calls.
-  std::vector<char*> argv = {const_cast<char*>(exe.c_str()), const_cast<char*>(name.c_str()),
-                             nullptr};
-  const int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  STOA_CHECK(log_fd >= 0, ErrorKind::kIo, "plot: cannot write ", log, ": ", std::strerror(errno));
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    const int null_fd = ::open("/dev/null", O_RDONLY);
-    if (null_fd < 0 || ::dup2(null_fd, 0) < 0 || ::dup2(log_fd, 1) < 0 || ::dup2(log_fd, 2) < 0 ||
-        ::chdir(dir.c_str()) != 0)
-      ::_exit(126);
-    ::execv(exe.c_str(), argv.data());
-    ::_exit(127);
+  ProcessOptions options = logged_to(log, /*truncate=*/true);
+  options.working_dir = dir;
+  options.own_process_group = false;  // a Ctrl-C at the terminal stops gnuplot with `stoa plot`
+  ExitStatus status;
+  try {
+    status = run_process({exe, name}, options).status;
+  } catch (const Error& e) {
+    fail(ErrorKind::kIo, "plot: ", e.what());
   }
-  const int fork_errno = errno;
-  ::close(log_fd);
-  STOA_CHECK(pid > 0, ErrorKind::kIo, "plot: cannot start ", exe, ": ", std::strerror(fork_errno));
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
-    STOA_CHECK(errno == EINTR, ErrorKind::kIo, "plot: waiting for gnuplot: ", std::strerror(errno));
-  }
-  if (WIFSIGNALED(status))
-    fail(ErrorKind::kIo, "plot: ", exe, " ", script, " was killed by signal ", WTERMSIG(status),
+  if (status.signaled())
+    fail(ErrorKind::kIo, "plot: ", exe, " ", script, " was killed by signal ", status.signal,
          "; its log (", log, ") ends with:", last_lines(log, 10));
-  const int code = WEXITSTATUS(status);
+  const int code = status.code;
   if (code != 0) {
     const std::string tail = last_lines(log, 10);
     fail(ErrorKind::kIo, "plot: ", exe, " ", script, " exited with ", code,

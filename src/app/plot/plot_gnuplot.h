@@ -4,11 +4,11 @@
 #pragma once
 #include <string>
 
+#include "core/process.h"
+
 namespace stoa::app::plot {
 
-// The path of an executable: `program` itself when it contains a '/', else the first match on
-// PATH. Empty when there is none.
-std::string find_executable(const std::string& program);
+using stoa::find_executable;  // core/process.h: `program` itself with a '/', else from PATH
 
 // Runs `gnuplot <script>` in the script's directory and waits. Throws kNotFound when gnuplot is
 // not installed (naming the Debian package), kIo when it cannot be started or exits non-zero

@@ -98,7 +98,7 @@ void write_staleness(Writer& w, const std::vector<RunData>& runs, const std::str
   std::vector<double> sums(runs.size(), 0);
   for (size_t r = 0; r < runs.size(); r++)
     for (const auto& s : runs[r].steps)
-      for (const auto& [k, n] : s.staleness) {
+      for (const auto& [k, n] : s.staleness_histogram) {
         behind.insert(k);
         totals[r][k] += n;
         sums[r] += static_cast<double>(n);
@@ -182,7 +182,7 @@ PlotFiles write_plot_inputs(const std::vector<RunData>& runs, const std::string&
     }
     for (const auto& s : runs[r].steps) {
       any_patches |= s.patch_bytes > 0 || s.anchor_bytes > 0;
-      any_staleness |= !s.staleness.empty();
+      any_staleness |= !s.staleness_histogram.empty();
       if (!std::isnan(s.wall_s)) max_wall = std::max(max_wall, s.wall_s);
     }
   }

@@ -59,9 +59,12 @@ TrainerLoop::TrainerLoop(hub::TrainerPort& port, pulse::BlobStore& store,
   last_step_ = port_.last_step();
   publisher_ = std::make_unique<pulse::Publisher>(store_, options_.publisher);
   if (!options_.log_path.empty()) {
-    log_.open(options_.log_path, std::ios::app);
-    STOA_CHECK(log_.good(), ErrorKind::kIo, "trainer loop: cannot open step log ",
-               options_.log_path);
+    try {
+      log_ = JsonlWriter(options_.log_path, JsonlWriter::Mode::kAppend);
+    } catch (const Error& e) {
+      fail(ErrorKind::kIo, "trainer loop: cannot open step log ", options_.log_path, ": ",
+           e.what());
+    }
   }
 }
 
@@ -184,39 +187,39 @@ void TrainerLoop::run(const std::atomic<bool>& stop) {
 void TrainerLoop::log_step(const LoopStep& s) {
   if (!log_.is_open()) return;
   const auto& m = s.metrics;
-  nlohmann::json hist = nlohmann::json::object();
-  for (const auto& [k, v] : s.staleness_histogram) hist[std::to_string(k)] = v;
-  nlohmann::json j = {{"step", s.step},
-                      {"version", s.version},
-                      {"trainer_step", m.step},
-                      {"groups", s.trained.size()},
-                      {"groups_dropped_stale", s.dropped.size()},
-                      {"groups_uniform", s.uniform_groups},
-                      {"staleness_histogram", hist},
-                      {"reward_mean", s.report.reward_mean},
-                      {"loss", m.loss},
-                      {"lr", m.lr},
-                      {"sequences", m.sequences},
-                      {"tokens", m.tokens},
-                      {"tokens_total", m.tokens_total},
-                      {"masked_fraction", m.masked_fraction},
-                      {"masked_fraction_pos", m.masked_fraction_pos},
-                      {"masked_fraction_neg", m.masked_fraction_neg},
-                      {"tv_mean", m.tv_mean},
-                      {"tv_max", m.tv_max},
-                      {"kl_mean", m.kl_mean},
-                      {"kl_max", m.kl_max},
-                      {"entropy", m.entropy},
-                      {"grad_norm", m.grad_norm},
-                      {"step_seconds", m.seconds},
-                      {"busy_fraction", s.report.busy_fraction},
-                      {"patch_bytes", s.patch_bytes},
-                      {"anchor_bytes", s.anchor_bytes},
-                      {"unix_ms", std::chrono::duration_cast<std::chrono::milliseconds>(
-                                      std::chrono::system_clock::now().time_since_epoch())
-                                      .count()},
-                      {"elapsed_s", seconds_since(kEpoch)}};
-  log_ << j.dump() << '\n';
+  StepRecord r;
+  r.step = s.step;
+  r.version = static_cast<int64_t>(s.version);
+  r.trainer_step = m.step;
+  r.groups = static_cast<int64_t>(s.trained.size());
+  r.groups_dropped_stale = static_cast<int64_t>(s.dropped.size());
+  r.groups_uniform = static_cast<int64_t>(s.uniform_groups);
+  for (const auto& [behind, groups] : s.staleness_histogram)
+    r.staleness_histogram[static_cast<int64_t>(behind)] = groups;
+  r.reward_mean = s.report.reward_mean;
+  r.loss = m.loss;
+  r.lr = m.lr;
+  r.sequences = m.sequences;
+  r.tokens = m.tokens;
+  r.tokens_total = m.tokens_total;
+  r.masked_fraction = m.masked_fraction;
+  r.masked_fraction_pos = m.masked_fraction_pos;
+  r.masked_fraction_neg = m.masked_fraction_neg;
+  r.tv_mean = m.tv_mean;
+  r.tv_max = m.tv_max;
+  r.kl_mean = m.kl_mean;
+  r.kl_max = m.kl_max;
+  r.entropy = m.entropy;
+  r.grad_norm = m.grad_norm;
+  r.step_seconds = m.seconds;
+  r.busy_fraction = s.report.busy_fraction;
+  r.patch_bytes = static_cast<int64_t>(s.patch_bytes);
+  r.anchor_bytes = static_cast<int64_t>(s.anchor_bytes);
+  r.unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                  std::chrono::system_clock::now().time_since_epoch())
+                  .count();
+  r.elapsed_s = seconds_since(kEpoch);
+  log_.write(r);
   log_.flush();
 }
 

@@ -22,19 +22,20 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "core/jsonl.h"
 #include "model/weights.h"
 #include "pulse/blob_store.h"
 #include "pulse/publisher.h"
 #include "pulse/quantizer.h"
 #include "roles/hub/trainer_port.h"
 #include "roles/trainer/step_batch.h"
+#include "roles/trainer/step_log.h"
 #include "train/trainer.h"
 
 namespace stoa::trainer {
@@ -51,7 +52,7 @@ struct TrainerLoopOptions {
   std::chrono::milliseconds poll{250};  // one take_groups wait
   int64_t checkpoint_every = 1;         // steps (≥ 1)
   std::string checkpoint_dir;           // Trainer::save_checkpoint target ("" disables)
-  std::string log_path;                 // JSONL, one line per step ("" disables)
+  std::string log_path;                 // step_log.h JSONL, one line per step ("" disables)
   pulse::PublisherOptions publisher;
   int64_t max_steps = 0;  // stop after this many ledger steps (0: until stop)
 };
@@ -110,7 +111,7 @@ class TrainerLoop {
   int64_t groups_dropped_ = 0;
   uint64_t last_patch_bytes_ = 0, last_anchor_bytes_ = 0;
   std::chrono::steady_clock::time_point last_step_end_;
-  std::ofstream log_;
+  JsonlWriter log_;  // the step log (step_log.h)
 };
 
 }  // namespace stoa::trainer

@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
-#include <fstream>
 #include <map>
 
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/jsonl.h"
 #include "env/prng.h"
 #include "env/tasks/search/search_protocol.h"
 
@@ -155,14 +155,9 @@ std::vector<Demonstration> make_demonstrations(const std::vector<QaItem>& train,
 void write_demonstrations_jsonl(const std::vector<Demonstration>& demos, const std::string& path) {
   const std::string tmp = path + ".tmp";
   {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    STOA_CHECK(f.good(), ErrorKind::kIo, "demonstrations: cannot write ", tmp);
-    for (const auto& d : demos) {
-      nlohmann::json j = {{"id", d.id}, {"tokens", d.tokens}, {"mask", d.mask}};
-      f << j.dump() << '\n';
-    }
+    JsonlWriter f(tmp, JsonlWriter::Mode::kTruncate);
+    for (const auto& d : demos) f.write({{"id", d.id}, {"tokens", d.tokens}, {"mask", d.mask}});
     f.flush();
-    STOA_CHECK(f.good(), ErrorKind::kIo, "demonstrations: write failed for ", tmp);
   }
   STOA_CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, ErrorKind::kIo,
              "demonstrations: cannot rename ", tmp, " to ", path);

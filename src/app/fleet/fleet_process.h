@@ -1,21 +1,20 @@
 // Child processes of `stoa bench fleet`: each runs the `stoa` binary itself (run / work / data
-// preparation) through cli/child_process (own process group, log file), optionally inside a
+// preparation) through core/process (own process group, log file), optionally inside a
 // network namespace, and dies with the bench (PR_SET_PDEATHSIG) if the bench is killed without
 // unwinding. The destructor terminates the whole group (SIGTERM, then SIGKILL after a grace).
-// Header-only: the cli's CMake builds only cmd_*.cpp, and this is not a command.
 #pragma once
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <fstream>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
-#include "cli/child_process.h"
 #include "core/error.h"
+#include "core/process.h"
 
-namespace stoa::cli::fleet {
+namespace stoa::app::fleet {
 
 inline std::string self_exe() {
   return self_executable();
@@ -49,11 +48,10 @@ class Child {
     spec_ = std::move(spec);
     std::vector<std::string> argv = {exe};
     argv.insert(argv.end(), spec_.args.begin(), spec_.args.end());
-    ChildOptions options;
+    ProcessOptions options = logged_to(spec_.log_path, /*truncate=*/true);
     options.netns = spec_.netns;
     options.die_with_parent = true;
-    options.truncate_log = true;
-    process_ = ChildProcess::start(argv, spec_.log_path, options);
+    process_ = Process::start(argv, options);
   }
 
   bool running() { return process_.running(); }
@@ -70,10 +68,13 @@ class Child {
   // when it fails or outlives `limit`. `interrupted` (optional) ends the wait early, as a failure.
   void wait_ok(std::chrono::seconds limit, const std::string& what,
                const std::atomic<bool>* interrupted = nullptr) {
+    // Woken by the exit; `interrupted` (a signal handler's flag) is looked at every 50 ms.
     const auto deadline = std::chrono::steady_clock::now() + limit;
     while (process_.running() && std::chrono::steady_clock::now() < deadline &&
            !(interrupted && interrupted->load()))
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      process_.wait_for(std::min<std::chrono::milliseconds>(
+          std::chrono::milliseconds(50), std::chrono::duration_cast<std::chrono::milliseconds>(
+                                             deadline - std::chrono::steady_clock::now())));
     const bool late = process_.running();
     const int code = late ? process_.stop(std::chrono::seconds(1)) : process_.wait();
     STOA_CHECK(!late && code == 0, ErrorKind::kInternal, "bench fleet: ", what,
@@ -86,7 +87,7 @@ class Child {
 
  private:
   ChildSpec spec_;
-  ChildProcess process_;
+  Process process_;
 };
 
-}  // namespace stoa::cli::fleet
+}  // namespace stoa::app::fleet
