@@ -19,7 +19,6 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -27,6 +26,7 @@
 
 #include "cli/command.h"
 #include "core/error.h"
+#include "core/rng.h"
 #include "core/thread_pool.h"
 #include "engine/model_runner.h"
 #include "kernels/matmul_int8_packed.h"
@@ -114,13 +114,12 @@ int32_t argmax(const float* row, int64_t n) {
 struct OursBench {
   engine::ModelRunner& runner;
   const Options& opts;
-  std::mt19937 rng{1234};
+  Rng rng{1234, 0};
 
   std::vector<int32_t> random_tokens(int64_t n) {
-    std::uniform_int_distribution<int32_t> pick(
-        0, static_cast<int32_t>(runner.config().vocab_size) - 1);
     std::vector<int32_t> t(static_cast<size_t>(n));
-    for (auto& x : t) x = pick(rng);
+    for (auto& x : t)
+      x = static_cast<int32_t>(rng.below(static_cast<uint64_t>(runner.config().vocab_size)));
     return t;
   }
 

@@ -6,14 +6,13 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <random>
-#include <sstream>
 #include <thread>
 
 #include "cli/child_process.h"
 #include "cli/demo_report.h"
 #include "core/error.h"
 #include "net/http_client.h"
+#include "net/protocol.h"
 
 namespace stoa::cli {
 namespace {
@@ -22,13 +21,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-std::string random_token() {
-  std::random_device rd;
-  std::ostringstream s;
-  s << std::hex << rd() << rd() << rd() << rd();
-  return s.str();
 }
 
 nlohmann::json read_json(const std::string& path) {
@@ -82,7 +74,7 @@ RlResult run_rl_phase(const RlOptions& o, const DemoPaths& p, const std::string&
   clear_phase_logs(logs);
   fs::create_directories(run_dir);
   const std::string exe = self_executable();
-  const std::string token = random_token();
+  const std::string token = net::random_token();
   const std::string config = run_dir + "/run.toml";
   write_run_config(o, p, model_dir, run_dir, config, token);
   say("rl: starting the hub + trainer (" + config + ", log " + logs + "/run.log)");

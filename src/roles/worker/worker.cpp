@@ -7,12 +7,12 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <random>
 #include <set>
 #include <thread>
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/rng.h"
 #include "core/thread_pool.h"
 #include "engine/model_runner.h"
 #include "engine/sampler.h"
@@ -226,7 +226,8 @@ WorkerStats run_worker(const WorkerOptions& o, const std::atomic<bool>& stop) {
   std::unique_ptr<engine::ModelRunner> runner;
   uint64_t engine_version = 0;
   std::vector<Slot> slots(static_cast<size_t>(o.slots));
-  std::mt19937_64 seeder(o.seed ? o.seed : static_cast<uint64_t>(unix_ms()));
+  Rng seeder(o.seed ? o.seed : static_cast<uint64_t>(unix_ms()),
+             0);  // one sampler seed per rollout
   const auto t_start = Clock::now();
   auto next_lease = Clock::now();
   double idle_ms = 0;
@@ -289,7 +290,7 @@ WorkerStats run_worker(const WorkerOptions& o, const std::atomic<bool>& stop) {
     sp.top_p = w->lease.sampling.top_p;
     sp.top_k = w->lease.sampling.top_k;
     sp.top_logprobs = joined.topk;
-    s.sampler = std::make_unique<engine::Sampler>(sp, seeder());
+    s.sampler = std::make_unique<engine::Sampler>(sp, seeder.next());
     s.pending = w->lease.prompt_tokens;
     s.turn_budget = std::min<int64_t>(w->lease.sampling.max_new_tokens,
                                       max_tokens - static_cast<int64_t>(s.pending.size()));
