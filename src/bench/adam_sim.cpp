@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "core/rng.h"
+
 namespace stoa::pulse {
 
 SimLayout sim_layout_100m() {
@@ -14,19 +16,12 @@ SimLayout sim_layout_tiny() {
 
 namespace {
 
-uint64_t splitmix(uint64_t& s) {
-  uint64_t z = (s += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
 // Two approximately standard normals per call: each is the sum of four 16-bit uniforms, centred
 // and scaled (Irwin-Hall; tails end at +-3.5 sigma). Cheap enough to drive 100M-parameter AdamW
 // steps, and reproducible bit for bit.
 void normal_pair(uint64_t& s, float* a, float* b) {
   constexpr float kScale = 1.7320508f / 65536.0f;  // sqrt(12 / 4) per unit of 2^16
-  uint64_t r1 = splitmix(s), r2 = splitmix(s);
+  uint64_t r1 = splitmix64(&s), r2 = splitmix64(&s);
   auto sum4 = [](uint64_t r) {
     return static_cast<float>((r & 0xffff) + ((r >> 16) & 0xffff) + ((r >> 32) & 0xffff) +
                               (r >> 48));

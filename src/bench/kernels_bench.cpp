@@ -15,13 +15,13 @@
 #include <ctime>
 #include <fstream>
 #include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/rng.h"
 #include "core/thread_pool.h"
 #include "kernels/matmul_int8.h"
 #include "kernels/targets.h"
@@ -122,11 +122,11 @@ struct ColdWeights {
   ColdWeights(int64_t r, int64_t c, bool hot) : rows(r), cols(c) {
     const size_t bytes = static_cast<size_t>(r * c + r * c / 16);
     const size_t copies = hot ? 1 : std::max<size_t>(2, kColdBytes / bytes + 1);
-    std::mt19937 rng(7);
+    Rng rng(7, 0);
     std::vector<int8_t> v(static_cast<size_t>(r * c));
-    for (auto& x : v) x = static_cast<int8_t>(static_cast<int>(rng() % 255) - 127);
+    for (auto& x : v) x = static_cast<int8_t>(rng.range(-127, 127));
     std::vector<uint16_t> s(static_cast<size_t>(r * c / 32));
-    for (auto& x : s) x = static_cast<uint16_t>(0x2000 + rng() % 0x400);  // ~1e-3 magnitudes
+    for (auto& x : s) x = static_cast<uint16_t>(0x2000 + rng.below(0x400));  // ~1e-3 magnitudes
     values.assign(copies, v);
     scales.assign(copies, s);
   }
@@ -180,10 +180,9 @@ int run_kernels_bench(const KernelsBenchOptions& opts) {
   nlohmann::json results = nlohmann::json::array();
   for (const Shape& shape : shapes) {
     ColdWeights weights(shape.rows, shape.cols, opts.hot);
-    std::mt19937 rng(3);
-    std::normal_distribution<float> normal;
+    NormalRng normal(3, 0);
     std::vector<float> x(static_cast<size_t>(max_batch * shape.cols));
-    for (auto& v : x) v = normal(rng);
+    for (auto& v : x) v = normal.next_float();
     std::vector<float> y(static_cast<size_t>(max_batch * shape.rows));
     std::vector<int8_t> xq(x.size());
     std::vector<float> xd(x.size() / 32);

@@ -9,13 +9,13 @@
 #include <algorithm>
 #include <cstdio>
 #include <memory>
-#include <random>
 
 #include <nlohmann/json.hpp>
 
 #include "bench/pulse_bench.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/rng.h"
 #include "model/arch_registry.h"
 #include "model/weights.h"
 #include "train/train_bench.h"
@@ -33,17 +33,16 @@ pulse::WeightViews views_of(const ModelWeights& w) {
 // One group of rollouts with random tokens; the behaviour log-probs are the policy's own
 // (on-policy, so the trust region masks nothing) and the rewards alternate 0/1, so every
 // rollout carries a non-zero advantage and the step is a full-strength AdamW update.
-std::vector<train::RolloutGroup> make_batch(const train::Trainer& trainer,
-                                            const PulseTrainBenchOptions& o, std::mt19937_64& rng) {
-  std::uniform_int_distribution<int32_t> token(
-      0, static_cast<int32_t>(trainer.config().vocab_size) - 1);
+std::vector<train::RolloutGroup> make_batch(const train::Trainer& trainer, const PulseTrainBenchOptions& o,
+                                            Rng& rng) {
+  const auto vocab = static_cast<uint64_t>(trainer.config().vocab_size);
   train::RolloutGroup g{"pulse-bench", {}};
   for (int64_t b = 0; b < o.batch; ++b) {
     train::Rollout r;
     r.id = cat("pulse-bench-", b);
     r.reward = static_cast<double>(b % 2);
     for (int64_t i = 0; i < o.seq_len; ++i) {
-      r.tokens.push_back(token(rng));
+      r.tokens.push_back(static_cast<int32_t>(rng.below(vocab)));
       r.trainable.push_back(i >= o.prompt_tokens);
     }
     std::vector<float> lp = trainer.token_logprobs(r.tokens);
@@ -90,7 +89,7 @@ int run_pulse_train_bench(const PulseTrainBenchOptions& o) {
     t.optimizer.weight_decay = o.weight_decay;
     t.micro_batch_tokens = o.seq_len * o.batch;
     train::Trainer trainer(base, t);
-    std::mt19937_64 rng(o.seed + 17);
+    Rng rng(o.seed + 17, 0);
     for (int step = 1; step <= max_steps; ++step) {
       trainer.train_step(make_batch(trainer, o, rng));
       if (std::find(o.steps.begin(), o.steps.end(), step) == o.steps.end()) continue;

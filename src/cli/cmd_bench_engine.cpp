@@ -19,7 +19,6 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -28,6 +27,7 @@
 #include "cli/command.h"
 #include "core/error.h"
 #include "core/process_run.h"
+#include "core/rng.h"
 #include "core/thread_pool.h"
 #include "engine/batch_decoder.h"
 #include "engine/model_runner.h"
@@ -112,13 +112,12 @@ double memcpy_gbps() {
 struct OursBench {
   engine::ModelRunner& runner;
   const Options& opts;
-  std::mt19937 rng{1234};
+  Rng rng{1234, 0};
 
   std::vector<int32_t> random_tokens(int64_t n) {
-    std::uniform_int_distribution<int32_t> pick(
-        0, static_cast<int32_t>(runner.config().vocab_size) - 1);
     std::vector<int32_t> t(static_cast<size_t>(n));
-    for (auto& x : t) x = pick(rng);
+    for (auto& x : t)
+      x = static_cast<int32_t>(rng.below(static_cast<uint64_t>(runner.config().vocab_size)));
     return t;
   }
 

@@ -1,11 +1,13 @@
-// Element types and exact conversions between f32 and the 16-bit float formats.
-// Both conversions round to nearest, ties to even, and keep NaN a NaN (quiet), inf an inf,
-// and subnormals exact — they match the hardware instructions (F16C vcvtps2ph, AVX512-BF16).
+// Element types and the f32 <-> 16-bit float conversions. The conversions are kernels/half.h's
+// (one implementation, in the lowest layer that needs it): round to nearest, ties to even; NaN a
+// quiet NaN with its sign; inf an inf; subnormals exact — as the hardware instructions (F16C
+// vcvtps2ph, AVX512-BF16) do.
 #pragma once
 #include <cstdint>
-#include <cstring>
 #include <string>
 #include <string_view>
+
+#include "kernels/half.h"
 
 namespace stoa {
 
@@ -18,29 +20,23 @@ bool parse_dtype(std::string_view name, DType* out);
 const char* safetensors_dtype_name(DType dtype);
 
 inline uint32_t f32_bits(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, 4);
-  return bits;
+  return kernels::bits_of(value);
 }
 inline float f32_from_bits(uint32_t bits) {
-  float value;
-  std::memcpy(&value, &bits, 4);
-  return value;
+  return kernels::float_of(bits);
 }
-
 inline float bf16_to_f32(uint16_t h) {
-  return f32_from_bits(static_cast<uint32_t>(h) << 16);
+  return kernels::bf16_bits_to_f32(h);
 }
-
 inline uint16_t f32_to_bf16(float value) {
-  uint32_t bits = f32_bits(value);
-  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40);  // NaN
-  uint32_t rounding_bias = 0x7fffu + ((bits >> 16) & 1u);
-  return static_cast<uint16_t>((bits + rounding_bias) >> 16);
+  return kernels::f32_to_bf16_bits(value);
 }
-
-float f16_to_f32(uint16_t h);
-uint16_t f32_to_f16(float value);
+inline float f16_to_f32(uint16_t h) {
+  return kernels::f16_bits_to_f32(h);
+}
+inline uint16_t f32_to_f16(float value) {
+  return kernels::f32_to_f16_bits(value);
+}
 
 // Bulk conversions (scalar; the SIMD versions live in kernels/).
 void convert_f32_to_bf16(const float* in, uint16_t* out, size_t n);

@@ -97,7 +97,7 @@ std::vector<TokenLogprob> sampling_distribution(std::span<const float> logits,
 }
 
 Sampler::Sampler(SamplingParams params, uint64_t seed, uint64_t stream)
-    : params_(params), rng_(seed, stream) {
+    : params_(params), rng_(seed, kSamplerStreamBase + stream) {
   validate_sampling_params(params_);
 }
 

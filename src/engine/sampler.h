@@ -12,7 +12,7 @@
 #include <span>
 #include <vector>
 
-#include "engine/rng.h"
+#include "core/rng.h"
 
 namespace stoa::engine {
 
@@ -42,6 +42,13 @@ struct SampledToken {
 // otherwise.
 std::vector<TokenLogprob> sampling_distribution(std::span<const float> logits,
                                                 const SamplingParams& params);
+
+// The sampler's stream s under a seed is Rng(seed, kSamplerStreamBase + s). The sampler mapped
+// (seed, s) to seed ^ (s * Rng::kStreamMultiplier + 0x2545f4914f6cdd1d) before Rng was shared;
+// this offset is that constant divided by the (odd, so invertible) multiplier modulo 2^64, so
+// every seed draws the numbers, hence the rollouts, it always drew.
+inline constexpr uint64_t kSamplerStreamBase = 0xaf5584f88af3f569ull;
+static_assert(kSamplerStreamBase * Rng::kStreamMultiplier == 0x2545f4914f6cdd1dull);
 
 class Sampler {
  public:

@@ -5,9 +5,9 @@
 #include <cstring>
 
 #include "core/hash.h"
+#include "core/rng.h"
 #include "core/thread_pool.h"
 #include "model/arch_registry.h"
-#include "model/random.h"
 
 namespace stoa {
 

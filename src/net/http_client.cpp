@@ -3,7 +3,6 @@
 #include <httplib.h>
 
 #include <nlohmann/json.hpp>
-#include <random>
 #include <thread>
 
 #include "core/error.h"
@@ -16,7 +15,6 @@ HttpClient::HttpClient(std::string base_url, HttpClientOptions options)
   STOA_CHECK(base_url_.rfind("http://", 0) == 0 || base_url_.rfind("https://", 0) == 0,
              ErrorKind::kInvalidArgument, "hub URL '", base_url_,
              "' must start with http:// or https://");
-  rng_state_ = std::random_device{}();
   // Fail early on an unparsable URL rather than on the first call.
   release(acquire());
 }
@@ -58,13 +56,10 @@ std::chrono::milliseconds HttpClient::backoff(int attempt) {
   // workers that lost the hub at once do not come back in lockstep.
   int64_t cap = options_.backoff_base.count() << std::min(attempt, 20);
   cap = std::min<int64_t>(cap, options_.backoff_max.count());
-  uint64_t r;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    rng_state_ = rng_state_ * 6364136223846793005ULL + 1442695040888963407ULL;
-    r = rng_state_ >> 33;
-  }
-  return std::chrono::milliseconds(cap > 0 ? static_cast<int64_t>(r % (cap + 1)) : 0);
+  if (cap <= 0) return std::chrono::milliseconds(0);
+  std::lock_guard<std::mutex> lock(mutex_);
+  return std::chrono::milliseconds(
+      static_cast<int64_t>(jitter_.below(static_cast<uint64_t>(cap) + 1)));
 }
 
 HttpResponse HttpClient::send(const std::string& method, const std::string& path,

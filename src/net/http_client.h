@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "core/rng.h"
+
 namespace httplib {
 class Client;
 }
@@ -82,7 +84,7 @@ class HttpClient {
   std::atomic<bool> cancelled_{false};
   std::atomic<uint64_t> bytes_received_{0};
   std::atomic<uint64_t> bytes_sent_{0};
-  uint64_t rng_state_;
+  Rng jitter_{os_entropy(), 0};  // seeded per client: workers must not retry in lockstep
 };
 
 // Raises stoa::Error(kNetwork) for a non-2xx response, quoting the hub's {"error": ...}.

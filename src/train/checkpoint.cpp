@@ -1,6 +1,14 @@
 // Exact checkpoints: model/ (HF dir, f32 safetensors), optimizer.pt (AdamW moments and step
 // counts, libtorch archive), trainer.json (step, RNG state, format). Resuming from one continues
 // bit for bit: f32 weights and moments round-trip exactly and the step/RNG are restored.
+//
+// Format 2 stores the data-order Rng's four state words (hex). Format 1 stored a standard-library
+// Mersenne Twister state, which this build cannot continue: such a checkpoint still resumes
+// (weights, moments and step are exact) with the data-order generator restarted from the seed,
+// and says so — the RL trainer never draws from it, so only an SFT epoch order differs from the
+// original run's.
+#include <cinttypes>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -8,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "train/trainer_impl.h"
 
 namespace stoa::train {
@@ -15,7 +24,33 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kFormat = "stoa-trainer-checkpoint";
-constexpr int kVersion = 1;
+constexpr int kVersion = 2;
+constexpr int kVersionMersenne = 1;  // readable: see the top of the file
+
+nlohmann::json rng_state_json(const Rng& rng) {
+  nlohmann::json words = nlohmann::json::array();
+  for (uint64_t word : rng.state()) {
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016" PRIx64, word);
+    words.push_back(hex);
+  }
+  return words;
+}
+
+Rng rng_from_json(const nlohmann::json& words) {
+  STOA_CHECK(words.is_array() && words.size() == 4, ErrorKind::kBadFormat,
+             "rng is not four state words");
+  Rng::State state;
+  for (size_t i = 0; i < 4; ++i) {
+    const std::string hex = words[i].get<std::string>();
+    size_t used = 0;
+    state[i] = std::stoull(hex, &used, 16);
+    STOA_CHECK(used == hex.size() && !hex.empty(), ErrorKind::kBadFormat, "rng word '", hex,
+               "' is not hexadecimal");
+  }
+  STOA_CHECK(state != Rng::State{}, ErrorKind::kBadFormat, "rng state is all zero");
+  return Rng::from_state(state);
+}
 
 std::string read_text(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -46,12 +81,10 @@ void Trainer::save_checkpoint(const std::string& dir) const {
   } catch (const std::exception& e) {
     fail(ErrorKind::kIo, "cannot write ", (tmp / "optimizer.pt").string(), ": ", e.what());
   }
-  std::ostringstream rng;
-  rng << im.rng;
   nlohmann::json meta = {{"format", kFormat},
                          {"version", kVersion},
                          {"step", im.step},
-                         {"rng", rng.str()},
+                         {"rng", rng_state_json(im.rng)},
                          {"loss", loss_kind_name(im.options.loss.kind)},
                          {"lr", im.options.optimizer.lr}};
   {
@@ -76,8 +109,10 @@ Trainer Trainer::resume(const std::string& dir, const TrainOptions& options) {
   }
   STOA_CHECK(meta.is_object() && meta.value("format", "") == kFormat, ErrorKind::kBadFormat,
              "checkpoint ", dir, " is not a Stoa trainer checkpoint (trainer.json format)");
-  STOA_CHECK(meta.value("version", 0) == kVersion, ErrorKind::kUnsupported, "checkpoint ", dir,
-             " has format version ", meta.value("version", 0), "; this build reads ", kVersion);
+  const int version = meta.value("version", 0);
+  STOA_CHECK(version == kVersion || version == kVersionMersenne, ErrorKind::kUnsupported,
+             "checkpoint ", dir, " has format version ", version, "; this build reads ",
+             kVersionMersenne, " and ", kVersion);
   auto impl = std::make_unique<Impl>(load_model_dir((root / "model").string()), options);
   try {
     // Mapped onto this trainer's device: a checkpoint written on a GPU resumes on a CPU too.
@@ -95,12 +130,17 @@ Trainer Trainer::resume(const std::string& dir, const TrainOptions& options) {
   }
   try {
     impl->step = meta.at("step").get<int64_t>();
-    std::istringstream rng(meta.at("rng").get<std::string>());
-    rng >> impl->rng;
-    STOA_CHECK(!rng.fail() && impl->step >= 0, ErrorKind::kBadFormat, "bad step or rng");
+    STOA_CHECK(impl->step >= 0, ErrorKind::kBadFormat, "negative step");
+    if (version == kVersion) impl->rng = rng_from_json(meta.at("rng"));
   } catch (const std::exception& e) {
     fail(ErrorKind::kBadFormat, "checkpoint ", (root / "trainer.json").string(),
          " has a bad step or RNG state: ", e.what());
+  }
+  if (version == kVersionMersenne) {
+    log_warn("train", "checkpoint ", dir, " is format ", kVersionMersenne,
+             " (a Mersenne Twister data-order state): resumed with the data-order generator "
+             "restarted from seed ",
+             options.seed, ", so an SFT run shuffles differently from here on than it would have");
   }
   return Trainer(std::move(impl));
 }

@@ -1,12 +1,12 @@
 #include "train/train_bench.h"
 
 #include <chrono>
-#include <random>
 
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/rng.h"
 #include "model/arch_registry.h"
 #include "train/policy_model.h"
 #include "train/trainer.h"
@@ -121,9 +121,11 @@ TrainBenchReport run_train_bench(const TrainBenchOptions& o) {
       t.optimizer.lr = 1e-5;
       t.micro_batch_tokens = o.seq_len * o.batch;
       Trainer trainer(random_weights(config, 1234), t);
-      std::mt19937_64 rng(7);
-      std::uniform_int_distribution<int32_t> token(0, static_cast<int32_t>(config.vocab_size) - 1);
-      std::uniform_real_distribution<float> logprob(-3.0f, -0.01f);
+      Rng rng(7, 0);
+      auto token = [&] {
+        return static_cast<int32_t>(rng.below(static_cast<uint64_t>(config.vocab_size)));
+      };
+      auto logprob = [&] { return -3.0f + 2.99f * rng.uniform_float(); };  // in [-3, -0.01)
       auto make_batch = [&] {
         RolloutGroup g{"bench", {}};
         for (int64_t b = 0; b < o.batch; ++b) {
@@ -131,9 +133,9 @@ TrainBenchReport run_train_bench(const TrainBenchOptions& o) {
           r.id = cat("bench-", b);
           r.reward = static_cast<double>(b % 2);
           for (int64_t i = 0; i < o.seq_len; ++i) {
-            r.tokens.push_back(token(rng));
+            r.tokens.push_back(token());
             r.trainable.push_back(i >= o.prompt_tokens);
-            r.behaviour_logprobs.push_back(i >= o.prompt_tokens ? logprob(rng) : 0.0f);
+            r.behaviour_logprobs.push_back(i >= o.prompt_tokens ? logprob() : 0.0f);
           }
           g.rollouts.push_back(std::move(r));
         }

@@ -139,7 +139,7 @@ void set_blas_threads(int threads) {
 }  // namespace
 
 Trainer::Impl::Impl(const ModelWeights& initial, const TrainOptions& opts)
-    : options(opts), device(parse_device(opts.device)), rng(opts.seed) {
+    : options(opts), device(parse_device(opts.device)), rng(opts.seed, 0) {
   validate_train_options(options);
   if (options.threads > 0) {
     torch::set_num_threads(options.threads);
@@ -215,7 +215,7 @@ int64_t Trainer::step_count() const {
   return impl_->step;
 }
 uint64_t Trainer::next_random() {
-  return impl_->rng();
+  return impl_->rng.next();
 }
 
 StepMetrics Trainer::train_step(const std::vector<RolloutGroup>& groups) {

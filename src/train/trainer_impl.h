@@ -2,12 +2,12 @@
 // and checkpoint.cpp (save/resume).
 #pragma once
 #include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
 #include <torch/torch.h>
 
+#include "core/rng.h"
 #include "train/policy_model.h"
 #include "train/trainer.h"
 
@@ -29,7 +29,7 @@ struct Trainer::Impl {
   std::unique_ptr<torch::optim::AdamW> optimizer;
   int64_t step = 0;
   int64_t max_tokens = 0;
-  std::mt19937_64 rng;  // data order; saved in checkpoints
+  Rng rng;  // data order (Trainer::next_random); saved in checkpoints
 };
 
 }  // namespace stoa::train

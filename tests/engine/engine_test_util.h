@@ -6,8 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "core/rng.h"
 #include "core/tensor.h"
-#include "engine/rng.h"
+#include "engine/sampler.h"
 #include "model/presets.h"
 #include "model/weights.h"
 
@@ -15,7 +16,7 @@ namespace stoa::engine::testing {
 
 inline ModelWeights tiny_model(const std::string& preset, uint64_t seed = 7, float std = 0.08f) {
   ModelWeights w = random_weights(preset_config(preset), seed, std);
-  Rng rng(seed, 99);
+  Rng rng(seed, kSamplerStreamBase + 99);  // the engine's stream space: the models they always were
   for (auto& [name, t] : w.tensors) {
     if (t.rank() == 1 && name.find("norm") != std::string::npos) {
       float* d = t.as<float>();
@@ -32,9 +33,9 @@ inline ModelWeights tiny_model(const std::string& preset, uint64_t seed = 7, flo
 }
 
 inline std::vector<int32_t> random_tokens(int64_t n, int64_t vocab, uint64_t seed) {
-  Rng rng(seed, 5);
+  Rng rng(seed, kSamplerStreamBase + 5);
   std::vector<int32_t> out;
-  for (int64_t i = 0; i < n; ++i) out.push_back(static_cast<int32_t>(rng.next_u64() % vocab));
+  for (int64_t i = 0; i < n; ++i) out.push_back(static_cast<int32_t>(rng.next() % vocab));
   return out;
 }
 

@@ -134,8 +134,39 @@ TEST(Sampler, SeededAndDeterministic) {
   EXPECT_NE(sa, sc);
   EXPECT_NE(sa, sd);  // another stream under the same seed
   // The generator itself is pinned: the same numbers on every machine.
-  Rng rng(1);
-  EXPECT_EQ(rng.next_u64(), Rng(1).next_u64());
+  Rng rng(1, kSamplerStreamBase);
+  EXPECT_EQ(rng.next(), Rng(1, kSamplerStreamBase).next());
+}
+
+// The sampler's streams are the ones it drew before it shared Rng: seed ^ (stream * K + C) fed to
+// splitmix64 (first outputs pinned from an independent Python transcription), so a seed's
+// rollouts are unchanged.
+TEST(Sampler, StreamsAreTheOnesItAlwaysDrew) {
+  Rng first(1, kSamplerStreamBase + 0);
+  EXPECT_EQ(first.next(), 0xffe386a6e6cedb2dull);
+  EXPECT_EQ(first.next(), 0x9f7656f12b087febull);
+  Rng other(5, kSamplerStreamBase + 3);
+  EXPECT_EQ(other.next(), 0x5d5242a6c4fa3787ull);
+  EXPECT_EQ(other.next(), 0xfa921ebfc4caadbaull);
+  // And the sampler draws one uniform per token from exactly that stream: token i is picked when
+  // the draw falls in [sum of p(j < i), sum of p(j <= i)).
+  const std::vector<float> logits = {0.0f, 1.0f, 2.0f, 0.5f};
+  const std::vector<TokenLogprob> dist = sampling_distribution(logits, {});
+  Sampler sampler({}, 5, 3);
+  Rng same(5, kSamplerStreamBase + 3);
+  for (int i = 0; i < 64; ++i) {
+    const double u = same.uniform();
+    size_t pick = dist.size() - 1;
+    double cum = 0;
+    for (size_t j = 0; j < dist.size(); ++j) {
+      cum += std::exp(static_cast<double>(dist[j].logprob));
+      if (u < cum) {
+        pick = j;
+        break;
+      }
+    }
+    EXPECT_EQ(sampler.sample(logits).token, dist[pick].token) << i;
+  }
 }
 
 TEST(Sampler, MaskedTokensAreOutsideTheSupport) {

@@ -8,7 +8,6 @@
 #include "core/hash.h"
 #include "model/arch_registry.h"
 #include "model/presets.h"
-#include "model/random.h"
 #include "model/weights.h"
 
 namespace stoa {
@@ -146,26 +145,7 @@ TEST(RandomWeights, ScaleAndInitRules) {
   EXPECT_NE(hash_tensor(w1.view()), hash_tensor(w3.view()));
 }
 
-TEST(RandomWeights, NormalSamplerMoments) {
-  NormalRng rng(123, 456);
-  const int n = 200000;
-  double sum = 0, sum2 = 0, sum4 = 0;
-  for (int i = 0; i < n; ++i) {
-    double x = rng.next();
-    sum += x;
-    sum2 += x * x;
-    sum4 += x * x * x * x;
-  }
-  EXPECT_NEAR(sum / n, 0.0, 0.01);
-  EXPECT_NEAR(sum2 / n, 1.0, 0.02);
-  EXPECT_NEAR(sum4 / n, 3.0, 0.1);  // the kurtosis of a normal
-}
-
-TEST(RandomWeights, PortableLogMatchesLibm) {
-  for (double x : {1e-300, 1e-10, 0.001, 0.3, 0.5, 0.7071, 0.9999999, 1.0, 1.5, 2.0, 1234.5}) {
-    EXPECT_NEAR(portable_log(x), std::log(x), 4e-16 * std::max(1.0, std::abs(std::log(x)))) << x;
-  }
-}
+// The normal sampler and portable_log are tested with the generator (tests/core/rng_test.cpp).
 
 TEST(ModelWeights, AtNamesTheMissingTensor) {
   ModelWeights w = random_weights(preset_config("tiny-qwen3"), 1);

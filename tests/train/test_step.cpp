@@ -9,9 +9,12 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <functional>
 #include <random>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "model/presets.h"
@@ -114,6 +117,53 @@ TEST_P(Resume, IsBitExact) {
 
 INSTANTIATE_TEST_SUITE_P(TinyPresets, Resume,
                          ::testing::Values("tiny-qwen3", "tiny-lfm2", "tiny-lfm2moe"));
+
+// trainer.json of a checkpoint in `dir`, edited by `edit`.
+void edit_trainer_json(const fs::path& dir, const std::function<void(nlohmann::json&)>& edit) {
+  nlohmann::json meta;
+  {
+    std::ifstream in(dir / "trainer.json");
+    in >> meta;
+  }
+  edit(meta);
+  std::ofstream(dir / "trainer.json") << meta.dump(2);
+}
+
+// Format 1 stored a Mersenne Twister state: it still resumes (weights and step exact), with the
+// data-order generator restarted from the seed; a damaged format 2 RNG state is refused.
+TEST(ResumeFormat, MersenneCheckpointResumesWithAFreshDataOrder) {
+  const ModelWeights init = random_weights(preset_config("tiny-qwen3"), 21);
+  const TrainOptions options = base_options();
+  const fs::path dir = fs::temp_directory_path() / "stoa_train_resume_format1";
+  fs::remove_all(dir);
+  Trainer probe(init, options);
+  Trainer first(init, options);
+  first.train_step(make_groups(probe, 100, 0.3));
+  first.next_random();
+  first.save_checkpoint(dir.string());
+
+  edit_trainer_json(dir, [](nlohmann::json& meta) {
+    meta["version"] = 1;
+    meta["rng"] = "5489 1 2 3";  // a Mersenne Twister state as text (shortened: it is not read)
+  });
+  Trainer resumed = Trainer::resume(dir.string(), options);
+  EXPECT_EQ(resumed.step_count(), 1);
+  EXPECT_TRUE(same_bits(first.weights(), resumed.weights()));
+  Trainer fresh(init, options);
+  EXPECT_EQ(resumed.next_random(), fresh.next_random());
+
+  edit_trainer_json(dir, [](nlohmann::json& meta) {
+    meta["version"] = 2;
+    meta["rng"] = {"1", "2", "3", "not hex"};
+  });
+  try {
+    Trainer::resume(dir.string(), options);
+    ADD_FAILURE() << "a damaged RNG state was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kBadFormat) << e.what();
+  }
+  fs::remove_all(dir);
+}
 
 // The differentiated loss equals −Σ A·log p over trainable tokens / denominator, computed from
 // token_logprobs (on-policy PG: no ratio, no mask). Observation tokens carry garbage behaviour

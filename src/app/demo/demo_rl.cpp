@@ -6,8 +6,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <random>
-#include <sstream>
 #include <thread>
 
 #include "app/demo/demo_report.h"
@@ -15,6 +13,7 @@
 #include "core/process.h"
 #include "core/process_run.h"
 #include "net/http_client.h"
+#include "net/protocol.h"
 #include "roles/run/run_config.h"
 #include "train/loss_config.h"
 
@@ -25,13 +24,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-std::string random_token() {
-  std::random_device rd;
-  std::ostringstream s;
-  s << std::hex << rd() << rd() << rd() << rd();
-  return s.str();
 }
 
 nlohmann::json read_json(const std::string& path) {
@@ -96,7 +88,7 @@ RlResult run_rl_phase(const RlOptions& o, const DemoPaths& p, const std::string&
   clear_phase_logs(logs);
   fs::create_directories(run_dir);
   const std::string exe = self_executable();
-  const std::string token = random_token();
+  const std::string token = net::random_token();
   const std::string config = run_dir + "/run.toml";
   write_run_config(o, p, model_dir, run_dir, config, token);
   say("rl: starting the hub + trainer (" + config + ", log " + logs + "/run.log)");

@@ -5,9 +5,9 @@
 #include <cmath>
 #include <filesystem>
 #include <numeric>
-#include <random>
 
 #include "core/log.h"
+#include "core/rng.h"
 #include "env/episode.h"
 #include "roles/hub/hub_counters.h"
 
@@ -41,11 +41,11 @@ Hub::Hub(HubConfig config, HubDeps deps)
   if (!deps_.clock_ms) deps_.clock_ms = system_ms;
   counters_->start_ms = now();
   // A fixed shuffle of the prompts (seeded): the cursor into it is persisted, so a restarted hub
-  // continues where it stopped instead of replaying the first prompts.
+  // continues where it stopped instead of replaying the first prompts. Rng's shuffle is the same
+  // with every standard library (std::shuffle's algorithm is implementation-defined).
   prompt_order_.resize(deps_.prompts.size());
   std::iota(prompt_order_.begin(), prompt_order_.end(), 0);
-  std::mt19937_64 rng(config_.seed);
-  std::shuffle(prompt_order_.begin(), prompt_order_.end(), rng);
+  Rng(config_.seed, 0).shuffle(prompt_order_);
   ledger_ = std::make_unique<Ledger>(config_.ledger_path);
   restore();
 }

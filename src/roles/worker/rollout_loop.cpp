@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
-#include <random>
 #include <thread>
 #include <vector>
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/rng.h"
 #include "engine/model_runner.h"
 #include "env/episode.h"
 #include "roles/episode/episode_runner.h"
@@ -99,7 +99,7 @@ class RolloutLoop {
   uint64_t engine_version_ = 0;
   std::vector<Sample> samples_;
   std::vector<std::shared_ptr<LeaseWork>> prompted_;  // groups whose prompt the runner holds
-  std::mt19937_64 seeder_{o_.seed ? o_.seed : static_cast<uint64_t>(unix_ms())};
+  Rng seeder_{o_.seed ? o_.seed : static_cast<uint64_t>(unix_ms()), 0};
   Clock::time_point next_lease_ = Clock::now();
   bool draining_ = false;
 };
@@ -200,7 +200,7 @@ void RolloutLoop::start_sample(const std::shared_ptr<LeaseWork>& w) {
   es.params.top_p = ls.top_p;
   es.params.top_k = ls.top_k;
   es.params.top_logprobs = c_.joined.topk;
-  es.seed = seeder_();
+  es.seed = seeder_.next();
   es.max_new_tokens = ls.max_new_tokens;
   // The group's prompt is prefilled once; every sample forks it.
   if (w->prompt < 0) {

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/rng.h"
 #include "core/thread_pool.h"
 #include "env/tasks/builtin_tasks.h"
 #include "env/tokenizer_codec.h"

@@ -9,7 +9,7 @@
 
 #include "core/error.h"
 #include "core/jsonl.h"
-#include "env/prng.h"
+#include "core/rng.h"
 #include "env/tasks/search/search_protocol.h"
 
 namespace stoa::env {
@@ -48,7 +48,7 @@ std::vector<std::string> words(const std::string& text) {
 }
 
 // A poor query: two or three words from another question, so retrieval usually misses.
-std::string poor_query_for(const std::vector<QaItem>& items, size_t self, Prng& rng) {
+std::string poor_query_for(const std::vector<QaItem>& items, size_t self, Rng& rng) {
   size_t other = items.size() > 1 ? rng.below(items.size() - 1) : 0;
   if (items.size() > 1 && other >= self) other++;
   auto w = words(items[other].question);
@@ -91,13 +91,13 @@ std::vector<Demonstration> make_demonstrations(const std::vector<QaItem>& train,
                                                                      : item.answer);
   }
 
-  Prng root(options.seed);
+  Rng root(options.seed, 0);
   std::vector<Demonstration> out;
   out.reserve(train.size());
   DemoStats st;
   for (size_t i = 0; i < train.size(); i++) {
     const QaItem& item = train[i];
-    Prng rng = root.fork(i);
+    Rng rng = root.fork(i);
     Demonstration d;
     d.id = "demo-" + item.id;
     d.good_query = rng.chance(options.good_query);

@@ -7,7 +7,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "env/prng.h"
+#include "core/rng.h"
 
 namespace stoa::env {
 
@@ -22,7 +22,7 @@ struct Entity {
 
 class NameForge {
  public:
-  explicit NameForge(Prng prng) : prng_(prng) {}
+  explicit NameForge(Rng prng) : prng_(prng) {}
   Entity make(EntityType type);
 
  private:
@@ -30,7 +30,7 @@ class NameForge {
   bool claim(const std::string& name);  // false if taken
   std::string unique(const std::function<std::string()>& make_one);
 
-  Prng prng_;
+  Rng prng_;
   std::unordered_set<std::string> taken_;  // lower-cased
 };
 

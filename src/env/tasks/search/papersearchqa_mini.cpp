@@ -6,7 +6,7 @@
 #include <unordered_set>
 
 #include "core/error.h"
-#include "env/prng.h"
+#include "core/rng.h"
 #include "env/tasks/search/entity_names.h"
 
 namespace stoa::env {
@@ -198,7 +198,7 @@ const std::vector<std::string> kFillerFrames = {
     "Earlier reports linked {1} {2} to {3} {4}.", "The role of {1} {2} in {3} {4} is debated.",
     "We also considered {1} {2}, {3} and {4}."};
 
-std::string filler_sentence(Prng& prng) {
+std::string filler_sentence(Rng& prng) {
   std::vector<std::string> pool = prng.pick(paraphrase_words());
   prng.shuffle(pool);
   std::string out = prng.pick(kFillerFrames);
@@ -241,11 +241,11 @@ MiniDataset generate_papersearchqa_mini(const MiniConfig& config) {
   STOA_CHECK(config.validation_fraction >= 0 && config.test_fraction >= 0 &&
                  config.validation_fraction + config.test_fraction < 1,
              ErrorKind::kInvalidArgument, "papersearchqa-mini: bad split fractions");
-  Prng root(config.seed);
+  Rng root(config.seed, 0);
   NameForge forge(root.fork(1));
-  Prng world = root.fork(2);
-  Prng text = root.fork(3);
-  Prng ask = root.fork(4);
+  Rng world = root.fork(2);
+  Rng text = root.fork(3);
+  Rng ask = root.fork(4);
 
   std::vector<Entity> entities;
   std::vector<std::vector<int>> by_type(7);
