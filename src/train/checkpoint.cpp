@@ -92,10 +92,20 @@ void Trainer::save_checkpoint(const std::string& dir) const {
     out << meta.dump(2) << "\n";
     STOA_CHECK(out.good(), ErrorKind::kIo, "cannot write ", (tmp / "trainer.json").string());
   }
-  fs::remove_all(final_dir, ec);
+  // Replace by renames only: removing the old directory in place is not atomic, and a kill part
+  // way through it left a trainer.json beside a half-deleted model/. At every instant one of
+  // <dir>, <dir>.tmp or <dir>.old is a complete checkpoint (find_checkpoint's order).
+  const fs::path old = final_dir.string() + ".old";
+  fs::remove_all(old, ec);
+  if (fs::exists(final_dir)) {
+    fs::rename(final_dir, old, ec);
+    STOA_CHECK(!ec, ErrorKind::kIo, "cannot move checkpoint ", dir, " aside to ", old.string(),
+               ": ", ec.message());
+  }
   fs::rename(tmp, final_dir, ec);
   STOA_CHECK(!ec, ErrorKind::kIo, "cannot move checkpoint ", tmp.string(), " to ", dir, ": ",
              ec.message());
+  fs::remove_all(old, ec);
 }
 
 Trainer Trainer::resume(const std::string& dir, const TrainOptions& options) {

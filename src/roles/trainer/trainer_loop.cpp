@@ -16,13 +16,13 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-// Trainer::save_checkpoint writes <dir>.tmp (trainer.json last) and then replaces <dir>; a crash
-// between removing the old directory and the rename leaves only a complete <dir>.tmp.
+// Trainer::save_checkpoint writes <dir>.tmp (trainer.json last), renames <dir> to <dir>.old, <dir>.tmp
+// to <dir>, then deletes <dir>.old: a crash leaves a complete checkpoint in <dir>, else in <dir>.tmp
+// (the newer), else in <dir>.old.
 std::optional<std::string> find_checkpoint(const std::string& dir) {
   if (dir.empty()) return std::nullopt;
-  if (fs::exists(fs::path(dir) / "trainer.json")) return dir;
-  const std::string tmp = dir + ".tmp";
-  if (!fs::exists(dir) && fs::exists(fs::path(tmp) / "trainer.json")) return tmp;
+  for (const std::string& candidate : {dir, dir + ".tmp", dir + ".old"})
+    if (fs::exists(fs::path(candidate) / "trainer.json")) return candidate;
   return std::nullopt;
 }
 
