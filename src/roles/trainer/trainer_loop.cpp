@@ -16,9 +16,9 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-// Trainer::save_checkpoint writes <dir>.tmp (trainer.json last), renames <dir> to <dir>.old, <dir>.tmp
-// to <dir>, then deletes <dir>.old: a crash leaves a complete checkpoint in <dir>, else in <dir>.tmp
-// (the newer), else in <dir>.old.
+// Trainer::save_checkpoint writes <dir>.tmp (trainer.json last), renames <dir> to <dir>.old,
+// <dir>.tmp to <dir>, then deletes <dir>.old: a crash leaves a complete checkpoint in <dir>, else
+// in <dir>.tmp (the newer), else in <dir>.old.
 std::optional<std::string> find_checkpoint(const std::string& dir) {
   if (dir.empty()) return std::nullopt;
   for (const std::string& candidate : {dir, dir + ".tmp", dir + ".old"})
