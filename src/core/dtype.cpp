@@ -1,5 +1,7 @@
 #include "core/dtype.h"
 
+#include "core/enum_names.h"
+
 namespace stoa {
 
 size_t dtype_size(DType dtype) {
@@ -22,62 +24,27 @@ size_t dtype_size(DType dtype) {
   return 0;
 }
 
+constexpr EnumName<DType> kDTypeNames[] = {
+    {DType::kF32, "f32"}, {DType::kBF16, "bf16"}, {DType::kF16, "f16"}, {DType::kI8, "i8"},
+    {DType::kU8, "u8"},   {DType::kI32, "i32"},   {DType::kI64, "i64"}};
+
 const char* dtype_name(DType dtype) {
-  switch (dtype) {
-    case DType::kF32:
-      return "f32";
-    case DType::kBF16:
-      return "bf16";
-    case DType::kF16:
-      return "f16";
-    case DType::kI8:
-      return "i8";
-    case DType::kU8:
-      return "u8";
-    case DType::kI32:
-      return "i32";
-    case DType::kI64:
-      return "i64";
-  }
-  return "?";
+  return enum_name(kDTypeNames, dtype);
 }
 
+constexpr EnumName<DType> kSafetensorsDTypeNames[] = {
+    {DType::kF32, "F32"}, {DType::kBF16, "BF16"}, {DType::kF16, "F16"}, {DType::kI8, "I8"},
+    {DType::kU8, "U8"},   {DType::kI32, "I32"},   {DType::kI64, "I64"}};
+
 const char* safetensors_dtype_name(DType dtype) {
-  switch (dtype) {
-    case DType::kF32:
-      return "F32";
-    case DType::kBF16:
-      return "BF16";
-    case DType::kF16:
-      return "F16";
-    case DType::kI8:
-      return "I8";
-    case DType::kU8:
-      return "U8";
-    case DType::kI32:
-      return "I32";
-    case DType::kI64:
-      return "I64";
-  }
-  return "?";
+  return enum_name(kSafetensorsDTypeNames, dtype);
 }
 
 bool parse_dtype(std::string_view name, DType* out) {
-  static constexpr struct {
-    std::string_view ours, safetensors;
-    DType dtype;
-  } kTable[] = {
-      {"f32", "F32", DType::kF32}, {"bf16", "BF16", DType::kBF16}, {"f16", "F16", DType::kF16},
-      {"i8", "I8", DType::kI8},    {"u8", "U8", DType::kU8},       {"i32", "I32", DType::kI32},
-      {"i64", "I64", DType::kI64},
-  };
-  for (const auto& row : kTable) {
-    if (name == row.ours || name == row.safetensors) {
-      *out = row.dtype;
-      return true;
-    }
-  }
-  return false;
+  auto dtype = enum_from_name(kDTypeNames, name);
+  if (!dtype) dtype = enum_from_name(kSafetensorsDTypeNames, name);
+  if (dtype) *out = *dtype;
+  return dtype.has_value();
 }
 
 void convert_f32_to_bf16(const float* in, uint16_t* out, size_t n) {

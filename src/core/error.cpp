@@ -1,27 +1,21 @@
 #include "core/error.h"
 
+#include "core/enum_names.h"
+
 namespace stoa {
 
+constexpr EnumName<ErrorKind> kErrorKindNames[] = {
+    {ErrorKind::kInvalidArgument, "invalid argument"},
+    {ErrorKind::kBadFormat, "bad format"},
+    {ErrorKind::kNotFound, "not found"},
+    {ErrorKind::kIo, "i/o error"},
+    {ErrorKind::kIntegrity, "integrity error"},
+    {ErrorKind::kUnsupported, "unsupported"},
+    {ErrorKind::kNetwork, "network error"},
+    {ErrorKind::kInternal, "internal error"}};
+
 const char* error_kind_name(ErrorKind kind) {
-  switch (kind) {
-    case ErrorKind::kInvalidArgument:
-      return "invalid argument";
-    case ErrorKind::kBadFormat:
-      return "bad format";
-    case ErrorKind::kNotFound:
-      return "not found";
-    case ErrorKind::kIo:
-      return "i/o error";
-    case ErrorKind::kIntegrity:
-      return "integrity error";
-    case ErrorKind::kUnsupported:
-      return "unsupported";
-    case ErrorKind::kNetwork:
-      return "network error";
-    case ErrorKind::kInternal:
-      return "internal error";
-  }
-  return "error";
+  return enum_name(kErrorKindNames, kind, "error");
 }
 
 }  // namespace stoa

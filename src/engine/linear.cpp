@@ -1,6 +1,7 @@
 #include "engine/linear.h"
 
 #include "core/dtype.h"
+#include "core/enum_names.h"
 #include "core/error.h"
 #include "engine/pass_workers.h"
 #include "engine/scratch.h"
@@ -12,22 +13,15 @@
 
 namespace stoa::engine {
 
+constexpr EnumName<Backend> kBackendNames[] = {
+    {Backend::kReference, "reference"}, {Backend::kW8A8, "w8a8"}, {Backend::kW8A32, "w8a32"}};
+
 const char* backend_name(Backend backend) {
-  switch (backend) {
-    case Backend::kReference:
-      return "reference";
-    case Backend::kW8A8:
-      return "w8a8";
-    case Backend::kW8A32:
-      return "w8a32";
-  }
-  return "?";
+  return enum_name(kBackendNames, backend);
 }
 
 Backend parse_backend(const std::string& name) {
-  if (name == "reference") return Backend::kReference;
-  if (name == "w8a8") return Backend::kW8A8;
-  if (name == "w8a32") return Backend::kW8A32;
+  if (auto backend = enum_from_name(kBackendNames, name)) return *backend;
   fail(ErrorKind::kInvalidArgument, "unknown engine backend '", name,
        "' (expected reference, w8a8 or w8a32)");
 }

@@ -20,6 +20,7 @@
 
 #include "kernels/half.h"
 #include "kernels/matmul_int8_args.h"
+#include "kernels/native_f16.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/matmul_int8.cpp"
@@ -36,15 +37,7 @@ namespace stoa::kernels {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// Highway 1.0's f16 conversions are exact only where the hardware converts (F16C on AVX2/AVX-512,
-// fcvt on AArch64); its emulation elsewhere mishandles Inf/NaN, so those targets use the exact
-// scalar conversion.
-#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL || \
-    (HWY_TARGET == HWY_NEON && HWY_ARCH_ARM_A64)
-constexpr bool kNativeF16 = true;
-#else
-constexpr bool kNativeF16 = false;
-#endif
+constexpr bool kNativeF16 = STOA_HWY_NATIVE_F16;
 
 constexpr size_t kBlock = 32;
 constexpr size_t kScaleGroup = 8;  // weight scales are converted f16 -> f32 8 blocks at a time

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "kernels/half.h"
+#include "kernels/native_f16.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/vec_ops.cpp"
@@ -22,15 +23,7 @@ namespace stoa::kernels {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// Highway 1.0's f16 conversions are exact only where the hardware converts (F16C on AVX2/AVX-512,
-// fcvt on AArch64); its emulation elsewhere mishandles Inf/NaN, so those targets use the exact
-// scalar conversion.
-#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL || \
-    (HWY_TARGET == HWY_NEON && HWY_ARCH_ARM_A64)
-constexpr bool kNativeF16 = true;
-#else
-constexpr bool kNativeF16 = false;
-#endif
+constexpr bool kNativeF16 = STOA_HWY_NATIVE_F16;
 
 using DF = hn::ScalableTag<float>;
 constexpr size_t kMaxLanes = HWY_MAX_BYTES / sizeof(float);
@@ -155,34 +148,52 @@ void AttentionValues(const float* HWY_RESTRICT p, const float* HWY_RESTRICT v, s
   }
 }
 
-void Softmax(float* x, size_t n) {
-  if (n == 0) return;
+// The largest of x[0..n); -inf when n == 0.
+HWY_INLINE float MaxOf(const float* HWY_RESTRICT x, size_t n) {
   const DF df;
   const size_t lanes = hn::Lanes(df);
-  HWY_ALIGN float buf[kMaxLanes];
   auto vmax = hn::Set(df, -std::numeric_limits<float>::infinity());
   size_t i = 0;
   for (; i + lanes <= n; i += lanes) vmax = hn::Max(vmax, hn::LoadU(df, x + i));
   float mx = hn::GetLane(hn::MaxOfLanes(df, vmax));
   for (; i < n; ++i) mx = std::max(mx, x[i]);
-  // -inf inputs: clamp the argument into Exp's valid range, where it underflows to 0.
+  return mx;
+}
+
+// The sum of exp(x[i] - mx) over x[0..n); where `out` is given, each exp is also stored there
+// (Softmax's numerators, written over its input). -inf inputs: the argument is clamped into
+// Exp's valid range, where it underflows to 0.
+HWY_INLINE float SumExpShifted(const float* x, size_t n, float mx, float* out) {
+  const DF df;
+  const size_t lanes = hn::Lanes(df);
+  HWY_ALIGN float buf[kMaxLanes];
   const auto vm = hn::Set(df, mx);
   const auto lowest = hn::Set(df, std::numeric_limits<float>::lowest());
   auto sum = hn::Zero(df);
-  for (i = 0; i < n; i += lanes) {
+  for (size_t i = 0; i < n; i += lanes) {
     const size_t rest = n - i;
     const auto in = rest >= lanes ? hn::LoadU(df, x + i) : LoadTail(x + i, rest, buf);
     auto e = hn::Exp(df, hn::Max(hn::Sub(in, vm), lowest));
-    if (rest < lanes) {
-      e = hn::IfThenElseZero(hn::FirstN(df, rest), e);
-      StoreTail(e, x + i, rest, buf);
-    } else {
-      hn::StoreU(e, df, x + i);
+    if (rest < lanes) e = hn::IfThenElseZero(hn::FirstN(df, rest), e);
+    if (out != nullptr) {
+      if (rest < lanes) {
+        StoreTail(e, out + i, rest, buf);
+      } else {
+        hn::StoreU(e, df, out + i);
+      }
     }
     sum = hn::Add(sum, e);
   }
-  const auto vsum = hn::Set(df, hn::GetLane(hn::SumOfLanes(df, sum)));
-  for (i = 0; i < n; i += lanes) {
+  return hn::GetLane(hn::SumOfLanes(df, sum));
+}
+
+void Softmax(float* x, size_t n) {
+  if (n == 0) return;
+  const DF df;
+  const size_t lanes = hn::Lanes(df);
+  HWY_ALIGN float buf[kMaxLanes];
+  const auto vsum = hn::Set(df, SumExpShifted(x, n, MaxOf(x, n), x));
+  for (size_t i = 0; i < n; i += lanes) {
     const size_t rest = n - i;
     if (rest >= lanes) {
       hn::StoreU(hn::Div(hn::LoadU(df, x + i), vsum), df, x + i);
@@ -193,27 +204,11 @@ void Softmax(float* x, size_t n) {
 }
 
 float LogSumExp(const float* x, size_t n) {
-  const DF df;
-  const size_t lanes = hn::Lanes(df);
-  HWY_ALIGN float buf[kMaxLanes];
-  auto vmax = hn::Set(df, -std::numeric_limits<float>::infinity());
-  size_t i = 0;
-  for (; i + lanes <= n; i += lanes) vmax = hn::Max(vmax, hn::LoadU(df, x + i));
-  float mx = hn::GetLane(hn::MaxOfLanes(df, vmax));
-  for (; i < n; ++i) mx = std::max(mx, x[i]);
+  const float mx = MaxOf(x, n);
   if (mx == -std::numeric_limits<float>::infinity()) return mx;
-  const auto vm = hn::Set(df, mx);
-  const auto lowest = hn::Set(df, std::numeric_limits<float>::lowest());
-  auto sum = hn::Zero(df);
-  for (i = 0; i < n; i += lanes) {
-    const size_t rest = n - i;
-    const auto in = rest >= lanes ? hn::LoadU(df, x + i) : LoadTail(x + i, rest, buf);
-    auto e = hn::Exp(df, hn::Max(hn::Sub(in, vm), lowest));
-    if (rest < lanes) e = hn::IfThenElseZero(hn::FirstN(df, rest), e);
-    sum = hn::Add(sum, e);
-  }
   // The log through the target's vector Log, so the result does not depend on the libm.
-  const auto lse = hn::Log(df, hn::Set(df, hn::GetLane(hn::SumOfLanes(df, sum))));
+  const DF df;
+  const auto lse = hn::Log(df, hn::Set(df, SumExpShifted(x, n, mx, nullptr)));
   return mx + hn::GetLane(lse);
 }
 

@@ -1,39 +1,19 @@
 #include "model/gguf_format.h"
 
+#include "core/enum_names.h"
 #include "core/error.h"
 
 namespace stoa::gguf {
 
+constexpr EnumName<ValueType> kValueTypeNames[] = {
+    {ValueType::kU8, "u8"},       {ValueType::kI8, "i8"},     {ValueType::kU16, "u16"},
+    {ValueType::kI16, "i16"},     {ValueType::kU32, "u32"},   {ValueType::kI32, "i32"},
+    {ValueType::kF32, "f32"},     {ValueType::kBool, "bool"}, {ValueType::kString, "string"},
+    {ValueType::kArray, "array"}, {ValueType::kU64, "u64"},   {ValueType::kI64, "i64"},
+    {ValueType::kF64, "f64"}};
+
 const char* value_type_name(ValueType type) {
-  switch (type) {
-    case ValueType::kU8:
-      return "u8";
-    case ValueType::kI8:
-      return "i8";
-    case ValueType::kU16:
-      return "u16";
-    case ValueType::kI16:
-      return "i16";
-    case ValueType::kU32:
-      return "u32";
-    case ValueType::kI32:
-      return "i32";
-    case ValueType::kF32:
-      return "f32";
-    case ValueType::kBool:
-      return "bool";
-    case ValueType::kString:
-      return "string";
-    case ValueType::kArray:
-      return "array";
-    case ValueType::kU64:
-      return "u64";
-    case ValueType::kI64:
-      return "i64";
-    case ValueType::kF64:
-      return "f64";
-  }
-  return "?";
+  return enum_name(kValueTypeNames, type);
 }
 
 bool is_valid_value_type(uint32_t type) {
@@ -64,18 +44,13 @@ size_t value_type_size(ValueType type) {
   return 0;
 }
 
+constexpr EnumName<GgmlType> kGgmlTypeNames[] = {{GgmlType::kF32, "F32"},
+                                                 {GgmlType::kF16, "F16"},
+                                                 {GgmlType::kQ8_0, "Q8_0"},
+                                                 {GgmlType::kBF16, "BF16"}};
+
 const char* ggml_type_name(GgmlType type) {
-  switch (type) {
-    case GgmlType::kF32:
-      return "F32";
-    case GgmlType::kF16:
-      return "F16";
-    case GgmlType::kQ8_0:
-      return "Q8_0";
-    case GgmlType::kBF16:
-      return "BF16";
-  }
-  return "?";
+  return enum_name(kGgmlTypeNames, type);
 }
 
 bool is_supported_ggml_type(uint32_t type) {

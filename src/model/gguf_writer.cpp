@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "core/dtype.h"
+#include "core/enum_names.h"
 #include "core/error.h"
 #include "model/arch_registry.h"
 #include "model/gguf_arch_map.h"
@@ -194,25 +195,19 @@ void GgufWriter::write(const std::string& path) const {
   STOA_CHECK(!ec, ErrorKind::kIo, "cannot rename '", tmp, "' to '", path, "': ", ec.message());
 }
 
+constexpr EnumName<GgufExportType> kExportTypeNames[] = {
+    {GgufExportType::kF32, "f32"}, {GgufExportType::kF16, "f16"}, {GgufExportType::kQ8_0, "q8_0"}};
+
 const char* gguf_export_type_name(GgufExportType type) {
-  switch (type) {
-    case GgufExportType::kF32:
-      return "f32";
-    case GgufExportType::kF16:
-      return "f16";
-    case GgufExportType::kQ8_0:
-      return "q8_0";
-  }
-  return "?";
+  return enum_name(kExportTypeNames, type);
 }
 
 GgufExportType parse_gguf_export_type(const std::string& name) {
   std::string lower = name;
   std::transform(lower.begin(), lower.end(), lower.begin(),
                  [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
-  if (lower == "f32") return GgufExportType::kF32;
-  if (lower == "f16") return GgufExportType::kF16;
-  if (lower == "q8_0" || lower == "q8") return GgufExportType::kQ8_0;
+  if (auto type = enum_from_name(kExportTypeNames, lower)) return *type;
+  if (lower == "q8") return GgufExportType::kQ8_0;
   fail(ErrorKind::kInvalidArgument, "GGUF type '", name, "' is not one of f32, f16, q8_0");
 }
 

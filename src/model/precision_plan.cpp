@@ -1,20 +1,16 @@
 #include "model/precision_plan.h"
 
+#include "core/enum_names.h"
 #include "core/int8_grid.h"
 #include "model/tensor_roles.h"
 
 namespace stoa {
 
+constexpr EnumName<Carrier> kCarrierNames[] = {
+    {Carrier::kInt8Grid, "int8"}, {Carrier::kBf16, "bf16"}, {Carrier::kF32, "f32"}};
+
 const char* carrier_name(Carrier carrier) {
-  switch (carrier) {
-    case Carrier::kInt8Grid:
-      return "int8";
-    case Carrier::kBf16:
-      return "bf16";
-    case Carrier::kF32:
-      return "f32";
-  }
-  return "unknown";
+  return enum_name(kCarrierNames, carrier, "unknown");
 }
 
 bool is_moe_router(const std::string& name) {

@@ -12,10 +12,11 @@ std::vector<LayerKind> kinds_with_attention_at(int64_t layers, std::vector<int64
   return kinds;
 }
 
-ModelConfig qwen3(int64_t vocab, int64_t hidden, int64_t ffn, int64_t layers, int64_t heads,
-                  int64_t kv_heads, int64_t head_dim, bool tied) {
+// The fields both architectures' presets set alike; qwen3() and lfm2() add what differs.
+ModelConfig base_config(Arch arch, int64_t vocab, int64_t hidden, int64_t ffn, int64_t layers,
+                        int64_t heads, int64_t kv_heads, int64_t head_dim) {
   ModelConfig c;
-  c.arch = Arch::kQwen3;
+  c.arch = arch;
   c.vocab_size = vocab;
   c.hidden_size = hidden;
   c.intermediate_size = ffn;
@@ -23,38 +24,32 @@ ModelConfig qwen3(int64_t vocab, int64_t hidden, int64_t ffn, int64_t layers, in
   c.num_heads = heads;
   c.num_kv_heads = kv_heads;
   c.head_dim = head_dim;
-  c.rms_norm_eps = 1e-6;
   c.rope_theta = 1e6;
   c.max_position_embeddings = 4096;
-  c.tie_word_embeddings = tied;
-  c.layer_kinds.assign(static_cast<size_t>(layers), LayerKind::kAttention);
   c.bos_token_id = 1;
   c.eos_token_id = 2;
   c.pad_token_id = 0;
   return c;
 }
 
+ModelConfig qwen3(int64_t vocab, int64_t hidden, int64_t ffn, int64_t layers, int64_t heads,
+                  int64_t kv_heads, int64_t head_dim, bool tied) {
+  ModelConfig c = base_config(Arch::kQwen3, vocab, hidden, ffn, layers, heads, kv_heads, head_dim);
+  c.rms_norm_eps = 1e-6;
+  c.tie_word_embeddings = tied;
+  c.layer_kinds.assign(static_cast<size_t>(layers), LayerKind::kAttention);
+  return c;
+}
+
 ModelConfig lfm2(int64_t vocab, int64_t hidden, int64_t ffn, int64_t layers, int64_t heads,
                  int64_t kv_heads, std::vector<int64_t> attention) {
-  ModelConfig c;
-  c.arch = Arch::kLfm2;
-  c.vocab_size = vocab;
-  c.hidden_size = hidden;
-  c.intermediate_size = ffn;
-  c.num_layers = layers;
-  c.num_heads = heads;
-  c.num_kv_heads = kv_heads;
-  c.head_dim = hidden / heads;
+  ModelConfig c =
+      base_config(Arch::kLfm2, vocab, hidden, ffn, layers, heads, kv_heads, hidden / heads);
   c.rms_norm_eps = 1e-5;
-  c.rope_theta = 1e6;
-  c.max_position_embeddings = 4096;
   c.tie_word_embeddings = true;
   c.layer_kinds = kinds_with_attention_at(layers, std::move(attention));
   c.conv_kernel = 3;
   c.conv_bias = false;
-  c.bos_token_id = 1;
-  c.eos_token_id = 2;
-  c.pad_token_id = 0;
   return c;
 }
 

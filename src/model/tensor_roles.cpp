@@ -2,65 +2,41 @@
 
 #include <cstring>
 
+#include "core/enum_names.h"
 #include "core/error.h"
 #include "model/arch_registry.h"
 
 namespace stoa {
 
+constexpr EnumName<TensorRole> kTensorRoleNames[] = {
+    {TensorRole::kEmbedding, "embedding"},
+    {TensorRole::kFinalNorm, "final_norm"},
+    {TensorRole::kLmHead, "lm_head"},
+    {TensorRole::kMixerNorm, "mixer_norm"},
+    {TensorRole::kFfnNorm, "ffn_norm"},
+    {TensorRole::kAttnQ, "attn_q"},
+    {TensorRole::kAttnK, "attn_k"},
+    {TensorRole::kAttnV, "attn_v"},
+    {TensorRole::kAttnOut, "attn_out"},
+    {TensorRole::kAttnQNorm, "attn_q_norm"},
+    {TensorRole::kAttnKNorm, "attn_k_norm"},
+    {TensorRole::kConvInProj, "conv_in_proj"},
+    {TensorRole::kConvInProjBias, "conv_in_proj_bias"},
+    {TensorRole::kConvKernel, "conv_kernel"},
+    {TensorRole::kConvKernelBias, "conv_kernel_bias"},
+    {TensorRole::kConvOutProj, "conv_out_proj"},
+    {TensorRole::kConvOutProjBias, "conv_out_proj_bias"},
+    {TensorRole::kFfnGate, "ffn_gate"},
+    {TensorRole::kFfnUp, "ffn_up"},
+    {TensorRole::kFfnDown, "ffn_down"},
+    {TensorRole::kRouter, "router"},
+    {TensorRole::kExpertBias, "expert_bias"},
+    {TensorRole::kExpertGate, "expert_gate"},
+    {TensorRole::kExpertUp, "expert_up"},
+    {TensorRole::kExpertDown, "expert_down"}};
+
 const char* tensor_role_name(TensorRole role) {
-  switch (role) {
-    case TensorRole::kEmbedding:
-      return "embedding";
-    case TensorRole::kFinalNorm:
-      return "final_norm";
-    case TensorRole::kLmHead:
-      return "lm_head";
-    case TensorRole::kMixerNorm:
-      return "mixer_norm";
-    case TensorRole::kFfnNorm:
-      return "ffn_norm";
-    case TensorRole::kAttnQ:
-      return "attn_q";
-    case TensorRole::kAttnK:
-      return "attn_k";
-    case TensorRole::kAttnV:
-      return "attn_v";
-    case TensorRole::kAttnOut:
-      return "attn_out";
-    case TensorRole::kAttnQNorm:
-      return "attn_q_norm";
-    case TensorRole::kAttnKNorm:
-      return "attn_k_norm";
-    case TensorRole::kConvInProj:
-      return "conv_in_proj";
-    case TensorRole::kConvInProjBias:
-      return "conv_in_proj_bias";
-    case TensorRole::kConvKernel:
-      return "conv_kernel";
-    case TensorRole::kConvKernelBias:
-      return "conv_kernel_bias";
-    case TensorRole::kConvOutProj:
-      return "conv_out_proj";
-    case TensorRole::kConvOutProjBias:
-      return "conv_out_proj_bias";
-    case TensorRole::kFfnGate:
-      return "ffn_gate";
-    case TensorRole::kFfnUp:
-      return "ffn_up";
-    case TensorRole::kFfnDown:
-      return "ffn_down";
-    case TensorRole::kRouter:
-      return "router";
-    case TensorRole::kExpertBias:
-      return "expert_bias";
-    case TensorRole::kExpertGate:
-      return "expert_gate";
-    case TensorRole::kExpertUp:
-      return "expert_up";
-    case TensorRole::kExpertDown:
-      return "expert_down";
-  }
-  return "unknown";
+  return enum_name(kTensorRoleNames, role, "unknown");
 }
 
 TensorScope tensor_scope(const TensorRoleRow& row) {

@@ -7,6 +7,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "core/enum_names.h"
 #include "core/error.h"
 
 namespace stoa::net {
@@ -101,16 +102,12 @@ std::optional<uint64_t> opt_u64(const json& j, const char* msg, const char* fiel
 
 }  // namespace
 
+constexpr EnumName<IntakeStatus> kIntakeStatusNames[] = {{IntakeStatus::kAccepted, "accepted"},
+                                                         {IntakeStatus::kDuplicate, "duplicate"},
+                                                         {IntakeStatus::kRejected, "rejected"}};
+
 const char* intake_status_name(IntakeStatus status) {
-  switch (status) {
-    case IntakeStatus::kAccepted:
-      return "accepted";
-    case IntakeStatus::kDuplicate:
-      return "duplicate";
-    case IntakeStatus::kRejected:
-      return "rejected";
-  }
-  return "?";
+  return enum_name(kIntakeStatusNames, status);
 }
 
 json to_json(const JoinRequest& m) {

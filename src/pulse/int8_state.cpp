@@ -2,21 +2,17 @@
 
 #include <cstring>
 
+#include "core/enum_names.h"
 #include "core/error.h"
 #include "model/precision_plan.h"
 
 namespace stoa::pulse {
 
+constexpr EnumName<TensorKind> kTensorKindNames[] = {
+    {TensorKind::kInt8, "int8"}, {TensorKind::kBf16, "bf16"}, {TensorKind::kF32, "f32"}};
+
 const char* tensor_kind_name(TensorKind kind) {
-  switch (kind) {
-    case TensorKind::kInt8:
-      return "int8";
-    case TensorKind::kBf16:
-      return "bf16";
-    case TensorKind::kF32:
-      return "f32";
-  }
-  return "?";
+  return enum_name(kTensorKindNames, kind);
 }
 
 TensorKind tensor_kind_for(const std::string& name, const Shape& shape) {

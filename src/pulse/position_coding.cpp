@@ -1,21 +1,18 @@
 #include "pulse/position_coding.h"
 
+#include "core/enum_names.h"
 #include "core/error.h"
 
 namespace stoa::pulse {
 
+constexpr EnumName<PositionCoding> kPositionCodingNames[] = {
+    {PositionCoding::kVarint, "varint"},
+    {PositionCoding::kFixed, "fixed"},
+    {PositionCoding::kShuffled, "shuffled"},
+    {PositionCoding::kRowCol, "rowcol"}};
+
 const char* position_coding_name(PositionCoding coding) {
-  switch (coding) {
-    case PositionCoding::kVarint:
-      return "varint";
-    case PositionCoding::kFixed:
-      return "fixed";
-    case PositionCoding::kShuffled:
-      return "shuffled";
-    case PositionCoding::kRowCol:
-      return "rowcol";
-  }
-  return "?";
+  return enum_name(kPositionCodingNames, coding);
 }
 
 bool valid_position_coding(uint8_t value) {

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "core/enum_names.h"
 #include "core/error.h"
 
 namespace stoa::train {
@@ -98,19 +99,16 @@ void validate_groups(const std::vector<RolloutGroup>& groups, int64_t vocab_size
   }
 }
 
+constexpr EnumName<AdvantageKind> kAdvantageKindNames[] = {{AdvantageKind::kGrpo, "grpo"},
+                                                           {AdvantageKind::kDrGrpo, "dr-grpo"}};
+
 const char* advantage_kind_name(AdvantageKind kind) {
-  switch (kind) {
-    case AdvantageKind::kGrpo:
-      return "grpo";
-    case AdvantageKind::kDrGrpo:
-      return "dr-grpo";
-  }
-  return "?";
+  return enum_name(kAdvantageKindNames, kind);
 }
 
 AdvantageKind parse_advantage_kind(const std::string& name) {
-  if (name == "grpo") return AdvantageKind::kGrpo;
-  if (name == "dr-grpo" || name == "drgrpo") return AdvantageKind::kDrGrpo;
+  if (auto kind = enum_from_name(kAdvantageKindNames, name)) return *kind;
+  if (name == "drgrpo") return AdvantageKind::kDrGrpo;  // the spelling older configs used
   fail(ErrorKind::kInvalidArgument, "unknown advantage '", name, "' (grpo, dr-grpo)");
 }
 

@@ -2,38 +2,27 @@
 #include <cmath>
 #include <numbers>
 
+#include "core/enum_names.h"
 #include "core/error.h"
 #include "train/loss_config.h"
 #include "train/train_options.h"
 
 namespace stoa::train {
 
+constexpr EnumName<LossKind> kLossKindNames[] = {{LossKind::kDppoBinaryTv, "dppo-binary-tv"},
+                                                 {LossKind::kDppoBinaryKl, "dppo-binary-kl"},
+                                                 {LossKind::kDppoTopkTv, "dppo-topk-tv"},
+                                                 {LossKind::kDppoTopkKl, "dppo-topk-kl"},
+                                                 {LossKind::kPpoClip, "ppo-clip"},
+                                                 {LossKind::kTruncatedIs, "truncated-is"},
+                                                 {LossKind::kOnPolicyPg, "on-policy-pg"}};
+
 const char* loss_kind_name(LossKind kind) {
-  switch (kind) {
-    case LossKind::kDppoBinaryTv:
-      return "dppo-binary-tv";
-    case LossKind::kDppoBinaryKl:
-      return "dppo-binary-kl";
-    case LossKind::kDppoTopkTv:
-      return "dppo-topk-tv";
-    case LossKind::kDppoTopkKl:
-      return "dppo-topk-kl";
-    case LossKind::kPpoClip:
-      return "ppo-clip";
-    case LossKind::kTruncatedIs:
-      return "truncated-is";
-    case LossKind::kOnPolicyPg:
-      return "on-policy-pg";
-  }
-  return "?";
+  return enum_name(kLossKindNames, kind);
 }
 
 LossKind parse_loss_kind(const std::string& name) {
-  for (LossKind kind :
-       {LossKind::kDppoBinaryTv, LossKind::kDppoBinaryKl, LossKind::kDppoTopkTv,
-        LossKind::kDppoTopkKl, LossKind::kPpoClip, LossKind::kTruncatedIs, LossKind::kOnPolicyPg}) {
-    if (name == loss_kind_name(kind)) return kind;
-  }
+  if (auto kind = enum_from_name(kLossKindNames, name)) return *kind;
   fail(ErrorKind::kInvalidArgument, "unknown loss '", name,
        "' (dppo-binary-tv, dppo-binary-kl, dppo-topk-tv, dppo-topk-kl, ppo-clip, truncated-is, "
        "on-policy-pg)");

@@ -14,20 +14,17 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "support/stoa_cli.h"
+
 namespace {
 namespace fs = std::filesystem;
-
-std::string binary() {
-  const char* b = std::getenv("STOA_BINARY");
-  return b ? b : "";
-}
 
 bool has_demo_command(const std::string& exe) {
   return std::system((exe + " demo --help > /dev/null 2>&1").c_str()) == 0;
 }
 
 TEST(DemoEndToEnd, SmallDemoRunsAndReportsEveryFigure) {
-  const std::string exe = binary();
+  const std::string exe = stoa::testing::stoa_binary("");
   ASSERT_FALSE(exe.empty()) << "STOA_BINARY is not set";
   // Only a build without libtorch may lack `stoa demo`; in a libtorch build a binary that cannot
   // show the demo's help is broken, and that is a failure, not a skip.

@@ -34,15 +34,10 @@ struct Problem {
 
 Problem make_problem(int64_t rows, int64_t cols, int64_t batch, uint32_t seed) {
   std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
   Problem p;
   p.w = test::random_int8_weights(rows, cols, rng);
   p.batch = batch;
-  std::vector<float> x(static_cast<size_t>(batch * cols));
-  for (auto& v : x) v = normal(rng);
-  if (batch > 0 && cols >= 64) {
-    for (int64_t i = 0; i < 32; ++i) x[i] = 0.0f;  // an all-zero block: scale 0
-  }
+  const std::vector<float> x = test::random_activations(batch, cols, rng);
   p.xq.resize(x.size());
   p.xd.resize(x.size() / 32);
   p.sums.assign(x.size() / 32, -12345);

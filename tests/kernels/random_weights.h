@@ -1,6 +1,8 @@
-// Random int8 test weights shared by the matmul tests: per-row magnitudes spread over five
-// decades so that scales differ between groups and rows (and some rows quantise coarsely).
+// Random int8 test weights and f32 activations shared by the matmul tests: per-row magnitudes
+// spread over five decades so that scales differ between groups and rows (and some rows quantise
+// coarsely).
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -18,6 +20,16 @@ inline Int8Matrix random_int8_weights(int64_t rows, int64_t cols, std::mt19937& 
     for (int64_t i = 0; i < cols; ++i) wf[r * cols + i] = mag * normal(rng);
   }
   return int8_quantize(wf.data(), rows, cols);
+}
+
+// batch x cols standard-normal activations; where there is room, the first block of 32 is all
+// zero (scale 0: the kernels must not divide by it).
+inline std::vector<float> random_activations(int64_t batch, int64_t cols, std::mt19937& rng) {
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(batch * cols));
+  for (auto& v : x) v = normal(rng);
+  if (batch > 0 && cols >= 64) std::fill_n(x.begin(), 32, 0.0f);
+  return x;
 }
 
 }  // namespace stoa::kernels::test

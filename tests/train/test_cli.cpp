@@ -10,29 +10,14 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "support/stoa_cli.h"
+
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string binary() {
-  const char* b = std::getenv("STOA_BINARY");
-  return b ? b : "stoa";
-}
-
-std::string read(const fs::path& path) {
-  std::ifstream in(path);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// Runs `stoa args`, stdout to out.txt and stderr to err.txt under `dir`; returns the exit code.
-int stoa(const fs::path& dir, const std::string& args) {
-  const std::string cmd = binary() + " " + args + " > " + (dir / "out.txt").string() + " 2> " +
-                          (dir / "err.txt").string();
-  int status = std::system(cmd.c_str());
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
+using stoa::testing::read_text;
+using stoa::testing::run_stoa;
 
 class TrainCli : public ::testing::Test {
  protected:
@@ -46,9 +31,9 @@ class TrainCli : public ::testing::Test {
 };
 
 TEST_F(TrainCli, SftTrainsWritesAModelAndResumes) {
-  ASSERT_EQ(stoa(dir, "model init --preset tiny-qwen3 --seed 1 --out " + (dir / "model").string()),
-            0)
-      << read(dir / "err.txt");
+  ASSERT_EQ(
+      run_stoa(dir, "model init --preset tiny-qwen3 --seed 1 --out " + (dir / "model").string()), 0)
+      << read_text(dir / "err.txt");
   {
     std::ofstream data(dir / "data.jsonl");
     data
@@ -60,9 +45,9 @@ TEST_F(TrainCli, SftTrainsWritesAModelAndResumes) {
                              (dir / "model").string() +
                              " --lr 3e-3 --batch-tokens 16 --threads 1 --json --checkpoint " +
                              (dir / "ckpt").string();
-  ASSERT_EQ(stoa(dir, common + " --epochs 6 --out " + (dir / "out").string()), 0)
-      << read(dir / "err.txt");
-  std::istringstream lines(read(dir / "out.txt"));
+  ASSERT_EQ(run_stoa(dir, common + " --epochs 6 --out " + (dir / "out").string()), 0)
+      << read_text(dir / "err.txt");
+  std::istringstream lines(read_text(dir / "out.txt"));
   std::vector<nlohmann::json> steps;
   for (std::string line; std::getline(lines, line);) steps.push_back(nlohmann::json::parse(line));
   ASSERT_GE(steps.size(), 12u);  // 3 examples of 6–8 tokens, 16 per batch: 2 steps an epoch
@@ -71,11 +56,11 @@ TEST_F(TrainCli, SftTrainsWritesAModelAndResumes) {
   EXPECT_TRUE(fs::exists(dir / "out" / "model.safetensors"));
   EXPECT_TRUE(fs::exists(dir / "ckpt" / "trainer.json"));
   // Asking for more epochs from the checkpoint continues at the next step.
-  ASSERT_EQ(stoa(dir, common + " --epochs 7 --resume " + (dir / "ckpt").string() + " --out " +
-                          (dir / "out2").string()),
+  ASSERT_EQ(run_stoa(dir, common + " --epochs 7 --resume " + (dir / "ckpt").string() + " --out " +
+                              (dir / "out2").string()),
             0)
-      << read(dir / "err.txt");
-  std::istringstream more(read(dir / "out.txt"));
+      << read_text(dir / "err.txt");
+  std::istringstream more(read_text(dir / "out.txt"));
   std::string first;
   std::getline(more, first);
   ASSERT_FALSE(first.empty());
@@ -84,25 +69,26 @@ TEST_F(TrainCli, SftTrainsWritesAModelAndResumes) {
 }
 
 TEST_F(TrainCli, BadDataNamesFileAndLine) {
-  ASSERT_EQ(stoa(dir, "model init --preset tiny-qwen3 --out " + (dir / "model").string()), 0);
+  ASSERT_EQ(run_stoa(dir, "model init --preset tiny-qwen3 --out " + (dir / "model").string()), 0);
   {
     std::ofstream data(dir / "bad.jsonl");
     data << "{\"tokens\": [1, 2, 3]}\n{\"tokens\": [1, 99999]}\n";
   }
-  EXPECT_NE(stoa(dir, "train --sft --data " + (dir / "bad.jsonl").string() + " --model " +
-                          (dir / "model").string() + " --out " + (dir / "out").string()),
+  EXPECT_NE(run_stoa(dir, "train --sft --data " + (dir / "bad.jsonl").string() + " --model " +
+                              (dir / "model").string() + " --out " + (dir / "out").string()),
             0);
-  EXPECT_NE(read(dir / "err.txt").find("bad.jsonl:2"), std::string::npos) << read(dir / "err.txt");
+  EXPECT_NE(read_text(dir / "err.txt").find("bad.jsonl:2"), std::string::npos)
+      << read_text(dir / "err.txt");
   EXPECT_FALSE(fs::exists(dir / "out"));
 }
 
 TEST_F(TrainCli, BenchTrainJson) {
-  ASSERT_EQ(stoa(dir,
-                 "bench train --json --archs qwen3,lfm2_moe --sizes 10m --seq-len 64 "
-                 "--prompt-tokens 8 --batch 1 --steps 1 --warmup 0 --threads 1"),
+  ASSERT_EQ(run_stoa(dir,
+                     "bench train --json --archs qwen3,lfm2_moe --sizes 10m --seq-len 64 "
+                     "--prompt-tokens 8 --batch 1 --steps 1 --warmup 0 --threads 1"),
             0)
-      << read(dir / "err.txt");
-  nlohmann::json report = nlohmann::json::parse(read(dir / "out.txt"));
+      << read_text(dir / "err.txt");
+  nlohmann::json report = nlohmann::json::parse(read_text(dir / "out.txt"));
   EXPECT_GT(report["sgemm_gflops"].get<double>(), 0.0);
   ASSERT_EQ(report["results"].size(), 2u);
   for (const auto& r : report["results"]) {

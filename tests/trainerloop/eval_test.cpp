@@ -1,7 +1,6 @@
 // `stoa eval` through the real binary: a tiny random model (byte-level codec), a small generated
 // PaperSearchQA-mini with its BM25 index, full multi-turn episodes on the engine.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -11,20 +10,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "support/stoa_cli.h"
+
 namespace {
 namespace fs = std::filesystem;
 
-std::string binary() {
-  const char* b = std::getenv("STOA_BINARY");
-  return b ? b : "stoa";
-}
-
-std::string read(const fs::path& path) {
-  std::ifstream in(path);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using stoa::testing::read_text;
 
 class EvalCli : public ::testing::Test {
  protected:
@@ -32,32 +23,27 @@ class EvalCli : public ::testing::Test {
     dir = new fs::path(fs::temp_directory_path() / ("stoa_eval_" + std::to_string(::getpid())));
     fs::create_directories(*dir);
     ASSERT_EQ(run("model init --preset tiny-qwen3 --seed 3 --out " + (*dir / "model").string()), 0)
-        << read(*dir / "err.txt");
+        << read_text(*dir / "err.txt");
     ASSERT_EQ(
         run("data generate --papers 200 --questions 60 --seed 2 --out " + (*dir / "data").string()),
         0)
-        << read(*dir / "err.txt");
+        << read_text(*dir / "err.txt");
     ASSERT_EQ(run("search index --corpus " + (*dir / "data" / "corpus.jsonl").string() + " --out " +
                   (*dir / "data" / "index").string()),
               0)
-        << read(*dir / "err.txt");
+        << read_text(*dir / "err.txt");
   }
   static void TearDownTestSuite() {
     std::error_code ec;
     fs::remove_all(*dir, ec);
     delete dir;
   }
-  static int run(const std::string& args) {
-    const std::string cmd = binary() + " " + args + " > " + (*dir / "out.txt").string() + " 2> " +
-                            (*dir / "err.txt").string();
-    int status = std::system(cmd.c_str());
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
+  static int run(const std::string& args) { return stoa::testing::run_stoa(*dir, args); }
   static nlohmann::json eval(const std::string& extra) {
     const std::string args = "eval --model " + (*dir / "model").string() + " --data " +
                              (*dir / "data").string() + " --limit 6 --max-new-tokens 12 " + extra;
-    EXPECT_EQ(run(args), 0) << read(*dir / "err.txt");
-    return nlohmann::json::parse(read(*dir / "out.txt"));
+    EXPECT_EQ(run(args), 0) << read_text(*dir / "err.txt");
+    return nlohmann::json::parse(read_text(*dir / "out.txt"));
   }
   static inline fs::path* dir = nullptr;
 };
@@ -87,7 +73,8 @@ TEST_F(EvalCli, BadInputIsAClearError) {
   EXPECT_NE(run("eval --model " + (*dir / "model").string() + " --data " +
                 (*dir / "data").string() + " --split nope"),
             0);
-  EXPECT_NE(read(*dir / "err.txt").find("nope.jsonl"), std::string::npos) << read(*dir / "err.txt");
+  EXPECT_NE(read_text(*dir / "err.txt").find("nope.jsonl"), std::string::npos)
+      << read_text(*dir / "err.txt");
   EXPECT_NE(
       run("eval --model " + (*dir / "missing").string() + " --data " + (*dir / "data").string()),
       0);

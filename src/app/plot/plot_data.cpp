@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/enum_names.h"
 #include "core/error.h"
 
 namespace stoa::app::plot {
@@ -143,16 +144,13 @@ void load_evals(RunData& run, const fs::path& demo_dir) {
 
 }  // namespace
 
+constexpr EnumName<ClockSource> kClockSourceNames[] = {
+    {ClockSource::kElapsed, "elapsed_s"},
+    {ClockSource::kUnixMs, "unix_ms"},
+    {ClockSource::kEstimated, "estimated from step_seconds/busy_fraction"}};
+
 const char* clock_source_name(ClockSource c) {
-  switch (c) {
-    case ClockSource::kElapsed:
-      return "elapsed_s";
-    case ClockSource::kUnixMs:
-      return "unix_ms";
-    case ClockSource::kEstimated:
-      return "estimated from step_seconds/busy_fraction";
-  }
-  return "?";
+  return enum_name(kClockSourceNames, c);
 }
 
 std::optional<StepPoint> parse_step_line(const std::string& line, std::string* why) {

@@ -2,6 +2,7 @@
 
 #include <sqlite3.h>
 
+#include "core/enum_names.h"
 #include "core/error.h"
 
 namespace stoa::hub {
@@ -22,6 +23,13 @@ class Stmt {
   }
   Stmt& bind(int i, int64_t v) {
     sqlite3_bind_int64(stmt_, i, v);
+    return *this;
+  }
+  // Binds `values` to ?1, ?2, ... in order (each through the overload for its type).
+  template <class... Values>
+  Stmt& bind_all(const Values&... values) {
+    int i = 0;
+    (bind(++i, values), ...);
     return *this;
   }
   Stmt& bind(int i, double v) {
@@ -78,44 +86,28 @@ CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 
 }  // namespace
 
+constexpr EnumName<GroupStatus> kGroupStatusNames[] = {{GroupStatus::kOpen, "open"},
+                                                       {GroupStatus::kComplete, "complete"},
+                                                       {GroupStatus::kTrained, "trained"},
+                                                       {GroupStatus::kDropped, "dropped"}};
+
 const char* group_status_name(GroupStatus s) {
-  switch (s) {
-    case GroupStatus::kOpen:
-      return "open";
-    case GroupStatus::kComplete:
-      return "complete";
-    case GroupStatus::kTrained:
-      return "trained";
-    case GroupStatus::kDropped:
-      return "dropped";
-  }
-  return "?";
+  return enum_name(kGroupStatusNames, s);
 }
 GroupStatus parse_group_status(const std::string& n) {
-  if (n == "open") return GroupStatus::kOpen;
-  if (n == "complete") return GroupStatus::kComplete;
-  if (n == "trained") return GroupStatus::kTrained;
-  if (n == "dropped") return GroupStatus::kDropped;
+  if (auto status = enum_from_name(kGroupStatusNames, n)) return *status;
   fail(ErrorKind::kBadFormat, "ledger: unknown group status '", n, "'");
 }
+constexpr EnumName<LeaseState> kLeaseStateNames[] = {{LeaseState::kOpen, "open"},
+                                                     {LeaseState::kExpired, "expired"},
+                                                     {LeaseState::kReleased, "released"},
+                                                     {LeaseState::kDone, "done"}};
+
 const char* lease_state_name(LeaseState s) {
-  switch (s) {
-    case LeaseState::kOpen:
-      return "open";
-    case LeaseState::kExpired:
-      return "expired";
-    case LeaseState::kReleased:
-      return "released";
-    case LeaseState::kDone:
-      return "done";
-  }
-  return "?";
+  return enum_name(kLeaseStateNames, s);
 }
 LeaseState parse_lease_state(const std::string& n) {
-  if (n == "open") return LeaseState::kOpen;
-  if (n == "expired") return LeaseState::kExpired;
-  if (n == "released") return LeaseState::kReleased;
-  if (n == "done") return LeaseState::kDone;
+  if (auto state = enum_from_name(kLeaseStateNames, n)) return *state;
   fail(ErrorKind::kBadFormat, "ledger: unknown lease state '", n, "'");
 }
 
@@ -192,19 +184,12 @@ void Ledger::rollback() {
 
 void Ledger::put_worker(const WorkerRow& r) {
   Stmt(db_, "INSERT OR REPLACE INTO workers VALUES(?,?,?,?,?)", path_)
-      .bind(1, r.id)
-      .bind(2, r.name)
-      .bind(3, r.session_token)
-      .bind(4, r.joined_ms)
-      .bind(5, r.last_seen_ms)
+      .bind_all(r.id, r.name, r.session_token, r.joined_ms, r.last_seen_ms)
       .run();
 }
 
 void Ledger::touch_worker(const std::string& id, int64_t now_ms) {
-  Stmt(db_, "UPDATE workers SET last_seen_ms=? WHERE id=?", path_)
-      .bind(1, now_ms)
-      .bind(2, id)
-      .run();
+  Stmt(db_, "UPDATE workers SET last_seen_ms=? WHERE id=?", path_).bind_all(now_ms, id).run();
 }
 
 std::vector<WorkerRow> Ledger::workers() const {
@@ -216,24 +201,16 @@ std::vector<WorkerRow> Ledger::workers() const {
 
 void Ledger::put_group(const GroupRow& r) {
   Stmt(db_, "INSERT OR REPLACE INTO groups VALUES(?,?,?,?,?,?,?,?)", path_)
-      .bind(1, r.id)
-      .bind(2, r.prompt_id)
-      .bind(3, r.prompt_index)
-      .bind(4, static_cast<int64_t>(r.samples))
-      .bind(5, std::string(group_status_name(r.status)))
-      .bind(6, r.created_ms)
-      .bind(7, r.trained_step)
-      .bind(8, r.drop_reason)
+      .bind_all(r.id, r.prompt_id, r.prompt_index, static_cast<int64_t>(r.samples),
+                std::string(group_status_name(r.status)), r.created_ms, r.trained_step,
+                r.drop_reason)
       .run();
 }
 
 void Ledger::set_group_status(const std::string& id, GroupStatus status, int64_t trained_step,
                               const std::string& drop_reason) {
   Stmt(db_, "UPDATE groups SET status=?, trained_step=?, drop_reason=? WHERE id=?", path_)
-      .bind(1, std::string(group_status_name(status)))
-      .bind(2, trained_step)
-      .bind(3, drop_reason)
-      .bind(4, id)
+      .bind_all(std::string(group_status_name(status)), trained_step, drop_reason, id)
       .run();
 }
 
@@ -252,15 +229,9 @@ std::vector<GroupRow> Ledger::groups() const {
 
 void Ledger::put_lease(const LeaseRow& r) {
   Stmt(db_, "INSERT OR REPLACE INTO leases VALUES(?,?,?,?,?,?,?,?,?)", path_)
-      .bind(1, r.id)
-      .bind(2, r.group_id)
-      .bind(3, r.worker_id)
-      .bind(4, static_cast<int64_t>(r.samples))
-      .bind(5, std::string(lease_state_name(r.state)))
-      .bind(6, r.issued_ms)
-      .bind(7, r.deadline_ms)
-      .bind(8, r.max_deadline_ms)
-      .bind(9, static_cast<int64_t>(r.issued_at_version))
+      .bind_all(r.id, r.group_id, r.worker_id, static_cast<int64_t>(r.samples),
+                std::string(lease_state_name(r.state)), r.issued_ms, r.deadline_ms,
+                r.max_deadline_ms, static_cast<int64_t>(r.issued_at_version))
       .run();
 }
 
@@ -280,16 +251,9 @@ std::vector<LeaseRow> Ledger::leases(bool open_only) const {
 
 void Ledger::insert_rollout(const RolloutRow& r) {
   Stmt(db_, "INSERT INTO rollouts VALUES(?,?,?,?,?,?,?,?,?,?)", path_)
-      .bind(1, r.id)
-      .bind(2, r.group_id)
-      .bind(3, r.lease_id)
-      .bind(4, r.worker_id)
-      .bind(5, r.reward)
-      .bind(6, static_cast<int64_t>(r.min_version))
-      .bind(7, static_cast<int64_t>(r.max_version))
-      .bind(8, r.tokens)
-      .bind(9, r.accepted_ms)
-      .bind(10, r.payload)
+      .bind_all(r.id, r.group_id, r.lease_id, r.worker_id, r.reward,
+                static_cast<int64_t>(r.min_version), static_cast<int64_t>(r.max_version), r.tokens,
+                r.accepted_ms, r.payload)
       .run();
 }
 
@@ -338,10 +302,7 @@ int64_t Ledger::rollout_count() const {
 
 void Ledger::put_version(const VersionRow& r) {
   Stmt(db_, "INSERT OR REPLACE INTO versions VALUES(?,?,?,?)", path_)
-      .bind(1, static_cast<int64_t>(r.version))
-      .bind(2, r.state_hash)
-      .bind(3, r.published_ms)
-      .bind(4, r.blobs_json)
+      .bind_all(static_cast<int64_t>(r.version), r.state_hash, r.published_ms, r.blobs_json)
       .run();
 }
 
@@ -354,9 +315,7 @@ std::vector<VersionRow> Ledger::versions() const {
 
 void Ledger::put_step(int64_t step, int64_t ms, const std::string& report_json) {
   Stmt(db_, "INSERT OR REPLACE INTO steps VALUES(?,?,?)", path_)
-      .bind(1, step)
-      .bind(2, ms)
-      .bind(3, report_json)
+      .bind_all(step, ms, report_json)
       .run();
 }
 
@@ -374,7 +333,7 @@ std::optional<std::string> Ledger::meta(const std::string& key) const {
 }
 
 void Ledger::set_meta(const std::string& key, const std::string& value) {
-  Stmt(db_, "INSERT OR REPLACE INTO meta VALUES(?,?)", path_).bind(1, key).bind(2, value).run();
+  Stmt(db_, "INSERT OR REPLACE INTO meta VALUES(?,?)", path_).bind_all(key, value).run();
 }
 
 }  // namespace stoa::hub

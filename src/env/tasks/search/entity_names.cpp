@@ -4,6 +4,7 @@
 #include <cstring>
 #include <functional>
 
+#include "core/enum_names.h"
 #include "core/error.h"
 
 namespace stoa::env {
@@ -39,24 +40,14 @@ std::string consonants(const std::string& stem, size_t n) {
 
 }  // namespace
 
+constexpr EnumName<EntityType> kEntityTypeNames[] = {
+    {EntityType::kGene, "gene"},          {EntityType::kProtein, "protein"},
+    {EntityType::kDisease, "disease"},    {EntityType::kDrug, "drug"},
+    {EntityType::kCellType, "cell type"}, {EntityType::kOrganism, "organism"},
+    {EntityType::kMethod, "method"}};
+
 const char* entity_type_name(EntityType type) {
-  switch (type) {
-    case EntityType::kGene:
-      return "gene";
-    case EntityType::kProtein:
-      return "protein";
-    case EntityType::kDisease:
-      return "disease";
-    case EntityType::kDrug:
-      return "drug";
-    case EntityType::kCellType:
-      return "cell type";
-    case EntityType::kOrganism:
-      return "organism";
-    case EntityType::kMethod:
-      return "method";
-  }
-  return "?";
+  return enum_name(kEntityTypeNames, type);
 }
 
 std::string NameForge::stem(int min_syllables, int max_syllables) {

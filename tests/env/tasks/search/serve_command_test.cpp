@@ -11,22 +11,19 @@
 
 #include "env/env_test_util.h"
 #include "env/tasks/search/retrieval_client.h"
+#include "support/stoa_cli.h"
 
 namespace stoa::env {
 namespace {
 
-std::string binary() {
-  const char* b = std::getenv("STOA_BINARY");
-  return b ? b : "";
-}
-
 TEST(SearchServeCommand, IndexThenServeThenQuery) {
-  if (binary().empty() || !std::filesystem::exists(binary())) GTEST_SKIP() << "no STOA_BINARY";
+  const std::string binary = ::stoa::testing::stoa_binary("");
+  if (binary.empty() || !std::filesystem::exists(binary)) GTEST_SKIP() << "no STOA_BINARY";
   testing::TempDir dir("serve_cmd");
   std::vector<nlohmann::json> records;
   for (const auto& d : testing::small_corpus()) records.push_back(to_json(d));
   write_jsonl(dir / "corpus.jsonl", records);
-  std::string cmd = binary() + " search index --corpus " + dir / "corpus.jsonl" + " --out " +
+  std::string cmd = binary + " search index --corpus " + dir / "corpus.jsonl" + " --out " +
                     dir / "index" + " > " + dir / "index.log" + " 2>&1";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
 
@@ -38,7 +35,7 @@ TEST(SearchServeCommand, IndexThenServeThenQuery) {
     dup2(out_pipe[1], 1);
     close(out_pipe[0]);
     std::string index = dir / "index";
-    execl(binary().c_str(), binary().c_str(), "search", "serve", "--index", index.c_str(), "--port",
+    execl(binary.c_str(), binary.c_str(), "search", "serve", "--index", index.c_str(), "--port",
           "0", "--host", "127.0.0.1", static_cast<char*>(nullptr));
     _exit(127);
   }
