@@ -1,5 +1,5 @@
 // The arithmetic of `stoa bench fleet` (fleet_bench.cpp), kept apart from the process
-// and network plumbing so tests/fleet can check it on hand-written inputs:
+// and network plumbing so tests/app/fleet can check it on hand-written inputs:
 //   - worker log lines ("2026-11-30T08:00:00.123Z I [worker] generating with version 7") → the
 //     moments each worker switched weights, and its final idle fraction;
 //   - weight-sync latency: for each version v the hub published at P(v) inside the window, and

@@ -7,8 +7,8 @@
 #include <fstream>
 #include <thread>
 
-#include "hub/hub_fixture.h"
 #include "net/hub_client.h"
+#include "roles/hub/hub_fixture.h"
 #include "roles/hub/server.h"
 
 namespace stoa::hub::testing {

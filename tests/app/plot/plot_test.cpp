@@ -8,10 +8,10 @@
 #include <gtest/gtest.h>
 
 #include "app/plot/plot_data.h"
+#include "app/plot/plot_fixture.h"
 #include "app/plot/plot_gnuplot.h"
 #include "app/plot/plot_script.h"
 #include "core/error.h"
-#include "plot/plot_fixture.h"
 
 namespace stoa::app::plot {
 namespace {

@@ -12,9 +12,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "hub/hub_fixture.h"
 #include "model/presets.h"
 #include "pulse/catalog.h"
+#include "roles/hub/hub_fixture.h"
 #include "roles/trainer/trainer_loop.h"
 
 namespace stoa::trainer {

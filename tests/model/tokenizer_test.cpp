@@ -8,10 +8,10 @@
 
 #include "core/error.h"
 #include "model/pretokenizer.h"
+#include "model/tiny_tokenizer.h"
 #include "model/tokenizer.h"
 #include "model/tokenizer_bpe.h"
 #include "model/unicode.h"
-#include "tokenizer/tiny_tokenizer.h"
 
 namespace stoa {
 namespace {

@@ -1,7 +1,7 @@
 #include <algorithm>
 #include <map>
 
-#include "hub/hub_fixture.h"
+#include "roles/hub/hub_fixture.h"
 
 namespace stoa::hub::testing {
 namespace {

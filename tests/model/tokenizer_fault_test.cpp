@@ -10,8 +10,8 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "model/tiny_tokenizer.h"
 #include "model/tokenizer.h"
-#include "tokenizer/tiny_tokenizer.h"
 
 namespace stoa {
 namespace {

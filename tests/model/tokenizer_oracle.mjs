@@ -1,7 +1,7 @@
 // Oracle side of the tokenizer tests: runs @huggingface/tokenizers (pure JS) on the requests in
 // a JSON-lines file and writes one JSON line of answers per request.
 //
-//   node oracle.mjs TOKENIZERS_MJS TOKENIZER_JSON CONFIG_JSON|- IN.jsonl OUT.jsonl
+//   node tokenizer_oracle.mjs TOKENIZERS_MJS TOKENIZER_JSON CONFIG_JSON|- IN.jsonl OUT.jsonl
 //
 // Request {"text": s}  -> {"ids": [...], "ids_special": [...], "decoded": s', "decoded_skip": s''}
 // Request {"ids": [..]} -> {"decoded": s, "decoded_skip": s'}
@@ -10,7 +10,7 @@ import { pathToFileURL } from "node:url";
 
 const [modulePath, tokenizerPath, configPath, inPath, outPath] = process.argv.slice(2);
 if (!outPath) {
-  console.error("usage: node oracle.mjs TOKENIZERS_MJS TOKENIZER_JSON CONFIG_JSON|- IN OUT");
+  console.error("usage: node tokenizer_oracle.mjs TOKENIZERS_MJS TOKENIZER_JSON CONFIG_JSON|- IN OUT");
   process.exit(2);
 }
 const { Tokenizer } = await import(pathToFileURL(modulePath).href);

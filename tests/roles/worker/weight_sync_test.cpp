@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "pulse/pulse_test_util.h"
+#include "roles/worker/memory_hub.h"
 #include "roles/worker/weight_sync.h"
-#include "worker/memory_hub.h"
 
 namespace stoa::worker {
 namespace {

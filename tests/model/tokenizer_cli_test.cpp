@@ -11,8 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "model/tokenizer.h"
-#include "tokenizer/oracle_corpus.h"
-#include "tokenizer/oracle_support.h"
+#include "model/tokenizer_oracle_corpus.h"
+#include "model/tokenizer_oracle_support.h"
 
 namespace stoa {
 namespace {

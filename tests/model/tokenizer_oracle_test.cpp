@@ -10,9 +10,9 @@
 
 #include "model/bpe_trainer.h"
 #include "model/tokenizer.h"
+#include "model/tokenizer_oracle_corpus.h"
+#include "model/tokenizer_oracle_support.h"
 #include "model/unicode.h"
-#include "tokenizer/oracle_corpus.h"
-#include "tokenizer/oracle_support.h"
 
 namespace stoa {
 namespace {

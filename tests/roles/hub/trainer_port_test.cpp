@@ -1,6 +1,6 @@
 #include <thread>
 
-#include "hub/hub_fixture.h"
+#include "roles/hub/hub_fixture.h"
 
 namespace stoa::hub::testing {
 namespace {

@@ -1,5 +1,5 @@
-// Runs the JS oracle (tests/tokenizer/oracle.mjs on @huggingface/tokenizers) from a gtest. When
-// node or the npm package is missing this throws with a message saying what to install: the
+// Runs the JS oracle (tests/model/tokenizer_oracle.mjs on @huggingface/tokenizers) from a gtest.
+// When node or the npm package is missing this throws with a message saying what to install: the
 // oracle tests must fail loudly, never skip.
 #pragma once
 #include <cstdlib>
@@ -57,7 +57,7 @@ inline std::vector<nlohmann::json> run_oracle(const std::string& tokenizer_json,
                                               const std::string& work_dir) {
   std::string node = find_node();
   std::string module = npm_module("@huggingface/tokenizers/dist/tokenizers.mjs");
-  std::string script = env_or_throw("STOA_SOURCE_DIR") + "/tests/tokenizer/oracle.mjs";
+  std::string script = env_or_throw("STOA_SOURCE_DIR") + "/tests/model/tokenizer_oracle.mjs";
   std::filesystem::create_directories(work_dir);
   std::string in = work_dir + "/requests.jsonl", out = work_dir + "/answers.jsonl",
               err = work_dir + "/oracle.stderr";

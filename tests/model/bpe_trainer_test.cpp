@@ -5,8 +5,8 @@
 #include "core/error.h"
 #include "model/bpe_trainer.h"
 #include "model/tokenizer.h"
+#include "model/tokenizer_oracle_corpus.h"
 #include "model/unicode.h"
-#include "tokenizer/oracle_corpus.h"
 
 namespace stoa {
 namespace {

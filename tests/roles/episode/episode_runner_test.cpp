@@ -13,8 +13,8 @@
 
 #include "core/thread_pool.h"
 #include "engine/engine_test_util.h"
-#include "env/tasks/search/bm25_index.h"
 #include "env/env_test_util.h"
+#include "env/tasks/search/bm25_index.h"
 #include "env/tasks/search/search_task.h"
 #include "roles/episode/episode_runner.h"
 
