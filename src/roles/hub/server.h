@@ -40,9 +40,6 @@ class HubServer {
   bool tls() const { return tls_; }
   std::string url() const;
 
-  // The dashboard page (GET /): self-contained HTML polling /v1/status.
-  static const char* dashboard_html();
-
  private:
   void routes();
 
