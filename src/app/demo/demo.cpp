@@ -36,9 +36,12 @@ void on_interrupt(int) {
 }
 
 // The warm start committed with the sources (assets/warm-start, app/demo/warm_start.h): the SFT
-// model of a measured `stoa demo --full` run, so the default demo spends its minutes on RL.
+// model of a measured `stoa demo --full` run, so the default demo spends its minutes on RL. An
+// installed `stoa` package has no checkout: it ships the same files under the data directory.
 std::string committed_warm_start() {
-  return (source_root() / "assets" / "warm-start").string();
+  const fs::path beside_sources = source_root() / "assets" / "warm-start";
+  if (fs::exists(beside_sources)) return beside_sources.string();
+  return (fs::path(STOA_INSTALL_DATADIR) / "warm-start").string();
 }
 
 void say(const std::string& line) {
