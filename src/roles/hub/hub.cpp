@@ -218,6 +218,12 @@ void Hub::publish_version(const pulse::Published& published, const Hash128& stat
   ledger_->put_version(row);
   versions_[row.version] = row;
   reload_catalog_locked();
+  VersionPoint point;
+  point.version = published.version;
+  point.t_s = static_cast<double>(row.published_ms - counters_->start_ms) / 1000.0;
+  if (published.patch) point.patch_bytes = published.patch->bytes;
+  if (published.anchor) point.anchor_bytes = published.anchor->bytes;
+  history_.add_version(point);
   version_cv_.notify_all();
 }
 

@@ -26,6 +26,7 @@
 #include "pulse/blob_store.h"
 #include "pulse/catalog.h"
 #include "roles/hub/ledger.h"
+#include "roles/hub/run_history.h"
 #include "roles/hub/trainer_port.h"
 
 namespace stoa::hub {
@@ -101,6 +102,10 @@ class Hub final : public TrainerPort {
   // ---- observability ----
   nlohmann::json status() const;
   std::string metrics() const;  // Prometheus text format 0.0.4
+  // The run over time for the dashboard's charts (run_history.h); never takes the hub's lock.
+  nlohmann::json history(int64_t since_step = -1, int64_t since_version = -1) const {
+    return history_.to_json(since_step, since_version);
+  }
   std::vector<WorkerStats> workers() const;
 
   // ---- TrainerPort ----
@@ -140,6 +145,7 @@ class Hub final : public TrainerPort {
   net::VersionInfo version_info_locked(std::optional<uint64_t> after) const;
   void reload_catalog_locked();
   size_t queued_groups_locked() const;
+  void record_step_history_locked(const StepReport& report);
 
   HubConfig config_;
   HubDeps deps_;
@@ -161,6 +167,7 @@ class Hub final : public TrainerPort {
   int64_t next_prompt_ = 0;
   std::map<int64_t, std::vector<int32_t>> prompt_cache_;
   std::unique_ptr<Counters> counters_;
+  RunHistory history_;
 };
 
 }  // namespace stoa::hub

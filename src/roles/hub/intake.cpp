@@ -276,6 +276,7 @@ void Hub::mark_trained(const std::vector<std::string>& group_ids, const StepRepo
     counters_->groups_trained++;
   }
   counters_->last_step = report;
+  record_step_history_locked(report);
   auto& buckets = counters_->step_seconds_buckets;
   size_t b = 0;
   while (b + 1 < buckets.size() && report.step_seconds > Counters::kStepBounds[b]) ++b;

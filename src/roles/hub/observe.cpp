@@ -69,6 +69,37 @@ std::map<std::string, double> Hub::counters() const {
   return m;
 }
 
+// A worker heard from within this long counts in the fleet figures of the history.
+constexpr int64_t kLiveWorkerMs = 60'000;
+
+void Hub::record_step_history_locked(const StepReport& report) {
+  const int64_t t = now();
+  const auto latest = version_info_locked(std::nullopt).version;
+  StepPoint point;
+  point.step = report.step;
+  point.t_s = static_cast<double>(t - counters_->start_ms) / 1000.0;
+  point.reward_mean = report.reward_mean;
+  point.masked_fraction = report.masked_fraction;
+  point.tv = report.tv;
+  point.busy_fraction = report.busy_fraction;
+  point.step_seconds = report.step_seconds;
+  double idle_sum = 0, lag_sum = 0;
+  int64_t lagged = 0;
+  for (const auto& [id, w] : workers_) {
+    if (t - w.last_seen_ms > kLiveWorkerMs) continue;
+    ++point.workers;
+    point.fleet_tokens_per_s += w.tokens_per_s;
+    idle_sum += w.idle_fraction;
+    if (latest && w.version) {
+      lag_sum += static_cast<double>(*latest - std::min(*latest, *w.version));
+      ++lagged;
+    }
+  }
+  if (point.workers) point.worker_idle_fraction = idle_sum / static_cast<double>(point.workers);
+  if (lagged) point.patch_lag_mean = lag_sum / static_cast<double>(lagged);
+  history_.add_step(point);
+}
+
 json Hub::status() const {
   auto counters_map = counters();
   std::lock_guard<std::mutex> lock(mutex_);

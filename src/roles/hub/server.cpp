@@ -209,6 +209,18 @@ void HubServer::routes() {
     guarded(req, res, [&] { send_json(res, hub_.status()); });
   });
 
+  s.Get("/v1/history", [this](const httplib::Request& req, httplib::Response& res) {
+    guarded(req, res, [&] {
+      // Absent: everything kept. The page sends -1 before its first answer.
+      auto param = [&](const char* key) -> int64_t {
+        if (req.has_param(key) && req.get_param_value(key) == "-1") return -1;
+        const auto v = query_u64(req, key);
+        return v ? static_cast<int64_t>(std::min<uint64_t>(*v, INT64_MAX)) : -1;
+      };
+      send_json(res, hub_.history(param("since_step"), param("since_version")));
+    });
+  });
+
   s.Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
     guarded(req, res,
             [&] { res.set_content(hub_.metrics(), "text/plain; version=0.0.4; charset=utf-8"); });
