@@ -199,8 +199,13 @@ std::optional<uint64_t> Hub::latest_version() const {
   return version_info_locked(std::nullopt).version;
 }
 
-void Hub::publish_version(const pulse::Published& published, const Hash128& state_hash) {
+void Hub::set_version_listener(std::function<void()> listener) {
   std::lock_guard<std::mutex> lock(mutex_);
+  version_listener_ = std::move(listener);
+}
+
+void Hub::publish_version(const pulse::Published& published, const Hash128& state_hash) {
+  std::unique_lock<std::mutex> lock(mutex_);
   VersionRow row;
   row.version = published.version;
   row.state_hash = state_hash.hex();
@@ -219,6 +224,9 @@ void Hub::publish_version(const pulse::Published& published, const Hash128& stat
   versions_[row.version] = row;
   reload_catalog_locked();
   version_cv_.notify_all();
+  auto listener = version_listener_;
+  lock.unlock();
+  if (listener) listener();
 }
 
 // ---------------------------------------------------------------- leases
