@@ -11,7 +11,10 @@
 #include <httplib.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <thread>
+
+#include "net/hub_client.h"
 
 #include "roles/hub/hub_fixture.h"
 #include "roles/hub/server.h"
@@ -276,6 +279,45 @@ TEST_F(HttpAsync, BlobsAnswerRangesIfRangeAndUnsatisfiableRanges) {
 
   // The connection is still usable after all of that (keep-alive through file bodies).
   EXPECT_EQ(get({{"Range", "bytes=0-0"}})->body, slice(0, 1));
+}
+
+TEST_F(HttpAsync, OverTlsLongPollsParkAndBlobsAnswerRanges) {
+  auto cert = (dir / "cert.pem").string(), key = (dir / "key.pem").string();
+  std::string cmd =
+      "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 "
+      "-addext subjectAltName=IP:127.0.0.1 -keyout " +
+      key + " -out " + cert + " >/dev/null 2>&1";
+  if (std::system(cmd.c_str()) != 0) GTEST_SKIP() << "openssl CLI unavailable";
+  ServerOptions so;
+  so.tls_cert_path = cert;
+  so.tls_key_path = key;
+  serve(so);
+  ASSERT_TRUE(server->tls());
+  net::HttpClientOptions o;
+  o.ca_cert_path = cert;
+  net::HubClient client(server->url(), o);
+  auto joined = client.join("join-secret", {});
+  std::thread publisher([&] {
+    if (eventually([](const HttpServerStats& st) { return st.parked == 1; })) publish(2);
+  });
+  auto t0 = Clock::now();
+  auto v = client.version(1, std::chrono::seconds(20));
+  publisher.join();
+  EXPECT_EQ(v.version.value_or(0), 2u);
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), 5.0);
+
+  std::vector<uint8_t> bytes(300'000, 7);
+  bytes[123'456] = 9;
+  Hash128 h = store->put(bytes);
+  EXPECT_EQ(client.blob(h.hex()), bytes);
+  httplib::SSLClient c("127.0.0.1", server->port());
+  c.set_ca_cert_path(cert.c_str());
+  auto r = c.Get(
+      ("/v1/blobs/" + h.hex()).c_str(),
+      {{"Authorization", "Bearer " + joined.session_token}, {"Range", "bytes=123456-123457"}});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 206);
+  EXPECT_EQ(r->body, std::string("\x09\x07", 2));
 }
 
 }  // namespace
