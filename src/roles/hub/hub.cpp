@@ -199,8 +199,13 @@ std::optional<uint64_t> Hub::latest_version() const {
   return version_info_locked(std::nullopt).version;
 }
 
-void Hub::publish_version(const pulse::Published& published, const Hash128& state_hash) {
+void Hub::set_version_listener(std::function<void()> listener) {
   std::lock_guard<std::mutex> lock(mutex_);
+  version_listener_ = std::move(listener);
+}
+
+void Hub::publish_version(const pulse::Published& published, const Hash128& state_hash) {
+  std::unique_lock<std::mutex> lock(mutex_);
   VersionRow row;
   row.version = published.version;
   row.state_hash = state_hash.hex();
@@ -225,6 +230,9 @@ void Hub::publish_version(const pulse::Published& published, const Hash128& stat
   if (published.anchor) point.anchor_bytes = published.anchor->bytes;
   history_.add_version(point);
   version_cv_.notify_all();
+  auto listener = version_listener_;
+  lock.unlock();
+  if (listener) listener();
 }
 
 // ---------------------------------------------------------------- leases
@@ -295,18 +303,24 @@ std::optional<net::Lease> Hub::lease_locked(const std::string& worker_id, int64_
   expire_locked(now_ms);
   // 1. A group whose samples are not all accounted for (an expired/released lease, or rollouts
   //    rejected): reissue what is missing, oldest group first.
+  // Samples still out per group, in one pass over the leases: a scan of every lease for every
+  // open group made each lease O(groups x leases) — 57% of the hub's CPU with 1000 workers.
+  std::map<std::string, int64_t> outstanding_by_group;
+  for (const auto& [lid, l] : leases_) {
+    if (l.state != LeaseState::kOpen) continue;
+    auto git = groups_.find(l.group_id);
+    if (git == groups_.end()) continue;
+    auto it = git->second.accepted_by_lease.find(lid);
+    int64_t got = it == git->second.accepted_by_lease.end() ? 0 : it->second;
+    outstanding_by_group[l.group_id] += std::max<int64_t>(0, l.samples - got);
+  }
   size_t open_groups = 0;
   for (const auto& gid : group_order_) {
     auto& g = groups_.at(gid);
     if (g.row.status != GroupStatus::kOpen) continue;
     ++open_groups;
-    int64_t outstanding = 0;
-    for (const auto& [lid, l] : leases_) {
-      if (l.group_id != gid || l.state != LeaseState::kOpen) continue;
-      auto it = g.accepted_by_lease.find(lid);
-      int64_t got = it == g.accepted_by_lease.end() ? 0 : it->second;
-      outstanding += std::max<int64_t>(0, l.samples - got);
-    }
+    auto out = outstanding_by_group.find(gid);
+    int64_t outstanding = out == outstanding_by_group.end() ? 0 : out->second;
     int64_t needed = g.row.samples - g.accepted - outstanding;
     if (needed > 0) return make_lease_locked(g, worker_id, static_cast<int32_t>(needed), now_ms);
   }

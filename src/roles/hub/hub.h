@@ -120,6 +120,9 @@ class Hub final : public TrainerPort {
 
   // Wakes every blocked long-poll and take_groups (shutdown).
   void stop();
+  // Called after every publish_version(), outside the hub's lock: the async HTTP server wakes
+  // its parked long-polls with it (they hold no thread to wait on version_cv_). nullptr: none.
+  void set_version_listener(std::function<void()> listener);
   // Expires overdue leases now (lease() and heartbeat() also do it lazily).
   void expire_leases();
 
@@ -154,6 +157,7 @@ class Hub final : public TrainerPort {
   std::condition_variable version_cv_;
   std::condition_variable groups_cv_;
   bool stopped_ = false;
+  std::function<void()> version_listener_;  // guarded by mutex_
 
   std::map<std::string, WorkerStats> workers_;
   std::map<std::string, std::string> sessions_;  // token -> worker id

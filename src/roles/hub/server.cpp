@@ -1,7 +1,5 @@
 #include "roles/hub/server.h"
 
-#include <httplib.h>
-
 #include "core/log.h"
 #include "roles/hub/dashboard.h"
 
@@ -11,18 +9,22 @@ using nlohmann::json;
 
 namespace {
 
-void send_error(httplib::Response& res, int status, const std::string& message) {
-  res.status = status;
-  res.set_content(json{{"error", message}}.dump(), "application/json");
+HttpReply error_reply(int status, const std::string& message) {
+  HttpReply r;
+  r.status = status;
+  r.body = json{{"error", message}}.dump();
+  return r;
 }
 
-void send_json(httplib::Response& res, const json& j, int status = 200) {
-  res.status = status;
-  res.set_content(j.dump(), "application/json");
+HttpReply json_reply(const json& j, int status = 200) {
+  HttpReply r;
+  r.status = status;
+  r.body = j.dump();
+  return r;
 }
 
-std::string bearer(const httplib::Request& req) {
-  std::string h = req.get_header_value("Authorization");
+std::string bearer(const RequestContext& req) {
+  std::string h = req.header("authorization");
   const std::string prefix = "Bearer ";
   if (h.size() > prefix.size() && h.compare(0, prefix.size(), prefix) == 0) {
     return h.substr(prefix.size());
@@ -33,56 +35,50 @@ std::string bearer(const httplib::Request& req) {
 // Runs a handler, turning every failure into a JSON error: RequestError keeps its status, other
 // stoa::Errors about the input are 400, anything unexpected 500 (logged) — never a crash.
 template <typename Fn>
-void guarded(const httplib::Request& req, httplib::Response& res, Fn&& fn) {
+auto guarded(const RequestContext& req, Fn&& fn) -> decltype(fn()) {
   try {
-    fn();
+    return fn();
   } catch (const RequestError& e) {
-    send_error(res, e.status(), e.what());
+    return error_reply(e.status(), e.what());
   } catch (const Error& e) {
     int status = e.kind() == ErrorKind::kInvalidArgument || e.kind() == ErrorKind::kBadFormat ? 400
                  : e.kind() == ErrorKind::kNotFound                                           ? 404
                                                                                               : 500;
     if (status == 500) log_error("hub", req.method, " ", req.path, ": ", e.what());
-    send_error(res, status, e.what());
+    return error_reply(status, e.what());
   } catch (const std::exception& e) {
     log_error("hub", req.method, " ", req.path, ": ", e.what());
-    send_error(res, 500, cat("internal error: ", e.what()));
+    return error_reply(500, cat("internal error: ", e.what()));
   }
 }
 
-std::optional<uint64_t> query_u64(const httplib::Request& req, const char* name) {
-  if (!req.has_param(name)) return std::nullopt;
-  std::string v = req.get_param_value(name);
-  uint64_t out = 0;
+std::optional<uint64_t> query_u64(const RequestContext& req, const char* name) {
+  auto it = req.query.find(name);
+  if (it == req.query.end()) return std::nullopt;
+  const std::string& v = it->second;
   STOA_CHECK(!v.empty() && v.size() <= 19 && v.find_first_not_of("0123456789") == std::string::npos,
              ErrorKind::kInvalidArgument, "query parameter '", name, "' = '", v.substr(0, 40),
              "' is not a non-negative integer");
-  out = std::stoull(v);
-  return out;
+  return std::stoull(v);
 }
 
 }  // namespace
 
-HubServer::HubServer(Hub& hub, ServerOptions options) : hub_(hub), options_(std::move(options)) {
-  tls_ = !options_.tls_cert_path.empty() || !options_.tls_key_path.empty();
-  if (tls_) {
-    STOA_CHECK(!options_.tls_cert_path.empty() && !options_.tls_key_path.empty(),
-               ErrorKind::kInvalidArgument, "hub: TLS needs both a certificate and a key");
-    auto ssl = std::make_unique<httplib::SSLServer>(options_.tls_cert_path.c_str(),
-                                                    options_.tls_key_path.c_str());
-    STOA_CHECK(ssl->is_valid(), ErrorKind::kBadFormat, "hub: cannot load TLS certificate '",
-               options_.tls_cert_path, "' / key '", options_.tls_key_path, "'");
-    server_ = std::move(ssl);
-  } else {
-    server_ = std::make_unique<httplib::Server>();
-  }
-  int threads = std::max(4, options_.threads);
-  server_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  server_->set_payload_max_length(options_.max_body_bytes);
-  server_->set_read_timeout(30, 0);
-  server_->set_write_timeout(300, 0);
-  server_->set_keep_alive_timeout(30);
-  routes();
+HubServer::HubServer(Hub& hub, ServerOptions options)
+    : hub_(hub), options_(std::move(options)), blobs_(hub.store()) {
+  HttpServerOptions o;
+  o.host = options_.host;
+  o.port = options_.port;
+  o.handler_threads = std::max(1, options_.threads);
+  o.max_body_bytes = options_.max_body_bytes;
+  o.header_timeout = std::chrono::seconds(options_.header_timeout_s);
+  o.body_timeout = std::chrono::seconds(options_.body_timeout_s);
+  o.idle_timeout = std::chrono::seconds(options_.idle_timeout_s);
+  o.max_connections = options_.max_connections;
+  o.max_connections_per_ip = options_.max_connections_per_ip;
+  o.tls_cert_path = options_.tls_cert_path;
+  o.tls_key_path = options_.tls_key_path;
+  http_ = std::make_unique<HttpServer>(o, [this](const RequestContext& r) { return route(r); });
 }
 
 HubServer::~HubServer() {
@@ -90,144 +86,117 @@ HubServer::~HubServer() {
 }
 
 std::string HubServer::url() const {
-  return cat(tls_ ? "https://" : "http://", options_.host, ":", port_);
+  return cat(tls() ? "https://" : "http://", options_.host, ":", port());
 }
 
 void HubServer::start() {
-  if (options_.port == 0) {
-    port_ = server_->bind_to_any_port(options_.host);
-    STOA_CHECK(port_ > 0, ErrorKind::kIo, "hub: cannot bind ", options_.host);
-  } else {
-    STOA_CHECK(server_->bind_to_port(options_.host, options_.port), ErrorKind::kIo,
-               "hub: cannot bind ", options_.host, ":", options_.port, " (in use?)");
-    port_ = options_.port;
-  }
-  thread_ = std::thread([this] { server_->listen_after_bind(); });
-  // httplib 0.11 has no wait_until_ready(): the socket is already bound and listening, so
-  // connections queue until the loop runs; wait briefly for is_running() for tidy logs.
-  for (int i = 0; i < 200 && !server_->is_running(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  hub_.set_version_listener(http_->waker());
+  http_->start();
   log_info("hub", "serving on ", url());
 }
 
 void HubServer::stop() {
-  hub_.stop();  // releases long-polls so the pool threads can finish
-  if (server_) server_->stop();
-  if (thread_.joinable()) thread_.join();
+  hub_.set_version_listener(nullptr);
+  hub_.stop();
+  http_->stop();
 }
 
-void HubServer::routes() {
-  auto& s = *server_;
-  s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
-    send_error(res, 500, "internal error");
-  });
-  // Unknown routes and wrong methods: JSON 404 instead of httplib's empty body.
-  s.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
-    if (res.body.empty()) {
-      std::string msg = res.status == 413 ? "request body too large" : "no such route";
-      res.set_content(json{{"error", cat(msg, ": ", req.method, " ", req.path)}}.dump(),
-                      "application/json");
-    }
-  });
+HandlerOutcome HubServer::long_poll(const RequestContext& req) {
+  hub_.authenticate(bearer(req));
+  auto after = query_u64(req, "after");
+  auto timeout = query_u64(req, "timeout").value_or(30);
+  timeout = std::min<uint64_t>(timeout, static_cast<uint64_t>(options_.max_long_poll_s));
+  auto newer = [after](const net::VersionInfo& info) {
+    return !after || (info.version && *info.version > *after);
+  };
+  auto info = hub_.version_info(after);
+  if (timeout == 0 || newer(info)) return json_reply(net::to_json(info));
+  // Nothing newer yet: the connection waits without a thread until a publish or the timeout.
+  ParkedRequest parked;
+  parked.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout);
+  parked.resume = [this, req, after, newer](bool expired) -> std::optional<HttpReply> {
+    return guarded(req, [&]() -> std::optional<HttpReply> {
+      auto now = hub_.version_info(after);
+      if (!expired && !newer(now)) return std::nullopt;
+      return json_reply(net::to_json(now));
+    });
+  };
+  return parked;
+}
 
-  s.Post("/v1/join", [this](const httplib::Request& req, httplib::Response& res) {
-    guarded(req, res, [&] {
+HandlerOutcome HubServer::route(const RequestContext& req) {
+  const std::string& p = req.path;
+  const bool get = req.method == "GET", post = req.method == "POST";
+  if (get && p == "/v1/version") {
+    return guarded(req, [&]() -> HandlerOutcome { return long_poll(req); });
+  }
+  return guarded(req, [&]() -> HttpReply {
+    if (post && p == "/v1/join") {
       auto body = net::parse_body(req.body, "join");
       std::string token = bearer(req);
       if (token.empty()) throw RequestError(401, "join: missing Authorization: Bearer <token>");
-      send_json(res, net::to_json(hub_.join(token, net::join_request_from_json(body))));
-    });
-  });
-
-  s.Get("/v1/version", [this](const httplib::Request& req, httplib::Response& res) {
-    guarded(req, res, [&] {
+      return json_reply(net::to_json(hub_.join(token, net::join_request_from_json(body))));
+    }
+    const std::string blob_prefix = "/v1/blobs/";
+    if (get && p.compare(0, blob_prefix.size(), blob_prefix) == 0 &&
+        p.size() > blob_prefix.size() && p.find('/', blob_prefix.size()) == std::string::npos) {
       hub_.authenticate(bearer(req));
-      auto after = query_u64(req, "after");
-      auto timeout = query_u64(req, "timeout").value_or(30);
-      timeout = std::min<uint64_t>(timeout, static_cast<uint64_t>(options_.max_long_poll_s));
-      auto info = hub_.wait_version(after, std::chrono::seconds(timeout));
-      send_json(res, net::to_json(info));
-    });
-  });
-
-  s.Get(R"(/v1/blobs/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
-    guarded(req, res, [&] {
-      hub_.authenticate(bearer(req));
-      std::string hex = req.matches[1];
+      std::string hex = p.substr(blob_prefix.size());
       Hash128 hash;
       if (hex.size() != 32 || !Hash128::parse(hex, &hash)) {
         throw RequestError(
             400, cat("blob name '", hex.substr(0, 64), "' is not 32 hex digits (xxh3-128)"));
       }
-      if (!hub_.store().contains(hash)) throw RequestError(404, cat("no blob ", hex));
-      // get() re-hashes the file: a blob corrupted on the hub's disk is answered 500, never sent.
-      auto bytes = hub_.store().get(hash);
-      res.set_header("Cache-Control", "public, max-age=31536000, immutable");
-      res.set_header("ETag", "\"" + hex + "\"");
-      res.set_content(std::string(bytes.begin(), bytes.end()), "application/octet-stream");
-    });
-  });
-
-  s.Post("/v1/lease", [this](const httplib::Request& req, httplib::Response& res) {
-    guarded(req, res, [&] {
+      // Streams from disk; a blob corrupted on the hub's disk is answered 500, never sent.
+      return blobs_.serve(hash, req);
+    }
+    if (post && p == "/v1/lease") {
       auto worker = hub_.authenticate(bearer(req));
       auto m = net::lease_request_from_json(net::parse_body(req.body, "lease"));
       if (m.worker_id != worker) throw RequestError(403, "lease: worker_id is not yours");
-      send_json(res, net::to_json(hub_.lease(worker)));
-    });
-  });
-
-  s.Post("/v1/release", [this](const httplib::Request& req, httplib::Response& res) {
-    guarded(req, res, [&] {
+      return json_reply(net::to_json(hub_.lease(worker)));
+    }
+    if (post && p == "/v1/release") {
       auto worker = hub_.authenticate(bearer(req));
       auto m = net::release_request_from_json(net::parse_body(req.body, "release"));
       if (m.worker_id != worker) throw RequestError(403, "release: worker_id is not yours");
       hub_.release(worker, m.lease_id);
-      send_json(res, json{{"released", m.lease_id}});
-    });
-  });
-
-  s.Post("/v1/rollouts", [this](const httplib::Request& req, httplib::Response& res) {
-    guarded(req, res, [&] {
+      return json_reply(json{{"released", m.lease_id}});
+    }
+    if (post && p == "/v1/rollouts") {
       auto worker = hub_.authenticate(bearer(req));
       auto m = net::rollout_submission_from_json(net::parse_body(req.body, "rollout"));
       auto r = hub_.submit(worker, m);
-      send_json(res, net::to_json(r), r.status == net::IntakeStatus::kRejected ? 422 : 200);
-    });
-  });
-
-  s.Post("/v1/heartbeat", [this](const httplib::Request& req, httplib::Response& res) {
-    guarded(req, res, [&] {
+      return json_reply(net::to_json(r), r.status == net::IntakeStatus::kRejected ? 422 : 200);
+    }
+    if (post && p == "/v1/heartbeat") {
       auto worker = hub_.authenticate(bearer(req));
       auto m = net::heartbeat_from_json(net::parse_body(req.body, "heartbeat"));
-      send_json(res, net::to_json(hub_.heartbeat(worker, m)));
-    });
-  });
-
-  s.Get("/v1/status", [this](const httplib::Request& req, httplib::Response& res) {
-    guarded(req, res, [&] { send_json(res, hub_.status()); });
-  });
-
-  s.Get("/v1/history", [this](const httplib::Request& req, httplib::Response& res) {
-    guarded(req, res, [&] {
-      // Absent: everything kept. The page sends -1 before its first answer.
-      auto param = [&](const char* key) -> int64_t {
-        if (req.has_param(key) && req.get_param_value(key) == "-1") return -1;
+      return json_reply(net::to_json(hub_.heartbeat(worker, m)));
+    }
+    if (get && p == "/v1/status") return json_reply(hub_.status());
+    if (get && p == "/v1/history") {
+      // Absent or -1 (the page's first ask): everything kept.
+      auto since = [&](const char* key) -> int64_t {
+        if (req.query.count(key) && req.query.at(key) == "-1") return -1;
         const auto v = query_u64(req, key);
         return v ? static_cast<int64_t>(std::min<uint64_t>(*v, INT64_MAX)) : -1;
       };
-      send_json(res, hub_.history(param("since_step"), param("since_version")));
-    });
-  });
-
-  s.Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
-    guarded(req, res,
-            [&] { res.set_content(hub_.metrics(), "text/plain; version=0.0.4; charset=utf-8"); });
-  });
-
-  s.Get("/", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content(dashboard_html(), "text/html; charset=utf-8");
+      return json_reply(hub_.history(since("since_step"), since("since_version")));
+    }
+    if (get && p == "/metrics") {
+      HttpReply r;
+      r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+      r.body = hub_.metrics();
+      return r;
+    }
+    if (get && p == "/") {
+      HttpReply r;
+      r.content_type = "text/html; charset=utf-8";
+      r.body = dashboard_html();
+      return r;
+    }
+    return error_reply(404, cat("no such route: ", req.method, " ", p));
   });
 }
 

@@ -1,27 +1,31 @@
-// The hub's HTTP(S) front end: maps the routes of docs/protocol.md onto a Hub. cpp-httplib with
-// a fixed thread pool (long-polls each hold a thread, so the pool is sized for the fleet), request
-// bodies bounded, every handler wrapped so that bad input becomes a 4xx JSON error and never
-// takes the process down. HTTPS (OpenSSL) when a certificate and key are configured.
+// The hub's HTTP(S) front end: maps the routes of docs/protocol.md onto a Hub, on the async
+// HTTP server (http_server.h: Boost.Asio/Beast, long-polls parked without a thread, request
+// deadlines, connection caps per IP). Request bodies are bounded, every handler is wrapped so
+// that bad input becomes a 4xx JSON error and never takes the process down. HTTPS (OpenSSL)
+// when a certificate and key are configured. Blobs stream from disk with Range support
+// (blob_serving.h).
 #pragma once
-#include <atomic>
+#include <chrono>
 #include <memory>
 #include <string>
-#include <thread>
 
+#include "roles/hub/blob_serving.h"
+#include "roles/hub/http_server.h"
 #include "roles/hub/hub.h"
-
-namespace httplib {
-class Server;
-}
 
 namespace stoa::hub {
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
-  int port = 0;  // 0: any free port (see HubServer::port())
-  int threads = 32;
+  int port = 0;     // 0: any free port (see HubServer::port())
+  int threads = 4;  // request handlers (lease, intake, status); long-polls hold none
   size_t max_body_bytes = 32u << 20;
   int max_long_poll_s = 60;
+  int header_timeout_s = 10;  // whole request headers
+  int body_timeout_s = 60;    // whole request body
+  int idle_timeout_s = 30;    // keep-alive connection between requests
+  size_t max_connections = 16'384;
+  size_t max_connections_per_ip = 256;
   std::string tls_cert_path;  // both set: HTTPS
   std::string tls_key_path;
 };
@@ -33,22 +37,23 @@ class HubServer {
   HubServer(const HubServer&) = delete;
   HubServer& operator=(const HubServer&) = delete;
 
-  // Binds (throws kIo if the port is taken) and serves on a background thread.
+  // Binds (throws kIo if the port is taken) and serves on background threads.
   void start();
   void stop();
-  int port() const { return port_; }
-  bool tls() const { return tls_; }
+  int port() const { return http_->port(); }
+  bool tls() const { return http_->tls(); }
   std::string url() const;
+  HttpServerStats stats() const { return http_->stats(); }
+  double cpu_seconds() const { return http_->cpu_seconds(); }
 
  private:
-  void routes();
+  HandlerOutcome route(const RequestContext& request);
+  HandlerOutcome long_poll(const RequestContext& request);
 
   Hub& hub_;
   ServerOptions options_;
-  std::unique_ptr<httplib::Server> server_;
-  std::thread thread_;
-  int port_ = 0;
-  bool tls_ = false;
+  BlobServing blobs_;
+  std::unique_ptr<HttpServer> http_;
 };
 
 }  // namespace stoa::hub

@@ -117,6 +117,10 @@ RunConfig parse_run_config(const std::string& text, const std::string& source,
   hub.get("host", c.server.host);
   hub.get("port", c.server.port);
   hub.get("threads", c.server.threads);
+  hub.get("header_timeout_s", c.server.header_timeout_s);
+  hub.get("body_timeout_s", c.server.body_timeout_s);
+  hub.get("idle_timeout_s", c.server.idle_timeout_s);
+  hub.get("max_connections_per_ip", c.server.max_connections_per_ip);
   hub.get("tls_cert", c.server.tls_cert_path);
   hub.get("tls_key", c.server.tls_key_path);
   hub.get("join_token", c.hub.join_token);
@@ -303,6 +307,11 @@ std::string to_toml(const RunConfig& c) {
   w.put("host", c.server.host);
   w.put("port", toml_integer(c.server.port, "hub", "port"));
   w.put("threads", toml_integer(c.server.threads, "hub", "threads"));
+  w.put("header_timeout_s", toml_integer(c.server.header_timeout_s, "hub", "header_timeout_s"));
+  w.put("body_timeout_s", toml_integer(c.server.body_timeout_s, "hub", "body_timeout_s"));
+  w.put("idle_timeout_s", toml_integer(c.server.idle_timeout_s, "hub", "idle_timeout_s"));
+  w.put("max_connections_per_ip",
+        toml_integer(c.server.max_connections_per_ip, "hub", "max_connections_per_ip"));
   w.put("tls_cert", c.server.tls_cert_path);
   w.put("tls_key", c.server.tls_key_path);
   w.put("join_token", c.hub.join_token);

@@ -1,0 +1,249 @@
+#include "bench/hub_bench.h"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/hub_bench_fleet.h"
+#include "core/log.h"
+#include "env/tasks/search/bm25_index.h"
+#include "env/tasks/search/search_task.h"
+#include "env/token_codec.h"
+#include "net/protocol.h"
+#include "roles/hub/hub.h"
+#include "roles/hub/server.h"
+
+namespace stoa::bench {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+json latency_summary(std::vector<double> ms) {
+  if (ms.empty()) return {{"count", 0}};
+  std::sort(ms.begin(), ms.end());
+  auto at = [&](double q) {
+    size_t i = static_cast<size_t>(q * static_cast<double>(ms.size() - 1) + 0.5);
+    return ms[std::min(i, ms.size() - 1)];
+  };
+  return {{"count", ms.size()}, {"p50_ms", at(0.5)}, {"p99_ms", at(0.99)}, {"max_ms", ms.back()}};
+}
+
+std::vector<double> load_average() {
+  double load[3] = {-1, -1, -1};
+  getloadavg(load, 3);
+  return {load[0], load[1], load[2]};
+}
+
+uint64_t peak_rss_bytes() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
+  }
+  return 0;
+}
+
+// 1000 workers hold two connections each on both ends of loopback: well over the default 1024
+// descriptors.
+void raise_fd_limit() {
+  rlimit r{};
+  if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
+    r.rlim_cur = r.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &r);
+  }
+}
+
+std::vector<env::QaItem> prompts() {
+  std::vector<env::QaItem> out;
+  for (int i = 0; i < 64; ++i) {
+    out.push_back({"q" + std::to_string(i),
+                   "What does Borvex treat? (" + std::to_string(i) + ")",
+                   {"migraine"},
+                   "migraine",
+                   "",
+                   "",
+                   "",
+                   "train",
+                   "",
+                   ""});
+  }
+  return out;
+}
+
+}  // namespace
+
+int run_hub_bench(const HubBenchOptions& o) {
+  raise_fd_limit();
+  const bool temp = o.workdir.empty();
+  fs::path dir =
+      temp ? fs::temp_directory_path() / ("stoa_hub_bench_" + net::random_token().substr(0, 10))
+           : fs::path(o.workdir);
+  fs::create_directories(dir);
+  env::build_bm25_index(std::vector<env::CorpusDoc>{{"d1", "Borvex\nBorvex treats migraine."},
+                                                    {"d2", "Kalumin\nKalumin is made by Zentra."}},
+                        (dir / "index").string());
+  env::Bm25Index index((dir / "index").string());
+  env::SearchTask task(index);
+  env::ByteCodec codec;
+  pulse::BlobStore store((dir / "blobs").string());
+
+  hub::HubConfig config;
+  config.ledger_path = (dir / "ledger.sqlite").string();
+  std::error_code ec;
+  fs::remove(config.ledger_path, ec);
+  config.join_token = "bench-join-token";
+  config.group_size = 4;
+  config.max_staleness = 1000;  // the bench measures transport, not the staleness policy
+  config.max_open_groups = static_cast<size_t>(std::max(16, o.workers));
+  config.max_queued_groups = static_cast<size_t>(std::max(64, 4 * o.workers));
+  config.lease_ttl_ms = 600'000;
+  config.lease_max_ms = 3'600'000;
+  hub::HubDeps deps;
+  deps.task = &task;
+  deps.codec = &codec;
+  deps.vocab_size = 256;
+  deps.prompts = prompts();
+  deps.store = &store;
+  hub::Hub hub(config, deps);
+
+  hub::ServerOptions so;
+  so.threads = o.handler_threads;
+  so.max_connections_per_ip = 1024;
+  hub::HubServer server(hub, so);
+  server.start();
+
+  std::atomic<bool> running{true};
+  std::atomic<uint64_t> version{1};
+  auto publish = [&](uint64_t v) {
+    pulse::Published p;
+    p.version = v;
+    hub.publish_version(p, Hash128{v, v});
+  };
+  publish(1);
+
+  // The trainer: consumes complete groups as they come (so intake never backs up).
+  std::thread trainer([&] {
+    int64_t step = 0;
+    while (running) {
+      auto groups = hub.take_groups(64, std::chrono::milliseconds(200));
+      if (groups.empty()) continue;
+      std::vector<std::string> ids;
+      for (const auto& g : groups) ids.push_back(g.group_id);
+      hub::StepReport report;
+      report.step = ++step;
+      report.groups = static_cast<int64_t>(ids.size());
+      hub.mark_trained(ids, report);
+    }
+  });
+
+  FleetOptions fo;
+  fo.port = server.port();
+  fo.workers = o.workers;
+  fo.slow_clients = o.slow_clients;
+  fo.join_token = config.join_token;
+  fo.ramp_seconds = o.ramp_seconds;
+  fo.think_seconds = o.think_seconds;
+  fo.heartbeat_seconds = std::max(0.1, o.heartbeat_seconds);
+  SimulatedFleet fleet(fo);
+  fleet.start();
+
+  // The publisher: a version every publish_seconds wakes every parked long-poll at once.
+  std::thread publisher([&] {
+    auto next = Clock::now();
+    while (running) {
+      next += std::chrono::duration_cast<Clock::duration>(
+          std::chrono::duration<double>(o.publish_seconds));
+      while (running && Clock::now() < next)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      if (!running) break;
+      uint64_t v = ++version;
+      fleet.published(v);
+      publish(v);
+    }
+  });
+
+  // Warm-up: every worker joined and one think time passed (leases in flight everywhere).
+  auto warm_deadline = Clock::now() + std::chrono::seconds(120);
+  while (fleet.joined() < static_cast<uint64_t>(o.workers) && Clock::now() < warm_deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  std::this_thread::sleep_for(std::chrono::duration<double>(o.think_seconds + 1));
+
+  double cpu0 = server.cpu_seconds();
+  auto t0 = Clock::now();
+  fleet.measure(true);
+  std::this_thread::sleep_for(std::chrono::duration<double>(o.seconds));
+  fleet.measure(false);
+  double wall = std::chrono::duration<double>(Clock::now() - t0).count();
+  double cpu = server.cpu_seconds() - cpu0;
+  auto stats = server.stats();
+  auto load = load_average();
+
+  running = false;
+  publisher.join();
+  fleet.stop();
+  FleetResults r = fleet.results();
+  hub.stop();
+  trainer.join();
+  server.stop();
+
+  json endpoints = json::object();
+  for (auto& [name, ms] : r.latency_ms) endpoints[name] = latency_summary(ms);
+  json statuses = json::object();
+  for (auto& [code, n] : r.statuses) statuses[std::to_string(code)] = n;
+  json report = {{"workers", o.workers},
+                 {"slow_clients", o.slow_clients},
+                 {"joined", r.joined},
+                 {"measured_seconds", wall},
+                 {"think_seconds", o.think_seconds},
+                 {"heartbeat_seconds", o.heartbeat_seconds},
+                 {"publish_seconds", o.publish_seconds},
+                 {"handler_threads", o.handler_threads},
+                 {"endpoints", endpoints},
+                 {"intake_rollouts_per_s", static_cast<double>(r.rollouts_accepted) / wall},
+                 {"errors", r.errors},
+                 {"statuses", statuses},
+                 {"slow_clients_cut", r.slow_dropped},
+                 {"hub_cpu_seconds", cpu},
+                 {"hub_cpu_fraction", cpu / wall},
+                 {"peak_rss_bytes", peak_rss_bytes()},
+                 {"connections_at_end", stats.connections},
+                 {"parked_at_end", stats.parked},
+                 {"timed_out_connections", stats.timed_out},
+                 {"refused_connections", stats.refused_connections},
+                 {"busy_replies", stats.busy_replies},
+                 {"load_average", load}};
+  if (o.json) {
+    std::printf("%s\n", report.dump(2).c_str());
+  } else {
+    std::printf("stoa bench hub: %d workers, %d slow clients, %.1f s measured (load %.2f)\n",
+                o.workers, o.slow_clients, wall, load[0]);
+    for (auto& [name, s] : endpoints.items()) {
+      if (s["count"] == 0) continue;
+      std::printf("  %-13s n=%-7llu p50 %8.2f ms  p99 %8.2f ms  max %8.2f ms\n", name.c_str(),
+                  static_cast<unsigned long long>(s["count"].get<uint64_t>()),
+                  s["p50_ms"].get<double>(), s["p99_ms"].get<double>(), s["max_ms"].get<double>());
+    }
+    std::printf(
+        "  intake %.1f rollouts/s, hub CPU %.2f s (%.0f%% of a core), peak RSS %.0f MiB, "
+        "errors %llu\n",
+        report["intake_rollouts_per_s"].get<double>(), cpu, 100 * cpu / wall,
+        static_cast<double>(peak_rss_bytes()) / (1 << 20),
+        static_cast<unsigned long long>(r.errors));
+  }
+  if (temp) fs::remove_all(dir, ec);
+  return 0;
+}
+
+}  // namespace stoa::bench

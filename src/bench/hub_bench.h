@@ -1,0 +1,28 @@
+// `stoa bench hub`: N simulated workers speaking the real protocol (join, version long-poll,
+// lease, heartbeat, rollouts) against a real hub (the real Hub, ledger and HTTP server) on
+// loopback, optionally with M slow-header connections that send one header byte every 5 s.
+// A fake trainer consumes complete groups and publishes a version every few seconds (waking
+// every parked long-poll). Reports p50/p99 per endpoint, intake rollouts/s, the hub's CPU
+// seconds (its HTTP threads), peak RSS and the load average.
+#pragma once
+#include <string>
+
+namespace stoa::bench {
+
+struct HubBenchOptions {
+  int workers = 100;
+  int slow_clients = 0;
+  double seconds = 30;            // the measured phase, after every worker joined
+  double ramp_seconds = 5;        // workers join spread over this
+  double think_seconds = 30;      // a lease's simulated generation time (G samples)
+  double heartbeat_seconds = 10;  // heartbeats while generating
+  double publish_seconds = 5;     // the fake trainer publishes a version this often
+  int handler_threads = 4;        // the hub's request handlers
+  std::string workdir;            // ledger + blobs (default: a temp dir, removed)
+  bool json = false;
+};
+
+// Prints the report (JSON with the json option); returns the exit status.
+int run_hub_bench(const HubBenchOptions& options);
+
+}  // namespace stoa::bench

@@ -1,0 +1,325 @@
+#include "bench/hub_bench_fleet.h"
+
+#include <utility>  // before Asio: its awaitable.hpp uses std::exchange
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <memory>
+#include <optional>
+#include <thread>
+
+#include "env/token_codec.h"
+#include "net/protocol.h"
+
+namespace stoa::bench {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using asio::awaitable;
+using asio::use_awaitable;
+using asio::ip::tcp;
+using Clock = std::chrono::steady_clock;
+
+struct SimulatedFleet::Impl {
+  asio::io_context ioc;
+  std::thread thread;
+  FleetResults results;  // touched only on the I/O thread (and after it joined)
+  std::atomic<int64_t> publish_ns{0};
+  std::atomic<uint64_t> published_version{0};
+  env::ByteCodec codec;
+};
+
+namespace {
+
+awaitable<void> sleep_for(std::chrono::duration<double> d) {
+  asio::steady_timer t(co_await asio::this_coro::executor);
+  t.expires_after(std::chrono::duration_cast<std::chrono::nanoseconds>(d));
+  co_await t.async_wait(use_awaitable);
+}
+
+asio::ip::address_v4 source_address(int i) {
+  return asio::ip::address_v4(0x7f000000u | static_cast<uint32_t>(2 + i % 250));
+}
+
+// One keep-alive client connection from a given source address.
+class Connection {
+ public:
+  Connection(asio::any_io_executor ex, asio::ip::address_v4 source, int port)
+      : stream_(ex), source_(source), port_(port) {}
+
+  awaitable<void> open() {
+    beast::error_code ignored;
+    stream_.socket().close(ignored);
+    buffer_.clear();
+    stream_.socket().open(tcp::v4());
+    stream_.socket().bind(tcp::endpoint(source_, 0));
+    stream_.expires_after(std::chrono::seconds(10));
+    co_await stream_.async_connect(
+        tcp::endpoint(asio::ip::address_v4::loopback(), static_cast<uint16_t>(port_)),
+        use_awaitable);
+    open_ = true;
+  }
+
+  awaitable<http::response<http::string_body>> call(http::verb verb, const std::string& target,
+                                                    const std::string& body,
+                                                    const std::string& token,
+                                                    std::chrono::seconds timeout) {
+    if (!open_) co_await open();
+    http::request<http::string_body> req{verb, target, 11};
+    req.set(http::field::host, "127.0.0.1");
+    if (!token.empty()) req.set(http::field::authorization, "Bearer " + token);
+    if (verb == http::verb::post) {
+      req.set(http::field::content_type, "application/json");
+      req.body() = body;
+    }
+    req.keep_alive(true);
+    req.prepare_payload();
+    stream_.expires_after(timeout);
+    try {
+      co_await http::async_write(stream_, req, use_awaitable);
+      http::response<http::string_body> res;
+      co_await http::async_read(stream_, buffer_, res, use_awaitable);
+      if (!res.keep_alive()) open_ = false;
+      co_return res;
+    } catch (...) {
+      open_ = false;
+      throw;
+    }
+  }
+
+  tcp::socket& socket() { return stream_.socket(); }
+
+ private:
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+  asio::ip::address_v4 source_;
+  int port_;
+  bool open_ = false;
+};
+
+class Fleet {
+ public:
+  Fleet(SimulatedFleet::Impl& impl, const FleetOptions& options, std::atomic<uint64_t>& joined,
+        std::atomic<bool>& measuring)
+      : f_(impl), o_(options), joined_(joined), measuring_(measuring) {}
+
+  void spawn() {
+    auto ex = f_.ioc.get_executor();
+    for (int i = 0; i < o_.workers; ++i) asio::co_spawn(ex, worker(i), asio::detached);
+    asio::co_spawn(ex, status_poller(), asio::detached);
+    for (int i = 0; i < o_.slow_clients; ++i) asio::co_spawn(ex, slow_client(i), asio::detached);
+  }
+
+ private:
+  struct WorkerState {
+    std::string id, token;
+    uint64_t version = 0;
+  };
+
+  // A timed call: latency recorded under `endpoint` (measured phase), errors counted.
+  awaitable<std::optional<http::response<http::string_body>>> timed(
+      Connection& c, const char* endpoint, http::verb verb, const std::string& target,
+      const std::string& body, const std::string& token,
+      std::chrono::seconds timeout = std::chrono::seconds(30)) {
+    auto t0 = Clock::now();
+    std::optional<http::response<http::string_body>> res;
+    try {
+      res = co_await c.call(verb, target, body, token, timeout);
+    } catch (const std::exception&) {
+      ++f_.results.errors;
+      co_return std::nullopt;
+    }
+    double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    ++f_.results.statuses[res->result_int()];
+    if (res->result_int() >= 500) ++f_.results.errors;
+    if (measuring_ && endpoint) f_.results.latency_ms[endpoint].push_back(ms);
+    co_return res;
+  }
+
+  awaitable<void> worker(int i) {
+    co_await sleep_for(
+        std::chrono::duration<double>(o_.ramp_seconds * i / std::max(1, o_.workers)));
+    auto ex = co_await asio::this_coro::executor;
+    auto state = std::make_shared<WorkerState>();
+    Connection api(ex, source_address(i), o_.port);
+    // Join (retried until it works).
+    for (;;) {
+      net::JoinRequest jr;
+      jr.name = "bench-" + std::to_string(i);
+      auto r = co_await timed(api, "join", http::verb::post, "/v1/join", net::to_json(jr).dump(),
+                              o_.join_token);
+      if (r && r->result_int() == 200) {
+        auto j = net::join_response_from_json(nlohmann::json::parse(r->body()));
+        state->id = j.worker_id;
+        state->token = j.session_token;
+        break;
+      }
+      co_await sleep_for(std::chrono::seconds(1));
+    }
+    ++joined_;
+    ++f_.results.joined;
+    asio::co_spawn(ex, long_poll(i, state), asio::detached);
+    const std::string lease_body = net::to_json(net::LeaseRequest{state->id}).dump();
+    for (;;) {
+      auto r =
+          co_await timed(api, "lease", http::verb::post, "/v1/lease", lease_body, state->token);
+      if (!r || r->result_int() != 200) {
+        co_await sleep_for(std::chrono::seconds(1));
+        continue;
+      }
+      auto lr = net::lease_response_from_json(nlohmann::json::parse(r->body()));
+      if (!lr.lease) {
+        co_await sleep_for(std::chrono::milliseconds(std::max<int64_t>(100, lr.retry_after_ms)));
+        continue;
+      }
+      const net::Lease& lease = *lr.lease;
+      // Generating: a heartbeat every heartbeat_seconds (and one at the end) renews the lease.
+      for (double left = o_.think_seconds; left > 0; left -= o_.heartbeat_seconds) {
+        co_await sleep_for(std::chrono::duration<double>(std::min(left, o_.heartbeat_seconds)));
+        net::Heartbeat hb;
+        hb.worker_id = state->id;
+        hb.version = state->version;
+        hb.leases = {lease.lease_id};
+        co_await timed(api, "heartbeat", http::verb::post, "/v1/heartbeat", net::to_json(hb).dump(),
+                       state->token);
+      }
+      uint64_t version = std::max(state->version, lease.issued_at_version);
+      for (int32_t s = 0; s < lease.samples; ++s) {
+        auto rr =
+            co_await timed(api, "rollouts", http::verb::post, "/v1/rollouts",
+                           net::to_json(rollout(*state, lease, version)).dump(), state->token);
+        if (rr && rr->result_int() == 200 && measuring_ &&
+            rr->body().find("\"accepted\"") != std::string::npos) {
+          ++f_.results.rollouts_accepted;
+        }
+      }
+    }
+  }
+
+  net::RolloutSubmission rollout(const WorkerState& w, const net::Lease& lease, uint64_t version) {
+    net::RolloutSubmission m;
+    m.id = net::random_uuid();
+    m.worker_id = w.id;
+    m.lease_id = lease.lease_id;
+    m.group_id = lease.group_id;
+    m.prompt_id = lease.prompt_id;
+    m.tokens = lease.prompt_tokens;
+    m.mask.assign(m.tokens.size(), 0);
+    m.logprobs.assign(m.tokens.size(), 0.0f);
+    m.versions.assign(m.tokens.size(), 0);
+    const std::string text = "<answer>migraine</answer>";
+    for (int32_t id : f_.codec.encode(text)) {
+      m.tokens.push_back(id);
+      m.mask.push_back(1);
+      m.logprobs.push_back(-0.5f);
+      m.versions.push_back(version);
+    }
+    m.answer = text;
+    return m;
+  }
+
+  // The worker's sync thread: long-polls /v1/version on its own connection; the delay between
+  // a publish and the wake-up is the latency recorded.
+  awaitable<void> long_poll(int i, std::shared_ptr<WorkerState> state) {
+    Connection poll(co_await asio::this_coro::executor, source_address(i), o_.port);
+    for (;;) {
+      std::string target = "/v1/version?timeout=30";
+      if (state->version) target += "&after=" + std::to_string(state->version);
+      auto r = co_await timed(poll, nullptr, http::verb::get, target, "", state->token,
+                              std::chrono::seconds(40));
+      if (!r || r->result_int() != 200) {
+        co_await sleep_for(std::chrono::seconds(1));
+        continue;
+      }
+      auto info = net::version_info_from_json(nlohmann::json::parse(r->body()));
+      if (info.version && *info.version > state->version) {
+        bool first = state->version == 0;
+        state->version = *info.version;
+        if (!first && measuring_ && *info.version == f_.published_version.load()) {
+          int64_t now = Clock::now().time_since_epoch().count();
+          f_.results.latency_ms["version_wake"].push_back(
+              static_cast<double>(now - f_.publish_ns.load()) / 1e6);
+        }
+      }
+    }
+  }
+
+  // The operator's dashboard: /v1/status once a second.
+  awaitable<void> status_poller() {
+    Connection c(co_await asio::this_coro::executor, asio::ip::address_v4(0x7f000001u), o_.port);
+    for (;;) {
+      co_await timed(c, "status", http::verb::get, "/v1/status", "", "");
+      co_await sleep_for(std::chrono::seconds(1));
+    }
+  }
+
+  // One header byte every 5 s, forever; reconnects when the hub cuts it off.
+  awaitable<void> slow_client(int i) {
+    auto ex = co_await asio::this_coro::executor;
+    for (;;) {
+      Connection c(ex, asio::ip::address_v4(0x7f000000u | static_cast<uint32_t>(252 + i % 3)),
+                   o_.port);
+      try {
+        co_await c.open();
+        std::string start = "GET /v1/status HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ";
+        co_await asio::async_write(c.socket(), asio::buffer(start), use_awaitable);
+        for (;;) {
+          co_await sleep_for(std::chrono::seconds(5));
+          co_await asio::async_write(c.socket(), asio::buffer("a", 1), use_awaitable);
+          // The hub closing the connection shows on the next write or as readable EOF.
+          if (c.socket().available() > 0) break;
+          char probe;
+          beast::error_code ec;
+          c.socket().non_blocking(true);
+          size_t n = c.socket().receive(asio::buffer(&probe, 1), tcp::socket::message_peek, ec);
+          c.socket().non_blocking(false);
+          if ((!ec && n == 0) || (ec && ec != asio::error::would_block)) break;
+        }
+      } catch (const std::exception&) {
+      }
+      ++f_.results.slow_dropped;
+      co_await sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+
+  SimulatedFleet::Impl& f_;
+  const FleetOptions& o_;
+  std::atomic<uint64_t>& joined_;
+  std::atomic<bool>& measuring_;
+};
+
+}  // namespace
+
+SimulatedFleet::SimulatedFleet(FleetOptions options) : options_(std::move(options)) {}
+
+SimulatedFleet::~SimulatedFleet() {
+  stop();
+  delete impl_;
+}
+
+void SimulatedFleet::start() {
+  impl_ = new Impl();
+  auto fleet = std::make_shared<Fleet>(*impl_, options_, joined_, measuring_);
+  fleet->spawn();
+  impl_->thread = std::thread([this, fleet] { impl_->ioc.run(); });
+}
+
+void SimulatedFleet::published(uint64_t version) {
+  if (!impl_) return;
+  impl_->publish_ns = Clock::now().time_since_epoch().count();
+  impl_->published_version = version;
+}
+
+void SimulatedFleet::stop() {
+  if (!impl_ || !impl_->thread.joinable()) return;
+  impl_->ioc.stop();
+  impl_->thread.join();
+}
+
+FleetResults SimulatedFleet::results() {
+  return impl_ ? impl_->results : FleetResults{};
+}
+
+}  // namespace stoa::bench

@@ -1,0 +1,29 @@
+// `stoa bench hub`: the hub's HTTP front end under a simulated fleet (bench/hub_bench.h).
+#include <memory>
+
+#include "bench/hub_bench.h"
+#include "cli/command.h"
+
+namespace stoa::cli {
+namespace {
+
+CommandRegistration bench_cmd(
+    "bench hub", "N simulated workers against a real hub on loopback: latency per endpoint",
+    [](CLI::App& app) {
+      auto opts = std::make_shared<bench::HubBenchOptions>();
+      app.add_option("--workers", opts->workers, "simulated workers");
+      app.add_option("--slow-clients", opts->slow_clients,
+                     "extra connections that send one header byte every 5 s");
+      app.add_option("--seconds", opts->seconds, "measured phase (after every worker joined)");
+      app.add_option("--ramp", opts->ramp_seconds, "workers join spread over this many seconds");
+      app.add_option("--think", opts->think_seconds, "seconds a simulated lease takes");
+      app.add_option("--heartbeat", opts->heartbeat_seconds, "seconds between heartbeats");
+      app.add_option("--publish-every", opts->publish_seconds, "seconds between versions");
+      app.add_option("--handler-threads", opts->handler_threads, "the hub's request handlers");
+      app.add_option("--workdir", opts->workdir, "ledger and blobs (default: a temp dir)");
+      app.add_flag("--json", opts->json, "print JSON");
+      return [opts] { return bench::run_hub_bench(*opts); };
+    });
+
+}  // namespace
+}  // namespace stoa::cli
