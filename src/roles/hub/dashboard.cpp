@@ -1,4 +1,5 @@
-// The operator's page served at GET /: self-contained HTML (no CDN) that polls /v1/status.
+// The operator's page served at GET /: self-contained HTML (no CDN) that polls /v1/status
+// (with the operator token it was opened with, ?token=, when the hub is off loopback).
 #include "roles/hub/dashboard.h"
 
 namespace stoa::hub {
@@ -17,22 +18,29 @@ td,th{border:1px solid #ccc;padding:3px 8px;text-align:right} th{background:#f4f
 <h2>Last step</h2><table id="step"></table>
 <h2>Workers</h2><table id="workers"></table>
 <script>
-function row(k,v){return '<tr><td class="k">'+k+'</td><td>'+v+'</td></tr>'}
-function fmt(v){return typeof v==='number'?(Number.isInteger(v)?v:v.toFixed(4)):String(v)}
+// Worker names and every other value come from workers: they only ever become text nodes
+// (createElement + textContent), never markup, so a name like <img onerror=...> stays text.
+const token=new URLSearchParams(location.search).get('token');
+function fmt(v){return typeof v==='number'?(Number.isInteger(v)?String(v):v.toFixed(4)):String(v)}
+function cell(tag,text,cls){const c=document.createElement(tag);c.textContent=text;if(cls)c.className=cls;return c}
+function line(cells){const r=document.createElement('tr');for(const c of cells)r.appendChild(c);return r}
+function fill(id,rows){document.getElementById(id).replaceChildren(...rows)}
+function pairs(obj){return Object.entries(obj).map(([k,v])=>line([cell('td',k,'k'),cell('td',fmt(v))]))}
 async function tick(){
   try{
-    const s=await (await fetch('/v1/status')).json();
-    let h=row('latest version',fmt(s.latest_version))+row('step',s.step)+
-      row('uptime (s)',fmt(s.uptime_s))+row('open leases',s.leases_open);
-    for(const [k,v] of Object.entries(s.counters))h+=row(k,fmt(v));
-    document.getElementById('summary').innerHTML=h;
-    let st='';if(s.last_step)for(const [k,v] of Object.entries(s.last_step))st+=row(k,fmt(v));
-    document.getElementById('step').innerHTML=st;
-    let w='<tr><th class="k">worker</th><th>version</th><th>lag</th><th>tok/s</th><th>idle</th><th>accepted</th><th>seen (s ago)</th></tr>';
-    for(const x of s.workers)w+='<tr><td class="k">'+x.name+'</td><td>'+fmt(x.version)+'</td><td>'+
-      fmt(x.patch_lag??'-')+'</td><td>'+fmt(x.tokens_per_s)+'</td><td>'+fmt(x.idle_fraction)+
-      '</td><td>'+x.rollouts_accepted+'</td><td>'+fmt(x.seen_s_ago)+'</td></tr>';
-    document.getElementById('workers').innerHTML=w;
+    const q=token?'?token='+encodeURIComponent(token):'';
+    const r=await fetch('/v1/status'+q,token?{headers:{Authorization:'Bearer '+token}}:{});
+    if(!r.ok)throw new Error('HTTP '+r.status);
+    const s=await r.json();
+    fill('summary',pairs(Object.assign({'latest version':s.latest_version,'step':s.step,
+      'uptime (s)':s.uptime_s,'open leases':s.leases_open,'workers':s.workers_total},s.counters)));
+    fill('step',s.last_step?pairs(s.last_step):[]);
+    const head=line(['worker','version','lag','tok/s','idle','accepted','seen (s ago)'].map(
+      (h,i)=>cell('th',h,i?'':'k')));
+    const rows=s.workers.map(x=>line([cell('td',x.name,'k'),cell('td',fmt(x.version)),
+      cell('td',fmt(x.patch_lag??'-')),cell('td',fmt(x.tokens_per_s)),cell('td',fmt(x.idle_fraction)),
+      cell('td',fmt(x.rollouts_accepted)),cell('td',fmt(x.seen_s_ago))]));
+    fill('workers',[head,...rows]);
     document.getElementById('err').textContent='';
   }catch(e){document.getElementById('err').textContent='hub unreachable: '+e}
 }

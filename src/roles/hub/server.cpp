@@ -30,6 +30,12 @@ std::string bearer(const httplib::Request& req) {
   return "";
 }
 
+// The operator token: a bearer header, or ?token= (a browser opening the dashboard).
+std::string operator_token(const httplib::Request& req) {
+  std::string token = bearer(req);
+  return token.empty() && req.has_param("token") ? req.get_param_value("token") : token;
+}
+
 // Runs a handler, turning every failure into a JSON error: RequestError keeps its status, other
 // stoa::Errors about the input are 400, anything unexpected 500 (logged) — never a crash.
 template <typename Fn>
@@ -38,6 +44,11 @@ void guarded(const httplib::Request& req, httplib::Response& res, Fn&& fn) {
     fn();
   } catch (const RequestError& e) {
     send_error(res, e.status(), e.what());
+    if (e.retry_after_ms() > 0) {  // 429: whole seconds in the header, the exact wait in the body
+      res.set_header("Retry-After", std::to_string((e.retry_after_ms() + 999) / 1000));
+      res.set_content(json{{"error", e.what()}, {"retry_after_ms", e.retry_after_ms()}}.dump(),
+                      "application/json");
+    }
   } catch (const Error& e) {
     int status = e.kind() == ErrorKind::kInvalidArgument || e.kind() == ErrorKind::kBadFormat ? 400
                  : e.kind() == ErrorKind::kNotFound                                           ? 404
@@ -136,7 +147,8 @@ void HubServer::routes() {
       auto body = net::parse_body(req.body, "join");
       std::string token = bearer(req);
       if (token.empty()) throw RequestError(401, "join: missing Authorization: Bearer <token>");
-      send_json(res, net::to_json(hub_.join(token, net::join_request_from_json(body))));
+      send_json(res,
+                net::to_json(hub_.join(token, net::join_request_from_json(body), req.remote_addr)));
     });
   });
 
@@ -174,7 +186,7 @@ void HubServer::routes() {
       auto worker = hub_.authenticate(bearer(req));
       auto m = net::lease_request_from_json(net::parse_body(req.body, "lease"));
       if (m.worker_id != worker) throw RequestError(403, "lease: worker_id is not yours");
-      send_json(res, net::to_json(hub_.lease(worker)));
+      send_json(res, net::to_json(hub_.lease(worker, req.remote_addr)));
     });
   });
 
@@ -192,7 +204,7 @@ void HubServer::routes() {
     guarded(req, res, [&] {
       auto worker = hub_.authenticate(bearer(req));
       auto m = net::rollout_submission_from_json(net::parse_body(req.body, "rollout"));
-      auto r = hub_.submit(worker, m);
+      auto r = hub_.submit(worker, m, req.remote_addr);
       send_json(res, net::to_json(r), r.status == net::IntakeStatus::kRejected ? 422 : 200);
     });
   });
@@ -206,16 +218,25 @@ void HubServer::routes() {
   });
 
   s.Get("/v1/status", [this](const httplib::Request& req, httplib::Response& res) {
-    guarded(req, res, [&] { send_json(res, hub_.status()); });
+    guarded(req, res, [&] {
+      hub_.check_operator(operator_token(req), is_loopback_host(options_.host));
+      send_json(res, hub_.status(query_u64(req, "offset").value_or(0),
+                                 query_u64(req, "limit").value_or(100)));
+    });
   });
 
   s.Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
-    guarded(req, res,
-            [&] { res.set_content(hub_.metrics(), "text/plain; version=0.0.4; charset=utf-8"); });
+    guarded(req, res, [&] {
+      hub_.check_operator(operator_token(req), is_loopback_host(options_.host));
+      res.set_content(hub_.metrics(), "text/plain; version=0.0.4; charset=utf-8");
+    });
   });
 
-  s.Get("/", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content(dashboard_html(), "text/html; charset=utf-8");
+  s.Get("/", [this](const httplib::Request& req, httplib::Response& res) {
+    guarded(req, res, [&] {
+      hub_.check_operator(operator_token(req), is_loopback_host(options_.host));
+      res.set_content(dashboard_html(), "text/html; charset=utf-8");
+    });
   });
 }
 
