@@ -37,8 +37,13 @@ CommandRegistration reg(
     "work", "Rollout worker: join a hub, sync weights, generate and stream rollouts",
     [](CLI::App& app) {
       auto o = std::make_shared<worker::WorkerOptions>();
-      app.add_option("--hub", o->hub_url, "hub URL, http(s)://host:port")->required();
-      app.add_option("--token", o->join_token, "join token")->required();
+      auto* hub = app.add_option("--hub", o->hub_url, "hub URL, http(s)://host:port");
+      auto* token = app.add_option("--token", o->join_token, "join token");
+      auto* join = app.add_option(
+          "--join", o->join_string,
+          "the hub's join string (URL#token=...&sha256=...): URL, token and certificate pin");
+      join->excludes(hub)->excludes(token);
+      hub->needs(token);
       app.add_option("--model", o->model_dir,
                      "directory with the run's config.json and tokenizer.json (weights come "
                      "from the hub)")
@@ -60,7 +65,13 @@ CommandRegistration reg(
       app.add_option("--grace", o->shutdown_grace_s,
                      "seconds to finish rollouts on SIGINT/SIGTERM before releasing leases")
           ->capture_default_str();
-      return [o] { return run(*o); };
+      return [o] {
+        if (o->join_string.empty() && o->hub_url.empty()) {
+          std::fprintf(stderr, "stoa work: give --join STRING, or --hub URL and --token TOKEN\n");
+          return 2;
+        }
+        return run(*o);
+      };
     });
 
 }  // namespace

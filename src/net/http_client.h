@@ -29,6 +29,12 @@ struct HttpClientOptions {
   // HTTPS: a CA file to trust (e.g. the hub's self-signed certificate); empty: the system's.
   std::string ca_cert_path;
   bool verify_server = true;
+  // HTTPS: the SHA-256 fingerprint (hex, colons allowed) the hub's certificate must have — the
+  // join string's pin. Replaces CA and host-name checks; a different certificate is refused
+  // (kIntegrity, naming both fingerprints) and never retried.
+  std::string pin_sha256;
+  // A 429's Retry-After is honoured up to this long per wait.
+  std::chrono::milliseconds max_retry_after{60000};
 };
 
 struct HttpResponse {
@@ -39,6 +45,8 @@ struct HttpResponse {
 
 class HttpClient {
  public:
+  struct Pin;  // the certificate pin's state (http_client.cpp)
+
   // base_url: "http://host:port" or "https://host:port" (no path).
   explicit HttpClient(std::string base_url, HttpClientOptions options = {});
   ~HttpClient();
@@ -49,13 +57,19 @@ class HttpClient {
   const std::string& base_url() const { return base_url_; }
 
   // Answers any status that is not retried (2xx, and 4xx other than 408/429). Retries (when
-  // idempotent) transport errors, 5xx, 408 and 429; throws stoa::Error(kNetwork) naming the URL
-  // and the last failure once the attempts are used up. `read_timeout` overrides the default
-  // (long-polls pass their own).
+  // idempotent) transport errors, 5xx and 408 with jittered back-off; a 429 (the hub did not
+  // process the request: rate limited) is retried after its Retry-After for every call. Throws
+  // stoa::Error(kNetwork) naming the URL and the last failure once the attempts are used up.
+  // `read_timeout` overrides the default (long-polls pass their own); `bearer`, when set, is
+  // sent instead of the client's token (joining with the join token while other threads go on
+  // with the session token).
   HttpResponse get(const std::string& path, bool idempotent = true,
                    std::chrono::milliseconds read_timeout = std::chrono::milliseconds{0});
   HttpResponse post_json(const std::string& path, const std::string& json_body, bool idempotent,
-                         std::chrono::milliseconds read_timeout = std::chrono::milliseconds{0});
+                         std::chrono::milliseconds read_timeout = std::chrono::milliseconds{0},
+                         const std::string* bearer = nullptr);
+  // How many 429 answers were waited out (the worker's counters, tests).
+  uint64_t throttled() const { return throttled_; }
 
   // Called between attempts (tests observe retries; a worker can log them).
   void on_retry(std::function<void(int attempt, const std::string& why)> fn) {
@@ -68,11 +82,12 @@ class HttpClient {
   uint64_t bytes_sent() const { return bytes_sent_; }
 
  private:
-  struct Pooled;
   std::unique_ptr<httplib::Client> acquire();
   void release(std::unique_ptr<httplib::Client> client);
   HttpResponse send(const std::string& method, const std::string& path, const std::string* body,
-                    bool idempotent, std::chrono::milliseconds read_timeout);
+                    bool idempotent, std::chrono::milliseconds read_timeout,
+                    const std::string* bearer);
+  void sleep_for(std::chrono::milliseconds wait);
   std::chrono::milliseconds backoff(int attempt);
 
   std::string base_url_;
@@ -84,6 +99,8 @@ class HttpClient {
   std::atomic<bool> cancelled_{false};
   std::atomic<uint64_t> bytes_received_{0};
   std::atomic<uint64_t> bytes_sent_{0};
+  std::atomic<uint64_t> throttled_{0};
+  std::shared_ptr<Pin> pin_;     // set when options_.pin_sha256 is
   Rng jitter_{os_entropy(), 0};  // seeded per client: workers must not retry in lockstep
 };
 

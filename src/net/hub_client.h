@@ -2,8 +2,11 @@
 // Idempotent calls (version, blobs, rollouts by id, heartbeat, release) are retried with
 // back-off; join and lease are tried once (a lost lease response just expires on the hub).
 #pragma once
+#include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,8 +35,14 @@ class HubClient {
 
   // Joins with the join token; afterwards every call carries the session token. Throws
   // JoinRefused for a 4xx answer, kNetwork for transport errors and 5xx (worth retrying).
+  // The client keeps the join token and the worker's secret: when the hub answers a call 401
+  // (the session expired) it resumes the same identity once and sends the call again, and it
+  // switches to the token a heartbeat hands over (rotation). A revoked join token makes that
+  // resume fail with JoinRefused.
   JoinResponse join(const std::string& join_token, const JoinRequest& request);
-  const std::string& worker_id() const { return worker_id_; }
+  std::string worker_id() const;
+  // The proof of this identity for a later resume (the first join's worker_secret).
+  std::string worker_secret() const;
 
   // Long-poll: returns when the hub has a version above `after` or after `timeout`.
   VersionInfo version(std::optional<uint64_t> after, std::chrono::seconds timeout);
@@ -48,10 +57,23 @@ class HubClient {
   HeartbeatResponse heartbeat(const Heartbeat& heartbeat);
 
   HttpClient& http() { return http_; }
+  uint64_t session_renewals() const { return renewals_; }
 
  private:
+  // Sends a call; on a 401 resumes the session (unless another thread already did since the
+  // call started) and sends it once more.
+  HttpResponse with_session(const std::function<HttpResponse()>& call);
+  JoinResponse join_locked(const std::string& join_token, const JoinRequest& request);
+  void adopt_session(const std::string& token);
+
   HttpClient http_;
+  mutable std::mutex mutex_;
+  std::mutex rejoin_mutex_;
   std::string worker_id_;
+  std::string join_token_;
+  JoinRequest rejoin_;                   // name, threads, and once joined resume_id + resume_secret
+  std::atomic<uint64_t> generation_{0};  // bumped whenever the session token changes
+  std::atomic<uint64_t> renewals_{0};
 };
 
 }  // namespace stoa::net

@@ -114,7 +114,8 @@ json to_json(const JoinRequest& m) {
   return {{"protocol", m.protocol},
           {"name", m.name},
           {"threads", m.threads},
-          {"resume_id", m.resume_id}};
+          {"resume_id", m.resume_id},
+          {"resume_secret", m.resume_secret}};
 }
 JoinRequest join_request_from_json(const json& j) {
   const char* msg = "join request";
@@ -125,6 +126,9 @@ JoinRequest join_request_from_json(const json& j) {
   STOA_CHECK(m.name.size() <= 128, ErrorKind::kInvalidArgument, msg, ": name longer than 128");
   m.threads = opt<int>(j, msg, "threads", 0);
   m.resume_id = opt<std::string>(j, msg, "resume_id", "");
+  m.resume_secret = opt<std::string>(j, msg, "resume_secret", "");
+  STOA_CHECK(m.resume_id.size() <= 128 && m.resume_secret.size() <= 128,
+             ErrorKind::kInvalidArgument, msg, ": resume_id or resume_secret longer than 128");
   return m;
 }
 
@@ -132,6 +136,8 @@ json to_json(const JoinResponse& m) {
   return {{"protocol", m.protocol},
           {"worker_id", m.worker_id},
           {"session_token", m.session_token},
+          {"worker_secret", m.worker_secret},
+          {"session_ttl_s", m.session_ttl_s},
           {"heartbeat_interval_s", m.heartbeat_interval_s},
           {"vocab_size", m.vocab_size},
           {"max_tokens", m.max_tokens},
@@ -145,6 +151,8 @@ JoinResponse join_response_from_json(const json& j) {
   check_protocol(m.protocol, msg);
   m.worker_id = req<std::string>(j, msg, "worker_id");
   m.session_token = req<std::string>(j, msg, "session_token");
+  m.worker_secret = opt<std::string>(j, msg, "worker_secret", "");
+  m.session_ttl_s = opt<int64_t>(j, msg, "session_ttl_s", 0);
   m.heartbeat_interval_s = req<int>(j, msg, "heartbeat_interval_s");
   m.vocab_size = req<int64_t>(j, msg, "vocab_size");
   m.max_tokens = req<int64_t>(j, msg, "max_tokens");
@@ -394,7 +402,8 @@ Heartbeat heartbeat_from_json(const json& j) {
 json to_json(const HeartbeatResponse& m) {
   return {{"latest_version", m.latest_version ? json(*m.latest_version) : json(nullptr)},
           {"renewed", m.renewed},
-          {"cancelled", m.cancelled}};
+          {"cancelled", m.cancelled},
+          {"session_token", m.session_token}};
 }
 HeartbeatResponse heartbeat_response_from_json(const json& j) {
   const char* msg = "heartbeat response";
@@ -403,6 +412,7 @@ HeartbeatResponse heartbeat_response_from_json(const json& j) {
   m.latest_version = opt_u64(j, msg, "latest_version");
   m.renewed = opt<std::vector<std::string>>(j, msg, "renewed", {});
   m.cancelled = opt<std::vector<std::string>>(j, msg, "cancelled", {});
+  m.session_token = opt<std::string>(j, msg, "session_token", "");
   return m;
 }
 

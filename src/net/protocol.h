@@ -20,11 +20,18 @@ struct JoinRequest {
   std::string name;       // human-readable worker name (host, "worker-3"); not an identity
   int threads = 0;        // informational
   std::string resume_id;  // a worker id from a previous run of this worker ("" for a new one)
+  // The proof that resume_id is ours: the worker_secret the hub handed out at the first join.
+  // A known resume_id without the matching secret is refused (403).
+  std::string resume_secret;
 };
 struct JoinResponse {
   int protocol = kProtocolVersion;
   std::string worker_id;
   std::string session_token;  // Bearer token for every later call
+  // A fresh join: the secret that proves this identity on a later resume (kept by the worker,
+  // never sent again except as resume_secret). "" on a resume: the worker keeps the one it has.
+  std::string worker_secret;
+  int64_t session_ttl_s = 0;  // the session token expires after this (rotated by heartbeats)
   int heartbeat_interval_s = 10;
   int64_t vocab_size = 0;
   int64_t max_tokens = 0;  // a rollout's whole transcript may not exceed this
@@ -130,6 +137,9 @@ struct HeartbeatResponse {
   std::optional<uint64_t> latest_version;
   std::vector<std::string> renewed;    // leases whose deadline moved
   std::vector<std::string> cancelled;  // leases no longer valid (the group completed / dropped)
+  // Set when the session token is past half its life: use this one from now on (the old one
+  // stays valid until it expires, so calls already in flight still succeed).
+  std::string session_token;
 };
 
 // Codecs. from_json throws kInvalidArgument("<message>: field '<f>' ...") on missing/mistyped

@@ -30,7 +30,14 @@ int64_t system_ms() {
 }  // namespace
 
 Hub::Hub(HubConfig config, HubDeps deps)
-    : config_(std::move(config)), deps_(std::move(deps)), counters_(std::make_unique<Counters>()) {
+    : config_(std::move(config)),
+      deps_(std::move(deps)),
+      join_per_ip_(config_.limits.join_per_ip),
+      lease_per_worker_(config_.limits.lease_per_worker),
+      lease_per_ip_(config_.limits.lease_per_ip),
+      rollouts_per_worker_(config_.limits.rollouts_per_worker),
+      rollouts_per_ip_(config_.limits.rollouts_per_ip),
+      counters_(std::make_unique<Counters>()) {
   STOA_CHECK(deps_.task && deps_.codec && deps_.store, ErrorKind::kInvalidArgument,
              "hub: task, codec and blob store are required");
   STOA_CHECK(!config_.join_token.empty(), ErrorKind::kInvalidArgument,
@@ -47,6 +54,7 @@ Hub::Hub(HubConfig config, HubDeps deps)
   std::iota(prompt_order_.begin(), prompt_order_.end(), 0);
   Rng(config_.seed, 0).shuffle(prompt_order_);
   ledger_ = std::make_unique<Ledger>(config_.ledger_path);
+  install_tokens();
   restore();
 }
 
@@ -60,8 +68,12 @@ void Hub::restore() {
     s.id = w.id;
     s.name = w.name;
     s.last_seen_ms = w.last_seen_ms;
+    s.session_issued_ms = w.session_expires_ms - config_.session_ttl_ms;
     workers_[w.id] = s;
-    sessions_[w.session_token] = w.id;
+    // The ledger keeps each worker's newest session (hashed); older rotated ones lapse.
+    if (!w.session_token.empty()) {
+      sessions_[w.session_token] = Session{w.id, w.token_name, w.session_expires_ms};
+    }
   }
   for (const auto& g : ledger_->groups()) {
     groups_[g.id] = GroupState{g, 0, {}};
@@ -95,51 +107,6 @@ void Hub::reload_catalog_locked() {
   } else {
     catalog_ = pulse::Catalog::scan(*deps_.store);
   }
-}
-
-// ---------------------------------------------------------------- join / auth
-
-net::JoinResponse Hub::join(const std::string& bearer, const net::JoinRequest& request) {
-  if (bearer != config_.join_token) throw RequestError(401, "join: invalid join token");
-  std::lock_guard<std::mutex> lock(mutex_);
-  WorkerRow row;
-  if (!request.resume_id.empty() && workers_.count(request.resume_id)) {
-    row.id = request.resume_id;
-    for (auto it = sessions_.begin(); it != sessions_.end();) {
-      it = it->second == row.id ? sessions_.erase(it) : std::next(it);
-    }
-  } else {
-    row.id = "w-" + net::random_token().substr(0, 12);
-  }
-  row.name = request.name.empty() ? row.id : request.name;
-  row.session_token = net::random_token();
-  row.joined_ms = now();
-  row.last_seen_ms = row.joined_ms;
-  ledger_->put_worker(row);
-  sessions_[row.session_token] = row.id;
-  auto& w = workers_[row.id];
-  w.id = row.id;
-  w.name = row.name;
-  w.last_seen_ms = row.last_seen_ms;
-  net::JoinResponse resp;
-  resp.worker_id = row.id;
-  resp.session_token = row.session_token;
-  resp.heartbeat_interval_s = config_.heartbeat_interval_s;
-  resp.vocab_size = deps_.vocab_size;
-  resp.max_tokens = config_.max_tokens;
-  resp.topk = config_.topk;
-  resp.task = deps_.task->name();
-  log_info("hub", "worker ", row.id, " (", row.name, ") joined");
-  return resp;
-}
-
-std::string Hub::authenticate(const std::string& bearer) const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto it = sessions_.find(bearer);
-  if (bearer.empty() || it == sessions_.end()) {
-    throw RequestError(401, "unknown or missing session token (join first)");
-  }
-  return it->second;
 }
 
 // ---------------------------------------------------------------- versions
@@ -370,14 +337,17 @@ std::optional<net::Lease> Hub::lease_locked(const std::string& worker_id, int64_
   return make_lease_locked(groups_.at(row.id), worker_id, row.samples, now_ms);
 }
 
-net::LeaseResponse Hub::lease(const std::string& worker_id) {
+net::LeaseResponse Hub::lease(const std::string& worker_id, const std::string& peer) {
   std::lock_guard<std::mutex> lock(mutex_);
+  const int64_t t = now();
+  throttle_locked(lease_per_worker_, worker_id, "lease (this worker)");
+  if (!peer.empty()) throttle_locked(lease_per_ip_, peer, "lease (this address)");
   net::LeaseResponse resp;
   if (stopped_) {
     resp.retry_after_ms = config_.no_work_retry_ms;
     return resp;
   }
-  resp.lease = lease_locked(worker_id, now());
+  resp.lease = lease_locked(worker_id, t);
   if (!resp.lease) resp.retry_after_ms = config_.no_work_retry_ms;
   return resp;
 }
@@ -404,7 +374,11 @@ net::HeartbeatResponse Hub::heartbeat(const std::string& caller, const net::Hear
   std::lock_guard<std::mutex> lock(mutex_);
   int64_t t = now();
   expire_locked(t);
-  auto& w = workers_[caller];
+  expire_workers_locked(t);
+  auto wit = workers_.find(caller);
+  // Expired between authenticate() and here: its sessions are gone, so it joins again.
+  if (wit == workers_.end()) throw RequestError(401, "heartbeat: the worker expired (join again)");
+  auto& w = wit->second;
   w.last_seen_ms = t;
   w.version = hb.version;
   w.tokens_generated = hb.tokens_generated;
@@ -413,6 +387,14 @@ net::HeartbeatResponse Hub::heartbeat(const std::string& caller, const net::Hear
   ledger_->touch_worker(caller, t);
   net::HeartbeatResponse resp;
   resp.latest_version = version_info_locked(std::nullopt).version;
+  // Rotation: past half its life the session gets a successor; the worker switches to it and
+  // the old token lapses at its own expiry (calls in flight with it still succeed).
+  if (t - w.session_issued_ms >= config_.session_ttl_ms / 2) {
+    std::string token_name;
+    for (const auto& [hash, s] : sessions_)
+      if (s.worker_id == caller) token_name = s.token_name;
+    resp.session_token = issue_session_locked(caller, token_name, t);
+  }
   for (const auto& lid : hb.leases) {
     auto it = leases_.find(lid);
     if (it == leases_.end() || it->second.worker_id != caller) continue;

@@ -26,20 +26,37 @@
 #include "pulse/blob_store.h"
 #include "pulse/catalog.h"
 #include "roles/hub/ledger.h"
+#include "roles/hub/rate_limit.h"
 #include "roles/hub/run_history.h"
 #include "roles/hub/trainer_port.h"
 
 namespace stoa::hub {
 
-// An error with the HTTP status the server answers (4xx: the client's fault).
+// An error with the HTTP status the server answers (4xx: the client's fault). A 429 carries
+// the milliseconds until the client may try again (the server's Retry-After header).
 class RequestError : public Error {
  public:
-  RequestError(int status, const std::string& message)
-      : Error(ErrorKind::kInvalidArgument, message), status_(status) {}
+  RequestError(int status, const std::string& message, int64_t retry_after_ms = 0)
+      : Error(ErrorKind::kInvalidArgument, message),
+        status_(status),
+        retry_after_ms_(retry_after_ms) {}
   int status() const { return status_; }
+  int64_t retry_after_ms() const { return retry_after_ms_; }
 
  private:
   int status_;
+  int64_t retry_after_ms_;
+};
+
+// Abuse limits (token buckets, rate_limit.h). The defaults are far above what honest workers
+// send (a worker leases a few times a second at most and submits one rollout per finished
+// sample), and above `stoa bench hub` with 1000 simulated workers on one address.
+struct HubLimits {
+  RateLimit join_per_ip{10, 2000};  // 43,000 joins a minute from one address were accepted
+  RateLimit lease_per_worker{20, 200};
+  RateLimit lease_per_ip{5000, 20000};
+  RateLimit rollouts_per_worker{200, 2000};
+  RateLimit rollouts_per_ip{5000, 20000};
 };
 
 struct HubConfig {
@@ -57,6 +74,15 @@ struct HubConfig {
   int heartbeat_interval_s = 10;
   int64_t no_work_retry_ms = 500;
   uint64_t seed = 1;  // prompt order
+  // Identity (docs/protocol.md "Auth"). The join token above is the ledger's token "default";
+  // `stoa hub token add` adds more. operator_token, when set, is the token "operator"; unset,
+  // the hub makes one at first start and writes it to <ledger dir>/operator_token.
+  std::string operator_token;
+  int64_t session_ttl_ms = 3'600'000;       // heartbeats rotate the token at half this
+  int64_t worker_idle_expiry_ms = 600'000;  // no heartbeat for this long: the worker is gone
+  size_t status_max_workers = 500;          // a /v1/status page holds at most this many
+  size_t metrics_max_workers = 200;         // per-worker series in /metrics
+  HubLimits limits;
 };
 
 // What the hub serves and computes rewards with; all must outlive the Hub.
@@ -78,35 +104,53 @@ struct WorkerStats {
   double tokens_per_s = 0;
   double idle_fraction = 0;
   int64_t rollouts_accepted = 0;
+  int64_t session_issued_ms = 0;  // the newest session token's issue time (rotation)
 };
+
+// True for a host the hub binds that only this machine can reach (127.0.0.0/8, ::1,
+// "localhost"): there the observability routes need no operator token and TLS is not required.
+bool is_loopback_host(const std::string& host);
 
 class Hub final : public TrainerPort {
  public:
   Hub(HubConfig config, HubDeps deps);  // opens the ledger and restores the state from it
   ~Hub() override;
 
-  // ---- the protocol (throw RequestError for 4xx) ----
-  net::JoinResponse join(const std::string& bearer, const net::JoinRequest& request);
-  // The worker id for a session token; RequestError(401) if unknown.
-  std::string authenticate(const std::string& bearer) const;
+  // ---- the protocol (throw RequestError for 4xx; 429 when a rate limit is hit) ----
+  // `peer` is the client's address (per-address limits; "" skips them: in-process callers).
+  net::JoinResponse join(const std::string& bearer, const net::JoinRequest& request,
+                         const std::string& peer = "");
+  // The worker id for a session token; RequestError(401) if unknown, expired or its join token
+  // was revoked.
+  std::string authenticate(const std::string& bearer);
+  // The dashboard, /v1/status and /metrics: open when the hub binds to loopback, otherwise a
+  // token of scope `operator` is required (RequestError 401).
+  void check_operator(const std::string& bearer, bool loopback);
+  // Where the operator token made at first start was written ("" when one was configured).
+  const std::string& operator_token_file() const { return operator_token_file_; }
   net::VersionInfo version_info(std::optional<uint64_t> after) const;
   // Blocks until a version above `after` exists, `timeout` passes or stop() is called.
   net::VersionInfo wait_version(std::optional<uint64_t> after, std::chrono::milliseconds timeout);
-  net::LeaseResponse lease(const std::string& worker_id);
+  net::LeaseResponse lease(const std::string& worker_id, const std::string& peer = "");
   void release(const std::string& worker_id, const std::string& lease_id);
   // Accepted and duplicate come back as such; validation failures as kRejected with a reason
   // code (docs/protocol.md). Throws RequestError(403) if worker_id is not the caller.
-  net::RolloutResponse submit(const std::string& caller, const net::RolloutSubmission& rollout);
+  net::RolloutResponse submit(const std::string& caller, const net::RolloutSubmission& rollout,
+                              const std::string& peer = "");
   net::HeartbeatResponse heartbeat(const std::string& caller, const net::Heartbeat& heartbeat);
 
-  // ---- observability ----
-  nlohmann::json status() const;
+  struct Snapshot;  // hub_counters.h
+  // ---- observability (built from a snapshot: the hub's lock is held only to copy) ----
+  // The worker list is one page: `limit` (capped at status_max_workers) workers from `offset`.
+  nlohmann::json status(size_t offset = 0, size_t limit = 100) const;
   std::string metrics() const;  // Prometheus text format 0.0.4
   // The run over time for the dashboard's charts (run_history.h); never takes the hub's lock.
   nlohmann::json history(int64_t since_step = -1, int64_t since_version = -1) const {
     return history_.to_json(since_step, since_version);
   }
   std::vector<WorkerStats> workers() const;
+  // Forgets workers idle past worker_idle_expiry_ms now (join and heartbeat do it lazily).
+  void expire_workers();
 
   // ---- TrainerPort ----
   std::vector<AcceptedGroup> take_groups(size_t max_groups,
@@ -136,9 +180,24 @@ class Hub final : public TrainerPort {
     std::map<std::string, int64_t> accepted_by_lease;
   };
   struct Counters;
+  struct Session {
+    std::string worker_id;
+    std::string token_name;
+    int64_t expires_ms = 0;
+  };
 
   int64_t now() const { return deps_.clock_ms(); }
   void restore();
+  void install_tokens();
+  void refresh_tokens_locked();
+  // The name of the valid (not revoked) token of `scope` that `bearer` is, if any.
+  std::optional<std::string> match_token_locked(const std::string& bearer,
+                                                const std::string& scope) const;
+  std::string issue_session_locked(const std::string& worker_id, const std::string& token_name,
+                                   int64_t now_ms);
+  void expire_workers_locked(int64_t now_ms);
+  void throttle_locked(RateLimiter& limiter, const std::string& key, const char* what);
+  Snapshot snapshot(size_t offset, size_t limit) const;
   void expire_locked(int64_t now_ms);
   const std::vector<int32_t>& prompt_tokens_locked(int64_t prompt_index);
   std::optional<net::Lease> lease_locked(const std::string& worker_id, int64_t now_ms);
@@ -160,7 +219,14 @@ class Hub final : public TrainerPort {
   std::function<void()> version_listener_;  // guarded by mutex_
 
   std::map<std::string, WorkerStats> workers_;
-  std::map<std::string, std::string> sessions_;  // token -> worker id
+  std::map<std::string, Session> sessions_;  // SHA-256 of the session token -> session
+  std::vector<JoinTokenRow> tokens_;         // named join tokens, as the ledger has them
+  int64_t tokens_data_version_ = -1;
+  std::chrono::steady_clock::time_point tokens_checked_{};
+  std::string operator_token_file_;
+  int64_t workers_scanned_ms_ = 0;
+  RateLimiter join_per_ip_, lease_per_worker_, lease_per_ip_, rollouts_per_worker_,
+      rollouts_per_ip_;
   std::map<std::string, GroupState> groups_;
   std::vector<std::string> group_order_;  // creation order
   std::map<std::string, LeaseRow> leases_;

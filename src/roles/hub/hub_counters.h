@@ -35,6 +35,24 @@ struct Hub::Counters {
   std::set<int64_t> prompts_too_long;  // prompt indices skipped: no room under max_tokens
   bool all_too_long = false;
   int64_t start_ms = 0;
+  std::map<std::string, int64_t> rate_limited;  // 429s, by limit
+  int64_t resume_refused = 0;                   // resumes without the worker's secret
+  int64_t workers_expired = 0;
+};
+
+// What status(), metrics() and counters() are built from: copied under the hub's lock, turned
+// into JSON or text after it is released.
+struct Hub::Snapshot {
+  Counters counters;
+  size_t groups_queued = 0;
+  size_t workers_total = 0;
+  size_t versions = 0;
+  int64_t leases_open = 0;
+  std::optional<uint64_t> latest_version;
+  int64_t step = 0;
+  int64_t now_ms = 0;
+  size_t offset = 0;
+  std::vector<WorkerStats> workers;  // the requested page
 };
 
 }  // namespace stoa::hub

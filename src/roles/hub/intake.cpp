@@ -49,13 +49,16 @@ net::RolloutResponse Hub::reject(const std::string& reason, const std::string& d
   return r;
 }
 
-net::RolloutResponse Hub::submit(const std::string& caller, const net::RolloutSubmission& m) {
+net::RolloutResponse Hub::submit(const std::string& caller, const net::RolloutSubmission& m,
+                                 const std::string& peer) {
   if (m.worker_id != caller) {
     throw RequestError(403, cat("rollout '", m.id, "': worker_id '", m.worker_id,
                                 "' does not match the session token's worker"));
   }
   net::validate_structure(m);  // decoders already did; callers may build messages themselves
   std::lock_guard<std::mutex> lock(mutex_);
+  throttle_locked(rollouts_per_worker_, caller, "rollouts (this worker)");
+  if (!peer.empty()) throttle_locked(rollouts_per_ip_, peer, "rollouts (this address)");
   const std::string who = cat("rollout ", m.id);
   // Idempotency first: a retry of an accepted rollout is a duplicate even if its lease has
   // since expired or its group was trained.
@@ -210,7 +213,7 @@ net::RolloutResponse Hub::submit(const std::string& caller, const net::RolloutSu
   c.model_tokens_accepted += model_tokens;
   c.reward_sum += reward;
   c.staleness[std::min<uint64_t>(latest - std::min(latest, vmin), 9)]++;
-  workers_[caller].rollouts_accepted++;
+  if (auto w = workers_.find(caller); w != workers_.end()) w->second.rollouts_accepted++;
   net::RolloutResponse r;
   r.status = net::IntakeStatus::kAccepted;
   r.reward = reward;

@@ -82,6 +82,14 @@ CREATE TABLE versions(version INTEGER PRIMARY KEY, state_hash TEXT NOT NULL,
 CREATE TABLE steps(step INTEGER PRIMARY KEY, ms INTEGER NOT NULL, report TEXT NOT NULL);
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 )sql",
+    // 2: identity (issue 18). The session_token column now holds the token's SHA-256.
+    R"sql(
+ALTER TABLE workers ADD COLUMN secret_hash TEXT NOT NULL DEFAULT '';
+ALTER TABLE workers ADD COLUMN token_name TEXT NOT NULL DEFAULT '';
+ALTER TABLE workers ADD COLUMN session_expires_ms INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE join_tokens(name TEXT PRIMARY KEY, token_hash TEXT NOT NULL, scope TEXT NOT NULL,
+                         created_ms INTEGER NOT NULL, revoked_ms INTEGER NOT NULL);
+)sql",
 };
 
 }  // namespace
@@ -183,8 +191,12 @@ void Ledger::rollback() {
 }
 
 void Ledger::put_worker(const WorkerRow& r) {
-  Stmt(db_, "INSERT OR REPLACE INTO workers VALUES(?,?,?,?,?)", path_)
-      .bind_all(r.id, r.name, r.session_token, r.joined_ms, r.last_seen_ms)
+  Stmt(db_,
+       "INSERT OR REPLACE INTO workers(id,name,session_token,joined_ms,last_seen_ms,secret_hash,"
+       "token_name,session_expires_ms) VALUES(?,?,?,?,?,?,?,?)",
+       path_)
+      .bind_all(r.id, r.name, r.session_token, r.joined_ms, r.last_seen_ms, r.secret_hash,
+                r.token_name, r.session_expires_ms)
       .run();
 }
 
@@ -192,11 +204,63 @@ void Ledger::touch_worker(const std::string& id, int64_t now_ms) {
   Stmt(db_, "UPDATE workers SET last_seen_ms=? WHERE id=?", path_).bind_all(now_ms, id).run();
 }
 
+namespace {
+constexpr const char* kWorkerColumns =
+    "SELECT id,name,session_token,joined_ms,last_seen_ms,secret_hash,token_name,"
+    "session_expires_ms FROM workers";
+WorkerRow read_worker(const Stmt& s) {
+  return {s.text(0), s.text(1), s.text(2), s.i64(3), s.i64(4), s.text(5), s.text(6), s.i64(7)};
+}
+}  // namespace
+
 std::vector<WorkerRow> Ledger::workers() const {
-  Stmt s(db_, "SELECT id,name,session_token,joined_ms,last_seen_ms FROM workers", path_);
+  Stmt s(db_, kWorkerColumns, path_);
   std::vector<WorkerRow> out;
+  while (s.step()) out.push_back(read_worker(s));
+  return out;
+}
+
+std::optional<WorkerRow> Ledger::worker(const std::string& id) const {
+  Stmt s(db_, cat(kWorkerColumns, " WHERE id=?").c_str(), path_);
+  s.bind(1, id);
+  if (!s.step()) return std::nullopt;
+  return read_worker(s);
+}
+
+void Ledger::delete_worker(const std::string& id) {
+  Stmt(db_, "DELETE FROM workers WHERE id=?", path_).bind(1, id).run();
+}
+
+void Ledger::put_join_token(const JoinTokenRow& r) {
+  Stmt(db_, "INSERT OR REPLACE INTO join_tokens VALUES(?,?,?,?,?)", path_)
+      .bind_all(r.name, r.token_hash, r.scope, r.created_ms, r.revoked_ms)
+      .run();
+}
+
+std::vector<JoinTokenRow> Ledger::join_tokens() const {
+  Stmt s(db_,
+         "SELECT name,token_hash,scope,created_ms,revoked_ms FROM join_tokens ORDER BY created_ms,"
+         " name",
+         path_);
+  std::vector<JoinTokenRow> out;
   while (s.step()) out.push_back({s.text(0), s.text(1), s.text(2), s.i64(3), s.i64(4)});
   return out;
+}
+
+bool Ledger::revoke_join_token(const std::string& name, int64_t now_ms) {
+  Stmt(db_, "UPDATE join_tokens SET revoked_ms=? WHERE name=? AND revoked_ms=0", path_)
+      .bind_all(now_ms, name)
+      .run();
+  Stmt s(db_, "SELECT COUNT(*) FROM join_tokens WHERE name=?", path_);
+  s.bind(1, name);
+  s.step();
+  return s.i64(0) > 0;
+}
+
+int64_t Ledger::data_version() const {
+  Stmt s(db_, "PRAGMA data_version", path_);
+  s.step();
+  return s.i64(0);
 }
 
 void Ledger::put_group(const GroupRow& r) {

@@ -18,9 +18,22 @@ namespace stoa::hub {
 struct WorkerRow {
   std::string id;
   std::string name;
-  std::string session_token;
+  std::string session_token;  // the hub stores its SHA-256 (net/secret.h), never the token
   int64_t joined_ms = 0;
   int64_t last_seen_ms = 0;
+  std::string secret_hash;         // SHA-256 of the worker secret: the proof a resume must show
+  std::string token_name;          // the join token it joined with (revoking it ends the session)
+  int64_t session_expires_ms = 0;  // the session token is refused after this
+};
+
+// A named join token (`stoa hub token add`): workers join with a `work` token; an `operator`
+// token opens the dashboard, /v1/status and /metrics. Only the SHA-256 of the token is kept.
+struct JoinTokenRow {
+  std::string name;
+  std::string token_hash;
+  std::string scope;  // "work" | "operator"
+  int64_t created_ms = 0;
+  int64_t revoked_ms = 0;  // 0: valid
 };
 
 // open: leases out or waiting for samples · complete: G accepted, waiting for the trainer ·
@@ -78,7 +91,7 @@ struct VersionRow {
 
 class Ledger {
  public:
-  static constexpr int kSchemaVersion = 1;
+  static constexpr int kSchemaVersion = 2;
 
   explicit Ledger(const std::string& path);  // creates or opens and migrates; throws kIo/kBadFormat
   ~Ledger();
@@ -104,6 +117,15 @@ class Ledger {
   void put_worker(const WorkerRow& row);  // insert or replace
   void touch_worker(const std::string& id, int64_t now_ms);
   std::vector<WorkerRow> workers() const;
+  std::optional<WorkerRow> worker(const std::string& id) const;
+  void delete_worker(const std::string& id);
+
+  void put_join_token(const JoinTokenRow& row);  // insert or replace
+  std::vector<JoinTokenRow> join_tokens() const;
+  // Marks the token revoked; false when no token has that name.
+  bool revoke_join_token(const std::string& name, int64_t now_ms);
+  // Changes whenever another connection (`stoa hub token revoke`) commits (PRAGMA data_version).
+  int64_t data_version() const;
 
   void put_group(const GroupRow& row);  // insert or replace
   void set_group_status(const std::string& id, GroupStatus status, int64_t trained_step = -1,

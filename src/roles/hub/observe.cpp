@@ -37,9 +37,35 @@ std::vector<WorkerStats> Hub::workers() const {
   return out;
 }
 
-std::map<std::string, double> Hub::counters() const {
+Hub::Snapshot Hub::snapshot(size_t offset, size_t limit) const {
+  Snapshot s;
   std::lock_guard<std::mutex> lock(mutex_);
-  const auto& c = *counters_;
+  s.counters = *counters_;
+  s.groups_queued = queued_groups_locked();
+  s.workers_total = workers_.size();
+  s.versions = versions_.size();
+  for (const auto& [id, l] : leases_) s.leases_open += l.state == LeaseState::kOpen;
+  s.latest_version = version_info_locked(std::nullopt).version;
+  s.step = ledger_->last_step();
+  s.now_ms = now();
+  s.offset = std::min(offset, workers_.size());
+  auto it = workers_.begin();
+  std::advance(it, static_cast<std::ptrdiff_t>(s.offset));
+  for (; it != workers_.end() && s.workers.size() < limit; ++it) s.workers.push_back(it->second);
+  return s;
+}
+
+namespace {
+std::map<std::string, double> counters_of(const Hub::Snapshot& s);
+}  // namespace
+
+std::map<std::string, double> Hub::counters() const {
+  return counters_of(snapshot(0, 0));
+}
+
+namespace {
+std::map<std::string, double> counters_of(const Hub::Snapshot& s) {
+  const auto& c = s.counters;
   std::map<std::string, double> m;
   m["rollouts_accepted"] = static_cast<double>(c.accepted);
   m["rollouts_duplicate"] = static_cast<double>(c.duplicate);
@@ -56,18 +82,24 @@ std::map<std::string, double> Hub::counters() const {
   }
   m["groups_dropped"] = static_cast<double>(dropped);
   m["groups_trained"] = static_cast<double>(c.groups_trained);
-  m["groups_queued"] = static_cast<double>(queued_groups_locked());
+  m["groups_queued"] = static_cast<double>(s.groups_queued);
   m["leases_issued"] = static_cast<double>(c.leases_issued);
   m["leases_expired"] = static_cast<double>(c.leases_expired);
   m["leases_released"] = static_cast<double>(c.leases_released);
   m["tokens_accepted"] = static_cast<double>(c.tokens_accepted);
   m["model_tokens_accepted"] = static_cast<double>(c.model_tokens_accepted);
   m["reward_mean_accepted"] = c.accepted ? c.reward_sum / static_cast<double>(c.accepted) : 0.0;
-  m["workers"] = static_cast<double>(workers_.size());
+  m["workers"] = static_cast<double>(s.workers_total);
+  m["workers_expired"] = static_cast<double>(c.workers_expired);
+  m["resume_refused"] = static_cast<double>(c.resume_refused);
+  int64_t limited = 0;
+  for (const auto& [r, n] : c.rate_limited) limited += n;
+  m["rate_limited"] = static_cast<double>(limited);
   m["prompts_skipped_too_long"] = static_cast<double>(c.prompts_too_long.size());
-  m["versions"] = static_cast<double>(versions_.size());
+  m["versions"] = static_cast<double>(s.versions);
   return m;
 }
+}  // namespace
 
 // A worker heard from within this long counts in the fleet figures of the history.
 constexpr int64_t kLiveWorkerMs = 60'000;
@@ -100,24 +132,23 @@ void Hub::record_step_history_locked(const StepReport& report) {
   history_.add_step(point);
 }
 
-json Hub::status() const {
-  auto counters_map = counters();
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto latest = version_info_locked(std::nullopt).version;
-  int64_t t = now();
+json Hub::status(size_t offset, size_t limit) const {
+  limit = std::min(limit, config_.status_max_workers);
+  const Snapshot snap = snapshot(offset, limit);
+  const auto& c = snap.counters;
+  const auto latest = snap.latest_version;
+  const int64_t t = snap.now_ms;
   json j;
   j["protocol"] = net::kProtocolVersion;
   j["task"] = deps_.task->name();
-  j["uptime_s"] = static_cast<double>(t - counters_->start_ms) / 1000.0;
+  j["uptime_s"] = static_cast<double>(t - c.start_ms) / 1000.0;
   j["latest_version"] = latest ? json(*latest) : json(nullptr);
-  j["step"] = ledger_->last_step();
-  j["counters"] = counters_map;
-  j["staleness_histogram"] = counters_->staleness;
-  int64_t open_leases = 0;
-  for (const auto& [id, l] : leases_) open_leases += l.state == LeaseState::kOpen;
-  j["leases_open"] = open_leases;
+  j["step"] = snap.step;
+  j["counters"] = counters_of(snap);
+  j["staleness_histogram"] = c.staleness;
+  j["leases_open"] = snap.leases_open;
   json workers = json::array();
-  for (const auto& [id, w] : workers_) {
+  for (const auto& w : snap.workers) {
     json wj = {{"id", w.id},
                {"name", w.name},
                {"seen_s_ago", static_cast<double>(t - w.last_seen_ms) / 1000.0},
@@ -130,7 +161,10 @@ json Hub::status() const {
     workers.push_back(wj);
   }
   j["workers"] = workers;
-  if (const auto& s = counters_->last_step) {
+  j["workers_total"] = snap.workers_total;
+  j["workers_offset"] = snap.offset;
+  j["workers_limit"] = limit;
+  if (const auto& s = c.last_step) {
     j["last_step"] = {{"step", s->step},
                       {"step_seconds", s->step_seconds},
                       {"busy_fraction", s->busy_fraction},
@@ -147,8 +181,10 @@ json Hub::status() const {
 }
 
 std::string Hub::metrics() const {
-  auto cm = counters();
-  auto st = status();
+  // Per-worker series for at most metrics_max_workers workers (idle ones expire): the page of
+  // status() is built from one snapshot, outside the hub's lock.
+  auto st = status(0, config_.metrics_max_workers);
+  auto cm = st["counters"].get<std::map<std::string, double>>();
   std::ostringstream o;
   auto gauge = [&](const std::string& name, const std::string& help, double v,
                    const char* type = "gauge") {
@@ -161,7 +197,12 @@ std::string Hub::metrics() const {
   gauge("trainer_step", "Last trainer step recorded", st["step"].get<double>(), "counter");
   gauge("queue_depth_groups", "Complete groups waiting for the trainer", cm["groups_queued"]);
   gauge("leases_open", "Open leases", st["leases_open"].get<double>());
-  gauge("workers", "Workers that ever joined", cm["workers"]);
+  gauge("workers", "Workers known to the hub (idle ones expire)", cm["workers"]);
+  gauge("workers_expired_total", "Workers forgotten after no heartbeat", cm["workers_expired"],
+        "counter");
+  gauge("rate_limited_total", "Requests answered 429 (rate limits)", cm["rate_limited"], "counter");
+  gauge("resume_refused_total", "Resumes refused for want of the worker secret",
+        cm["resume_refused"], "counter");
   o << "# HELP stoa_rollouts_total Rollouts submitted, by intake result\n"
        "# TYPE stoa_rollouts_total counter\n";
   o << "stoa_rollouts_total{status=\"accepted\"} " << cm["rollouts_accepted"] << "\n";
@@ -206,7 +247,7 @@ std::string Hub::metrics() const {
     std::vector<int64_t> buckets;
     double step_sum = 0;
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      std::lock_guard<std::mutex> lock(mutex_);  // two numbers: copied, nothing built under it
       buckets = counters_->step_seconds_buckets;
       step_sum = counters_->step_seconds_sum;
     }

@@ -32,6 +32,12 @@ std::string bearer(const RequestContext& req) {
   return "";
 }
 
+// The operator token: a bearer header, or ?token= (a browser opening the dashboard).
+std::string operator_token(const RequestContext& req) {
+  std::string token = bearer(req);
+  return token.empty() && req.has_query("token") ? req.query.at("token") : token;
+}
+
 // Runs a handler, turning every failure into a JSON error: RequestError keeps its status, other
 // stoa::Errors about the input are 400, anything unexpected 500 (logged) — never a crash.
 template <typename Fn>
@@ -39,7 +45,12 @@ auto guarded(const RequestContext& req, Fn&& fn) -> decltype(fn()) {
   try {
     return fn();
   } catch (const RequestError& e) {
-    return error_reply(e.status(), e.what());
+    HttpReply r = error_reply(e.status(), e.what());
+    if (e.retry_after_ms() > 0) {  // 429: whole seconds in the header, the exact wait in the body
+      r.headers.emplace_back("Retry-After", std::to_string((e.retry_after_ms() + 999) / 1000));
+      r.body = json{{"error", e.what()}, {"retry_after_ms", e.retry_after_ms()}}.dump();
+    }
+    return r;
   } catch (const Error& e) {
     int status = e.kind() == ErrorKind::kInvalidArgument || e.kind() == ErrorKind::kBadFormat ? 400
                  : e.kind() == ErrorKind::kNotFound                                           ? 404
@@ -135,7 +146,8 @@ HandlerOutcome HubServer::route(const RequestContext& req) {
       auto body = net::parse_body(req.body, "join");
       std::string token = bearer(req);
       if (token.empty()) throw RequestError(401, "join: missing Authorization: Bearer <token>");
-      return json_reply(net::to_json(hub_.join(token, net::join_request_from_json(body))));
+      return json_reply(
+          net::to_json(hub_.join(token, net::join_request_from_json(body), req.peer_ip)));
     }
     const std::string blob_prefix = "/v1/blobs/";
     if (get && p.compare(0, blob_prefix.size(), blob_prefix) == 0 &&
@@ -154,7 +166,7 @@ HandlerOutcome HubServer::route(const RequestContext& req) {
       auto worker = hub_.authenticate(bearer(req));
       auto m = net::lease_request_from_json(net::parse_body(req.body, "lease"));
       if (m.worker_id != worker) throw RequestError(403, "lease: worker_id is not yours");
-      return json_reply(net::to_json(hub_.lease(worker)));
+      return json_reply(net::to_json(hub_.lease(worker, req.peer_ip)));
     }
     if (post && p == "/v1/release") {
       auto worker = hub_.authenticate(bearer(req));
@@ -166,7 +178,7 @@ HandlerOutcome HubServer::route(const RequestContext& req) {
     if (post && p == "/v1/rollouts") {
       auto worker = hub_.authenticate(bearer(req));
       auto m = net::rollout_submission_from_json(net::parse_body(req.body, "rollout"));
-      auto r = hub_.submit(worker, m);
+      auto r = hub_.submit(worker, m, req.peer_ip);
       return json_reply(net::to_json(r), r.status == net::IntakeStatus::kRejected ? 422 : 200);
     }
     if (post && p == "/v1/heartbeat") {
@@ -174,7 +186,13 @@ HandlerOutcome HubServer::route(const RequestContext& req) {
       auto m = net::heartbeat_from_json(net::parse_body(req.body, "heartbeat"));
       return json_reply(net::to_json(hub_.heartbeat(worker, m)));
     }
-    if (get && p == "/v1/status") return json_reply(hub_.status());
+    const bool operator_route =
+        get && (p == "/v1/status" || p == "/v1/history" || p == "/metrics" || p == "/");
+    if (operator_route) hub_.check_operator(operator_token(req), is_loopback_host(options_.host));
+    if (get && p == "/v1/status") {
+      return json_reply(
+          hub_.status(query_u64(req, "offset").value_or(0), query_u64(req, "limit").value_or(100)));
+    }
     if (get && p == "/v1/history") {
       // Absent or -1 (the page's first ask): everything kept.
       auto since = [&](const char* key) -> int64_t {

@@ -28,6 +28,7 @@
 #include "pulse/blob_store.h"
 #include "roles/hub/hub.h"
 #include "roles/hub/server.h"
+#include "roles/hub/tls_identity.h"
 #include "roles/run/run_config.h"
 #include "roles/trainer/trainer_loop.h"
 
@@ -90,15 +91,19 @@ int run_hub_and_trainer(const std::string& config_path, int64_t max_steps) {
   trainer::TrainerLoop loop(hub, store, initial, c.train, c.loop);
   initial = ModelWeights();
   loop.start();  // a version exists before any worker can lease
+  // Off loopback the hub serves TLS: a configured certificate or a self-signed one in the run dir.
+  const std::string cert_sha256 = hub::default_tls(c.server, c.run_dir + "/tls");
   hub::HubServer server(hub, c.server);
   server.start();
+  const std::string join = hub::hub_join_string(server, c.server, c.hub.join_token, cert_sha256);
   {
     nlohmann::json info = {{"url", server.url()},
                            {"port", server.port()},
                            {"pid", static_cast<int64_t>(::getpid())},
                            {"version", loop.version()},
                            {"resumed", loop.resumed()},
-                           {"last_step", loop.last_step()}};
+                           {"last_step", loop.last_step()},
+                           {"join", join}};
     // Written whole, then renamed: a supervisor polling for the file never reads half of it.
     {
       std::ofstream out(hub_json + ".tmp");
@@ -109,6 +114,7 @@ int run_hub_and_trainer(const std::string& config_path, int64_t max_steps) {
     std::printf("stoa run: hub at %s, version %llu%s\n", server.url().c_str(),
                 static_cast<unsigned long long>(loop.version()),
                 loop.resumed() ? " (resumed from checkpoint)" : "");
+    std::printf("stoa run: join string: %s\n", join.c_str());
     std::fflush(stdout);
   }
   loop.run(g_stop);

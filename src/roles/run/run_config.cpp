@@ -69,6 +69,15 @@ class Section {
   std::set<std::string> used_;
 };
 
+// [hub] <limit>_per_s / <limit>_burst: the hub's token buckets (hub::HubLimits).
+std::vector<std::pair<std::string, hub::RateLimit*>> rate_limits(hub::HubLimits& l) {
+  return {{"join_per_ip", &l.join_per_ip},
+          {"lease_per_worker", &l.lease_per_worker},
+          {"lease_per_ip", &l.lease_per_ip},
+          {"rollouts_per_worker", &l.rollouts_per_worker},
+          {"rollouts_per_ip", &l.rollouts_per_ip}};
+}
+
 std::string resolve(const std::string& base, const std::string& p) {
   if (p.empty() || fs::path(p).is_absolute() || base.empty()) return p;
   return (fs::path(base) / p).lexically_normal().string();
@@ -138,6 +147,16 @@ RunConfig parse_run_config(const std::string& text, const std::string& source,
   hub.get("topk", c.hub.topk);
   hub.get("seed", c.hub.seed);
   hub.get("heartbeat_interval_s", c.hub.heartbeat_interval_s);
+  hub.get("operator_token", c.hub.operator_token);
+  int64_t session_s = c.hub.session_ttl_ms / 1000, expiry_s = c.hub.worker_idle_expiry_ms / 1000;
+  hub.get("session_ttl_s", session_s);
+  hub.get("worker_expiry_s", expiry_s);
+  c.hub.session_ttl_ms = session_s * 1000;
+  c.hub.worker_idle_expiry_ms = expiry_s * 1000;
+  for (auto& [name, limit] : rate_limits(c.hub.limits)) {
+    hub.get((name + "_per_s").c_str(), limit->rate_per_s);
+    hub.get((name + "_burst").c_str(), limit->burst);
+  }
   hub.check_unknown();
   STOA_CHECK(!c.hub.join_token.empty(), ErrorKind::kInvalidArgument, source,
              ": [hub] join_token is required");
@@ -145,6 +164,9 @@ RunConfig parse_run_config(const std::string& text, const std::string& source,
              ": [hub] group_size must be >= 1");
   STOA_CHECK(c.hub.heartbeat_interval_s >= 1, ErrorKind::kInvalidArgument, source,
              ": [hub] heartbeat_interval_s must be >= 1");
+  STOA_CHECK(c.hub.session_ttl_ms >= 2000 && c.hub.worker_idle_expiry_ms >= 1000,
+             ErrorKind::kInvalidArgument, source,
+             ": [hub] session_ttl_s must be >= 2 and worker_expiry_s >= 1");
   STOA_CHECK(c.hub.lease_ttl_ms >= 1000, ErrorKind::kInvalidArgument, source,
              ": [hub] lease_ttl_s must be >= 1");
   STOA_CHECK(c.server.tls_cert_path.empty() == c.server.tls_key_path.empty(),
@@ -326,6 +348,14 @@ std::string to_toml(const RunConfig& c) {
   w.put("seed", toml_integer(c.hub.seed, "hub", "seed"));
   w.put("heartbeat_interval_s",
         toml_integer(c.hub.heartbeat_interval_s, "hub", "heartbeat_interval_s"));
+  w.put("operator_token", c.hub.operator_token);
+  w.put("session_ttl_s", whole_seconds(c.hub.session_ttl_ms, "session_ttl_s"));
+  w.put("worker_expiry_s", whole_seconds(c.hub.worker_idle_expiry_ms, "worker_expiry_s"));
+  hub::HubLimits limits = c.hub.limits;
+  for (auto& [name, limit] : rate_limits(limits)) {
+    w.put((name + "_per_s").c_str(), limit->rate_per_s);
+    w.put((name + "_burst").c_str(), limit->burst);
+  }
   w.section("sampling");
   w.put("temperature", sp.temperature);
   w.put("top_p", sp.top_p);

@@ -9,7 +9,9 @@
 //   [hub]      host, port, join_token, tls_cert, tls_key, threads, group_size, lease_ttl_s,
 //              lease_max_s, max_open_groups, max_queued_groups (default: groups_per_step ×
 //              ceil(max_staleness / 2)), max_tokens, topk, seed,
-//              heartbeat_interval_s (workers heartbeat twice per interval),
+//              heartbeat_interval_s (workers heartbeat twice per interval), operator_token,
+//              session_ttl_s, worker_expiry_s, and per rate limit (join_per_ip, lease_per_worker,
+//              lease_per_ip, rollouts_per_worker, rollouts_per_ip) <limit>_per_s, <limit>_burst,
 //              header_timeout_s, body_timeout_s, idle_timeout_s, max_connections_per_ip
 //   [sampling] temperature, top_p, top_k, max_new_tokens, max_turns, max_observation_tokens
 //   [trainer]  device, threads, lr, weight_decay, max_grad_norm, warmup_steps,

@@ -29,17 +29,29 @@ net::JoinResponse join_hub(net::HubClient& hub, const std::string& join_token,
                            int join_timeout_s, const std::atomic<bool>& stop) {
   fs::create_directories(state_dir);
   const fs::path id_file = fs::path(state_dir) / "worker_id";
+  const fs::path secret_file = fs::path(state_dir) / "worker_secret";
   net::JoinRequest join_req;
   join_req.name = name;
   join_req.threads = threads;
-  if (fs::exists(id_file)) join_req.resume_id = read_text(id_file);
+  // An id is only worth resuming with its secret (the hub refuses the id alone).
+  if (fs::exists(id_file) && fs::exists(secret_file)) {
+    join_req.resume_id = read_text(id_file);
+    join_req.resume_secret = read_text(secret_file);
+  }
   const net::JoinResponse joined = [&] {
     const auto deadline = Clock::now() + std::chrono::seconds(join_timeout_s);
     for (int attempt = 0;; ++attempt) {
       try {
         return hub.join(join_token, join_req);
-      } catch (const net::JoinRefused&) {
-        throw;
+      } catch (const net::JoinRefused& e) {
+        // The hub knows this id under another secret (the state dir was copied or the secret
+        // lost): join as a new worker rather than not at all.
+        if (e.status() != 403 || join_req.resume_id.empty()) throw;
+        log_warn("worker", "resume of ", join_req.resume_id, " refused (", e.what(),
+                 "); joining as a new worker");
+        join_req.resume_id.clear();
+        join_req.resume_secret.clear();
+        continue;
       } catch (const Error& e) {
         if (e.kind() != ErrorKind::kNetwork || stop || Clock::now() >= deadline) throw;
         log_warn("worker", "join: ", e.what(), "; retrying");
@@ -50,6 +62,12 @@ net::JoinResponse join_hub(net::HubClient& hub, const std::string& join_token,
     }
   }();
   { std::ofstream(id_file) << joined.worker_id << "\n"; }
+  if (!joined.worker_secret.empty()) {
+    // Owner-only: it is this identity's proof (a resume without it is refused).
+    std::ofstream(secret_file, std::ios::trunc) << joined.worker_secret << "\n";
+    fs::permissions(secret_file, fs::perms::owner_read | fs::perms::owner_write,
+                    fs::perm_options::replace);
+  }
   log_info("worker", name, " joined as ", joined.worker_id,
            join_req.resume_id.empty() ? "" : " (resumed)");
   return joined;

@@ -1,5 +1,6 @@
 // Joining the hub, resuming the previous identity when the state dir holds one
-// (<state-dir>/worker_id, passed as resume_id so the worker's open leases stay valid).
+// (<state-dir>/worker_id with its proof <state-dir>/worker_secret, passed as resume_id and
+// resume_secret so the worker's open leases stay valid).
 #pragma once
 #include <atomic>
 #include <string>

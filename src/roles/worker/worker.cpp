@@ -15,6 +15,7 @@
 #include "env/tokenizer_codec.h"
 #include "model/tokenizer.h"
 #include "net/hub_client.h"
+#include "net/join_string.h"
 #include "pulse/model_view.h"
 #include "roles/worker/heartbeat.h"
 #include "roles/worker/join.h"
@@ -86,9 +87,17 @@ WorkerStats run_worker(const WorkerOptions& o, const std::atomic<bool>& stop) {
 
   // ---- join (resuming the previous identity when the state dir has one) ----
   const std::string state_dir = o.state_dir.empty() ? (".stoa-worker-" + o.name) : o.state_dir;
-  net::HubClient hub(o.hub_url);
+  net::HttpClientOptions http_options;
+  std::string hub_url = o.hub_url, join_token = o.join_token;
+  if (!o.join_string.empty()) {
+    const net::JoinString js = net::parse_join_string(o.join_string);
+    hub_url = js.url;
+    join_token = js.token;
+    http_options.pin_sha256 = js.sha256;  // the hub's certificate, whoever signed it
+  }
+  net::HubClient hub(hub_url, http_options);
   const net::JoinResponse joined =
-      join_hub(hub, o.join_token, o.name, o.threads, state_dir, o.join_timeout_s, stop);
+      join_hub(hub, join_token, o.name, o.threads, state_dir, o.join_timeout_s, stop);
   STOA_CHECK(joined.vocab_size == config.vocab_size, ErrorKind::kInvalidArgument,
              "stoa work: the hub's vocabulary has ", joined.vocab_size, " tokens, ", o.model_dir,
              " has ", config.vocab_size);

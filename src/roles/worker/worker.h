@@ -17,6 +17,7 @@ namespace stoa::worker {
 struct WorkerOptions {
   std::string hub_url;
   std::string join_token;
+  std::string join_string;  // or: URL + token + certificate pin in one (net/join_string.h)
   std::string name = "worker";
   std::string
       model_dir;  // config.json + tokenizer.json of the run's model (weights come from the hub)

@@ -27,7 +27,7 @@ TEST(Ledger, CreatesSchemaAndSurvivesReopen) {
   {
     Ledger l(path);
     EXPECT_EQ(l.schema_version(), Ledger::kSchemaVersion);
-    l.put_worker({"w1", "laptop", "tok", 10, 11});
+    l.put_worker({"w1", "laptop", "tok", 10, 11, "secret-hash", "default", 12});
     l.put_group({"g1", "q1", 0, 4, GroupStatus::kOpen, 5, -1, ""});
     l.put_lease({"l1", "g1", "w1", 4, LeaseState::kOpen, 5, 100, 200, 3});
     l.insert_rollout({"r1", "g1", "l1", "w1", 1.0, 3, 4, 17, 99, "{\"x\":1}"});
@@ -41,6 +41,9 @@ TEST(Ledger, CreatesSchemaAndSurvivesReopen) {
     EXPECT_EQ(l.schema_version(), Ledger::kSchemaVersion);
     ASSERT_EQ(l.workers().size(), 1u);
     EXPECT_EQ(l.workers()[0].session_token, "tok");
+    EXPECT_EQ(l.worker("w1")->secret_hash, "secret-hash");
+    EXPECT_EQ(l.worker("w1")->session_expires_ms, 12);
+    EXPECT_FALSE(l.worker("w2").has_value());
     ASSERT_EQ(l.groups().size(), 1u);
     EXPECT_EQ(l.groups()[0].samples, 4);
     ASSERT_EQ(l.leases(true).size(), 1u);
@@ -99,6 +102,23 @@ TEST(Ledger, RefusesAFileThatIsNotADatabase) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
   }
+  remove_db(path);
+}
+
+TEST(Ledger, JoinTokensAreNamedRevocableAndSeenByOtherConnections) {
+  auto path = temp_db();
+  Ledger hub(path), cli(path);
+  const int64_t before = hub.data_version();
+  cli.put_join_token({"guest", "hash", "work", 5, 0});
+  EXPECT_NE(hub.data_version(), before);  // the hub notices another process's write
+  ASSERT_EQ(hub.join_tokens().size(), 1u);
+  EXPECT_EQ(hub.join_tokens()[0].revoked_ms, 0);
+  EXPECT_TRUE(cli.revoke_join_token("guest", 9));
+  EXPECT_FALSE(cli.revoke_join_token("nobody", 9));
+  EXPECT_EQ(hub.join_tokens()[0].revoked_ms, 9);
+  hub.put_worker({"w1", "n", "t", 1, 1, "s", "guest", 2});
+  hub.delete_worker("w1");
+  EXPECT_TRUE(hub.workers().empty());
   remove_db(path);
 }
 
