@@ -117,7 +117,8 @@ const Assets& assets() {
 
 // ---------------------------------------------------------------- Process
 
-Process::Process(const std::vector<std::string>& args, const fs::path& log_prefix)
+Process::Process(const std::vector<std::string>& args, const fs::path& log_prefix,
+                 const std::string& netns)
     : prefix_(log_prefix) {
   std::vector<std::string> argv = {stoa_binary()};
   argv.insert(argv.end(), args.begin(), args.end());
@@ -126,6 +127,7 @@ Process::Process(const std::vector<std::string>& args, const fs::path& log_prefi
   options.err = OutputTarget::file(log_prefix.string() + ".err");
   // The child dies with the test: no orphaned hub keeps a port or a ledger open.
   options.die_with_parent = true;
+  options.netns = netns;
   child_ = stoa::Process::start(argv, options);
 }
 
@@ -192,11 +194,11 @@ Cluster::~Cluster() {
   hub_.reset();
 }
 
-std::string Cluster::start_hub(std::chrono::milliseconds timeout) {
+std::string Cluster::start_hub(std::chrono::milliseconds timeout, const std::string& netns) {
   hub_.reset();
   hub_ = std::make_unique<Process>(
       std::vector<std::string>{"run", "--config", (dir_ / "run.toml").string()},
-      dir_ / ("hub" + std::to_string(++hub_starts_)));
+      dir_ / ("hub" + std::to_string(++hub_starts_)), netns);
   const fs::path info = run_dir() / "hub.json";
   nlohmann::json j;
   const bool up = wait_until(
@@ -210,6 +212,7 @@ std::string Cluster::start_hub(std::chrono::milliseconds timeout) {
   if (!up || !hub_->running())
     throw std::runtime_error("stoa run did not come up:\n" + hub_->err());
   url_ = j["url"].get<std::string>();
+  join_ = j.value("join", std::string());
   port_ = j["port"].get<int>();
   return url_;
 }
@@ -245,6 +248,32 @@ Process& Cluster::start_worker(const std::string& name, const std::string& url,
   if (slot) slot->signal(SIGKILL);
   slot.reset();
   slot = std::make_unique<Process>(args, dir_ / name);
+  return *slot;
+}
+
+Process& Cluster::start_worker_joined(const std::string& name, const std::string& join,
+                                      const std::string& netns) {
+  const std::vector<std::string> args = {"work",
+                                         "--join",
+                                         join,
+                                         "--model",
+                                         assets().model.string(),
+                                         "--index",
+                                         (assets().data / "index").string(),
+                                         "--name",
+                                         name,
+                                         "--state-dir",
+                                         (dir_ / ("state-" + name)).string(),
+                                         "--threads",
+                                         "1",
+                                         "--slots",
+                                         "2",
+                                         "--grace",
+                                         "5"};
+  auto& slot = workers_[name];
+  if (slot) slot->signal(SIGKILL);
+  slot.reset();
+  slot = std::make_unique<Process>(args, dir_ / name, netns);
   return *slot;
 }
 

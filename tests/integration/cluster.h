@@ -45,7 +45,9 @@ bool have_stoa_run();
 // One child process with stdout and stderr in files.
 class Process {
  public:
-  Process(const std::vector<std::string>& args, const fs::path& log_prefix);
+  // netns: run inside network namespace /run/netns/<netns> ("" = this one).
+  Process(const std::vector<std::string>& args, const fs::path& log_prefix,
+          const std::string& netns = "");
   ~Process();  // SIGKILL + reap if still running
   Process(const Process&) = delete;
   Process& operator=(const Process&) = delete;
@@ -90,13 +92,18 @@ class Cluster {
   ~Cluster();
 
   // Starts `stoa run` and waits for <run>/hub.json naming this process; returns the URL.
-  std::string start_hub(std::chrono::milliseconds timeout = 60s);
+  std::string start_hub(std::chrono::milliseconds timeout = 60s, const std::string& netns = "");
+  // The join string the hub printed (hub.json's "join": URL#token=...&sha256=...).
+  const std::string& join_string() const { return join_; }
   Process& hub() { return *hub_; }
   void kill_hub();  // SIGKILL + reap
   // Starts a worker named `name` (state dir <dir>/<name>); `url` overrides the hub URL.
   Process& start_worker(const std::string& name, const std::string& url = "",
                         const std::vector<std::string>& extra = {},
                         const std::string& token = kToken);
+  // A worker that joins the way a volunteer does: `stoa work --join STRING` (URL, token, pin).
+  Process& start_worker_joined(const std::string& name, const std::string& join,
+                               const std::string& netns = "");
   Process& worker(const std::string& name) { return *workers_.at(name); }
   void kill_worker(const std::string& name);  // SIGKILL + reap
 
@@ -126,6 +133,7 @@ class Cluster {
   std::unique_ptr<Process> hub_;
   std::map<std::string, std::unique_ptr<Process>> workers_;
   std::string url_;
+  std::string join_;
   int port_ = 0;
   int hub_starts_ = 0;
 };
