@@ -4,8 +4,12 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#if defined(__linux__)
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#elif defined(__APPLE__)
+#include <mach-o/dyld.h>
+#endif
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -61,8 +65,17 @@ int open_target(const OutputTarget& t, int* capture_read, const char* which) {
     }
     case OutputTarget::Kind::kCapture: {
       int fds[2];
+#if defined(__linux__)
       STOA_CHECK(::pipe2(fds, O_CLOEXEC) == 0, ErrorKind::kIo, "cannot make a pipe for ", which,
                  ": ", std::strerror(errno));
+#else
+      // No pipe2 on macOS: close-on-exec is set right after, so a child that another thread
+      // forks in between could inherit these ends (the worker starts children from one thread).
+      STOA_CHECK(::pipe(fds) == 0, ErrorKind::kIo, "cannot make a pipe for ", which, ": ",
+                 std::strerror(errno));
+      ::fcntl(fds[0], F_SETFD, FD_CLOEXEC);
+      ::fcntl(fds[1], F_SETFD, FD_CLOEXEC);
+#endif
       ::fcntl(fds[0], F_SETFL, ::fcntl(fds[0], F_GETFL) | O_NONBLOCK);
       *capture_read = fds[0];
       return fds[1];
@@ -134,7 +147,10 @@ Process Process::start(const std::vector<std::string>& argv, const ProcessOption
   if (pid == 0) {
     if (options.own_process_group) ::setpgid(0, 0);
     if (options.die_with_parent) {
+#if defined(__linux__)
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+#endif
+      // (macOS has no parent-death signal: there the child outlives a parent killed by SIGKILL.)
       if (::getppid() != parent) ::_exit(126);  // the parent died before prctl took effect
     }
     ::dup2(null_in, STDIN_FILENO);
@@ -144,8 +160,12 @@ Process Process::start(const std::vector<std::string>& argv, const ProcessOption
     else if (err_write >= 0)
       ::dup2(err_write, STDERR_FILENO);
     if (!ns_path.empty()) {
+#if defined(__linux__)
       const int ns = ::open(ns_path.c_str(), O_RDONLY | O_CLOEXEC);
       if (ns < 0 || ::setns(ns, CLONE_NEWNET) != 0) child_exit(ns_failed, 125);
+#else
+      child_exit(ns_failed, 125);  // network namespaces are Linux's (the fleet bench only)
+#endif
     }
     if (!options.working_dir.empty() && ::chdir(options.working_dir.c_str()) != 0)
       child_exit(chdir_failed, 126);
@@ -315,6 +335,15 @@ int Process::stop(std::chrono::milliseconds grace) {
 }
 
 std::string self_executable() {
+#if defined(__APPLE__)
+  uint32_t size = 0;
+  _NSGetExecutablePath(nullptr, &size);
+  std::string path(size, '\0');
+  STOA_CHECK(_NSGetExecutablePath(path.data(), &size) == 0, ErrorKind::kIo,
+             "cannot resolve the executable's path");
+  path.resize(std::strlen(path.c_str()));
+  return fs::weakly_canonical(path).string();
+#endif
   std::error_code ec;
   auto p = fs::read_symlink("/proc/self/exe", ec);
   STOA_CHECK(!ec, ErrorKind::kIo, "cannot resolve /proc/self/exe: ", ec.message());

@@ -6,9 +6,11 @@
 #include <thread>
 
 #if defined(__linux__)
+#if defined(__linux__)
 #include <linux/futex.h>
-#include <sys/resource.h>
 #include <sys/syscall.h>
+#endif
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <climits>

@@ -1,6 +1,7 @@
 // The packed W8A8 kernel (see matmul_int8_packed.h). Compiled once per SIMD target by Highway's
-// foreach_target; AVX3_DL runs the VNNI microkernel, every other target the same formula in
-// plain C++ (same bits).
+// foreach_target; AVX3_DL runs the VNNI microkernel, NEON the SDOT / SMMLA kernels of
+// matmul_int8_arm.cpp where the CPU has them, every other target the same formula in plain C++
+// (same bits).
 #include "kernels/matmul_int8_packed.h"
 
 #include <algorithm>
@@ -11,43 +12,13 @@
 #include <string>
 
 #include "kernels/half.h"
+#include "kernels/matmul_int8_arm.h"
+#include "kernels/matmul_int8_packed_args.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/matmul_int8_packed.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
-
-#ifndef STOA_KERNELS_PACKED_ARGS
-#define STOA_KERNELS_PACKED_ARGS
-namespace stoa::kernels {
-// What the per-target implementations get (shared by every target of this file).
-struct PackedArgs {
-  const uint8_t* w;  // panels, panel_bytes apart
-  size_t panel_bytes;
-  size_t rows;  // the matrix's real rows (stores stop there)
-  size_t cols;
-  size_t groups;      // cols / 32
-  const int8_t* xq;   // batch * cols
-  const float* xd;    // batch * groups
-  const int32_t* xs;  // batch * groups: block sums of xq
-  float* y;
-  size_t y_stride;
-  size_t row_begin;  // outputs outside [row_begin, row_end) are not written
-  size_t row_end;
-};
-
-// The panel layout (matmul_int8_packed.h), in one place for the packer, the unpacker and the
-// kernels: byte offsets within a panel of the dword holding values 4k..4k+3 of block g of row
-// `lane`, and of the panel's f16 scales (scale of block g, row j at index g * 16 + j).
-constexpr size_t kPackedBlockBytes = 32 * 16;  // one block of one panel
-constexpr size_t packed_value_offset(size_t g, size_t k, size_t lane) {
-  return g * kPackedBlockBytes + k * 64 + lane * 4;
-}
-constexpr size_t packed_scales_offset(size_t groups) {
-  return groups * kPackedBlockBytes;
-}
-}  // namespace stoa::kernels
-#endif
 
 HWY_BEFORE_NAMESPACE();
 #if HWY_TARGET == HWY_AVX3_DL
@@ -194,6 +165,9 @@ void MatmulPacked(const PackedArgs& a, size_t batch) {
 #else
 // The same formula in plain C++ (the packed layout's reference on every other target).
 void MatmulPacked(const PackedArgs& a, size_t batch) {
+#if HWY_TARGET == HWY_NEON
+  if (arm_matmul_w8a8_packed(a, batch)) return;  // SDOT / SMMLA where the CPU has them
+#endif
   for (size_t b = 0; b < batch; ++b) {
     const int8_t* x = a.xq + b * a.cols;
     for (size_t r = a.row_begin; r < a.row_end; ++r) {
@@ -220,6 +194,9 @@ void MatmulPacked(const PackedArgs& a, size_t batch) {
 #endif
 
 bool Preferred() {
+#if HWY_TARGET == HWY_NEON
+  if (arm_int8_dot() != ArmInt8Dot::kNone) return true;
+#endif
   return HWY_TARGET == HWY_AVX3_DL;
 }
 

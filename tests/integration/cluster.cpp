@@ -120,7 +120,11 @@ const Assets& assets() {
 Process::Process(const std::vector<std::string>& args, const fs::path& log_prefix,
                  const std::string& netns)
     : prefix_(log_prefix) {
-  std::vector<std::string> argv = {stoa_binary()};
+  // STOA_WORKER_BINARY: `stoa work` from another build (scripts/test-arm64: the aarch64 worker
+  // under qemu-user against this build's native hub).
+  const char* worker_binary = std::getenv("STOA_WORKER_BINARY");
+  const bool other_worker = !args.empty() && args[0] == "work" && worker_binary && *worker_binary;
+  std::vector<std::string> argv = {other_worker ? std::string(worker_binary) : stoa_binary()};
   argv.insert(argv.end(), args.begin(), args.end());
   ProcessOptions options;
   options.out = OutputTarget::file(log_prefix.string() + ".out");
