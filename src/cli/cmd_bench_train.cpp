@@ -23,6 +23,10 @@ const CommandRegistration registration(
       app.add_option("--threads", o->bench.threads, "libtorch intra-op threads (0: default)");
       app.add_option("--device", o->bench.device, "cpu, cuda or cuda:N")->capture_default_str();
       app.add_option("--dtype", o->dtype, "Matmul dtype: f32 or bf16")->capture_default_str();
+      app.add_option("--nproc", o->bench.nproc,
+                     "Also run data parallel on N Gloo ranks (threads of this process, each "
+                     "--threads intra-op threads) and report scaling_efficiency")
+          ->capture_default_str();
       app.add_flag("--json", o->json, "Print the report as JSON");
       return [o] { return bench::run_train_bench_report(*o); };
     });

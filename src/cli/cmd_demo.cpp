@@ -72,6 +72,9 @@ CommandRegistration reg(
           ->capture_default_str();
       app.add_option("--trainer-threads", o->rl.trainer_threads, "trainer threads during RL")
           ->capture_default_str();
+      app.add_option("--trainer-ranks", o->rl.trainer_ranks,
+                     "data-parallel trainer ranks during RL (`stoa train --nproc`)")
+          ->capture_default_str();
       app.add_option("--worker-threads", o->rl.worker_threads)->capture_default_str();
       app.add_option("--worker-slots", o->rl.worker_slots,
                      "rollouts each worker generates together")

@@ -67,7 +67,15 @@ void Trainer::save_model(const std::string& dir, DType dtype) const {
 }
 
 void Trainer::save_checkpoint(const std::string& dir) const {
-  const Impl& im = *impl_;
+  Impl& im = *impl_;
+  // Data parallel: the owners' AdamW shards gathered into one process's state, so the checkpoint
+  // is the same format whatever the number of ranks that wrote it or will resume it.
+  std::unique_ptr<torch::optim::AdamW> gathered;
+  if (im.distributed()) {
+    im.send(kCommandGatherOptimizer, "");
+    gathered = im.gather_optimizer();
+  }
+  const torch::optim::AdamW& optimizer = gathered ? *gathered : *im.optimizer;
   const fs::path final_dir(dir);
   const fs::path tmp = final_dir.string() + ".tmp";
   std::error_code ec;
@@ -77,7 +85,7 @@ void Trainer::save_checkpoint(const std::string& dir) const {
              ec.message());
   save_model_dir(weights(), (tmp / "model").string(), DType::kF32);
   try {
-    torch::save(*im.optimizer, (tmp / "optimizer.pt").string());
+    torch::save(optimizer, (tmp / "optimizer.pt").string());
   } catch (const std::exception& e) {
     fail(ErrorKind::kIo, "cannot write ", (tmp / "optimizer.pt").string(), ": ", e.what());
   }
@@ -108,7 +116,8 @@ void Trainer::save_checkpoint(const std::string& dir) const {
   fs::remove_all(old, ec);
 }
 
-Trainer Trainer::resume(const std::string& dir, const TrainOptions& options) {
+Trainer Trainer::resume(const std::string& dir, const TrainOptions& options,
+                        std::shared_ptr<Communicator> ranks) {
   const fs::path root(dir);
   nlohmann::json meta;
   try {
@@ -123,7 +132,8 @@ Trainer Trainer::resume(const std::string& dir, const TrainOptions& options) {
   STOA_CHECK(version == kVersion || version == kVersionMersenne, ErrorKind::kUnsupported,
              "checkpoint ", dir, " has format version ", version, "; this build reads ",
              kVersionMersenne, " and ", kVersion);
-  auto impl = std::make_unique<Impl>(load_model_dir((root / "model").string()), options);
+  auto impl = std::make_unique<Impl>(load_model_dir((root / "model").string()),
+                                     options_for_rank(options, ranks.get()));
   try {
     // Mapped onto this trainer's device: a checkpoint written on a GPU resumes on a CPU too.
     torch::load(*impl->optimizer, (root / "optimizer.pt").string(), impl->device);
@@ -152,6 +162,7 @@ Trainer Trainer::resume(const std::string& dir, const TrainOptions& options) {
              "restarted from seed ",
              options.seed, ", so an SFT run shuffles differently from here on than it would have");
   }
+  impl->join(std::move(ranks));  // data parallel: the other ranks get weights, step, moments
   return Trainer(std::move(impl));
 }
 

@@ -53,6 +53,13 @@ class MetricSums {
   void add(const LossInputs& inputs, const LossTerms& terms, const torch::Tensor& entropy);
   void add_sft(const torch::Tensor& logp, const torch::Tensor& entropy);
   void finish(StepMetrics* metrics) const;
+  // The data-parallel trainer adds the ranks' sums and takes the largest of their maxima.
+  std::vector<double*> sum_fields() {
+    return {&n_,        &masked_,  &pos_,         &pos_masked_, &neg_,    &neg_masked_,
+            &tv_sum_,   &kl_sum_,  &chi2_sum_,    &p_sum_,      &mu_sum_, &pp_sum_,
+            &mumu_sum_, &pmu_sum_, &log_ppl_sum_, &entropy_sum_};
+  }
+  std::vector<double*> max_fields() { return {&tv_max_, &kl_max_}; }
 
  private:
   double n_ = 0, masked_ = 0, pos_ = 0, pos_masked_ = 0, neg_ = 0, neg_masked_ = 0;

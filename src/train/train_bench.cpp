@@ -1,6 +1,9 @@
 #include "train/train_bench.h"
 
 #include <chrono>
+#include <exception>
+#include <functional>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -99,7 +102,60 @@ double measure_matmul_gflops(const std::string& device, DType dtype, int64_t n, 
   return best;
 }
 
+namespace {
+
+// Rank 0 runs `leader` here; ranks 1..n-1 follow on threads, each its own Gloo group over
+// loopback TCP (the same collectives as separate processes).
+void with_bench_ranks(int nproc, const std::function<void(std::shared_ptr<Communicator>)>& leader) {
+  RendezvousServer store(nproc);
+  auto options = [&](int rank) {
+    RendezvousOptions r;
+    r.rank = rank;
+    r.world_size = nproc;
+    r.master_port = store.port();
+    r.agent_store = true;
+    return r;
+  };
+  std::vector<std::exception_ptr> errors(static_cast<size_t>(nproc));
+  std::vector<std::thread> followers;
+  for (int r = 1; r < nproc; ++r) {
+    followers.emplace_back([&, r] {
+      try {
+        Trainer::follow(connect_ranks(options(r)));
+      } catch (...) {
+        errors[static_cast<size_t>(r)] = std::current_exception();
+      }
+    });
+  }
+  try {
+    leader(connect_ranks(options(0)));
+  } catch (...) {
+    errors[0] = std::current_exception();
+  }
+  for (std::thread& t : followers) t.join();
+  for (const std::exception_ptr& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+}
+
+template <typename MakeBatch>
+double time_steps_after_warmup(int steps, Trainer& trainer, MakeBatch& make_batch) {
+  double seconds = 0.0;
+  for (int i = 0; i < steps; ++i) {
+    auto batch = make_batch();
+    const double start = now_seconds();
+    trainer.train_step(batch);
+    seconds += now_seconds() - start;
+  }
+  return seconds;
+}
+
+}  // namespace
+
 TrainBenchReport run_train_bench(const TrainBenchOptions& o) {
+  STOA_CHECK(o.nproc >= 1 && o.batch >= o.nproc, ErrorKind::kInvalidArgument,
+             "bench train --nproc ", o.nproc, " needs --batch >= nproc (got ", o.batch,
+             ") so that every rank has rollouts");
   STOA_CHECK(o.seq_len > o.prompt_tokens && o.prompt_tokens >= 1 && o.batch >= 1 && o.steps >= 1 &&
                  o.warmup >= 0,
              ErrorKind::kInvalidArgument,
@@ -142,12 +198,20 @@ TrainBenchReport run_train_bench(const TrainBenchOptions& o) {
         return std::vector<RolloutGroup>{std::move(g)};
       };
       for (int i = 0; i < o.warmup; ++i) trainer.train_step(make_batch());
-      double seconds = 0.0;
-      for (int i = 0; i < o.steps; ++i) {
-        auto batch = make_batch();
-        const double start = now_seconds();
-        trainer.train_step(batch);
-        seconds += now_seconds() - start;
+      const double seconds = time_steps_after_warmup(o.steps, trainer, make_batch);
+      double seconds_ranks = 0.0;
+      CommunicatorStats comm;
+      if (o.nproc > 1) {
+        rng = Rng(7, 0);  // the same batches as the one-rank run
+        with_bench_ranks(o.nproc, [&](std::shared_ptr<Communicator> ranks) {
+          Trainer parallel(random_weights(config, 1234), t, ranks);
+          for (int i = 0; i < o.warmup; ++i) parallel.train_step(make_batch());
+          const CommunicatorStats before = ranks->stats();
+          seconds_ranks = time_steps_after_warmup(o.steps, parallel, make_batch);
+          comm = ranks->stats();
+          comm.all_reduce_seconds -= before.all_reduce_seconds;
+          comm.broadcast_seconds -= before.broadcast_seconds;
+        });
       }
       TrainBenchResult r;
       r.arch = arch;
@@ -162,6 +226,16 @@ TrainBenchReport run_train_bench(const TrainBenchOptions& o) {
       r.tokens_per_second = static_cast<double>(tokens) / r.step_seconds;
       r.model_gflops = step_flops(config, tokens, trained, o.seq_len) / r.step_seconds / 1e9;
       r.mfu = report.sgemm_gflops > 0 ? r.model_gflops / report.sgemm_gflops : 0.0;
+      if (o.nproc > 1) {
+        r.nproc = o.nproc;
+        r.tokens_per_second_ranks = static_cast<double>(tokens) * o.steps / seconds_ranks;
+        r.scaling_efficiency = r.tokens_per_second_ranks / (o.nproc * r.tokens_per_second);
+        r.all_reduce_seconds_per_step = comm.all_reduce_seconds / o.steps;
+        r.broadcast_seconds_per_step = comm.broadcast_seconds / o.steps;
+        log_info("bench", arch, "-", size, " on ", o.nproc, " ranks: ", r.tokens_per_second_ranks,
+                 " tokens/s, scaling efficiency ", r.scaling_efficiency, ", all-reduce ",
+                 r.all_reduce_seconds_per_step, " s/step");
+      }
       log_info("bench", arch, "-", size, " (", r.params, " params): ", r.tokens_per_second,
                " tokens/s, ", r.model_gflops, " GFLOP/s, MFU ", r.mfu);
       report.results.push_back(r);
@@ -188,6 +262,14 @@ std::string train_bench_json(const TrainBenchReport& report) {
                             {"tokens_per_second", r.tokens_per_second},
                             {"model_gflops", r.model_gflops},
                             {"mfu", r.mfu}});
+    if (r.nproc > 1) {
+      nlohmann::json& last = j["results"].back();
+      last["nproc"] = r.nproc;
+      last["tokens_per_second_ranks"] = r.tokens_per_second_ranks;
+      last["scaling_efficiency"] = r.scaling_efficiency;
+      last["all_reduce_seconds_per_step"] = r.all_reduce_seconds_per_step;
+      last["broadcast_seconds_per_step"] = r.broadcast_seconds_per_step;
+    }
   }
   return j.dump(2);
 }

@@ -25,6 +25,10 @@ struct TrainBenchOptions {
   std::string device = "cpu";
   DType compute_dtype = DType::kF32;
   int64_t sgemm_size = 2048;  // square matmul for the peak measurement
+  // > 1: also run the same steps data parallel on `nproc` Gloo ranks (threads of this process,
+  // each with `threads` intra-op threads; batch ≥ nproc so every rank has rollouts) and report
+  // the scaling efficiency against the one-rank run.
+  int nproc = 1;
 };
 
 struct TrainBenchResult {
@@ -35,6 +39,12 @@ struct TrainBenchResult {
   double tokens_per_second = 0.0;
   double model_gflops = 0.0;  // useful FLOPs per step / step time (6N + attention)
   double mfu = 0.0;           // model_gflops / sgemm_gflops
+  // With nproc > 1: the data-parallel run of the same steps.
+  int nproc = 1;
+  double tokens_per_second_ranks = 0.0;
+  double scaling_efficiency = 0.0;  // tokens_per_second_ranks / (nproc · tokens_per_second)
+  double all_reduce_seconds_per_step = 0.0;  // rank 0's gradient all-reduce
+  double broadcast_seconds_per_step = 0.0;   // batch + parameter shards
 };
 
 struct TrainBenchReport {

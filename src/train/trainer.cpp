@@ -10,6 +10,7 @@
 #include "core/log.h"
 #include "train/losses.h"
 #include "train/trainer_impl.h"
+#include "train/wire.h"
 
 namespace stoa::train {
 namespace {
@@ -106,6 +107,22 @@ std::vector<std::pair<size_t, size_t>> plan_micro_batches(std::vector<Sequence>*
   return ranges;
 }
 
+// Data parallel: this rank's share of the step's sequences. Longest first, dealt round-robin, so
+// every rank gets about the same number of tokens; the loss weights were computed over the whole
+// step before the split, so the ranks' gradients sum to the one-process gradient.
+void keep_share(std::vector<Sequence>* seqs, const Communicator* ranks) {
+  if (!ranks || ranks->world_size() == 1) return;
+  std::stable_sort(seqs->begin(), seqs->end(), [](const Sequence& a, const Sequence& b) {
+    return a.tokens->size() > b.tokens->size();
+  });
+  std::vector<Sequence> mine;
+  for (size_t i = static_cast<size_t>(ranks->rank()); i < seqs->size();
+       i += static_cast<size_t>(ranks->world_size())) {
+    mine.push_back((*seqs)[i]);
+  }
+  *seqs = std::move(mine);
+}
+
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -169,6 +186,7 @@ void Trainer::Impl::clear_grads() {
 // Measures the global gradient norm, rejects a non-finite step, clips, and runs AdamW at the
 // scheduled learning rate.
 void Trainer::Impl::apply_gradients(StepMetrics* m, const std::string& batch_name) {
+  if (distributed()) sync_gradients();
   double sq = 0.0;
   for (const torch::Tensor& p : trainable) {
     if (p.grad().defined()) sq += p.grad().to(torch::kFloat64).pow(2).sum().item<double>();
@@ -192,14 +210,22 @@ void Trainer::Impl::apply_gradients(StepMetrics* m, const std::string& batch_nam
   for (auto& group : optimizer->param_groups()) {
     static_cast<torch::optim::AdamWOptions&>(group.options()).lr(m->lr);
   }
-  optimizer->step();
+  optimizer->step();  // data parallel: this rank's shard only
   clear_grads();
   ++step;
   m->step = step;
+  if (distributed()) {
+    sync_parameters();
+    if (ranks->options().hash_check_every > 0 && step % ranks->options().hash_check_every == 0)
+      check_hashes();
+  }
 }
 
-Trainer::Trainer(const ModelWeights& initial, const TrainOptions& options)
-    : impl_(std::make_unique<Impl>(initial, options)) {}
+Trainer::Trainer(const ModelWeights& initial, const TrainOptions& options,
+                 std::shared_ptr<Communicator> ranks)
+    : impl_(std::make_unique<Impl>(initial, options_for_rank(options, ranks.get()))) {
+  impl_->join(std::move(ranks));
+}
 Trainer::Trainer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Trainer::~Trainer() = default;
 Trainer::Trainer(Trainer&&) noexcept = default;
@@ -219,7 +245,12 @@ uint64_t Trainer::next_random() {
 }
 
 StepMetrics Trainer::train_step(const std::vector<RolloutGroup>& groups) {
-  Impl& im = *impl_;
+  if (impl_->distributed()) impl_->send(kCommandRlStep, encode_groups(groups));
+  return impl_->rl_step(groups);
+}
+
+StepMetrics Trainer::Impl::rl_step(const std::vector<RolloutGroup>& groups) {
+  Impl& im = *this;
   const auto start = std::chrono::steady_clock::now();
   const ModelConfig& config = im.model->config();
   const LossConfig& loss_config = im.options.loss;
@@ -256,6 +287,7 @@ StepMetrics Trainer::train_step(const std::vector<RolloutGroup>& groups) {
   StepMetrics m;
   m.sequences = static_cast<int64_t>(seqs.size());
   m.tokens = trainable_tokens;
+  keep_share(&seqs, im.ranks.get());
   MetricSums sums;
   im.clear_grads();
   try {
@@ -278,6 +310,7 @@ StepMetrics Trainer::train_step(const std::vector<RolloutGroup>& groups) {
     im.clear_grads();
     throw;
   }
+  if (im.distributed()) im.reduce_metrics(&sums, &m);
   sums.finish(&m);
   im.apply_gradients(
       &m, cat("rollout batch (", groups.size(), " groups, first '", groups.front().id, "')"));
@@ -287,7 +320,12 @@ StepMetrics Trainer::train_step(const std::vector<RolloutGroup>& groups) {
 }
 
 StepMetrics Trainer::sft_step(const std::vector<SftExample>& batch) {
-  Impl& im = *impl_;
+  if (impl_->distributed()) impl_->send(kCommandSftStep, encode_sft_batch(batch));
+  return impl_->supervised_step(batch);
+}
+
+StepMetrics Trainer::Impl::supervised_step(const std::vector<SftExample>& batch) {
+  Impl& im = *this;
   const auto start = std::chrono::steady_clock::now();
   const ModelConfig& config = im.model->config();
   STOA_CHECK(!batch.empty(), ErrorKind::kInvalidArgument, "the SFT batch is empty");
@@ -315,6 +353,7 @@ StepMetrics Trainer::sft_step(const std::vector<SftExample>& batch) {
   StepMetrics m;
   m.sequences = static_cast<int64_t>(seqs.size());
   m.tokens = targets;
+  keep_share(&seqs, im.ranks.get());
   MetricSums sums;
   im.clear_grads();
   try {
@@ -334,6 +373,7 @@ StepMetrics Trainer::sft_step(const std::vector<SftExample>& batch) {
     im.clear_grads();
     throw;
   }
+  if (im.distributed()) im.reduce_metrics(&sums, &m);
   sums.finish(&m);
   im.apply_gradients(&m, cat("SFT batch (first example '", batch.front().id, "')"));
   m.seconds = seconds_since(start);

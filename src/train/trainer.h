@@ -19,6 +19,8 @@
 
 namespace stoa::train {
 
+class Communicator;  // train/distributed.h
+
 // One supervised sequence: cross-entropy on tokens[t] for every t with mask[t] == 1 (t ≥ 1).
 struct SftExample {
   std::string id;
@@ -53,8 +55,12 @@ struct StepMetrics {
 class Trainer {
  public:
   // Copies `initial` (f32) to the device. Throws for a bad device/options or a weight set that
-  // does not match its config.
-  Trainer(const ModelWeights& initial, const TrainOptions& options);
+  // does not match its config. With `ranks` (rank 0 of a group of N > 1; train/distributed.h)
+  // the trainer is data parallel: the other ranks run follow(), every step's sequences split
+  // across the ranks, gradients are all-reduced and AdamW's state is sharded (ZeRO-1). Used
+  // exactly like a one-process trainer; destroying it stops the followers.
+  Trainer(const ModelWeights& initial, const TrainOptions& options,
+          std::shared_ptr<Communicator> ranks = nullptr);
   ~Trainer();
   Trainer(Trainer&&) noexcept;
   Trainer& operator=(Trainer&&) noexcept;
@@ -88,7 +94,13 @@ class Trainer {
   void save_checkpoint(const std::string& dir) const;
   // Rebuilds a trainer from save_checkpoint's directory; continuing from it is bit-identical to
   // never having stopped (same options, same device and thread count).
-  static Trainer resume(const std::string& dir, const TrainOptions& options);
+  // A checkpoint from any number of ranks resumes on any number (`ranks` as in the constructor).
+  static Trainer resume(const std::string& dir, const TrainOptions& options,
+                        std::shared_ptr<Communicator> ranks = nullptr);
+  // A rank other than 0: receives rank 0's trainer, then runs every step rank 0 broadcasts until
+  // its trainer is destroyed. Throws kNetwork when a rank dies or times out, kIntegrity when the
+  // ranks' parameters diverge.
+  static void follow(std::shared_ptr<Communicator> ranks);
 
   // The data-order RNG (SFT shuffling); part of the checkpoint.
   uint64_t next_random();

@@ -92,7 +92,10 @@ RlResult run_rl_phase(const RlOptions& o, const DemoPaths& p, const std::string&
   const std::string config = run_dir + "/run.toml";
   write_run_config(o, p, model_dir, run_dir, config, token);
   say("rl: starting the hub + trainer (" + config + ", log " + logs + "/run.log)");
-  Process hub = Process::start({exe, "run", "--config", config}, logged_to(logs + "/run.log"));
+  std::vector<std::string> hub_argv{exe, "run", "--config", config};
+  if (o.trainer_ranks > 1)
+    hub_argv = {exe, "train", "--config", config, "--nproc", std::to_string(o.trainer_ranks)};
+  Process hub = Process::start(hub_argv, logged_to(logs + "/run.log"));
   const std::string hub_json = run_dir + "/hub.json";
   const auto t_wait = Clock::now();
   while (!fs::exists(hub_json)) {

@@ -31,6 +31,8 @@ struct RlOptions {
   // libtorch's OpenMP barriers spin: with workers on the same cores, one trainer thread is far
   // faster than two (docs/design/train.md).
   int trainer_threads = 1;
+  // > 1: the trainer runs data parallel on this many local ranks (`stoa train --nproc`).
+  int trainer_ranks = 1;
   int worker_slots = 8;
   int group_size = 8;
   int groups_per_step = 4;

@@ -4,7 +4,10 @@
 // every epoch that `resume` continues from.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
+
+#include "train/distributed.h"
 
 namespace stoa::app {
 
@@ -23,6 +26,7 @@ struct SftJobOptions {
   int threads = 0;
   uint64_t seed = 0;
   bool json = false;
+  std::shared_ptr<train::Communicator> ranks;  // rank 0 of a data-parallel trainer, or null
 };
 
 // Exit status 0; errors throw stoa::Error.

@@ -43,7 +43,8 @@ void stop_run_on_signal(int) {
 }  // namespace
 
 // Exit status: 0 stopped cleanly (signal or max_steps), 1 any error (message on stderr).
-int run_hub_and_trainer(const std::string& config_path, int64_t max_steps) {
+int run_hub_and_trainer(const std::string& config_path, int64_t max_steps,
+                        std::shared_ptr<train::Communicator> ranks) {
   // Before anything slow (model load, the first publish): a supervisor's SIGTERM during start-up
   // must also end in a clean exit. SIGPIPE: a worker that hangs up mid-response (TLS writes can
   // raise it) must not kill the hub.
@@ -52,6 +53,7 @@ int run_hub_and_trainer(const std::string& config_path, int64_t max_steps) {
   std::signal(SIGPIPE, SIG_IGN);
   RunConfig c = load_run_config(config_path);
   if (max_steps >= 0) c.loop.max_steps = max_steps;
+  c.loop.ranks = std::move(ranks);
   std::filesystem::create_directories(c.run_dir);
   // hub.json exists exactly while this process serves (a kill -9 leaves it behind, but with
   // the dead pid in it): a stale one from the previous run must not send a supervisor to a

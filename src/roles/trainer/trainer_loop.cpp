@@ -49,12 +49,13 @@ TrainerLoop::TrainerLoop(hub::TrainerPort& port, pulse::BlobStore& store,
              "trainer loop: need 1 <= min_groups <= groups_per_step, got ", options_.min_groups,
              " and ", options_.groups_per_step);
   if (auto ckpt = find_checkpoint(options_.checkpoint_dir)) {
-    trainer_ = std::make_unique<train::Trainer>(train::Trainer::resume(*ckpt, train_options));
+    trainer_ = std::make_unique<train::Trainer>(
+        train::Trainer::resume(*ckpt, train_options, options_.ranks));
     resumed_ = true;
     log_info("trainer", "resumed from checkpoint ", *ckpt, " (trainer step ",
              trainer_->step_count(), ", ledger step ", port_.last_step(), ")");
   } else {
-    trainer_ = std::make_unique<train::Trainer>(initial, train_options);
+    trainer_ = std::make_unique<train::Trainer>(initial, train_options, options_.ranks);
   }
   last_step_ = port_.last_step();
   publisher_ = std::make_unique<pulse::Publisher>(store_, options_.publisher);

@@ -55,6 +55,8 @@ struct TrainerLoopOptions {
   std::string log_path;                 // step_log.h JSONL, one line per step ("" disables)
   pulse::PublisherOptions publisher;
   int64_t max_steps = 0;  // stop after this many ledger steps (0: until stop)
+  // Rank 0 of a data-parallel trainer (train/distributed.h); null: one process.
+  std::shared_ptr<train::Communicator> ranks;
 };
 
 struct LoopStep {
