@@ -26,6 +26,7 @@
 #include "pulse/blob_store.h"
 #include "pulse/catalog.h"
 #include "roles/hub/ledger.h"
+#include "roles/hub/rollout_audit.h"
 #include "roles/hub/trainer_port.h"
 
 namespace stoa::hub {
@@ -55,7 +56,8 @@ struct HubConfig {
   size_t max_queued_groups = 64;  // complete groups waiting for the trainer (back-pressure)
   int heartbeat_interval_s = 10;
   int64_t no_work_retry_ms = 500;
-  uint64_t seed = 1;  // prompt order
+  uint64_t seed = 1;    // prompt order
+  VerifyPolicy verify;  // used once set_auditor() gave the hub a validator
 };
 
 // What the hub serves and computes rewards with; all must outlive the Hub.
@@ -113,6 +115,14 @@ class Hub final : public TrainerPort {
   std::optional<uint64_t> latest_version() const override;
   std::map<std::string, double> counters() const override;
 
+  // ---- replay verification (verification.cpp; docs/design/verification.md) ----
+  // From now on rollouts are sampled for replay by config().verify and sent to `auditor` (null:
+  // off), leases carry seeds and rollouts must name one. The auditor must outlive the hub's use.
+  void set_auditor(RolloutAuditor* auditor);
+  // A validator's verdict on rollout `rollout_id`; a failure quarantines its worker.
+  void record_verdict(const std::string& rollout_id, const AuditVerdict& verdict);
+  bool quarantined(const std::string& worker_id) const;
+
   // Wakes every blocked long-poll and take_groups (shutdown).
   void stop();
   // Expires overdue leases now (lease() and heartbeat() also do it lazily).
@@ -140,6 +150,16 @@ class Hub final : public TrainerPort {
   net::VersionInfo version_info_locked(std::optional<uint64_t> after) const;
   void reload_catalog_locked();
   size_t queued_groups_locked() const;
+  // Verification (verification.cpp).
+  struct Verification;
+  std::vector<uint64_t> lease_seeds(const std::string& lease_id, int32_t samples) const;
+  std::optional<net::RolloutResponse> check_seed_locked(const net::RolloutSubmission& m,
+                                                        const LeaseRow& lease);
+  void audit_locked(const net::RolloutSubmission& m, const GroupState& g, size_t prompt_length);
+  bool held_for_verdict_locked(const std::string& group_id);
+  void quarantine_locked(const std::string& worker_id, const std::string& why);
+  void verification_counters_locked(std::map<std::string, double>& m) const;
+  std::string verification_metrics_locked() const;
 
   HubConfig config_;
   HubDeps deps_;
@@ -161,6 +181,7 @@ class Hub final : public TrainerPort {
   int64_t next_prompt_ = 0;
   std::map<int64_t, std::vector<int32_t>> prompt_cache_;
   std::unique_ptr<Counters> counters_;
+  std::unique_ptr<Verification> verification_;
 };
 
 }  // namespace stoa::hub

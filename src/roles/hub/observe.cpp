@@ -66,6 +66,7 @@ std::map<std::string, double> Hub::counters() const {
   m["workers"] = static_cast<double>(workers_.size());
   m["prompts_skipped_too_long"] = static_cast<double>(c.prompts_too_long.size());
   m["versions"] = static_cast<double>(versions_.size());
+  verification_counters_locked(m);
   return m;
 }
 
@@ -239,6 +240,10 @@ std::string Hub::metrics() const {
     if (!w.contains("patch_lag")) continue;
     o << "stoa_worker_patch_lag_versions{worker=\"" << worker_labels(w) << "\"} "
       << w["patch_lag"].get<double>() << "\n";
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    o << verification_metrics_locked();
   }
   return o.str();
 }
