@@ -6,6 +6,7 @@
 // the trainer only ever gets honest groups.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -207,17 +208,24 @@ TEST_F(ReplayTest, HonestWorkersPassAndEveryAttackIsCaught) {
   }
   EXPECT_GT(observations, 0) << "no tool observation was replayed";
   hub_validator->drain();
-  double validate_cpu = 0;
+  std::vector<double> validate_cpu;
   for (const auto& id : honest_ids) {
     const hub::AuditVerdict v = verdict(id);
     EXPECT_TRUE(v.pass) << id << " at " << v.position << " (" << v.what << "): " << v.detail;
-    validate_cpu += v.cpu_seconds;
+    validate_cpu.push_back(v.cpu_seconds);
   }
+  // The cost figure (docs/design/verification.md). The first verdicts also pay for rebuilding the
+  // versions from PULSE blobs and building their engines, once per version; the median does not.
+  double total = 0;
+  for (double s : validate_cpu) total += s;
+  std::sort(validate_cpu.begin(), validate_cpu.end());
+  const double median = validate_cpu[validate_cpu.size() / 2];
+  const double per_rollout_generate = generate_cpu / static_cast<double>(honest_ids.size());
   std::printf(
-      "verification cost: %.4f CPU-s to validate %zu rollouts, %.4f CPU-s to generate "
-      "them (%.1f%%)\n",
-      validate_cpu, honest_ids.size(), generate_cpu, 100.0 * validate_cpu / generate_cpu);
-  EXPECT_LT(validate_cpu, generate_cpu);  // a prefill replay is cheaper than decoding
+      "verification cost: %.4f CPU-s to validate %zu rollouts (median %.5f each), %.4f "
+      "CPU-s to generate them (%.5f each): %.1f%% in total, %.1f%% at the median\n",
+      total, honest_ids.size(), median, generate_cpu, per_rollout_generate,
+      100.0 * total / generate_cpu, 100.0 * median / per_rollout_generate);
 
   // ---- adversarial: one worker per attack; the first rollout of its group is attacked.
   std::map<Attack, Worker> attackers;
