@@ -6,6 +6,7 @@
 #include <httplib.h>
 #include <signal.h>
 
+#include <cstdio>
 #include <set>
 
 #include "integration/cluster.h"
@@ -92,6 +93,13 @@ TEST(Loop, WorkersTrainFollowVersionsAndTheHubSurvivesBadClients) {
     }
   }
   // Honest workers: replayed, never failed, never quarantined.
+  std::printf(
+      "replay verification: %.0f rollouts verified, %.0f failures, %.0f workers "
+      "quarantined, %.3f validation CPU-s\n",
+      s["counters"].value("rollouts_verified", 0.0),
+      s["counters"].value("verification_failures", 0.0),
+      s["counters"].value("workers_quarantined", 0.0),
+      s["counters"].value("verification_cpu_seconds", 0.0));
   EXPECT_GT(s["counters"].value("rollouts_verified", 0.0), 0.0) << s.dump();
   EXPECT_EQ(s["counters"].value("verification_failures", -1.0), 0.0) << s.dump() << c.logs();
   EXPECT_EQ(s["counters"].value("workers_quarantined", -1.0), 0.0) << s.dump();
