@@ -91,6 +91,11 @@ CommandRegistration reg(
       app.add_option("--temperature", o->rl.temperature)->capture_default_str();
       app.add_option("--max-turns", o->rl.episode.max_turns)->capture_default_str();
       app.add_option("--max-new-tokens", o->rl.episode.max_new_tokens)->capture_default_str();
+      app.add_option("--verify", o->rl.verify,
+                     "fraction of rollouts the hub replays exactly (0: off, 1: every rollout; "
+                     "docs/design/verification.md)")
+          ->check(CLI::Range(0.0, 1.0))
+          ->capture_default_str();
       return [o] { return app::run_demo(*o); };
     });
 

@@ -62,7 +62,7 @@ void BatchDecoder::arm(Slot& s, const GenerateOptions& options, uint64_t stream)
   STOA_CHECK(options.max_tokens >= 1, ErrorKind::kInvalidArgument,
              "max_tokens must be >= 1 for a decode slot, got ", options.max_tokens);
   validate_sampling_params(options.sampling);
-  s.sampler.emplace(options.sampling, options.seed, stream);
+  s.sampler.emplace(options.sampling, options.seed, stream, options.draw);
   s.stop_tokens = options.stop_tokens;
   s.budget = options.max_tokens;
 }
@@ -231,7 +231,9 @@ StepEvent BatchDecoder::sample_into(int64_t i, const float* logits) {
   StepEvent e;
   e.slot = i;
   const int64_t n = sample_vocab_ > 0 ? std::min(V, sample_vocab_) : V;
-  e.sampled = s.sampler->sample(std::span<const float>(logits, static_cast<size_t>(n)));
+  // The token goes in at index length(): the position a positional draw is keyed by.
+  e.sampled = s.sampler->sample(std::span<const float>(logits, static_cast<size_t>(n)),
+                                static_cast<uint64_t>(s.seq->length()));
   --s.budget;
   e.stopped =
       std::find(s.stop_tokens.begin(), s.stop_tokens.end(), e.sampled.token) != s.stop_tokens.end();

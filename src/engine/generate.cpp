@@ -26,7 +26,7 @@ GenerationResult generate(ModelRunner& runner, Sequence& seq, std::span<const in
              ErrorKind::kInvalidArgument, "a prompt of ", prompt.size(), " tokens plus ",
              options.max_tokens, " new ones do not fit the sequence (", seq.remaining(),
              " of capacity ", seq.capacity(), " left)");
-  Sampler sampler(options.sampling, options.seed, options.stream);
+  Sampler sampler(options.sampling, options.seed, options.stream, options.draw);
   GenerationResult result;
   auto start = std::chrono::steady_clock::now();
   Tensor logits = runner.append(seq, prompt, Logits::kLast);
@@ -35,7 +35,8 @@ GenerationResult generate(ModelRunner& runner, Sequence& seq, std::span<const in
   const int64_t V = runner.config().vocab_size;
   for (int64_t i = 0; i < options.max_tokens; ++i) {
     SampledToken t =
-        sampler.sample(std::span<const float>(logits.as<float>(), static_cast<size_t>(V)));
+        sampler.sample(std::span<const float>(logits.as<float>(), static_cast<size_t>(V)),
+                       static_cast<uint64_t>(seq.length()));
     result.tokens.push_back(t.token);
     result.logprobs.push_back(t.logprob);
     if (options.sampling.top_logprobs > 0) result.top.push_back(t.top);

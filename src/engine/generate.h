@@ -18,6 +18,9 @@ struct GenerateOptions {
   uint64_t seed = 0;
   uint64_t stream = 0;
   std::vector<int32_t> stop_tokens;  // generation ends after emitting one of these
+  // kPositional: every token's draw is a function of (seed, its position) alone (the stream is
+  // not used), so a validator can replay it (engine/sampler.h).
+  DrawMode draw = DrawMode::kStream;
 };
 
 struct GenerationResult {

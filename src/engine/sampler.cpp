@@ -96,26 +96,32 @@ std::vector<TokenLogprob> sampling_distribution(std::span<const float> logits,
   return out;
 }
 
-Sampler::Sampler(SamplingParams params, uint64_t seed, uint64_t stream)
-    : params_(params), rng_(seed, kSamplerStreamBase + stream) {
+double positional_uniform(uint64_t seed, uint64_t position) {
+  return Rng(seed, kSamplerPositionBase + position).uniform();
+}
+
+size_t pick_index(const std::vector<TokenLogprob>& dist, double u) {
+  double cum = 0;
+  for (size_t i = 0; i < dist.size(); ++i) {
+    cum += std::exp(static_cast<double>(dist[i].logprob));
+    if (u < cum) return i;
+  }
+  return dist.size() - 1;  // rounding can leave the total a hair under 1
+}
+
+Sampler::Sampler(SamplingParams params, uint64_t seed, uint64_t stream, DrawMode mode)
+    : params_(params), rng_(seed, kSamplerStreamBase + stream), seed_(seed), mode_(mode) {
   validate_sampling_params(params_);
 }
 
-SampledToken Sampler::sample(std::span<const float> logits) {
+SampledToken Sampler::sample(std::span<const float> logits, uint64_t position) {
   std::vector<TokenLogprob> dist = sampling_distribution(logits, params_);
   SampledToken out;
   // One draw per token, even when greedy, so a run's random stream does not depend on which
   // steps happened to be deterministic.
-  const double u = rng_.uniform();
-  size_t pick = dist.size() - 1;  // rounding can leave the total a hair under 1
-  double cum = 0;
-  for (size_t i = 0; i < dist.size(); ++i) {
-    cum += std::exp(static_cast<double>(dist[i].logprob));
-    if (u < cum) {
-      pick = i;
-      break;
-    }
-  }
+  const double u =
+      mode_ == DrawMode::kPositional ? positional_uniform(seed_, position) : rng_.uniform();
+  const size_t pick = pick_index(dist, u);
   out.token = dist[pick].token;
   out.logprob = dist[pick].logprob;
   if (params_.top_logprobs > 0) {

@@ -50,16 +50,36 @@ std::vector<TokenLogprob> sampling_distribution(std::span<const float> logits,
 inline constexpr uint64_t kSamplerStreamBase = 0xaf5584f88af3f569ull;
 static_assert(kSamplerStreamBase * Rng::kStreamMultiplier == 0x2545f4914f6cdd1dull);
 
+// Positional draws (verifiable sampling, docs/design/verification.md): the uniform a token at
+// transcript position `position` is drawn with is a pure function of (seed, position) — the first
+// output of Rng(seed, kSamplerPositionBase + position) — so a validator that recomputes the
+// distribution can recompute the draw, whatever happened before that position (turns, weight
+// switches, other slots).
+inline constexpr uint64_t kSamplerPositionBase = 0x5e1f0000'00000000ull;
+double positional_uniform(uint64_t seed, uint64_t position);
+// The entry of `dist` (sampling_distribution's order) that the uniform `u` picks: the first
+// whose cumulative probability exceeds u (the last one if rounding leaves the total under u).
+size_t pick_index(const std::vector<TokenLogprob>& dist, double u);
+
+// How a sampler gets its uniforms: a running stream per (seed, stream) (stoa generate, eval), or
+// positional draws (the worker's rollouts, which a validator replays).
+enum class DrawMode { kStream, kPositional };
+
 class Sampler {
  public:
-  Sampler(SamplingParams params, uint64_t seed, uint64_t stream = 0);
+  Sampler(SamplingParams params, uint64_t seed, uint64_t stream = 0,
+          DrawMode mode = DrawMode::kStream);
 
-  SampledToken sample(std::span<const float> logits);
+  // `position` is the index the token will have in its sequence; only positional draws read it.
+  SampledToken sample(std::span<const float> logits, uint64_t position = 0);
   const SamplingParams& params() const { return params_; }
+  DrawMode mode() const { return mode_; }
 
  private:
   SamplingParams params_;
   Rng rng_;
+  uint64_t seed_;
+  DrawMode mode_;
 };
 
 }  // namespace stoa::engine

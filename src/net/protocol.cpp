@@ -248,7 +248,8 @@ json to_json(const Lease& m) {
           {"samples", m.samples},
           {"sampling", to_json(m.sampling)},
           {"deadline_unix_ms", m.deadline_unix_ms},
-          {"issued_at_version", m.issued_at_version}};
+          {"issued_at_version", m.issued_at_version},
+          {"seeds", m.seeds}};
 }
 Lease lease_from_json(const json& j) {
   const char* msg = "lease";
@@ -263,6 +264,10 @@ Lease lease_from_json(const json& j) {
   m.sampling = sampling_params_from_json(req<json>(j, msg, "sampling"));
   m.deadline_unix_ms = req<int64_t>(j, msg, "deadline_unix_ms");
   m.issued_at_version = opt<uint64_t>(j, msg, "issued_at_version", 0);
+  m.seeds = opt<std::vector<uint64_t>>(j, msg, "seeds", {});
+  STOA_CHECK(m.seeds.empty() || m.seeds.size() == static_cast<size_t>(m.samples),
+             ErrorKind::kInvalidArgument, msg, ": ", m.seeds.size(), " seeds for ", m.samples,
+             " samples");
   return m;
 }
 
@@ -291,25 +296,29 @@ ReleaseRequest release_request_from_json(const json& j) {
 }
 
 json to_json(const RolloutSubmission& m) {
-  return {{"id", m.id},
-          {"worker_id", m.worker_id},
-          {"lease_id", m.lease_id},
-          {"group_id", m.group_id},
-          {"prompt_id", m.prompt_id},
-          {"tokens", m.tokens},
-          {"mask", m.mask},
-          {"logprobs", m.logprobs},
-          {"versions", m.versions},
-          {"topk", m.topk},
-          {"topk_ids", m.topk_ids},
-          {"topk_logprobs", m.topk_logprobs},
-          {"answer", m.answer},
-          {"turns", m.turns},
-          {"timings",
-           {{"generate_ms", m.timings.generate_ms},
-            {"tool_ms", m.timings.tool_ms},
-            {"started_unix_ms", m.timings.started_unix_ms},
-            {"finished_unix_ms", m.timings.finished_unix_ms}}}};
+  json j = {{"id", m.id},
+            {"worker_id", m.worker_id},
+            {"lease_id", m.lease_id},
+            {"group_id", m.group_id},
+            {"prompt_id", m.prompt_id},
+            {"tokens", m.tokens},
+            {"mask", m.mask},
+            {"logprobs", m.logprobs},
+            {"versions", m.versions},
+            {"topk", m.topk},
+            {"topk_ids", m.topk_ids},
+            {"topk_logprobs", m.topk_logprobs},
+            {"answer", m.answer},
+            {"turns", m.turns},
+            {"timings",
+             {{"generate_ms", m.timings.generate_ms},
+              {"tool_ms", m.timings.tool_ms},
+              {"started_unix_ms", m.timings.started_unix_ms},
+              {"finished_unix_ms", m.timings.finished_unix_ms}}}};
+  if (m.seed) j["seed"] = *m.seed;
+  if (!m.kernel_target.empty()) j["kernel_target"] = m.kernel_target;
+  if (m.prompt_version) j["prompt_version"] = *m.prompt_version;
+  return j;
 }
 RolloutSubmission rollout_submission_from_json(const json& j) {
   const char* msg = "rollout";
@@ -346,6 +355,9 @@ RolloutSubmission rollout_submission_from_json(const json& j) {
   m.timings.tool_ms = opt<double>(t, "rollout timings", "tool_ms", 0);
   m.timings.started_unix_ms = opt<int64_t>(t, "rollout timings", "started_unix_ms", 0);
   m.timings.finished_unix_ms = opt<int64_t>(t, "rollout timings", "finished_unix_ms", 0);
+  if (j.contains("seed")) m.seed = req<uint64_t>(j, msg, "seed");
+  m.kernel_target = opt<std::string>(j, msg, "kernel_target", "");
+  if (j.contains("prompt_version")) m.prompt_version = req<uint64_t>(j, msg, "prompt_version");
   validate_structure(m);
   return m;
 }

@@ -79,6 +79,10 @@ struct Lease {
   SamplingParams sampling;
   int64_t deadline_unix_ms = 0;  // after this the hub may reissue the group
   uint64_t issued_at_version = 0;
+  // One sampling seed per sample (size `samples`): rollout k of the lease draws every token with
+  // the positional draw of seeds[k] (engine/sampler.h), so the hub can replay it. Empty from a
+  // hub without verification support.
+  std::vector<uint64_t> seeds;
 };
 struct LeaseResponse {
   std::optional<Lease> lease;  // nullopt: no work right now; retry after retry_after_ms
@@ -114,6 +118,12 @@ struct RolloutSubmission {
   std::string answer;  // the final answer text (informational: the reward is recomputed)
   int32_t turns = 0;
   RolloutTimings timings;
+  // Replay (docs/design/verification.md): the lease seed the rollout drew with, the kernel target
+  // it ran on (kernels::target_name) and the version the prompt's KV was computed under (the
+  // first generated token's version when absent).
+  std::optional<uint64_t> seed;
+  std::string kernel_target;
+  std::optional<uint64_t> prompt_version;
 };
 enum class IntakeStatus { kAccepted, kDuplicate, kRejected };
 const char* intake_status_name(IntakeStatus status);

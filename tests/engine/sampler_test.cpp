@@ -138,6 +138,38 @@ TEST(Sampler, SeededAndDeterministic) {
   EXPECT_EQ(rng.next(), Rng(1, kSamplerStreamBase).next());
 }
 
+// Positional draws (the worker's replayable rollouts): a token's draw depends on (seed, position)
+// alone — not on how many tokens were drawn before or in which order — and is the documented
+// function of positional_uniform and pick_index; across positions it follows the distribution.
+TEST(Sampler, PositionalDrawIsAPureFunctionOfSeedAndPosition) {
+  SamplingParams params;
+  params.temperature = 1.3;
+  params.top_k = 4;
+  const auto dist = sampling_distribution(kLogits, params);
+  Sampler forward(params, 9, 0, DrawMode::kPositional);
+  Sampler backward(params, 9, 7, DrawMode::kPositional);  // the stream does not matter
+  std::vector<int32_t> fwd(64), bwd(64);
+  for (uint64_t p = 0; p < 64; ++p) fwd[p] = forward.sample(kLogits, p).token;
+  for (uint64_t p = 64; p-- > 0;) bwd[p] = backward.sample(kLogits, p).token;
+  EXPECT_EQ(fwd, bwd);
+  for (uint64_t p = 0; p < 64; ++p)
+    EXPECT_EQ(fwd[p], dist[pick_index(dist, positional_uniform(9, p))].token);
+  EXPECT_EQ(positional_uniform(9, 3), Rng(9, kSamplerPositionBase + 3).uniform());
+  Sampler other_seed(params, 10, 0, DrawMode::kPositional);
+  std::vector<int32_t> o(64);
+  for (uint64_t p = 0; p < 64; ++p) o[p] = other_seed.sample(kLogits, p).token;
+  EXPECT_NE(fwd, o);
+  const int n = 40000;
+  std::map<int32_t, int> counts;
+  for (uint64_t p = 0; p < n; ++p) counts[forward.sample(kLogits, p).token]++;
+  double chi2 = 0;  // 3 degrees of freedom: P(chi2 > 16.27) = 0.001
+  for (const auto& [id, prob] : as_probs(dist)) {
+    const double expected = n * prob;
+    chi2 += (counts[id] - expected) * (counts[id] - expected) / expected;
+  }
+  EXPECT_LT(chi2, 16.27);
+}
+
 // The sampler's streams are the ones it drew before it shared Rng: seed ^ (stream * K + C) fed to
 // splitmix64 (first outputs pinned from an independent Python transcription), so a seed's
 // rollouts are unchanged.

@@ -6,6 +6,7 @@
 #include <httplib.h>
 #include <signal.h>
 
+#include <cstdio>
 #include <set>
 
 #include "integration/cluster.h"
@@ -41,6 +42,12 @@ TEST(Loop, WorkersTrainFollowVersionsAndTheHubSurvivesBadClients) {
   RunSpec spec;
   spec.anchor_every = 3;
   spec.lease_ttl_s = 300;  // the stalled client's lease outlives the test
+  // Every rollout replayed on the hub (docs/design/verification.md): the real workers — batched
+  // slots, shared prompts, in-flight weight switches — must pass every replay.
+  spec.adjust = [](run::RunConfig& rc) {
+    rc.hub.verify.enabled = true;
+    rc.hub.verify.fraction = 1.0;
+  };
   Cluster c("loop", spec);
   c.start_hub();
   c.start_worker("w1");
@@ -85,6 +92,17 @@ TEST(Loop, WorkersTrainFollowVersionsAndTheHubSurvivesBadClients) {
       EXPECT_EQ(v.get<double>(), 0.0) << k << "\n" << s.dump() << c.logs();
     }
   }
+  // Honest workers: replayed, never failed, never quarantined.
+  std::printf(
+      "replay verification: %.0f rollouts verified, %.0f failures, %.0f workers "
+      "quarantined, %.3f validation CPU-s\n",
+      s["counters"].value("rollouts_verified", 0.0),
+      s["counters"].value("verification_failures", 0.0),
+      s["counters"].value("workers_quarantined", 0.0),
+      s["counters"].value("verification_cpu_seconds", 0.0));
+  EXPECT_GT(s["counters"].value("rollouts_verified", 0.0), 0.0) << s.dump();
+  EXPECT_EQ(s["counters"].value("verification_failures", -1.0), 0.0) << s.dump() << c.logs();
+  EXPECT_EQ(s["counters"].value("workers_quarantined", -1.0), 0.0) << s.dump();
   for (const char* w : {"w1", "w2"}) {
     // A cold worker starts from an anchor (plus whatever patches were out by then), then
     // follows by patches.
@@ -110,7 +128,8 @@ TEST(Loop, WorkersTrainFollowVersionsAndTheHubSurvivesBadClients) {
         "stoa_queue_depth_groups", "stoa_rollout_staleness_versions_bucket",
         "stoa_dppo_masked_fraction", "stoa_policy_tv", "stoa_policy_kl", "stoa_train_reward_mean",
         "stoa_reward_mean_accepted", "stoa_worker_tokens_per_second",
-        "stoa_worker_patch_lag_versions", "stoa_step_seconds_histogram_bucket"})
+        "stoa_worker_patch_lag_versions", "stoa_step_seconds_histogram_bucket",
+        "stoa_rollouts_verified_total", "stoa_workers_quarantined"})
     EXPECT_NE(m.find(name), std::string::npos) << name << " missing from /metrics:\n" << m;
 
   // A worker with a wrong join token is refused: exit status 3, a message, no retries.

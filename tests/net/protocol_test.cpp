@@ -62,6 +62,36 @@ TEST(Protocol, RolloutRoundTrip) {
   EXPECT_EQ(back.timings.generate_ms, 12.5);
 }
 
+// The replay fields (docs/design/verification.md): a lease's seeds (one per sample, 64-bit), a
+// rollout's seed, kernel target and prompt version — optional, absent from older peers.
+TEST(Protocol, ReplayFieldsRoundTrip) {
+  auto m = sample_rollout();
+  auto plain = rollout_submission_from_json(json::parse(to_json(m).dump()));
+  EXPECT_FALSE(plain.seed.has_value());
+  EXPECT_FALSE(plain.prompt_version.has_value());
+  EXPECT_TRUE(plain.kernel_target.empty());
+  m.seed = 0xfedcba9876543210ull;
+  m.kernel_target = "AVX2";
+  m.prompt_version = 3;
+  auto back = rollout_submission_from_json(json::parse(to_json(m).dump()));
+  EXPECT_EQ(back.seed, m.seed);
+  EXPECT_EQ(back.kernel_target, "AVX2");
+  EXPECT_EQ(back.prompt_version, 3u);
+
+  Lease l;
+  l.lease_id = "l";
+  l.group_id = "g";
+  l.prompt_id = "p";
+  l.question = "Q?";
+  l.prompt_tokens = {1};
+  l.samples = 2;
+  l.deadline_unix_ms = 1;
+  l.seeds = {0xffffffffffffffffull, 7};
+  EXPECT_EQ(lease_from_json(json::parse(to_json(l).dump())).seeds, l.seeds);
+  l.seeds = {7};
+  EXPECT_NE(error_of([&] { lease_from_json(to_json(l)); }).find("seeds"), std::string::npos);
+}
+
 TEST(Protocol, OtherMessagesRoundTrip) {
   Lease l;
   l.lease_id = "l";

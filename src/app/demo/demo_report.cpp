@@ -20,6 +20,9 @@ std::string rl_progress_line(const nlohmann::json& st, double elapsed_s) {
     o << "  version " << st["latest_version"].get<int64_t>();
   const auto& c = st.contains("counters") ? st["counters"] : nlohmann::json::object();
   o << "  rollouts " << c.value("rollouts_accepted", 0.0);
+  if (c.contains("rollouts_verified"))
+    o << "  verified " << c.value("rollouts_verified", 0.0) << " (failed "
+      << c.value("verification_failures", 0.0) << ")";
   if (st.contains("last_step")) {
     const auto& s = st["last_step"];
     o.precision(3);

@@ -58,6 +58,9 @@ struct RlOptions {
   double temperature = 0.7;
   uint64_t seed = 1;
   EpisodeLimits episode;
+  // Replay verification ([verify] of the run config): the fraction of rollouts the hub replays
+  // (0: off; 1: every rollout). docs/design/verification.md.
+  double verify = 0;
 };
 
 struct RlResult {

@@ -40,6 +40,7 @@ engine::GenerateOptions EpisodeRunner::turn_options(const Running& r) const {
   o.sampling = r.sampling.params;
   o.seed = r.sampling.seed;
   o.stream = r.sampling.stream;
+  o.draw = r.sampling.draw;
   o.stop_tokens = limits_.stop_tokens;
   return o;
 }

@@ -47,7 +47,8 @@ struct EpisodeSampling {
   engine::SamplingParams params;
   uint64_t seed = 0;
   uint64_t stream = 0;
-  int64_t max_new_tokens = 256;  // per turn
+  int64_t max_new_tokens = 256;                       // per turn
+  engine::DrawMode draw = engine::DrawMode::kStream;  // kPositional: replayable (the worker)
 };
 
 enum class EpisodeEnd {

@@ -10,6 +10,7 @@
 #include "core/rng.h"
 #include "env/episode.h"
 #include "roles/hub/hub_counters.h"
+#include "roles/hub/verification_state.h"
 
 namespace stoa::hub {
 
@@ -263,6 +264,7 @@ net::Lease Hub::make_lease_locked(GroupState& g, const std::string& worker_id, i
   out.sampling = config_.sampling;
   out.deadline_unix_ms = l.deadline_ms;
   out.issued_at_version = l.issued_at_version;
+  if (verification_) out.seeds = lease_seeds(l.id, samples);
   return out;
 }
 

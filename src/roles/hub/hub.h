@@ -28,6 +28,7 @@
 #include "roles/hub/ledger.h"
 #include "roles/hub/rate_limit.h"
 #include "roles/hub/run_history.h"
+#include "roles/hub/rollout_audit.h"
 #include "roles/hub/trainer_port.h"
 
 namespace stoa::hub {
@@ -83,6 +84,7 @@ struct HubConfig {
   size_t status_max_workers = 500;          // a /v1/status page holds at most this many
   size_t metrics_max_workers = 200;         // per-worker series in /metrics
   HubLimits limits;
+  VerifyPolicy verify;  // used once set_auditor() gave the hub a validator
 };
 
 // What the hub serves and computes rewards with; all must outlive the Hub.
@@ -162,6 +164,14 @@ class Hub final : public TrainerPort {
   std::optional<uint64_t> latest_version() const override;
   std::map<std::string, double> counters() const override;
 
+  // ---- replay verification (verification.cpp; docs/design/verification.md) ----
+  // From now on rollouts are sampled for replay by config().verify and sent to `auditor` (null:
+  // off), leases carry seeds and rollouts must name one. The auditor must outlive the hub's use.
+  void set_auditor(RolloutAuditor* auditor);
+  // A validator's verdict on rollout `rollout_id`; a failure quarantines its worker.
+  void record_verdict(const std::string& rollout_id, const AuditVerdict& verdict);
+  bool quarantined(const std::string& worker_id) const;
+
   // Wakes every blocked long-poll and take_groups (shutdown).
   void stop();
   // Called after every publish_version(), outside the hub's lock: the async HTTP server wakes
@@ -208,6 +218,16 @@ class Hub final : public TrainerPort {
   void reload_catalog_locked();
   size_t queued_groups_locked() const;
   void record_step_history_locked(const StepReport& report);
+  // Verification (verification.cpp).
+  struct Verification;
+  std::vector<uint64_t> lease_seeds(const std::string& lease_id, int32_t samples) const;
+  std::optional<net::RolloutResponse> check_seed_locked(const net::RolloutSubmission& m,
+                                                        const LeaseRow& lease);
+  void audit_locked(const net::RolloutSubmission& m, const GroupState& g, size_t prompt_length);
+  bool held_for_verdict_locked(const std::string& group_id);
+  void quarantine_locked(const std::string& worker_id, const std::string& why);
+  void verification_counters_locked(std::map<std::string, double>& m) const;
+  std::string verification_metrics_locked() const;
 
   HubConfig config_;
   HubDeps deps_;
@@ -238,6 +258,7 @@ class Hub final : public TrainerPort {
   std::map<int64_t, std::vector<int32_t>> prompt_cache_;
   std::unique_ptr<Counters> counters_;
   RunHistory history_;
+  std::unique_ptr<Verification> verification_;
 };
 
 }  // namespace stoa::hub

@@ -10,6 +10,7 @@
 #include "core/log.h"
 #include "net/secret.h"
 #include "roles/hub/hub.h"
+#include "roles/hub/verification_state.h"
 #include "roles/hub/hub_counters.h"
 
 namespace stoa::hub {
@@ -209,6 +210,8 @@ std::string Hub::authenticate(const std::string& bearer) {
       }
     }
   }
+  if (verification_ && verification_->quarantined.count(s.worker_id))
+    throw RequestError(403, "worker " + s.worker_id + " is quarantined (a rollout failed replay)");
   return s.worker_id;
 }
 

@@ -7,6 +7,7 @@
 #include "core/log.h"
 #include "roles/hub/hub.h"
 #include "roles/hub/hub_counters.h"
+#include "roles/hub/verification_state.h"
 
 namespace stoa::hub {
 
@@ -63,6 +64,12 @@ net::RolloutResponse Hub::submit(const std::string& caller, const net::RolloutSu
   // Idempotency first: a retry of an accepted rollout is a duplicate even if its lease has
   // since expired or its group was trained.
   if (auto prev = ledger_->rollout(m.id)) {
+    // Another worker's rollout id: a replay of someone else's work (verification.cpp).
+    if (verification_ && prev->worker_id != caller) {
+      verification_->failed++;
+      quarantine_locked(caller, cat(who, " was accepted from worker ", prev->worker_id));
+      return reject("rollout_id_taken", cat(who, ": accepted from another worker"));
+    }
     counters_->duplicate++;
     net::RolloutResponse r;
     r.status = net::IntakeStatus::kDuplicate;
@@ -84,6 +91,7 @@ net::RolloutResponse Hub::submit(const std::string& caller, const net::RolloutSu
                                         ") do not match lease ", m.lease_id));
   }
   GroupState& g = git->second;
+  if (auto refused = check_seed_locked(m, lease)) return *refused;
   if (g.row.status == GroupStatus::kTrained || g.row.status == GroupStatus::kDropped) {
     return reject("group_closed",
                   cat(who, ": group ", g.row.id, " is already ", group_status_name(g.row.status)));
@@ -214,6 +222,7 @@ net::RolloutResponse Hub::submit(const std::string& caller, const net::RolloutSu
   c.reward_sum += reward;
   c.staleness[std::min<uint64_t>(latest - std::min(latest, vmin), 9)]++;
   if (auto w = workers_.find(caller); w != workers_.end()) w->second.rollouts_accepted++;
+  audit_locked(m, g, prompt.size());
   net::RolloutResponse r;
   r.status = net::IntakeStatus::kAccepted;
   r.reward = reward;
@@ -227,7 +236,9 @@ std::vector<AcceptedGroup> Hub::take_groups(size_t max_groups, std::chrono::mill
   auto ready = [&] {
     if (stopped_) return true;
     for (const auto& [id, g] : groups_) {
-      if (g.row.status == GroupStatus::kComplete && !pending_.count(id)) return true;
+      if (g.row.status == GroupStatus::kComplete && !pending_.count(id) &&
+          !held_for_verdict_locked(id))
+        return true;
     }
     return false;
   };
@@ -236,7 +247,9 @@ std::vector<AcceptedGroup> Hub::take_groups(size_t max_groups, std::chrono::mill
   for (const auto& gid : group_order_) {
     if (out.size() >= max_groups) break;
     const auto& g = groups_.at(gid);
-    if (g.row.status != GroupStatus::kComplete || pending_.count(gid)) continue;
+    if (g.row.status != GroupStatus::kComplete || pending_.count(gid) ||
+        held_for_verdict_locked(gid))
+      continue;
     AcceptedGroup ag;
     ag.group_id = gid;
     ag.prompt_id = g.row.prompt_id;

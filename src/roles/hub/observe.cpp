@@ -48,6 +48,7 @@ Hub::Snapshot Hub::snapshot(size_t offset, size_t limit) const {
   s.latest_version = version_info_locked(std::nullopt).version;
   s.step = ledger_->last_step();
   s.now_ms = now();
+  verification_counters_locked(s.verification);
   s.offset = std::min(offset, workers_.size());
   auto it = workers_.begin();
   std::advance(it, static_cast<std::ptrdiff_t>(s.offset));
@@ -97,6 +98,7 @@ std::map<std::string, double> counters_of(const Hub::Snapshot& s) {
   m["rate_limited"] = static_cast<double>(limited);
   m["prompts_skipped_too_long"] = static_cast<double>(c.prompts_too_long.size());
   m["versions"] = static_cast<double>(s.versions);
+  for (const auto& [k, v] : s.verification) m[k] = v;
   return m;
 }
 }  // namespace
@@ -311,6 +313,10 @@ std::string Hub::metrics() const {
     if (!w.contains("patch_lag")) continue;
     o << "stoa_worker_patch_lag_versions{worker=\"" << worker_labels(w) << "\"} "
       << w["patch_lag"].get<double>() << "\n";
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    o << verification_metrics_locked();
   }
   return o.str();
 }

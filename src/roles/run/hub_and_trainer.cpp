@@ -31,6 +31,7 @@
 #include "roles/hub/tls_identity.h"
 #include "roles/run/run_config.h"
 #include "roles/trainer/trainer_loop.h"
+#include "roles/verify/hub_validator.h"
 
 namespace stoa::run {
 namespace {
@@ -63,9 +64,13 @@ int run_hub_and_trainer(const std::string& config_path, int64_t max_steps,
 
   ModelWeights initial = load_model_dir(c.model_dir);
   std::unique_ptr<env::TokenCodec> codec;
+  // The ids a worker samples from (roles/worker/worker.cpp's rule): what a replay samples from.
+  int64_t sample_vocab = 256;
   const std::string tok_path = c.model_dir + "/tokenizer.json";
   if (std::filesystem::exists(tok_path)) {
-    codec = std::make_unique<env::TokenizerCodec>(Tokenizer::from_file(tok_path));
+    Tokenizer tok = Tokenizer::from_file(tok_path);
+    sample_vocab = std::min<int64_t>(initial.config.vocab_size, tok.vocab_size());
+    codec = std::make_unique<env::TokenizerCodec>(std::move(tok));
   } else {
     STOA_CHECK(initial.config.vocab_size >= 256, ErrorKind::kBadFormat, "run: ", c.model_dir,
                " has no tokenizer.json and a vocabulary under 256 (byte-level fallback)");
@@ -90,6 +95,27 @@ int run_hub_and_trainer(const std::string& config_path, int64_t max_steps,
   if (c.train.max_sequence_tokens == 0) c.train.max_sequence_tokens = c.hub.max_tokens;
 
   hub::Hub hub(c.hub, deps);
+  // Replay verification on the hub's spare threads ([verify] enabled).
+  const ModelConfig model_config = initial.config;
+  std::unique_ptr<verify::VersionStates> states;
+  std::unique_ptr<verify::ReplayValidator> validator;
+  std::unique_ptr<verify::HubValidator> hub_validator;
+  if (c.hub.verify.enabled) {
+    verify::ReplaySettings rs;
+    rs.sampling = c.hub.sampling;
+    rs.sample_vocab = sample_vocab;
+    if (model_config.eos_token_id >= 0)
+      rs.stop_tokens = {static_cast<int32_t>(model_config.eos_token_id)};
+    rs.capacity = c.hub.max_tokens;
+    states = std::make_unique<verify::VersionStates>(store);
+    validator = std::make_unique<verify::ReplayValidator>(model_config, *task, *codec, rs, *states,
+                                                          c.hub.verify.threads);
+    hub_validator = std::make_unique<verify::HubValidator>(
+        *validator,
+        [&hub](const std::string& id, const hub::AuditVerdict& v) { hub.record_verdict(id, v); },
+        c.hub.verify.max_queue);
+    hub.set_auditor(hub_validator.get());
+  }
   trainer::TrainerLoop loop(hub, store, initial, c.train, c.loop);
   initial = ModelWeights();
   loop.start();  // a version exists before any worker can lease
@@ -123,6 +149,7 @@ int run_hub_and_trainer(const std::string& config_path, int64_t max_steps,
   log_info("run", "stopping after step ", loop.last_step(), ", version ", loop.version());
   hub.stop();
   server.stop();
+  hub_validator.reset();  // no intake any more; its thread hands verdicts to the hub
   std::filesystem::remove(hub_json);
   nlohmann::json summary = {{"steps", loop.last_step()},
                             {"version", loop.version()},

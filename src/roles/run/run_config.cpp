@@ -96,12 +96,13 @@ RunConfig parse_run_config(const std::string& text, const std::string& source,
         << e.source().begin.column;
     fail(ErrorKind::kBadFormat, source, ": invalid TOML: ", msg.str());
   }
-  static const std::set<std::string> kSections = {"run", "hub", "sampling", "trainer", "pulse"};
+  static const std::set<std::string> kSections = {"run",     "hub",   "sampling",
+                                                  "trainer", "pulse", "verify"};
   for (const auto& [k, v] : root) {
     const std::string key(k.str());
     STOA_CHECK(kSections.count(key) && v.is_table(), ErrorKind::kInvalidArgument, source,
                ": unknown section or key '", key,
-               "' (expected [run], [hub], [sampling], [trainer], [pulse])");
+               "' (expected [run], [hub], [sampling], [trainer], [pulse], [verify])");
   }
   RunConfig c;
   c.run_dir = "run";
@@ -245,6 +246,23 @@ RunConfig parse_run_config(const std::string& text, const std::string& source,
   p.check_unknown();
   STOA_CHECK(c.loop.publisher.anchor_every >= 1, ErrorKind::kInvalidArgument, source,
              ": [pulse] anchor_every must be >= 1");
+
+  // Replay verification (docs/design/verification.md).
+  Section v(root["verify"].as_table(), "verify", source);
+  auto& vp = c.hub.verify;
+  int64_t max_wait_s = vp.max_wait_ms / 1000;
+  v.get("enabled", vp.enabled);
+  v.get("fraction", vp.fraction);
+  v.get("first_rollouts", vp.first_rollouts);
+  v.get("max_wait_s", max_wait_s);
+  v.get("train_on_timeout", vp.train_on_timeout);
+  v.get("threads", vp.threads);
+  v.get("max_queue", vp.max_queue);
+  v.check_unknown();
+  vp.max_wait_ms = max_wait_s * 1000;
+  STOA_CHECK(vp.fraction >= 0 && vp.fraction <= 1 && vp.threads >= 1 && vp.max_queue >= 1,
+             ErrorKind::kInvalidArgument, source,
+             ": [verify] fraction must be in [0, 1], threads and max_queue >= 1");
 
   c.hub.ledger_path = c.run_dir + "/ledger.sqlite";
   c.loop.checkpoint_dir = c.run_dir + "/checkpoint";
@@ -392,6 +410,15 @@ std::string to_toml(const RunConfig& c) {
   w.put("anchor_every", toml_integer(c.loop.publisher.anchor_every, "pulse", "anchor_every"));
   w.put("keep_anchors",
         toml_integer(c.loop.publisher.retention.keep_anchors, "pulse", "keep_anchors"));
+  const auto& vp = c.hub.verify;
+  w.section("verify");
+  w.put("enabled", vp.enabled);
+  w.put("fraction", vp.fraction);
+  w.put("first_rollouts", toml_integer(vp.first_rollouts, "verify", "first_rollouts"));
+  w.put("max_wait_s", toml_integer(vp.max_wait_ms / 1000, "verify", "max_wait_s"));
+  w.put("train_on_timeout", vp.train_on_timeout);
+  w.put("threads", toml_integer(vp.threads, "verify", "threads"));
+  w.put("max_queue", toml_integer(vp.max_queue, "verify", "max_queue"));
   return w.text();
 }
 

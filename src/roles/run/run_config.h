@@ -19,6 +19,8 @@
 //              ratio_cap, advantage, aggregation, groups_per_step, min_groups,
 //              gather_timeout_ms, max_staleness, checkpoint_every
 //   [pulse]    anchor_every, keep_anchors
+//   [verify]   enabled, fraction, first_rollouts, max_wait_s, train_on_timeout, threads,
+//              max_queue (replay verification: docs/design/verification.md)
 #pragma once
 #include <cstddef>
 #include <optional>

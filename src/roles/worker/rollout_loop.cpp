@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "core/rng.h"
 #include "engine/model_runner.h"
 #include "env/episode.h"
+#include "kernels/targets.h"
 #include "roles/episode/episode_runner.h"
 #include "roles/worker/engine_update.h"
 #include "roles/worker/rollout_record.h"
@@ -200,8 +202,18 @@ void RolloutLoop::start_sample(const std::shared_ptr<LeaseWork>& w) {
   es.params.top_p = ls.top_p;
   es.params.top_k = ls.top_k;
   es.params.top_logprobs = c_.joined.topk;
-  es.seed = seeder_.next();
+  // The hub's seed for this sample (the k-th started of the lease) makes the rollout replayable
+  // (positional draws); a hub that sends none gets the worker's own stream draws.
+  const size_t k = static_cast<size_t>(w->lease.samples - w->to_start);
+  std::optional<uint64_t> lease_seed;
+  if (k < w->lease.seeds.size()) lease_seed = w->lease.seeds[k];
+  es.seed = lease_seed ? *lease_seed : seeder_.next();
+  es.draw = lease_seed ? engine::DrawMode::kPositional : engine::DrawMode::kStream;
   es.max_new_tokens = ls.max_new_tokens;
+  // The prompt's KV is computed under the weights held now: a prompt kept from before a switch
+  // was dropped in take_weights, and no switch happens between here and the next step.
+  s.record->set_replay_info(lease_seed, kernels::target_name(kernels::active_target()),
+                            engine_version_);
   // The group's prompt is prefilled once; every sample forks it.
   if (w->prompt < 0) {
     w->prompt = runner_->add_prompt(w->lease.prompt_tokens);

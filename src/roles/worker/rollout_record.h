@@ -5,6 +5,7 @@
 // update); the trainer's staleness rule and DPPO's trust region both read it.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -26,6 +27,14 @@ class RolloutRecord {
   void set_answer(std::string answer) { answer_ = std::move(answer); }
   void set_turns(int32_t turns) { turns_ = turns; }
   void set_timings(const net::RolloutTimings& timings) { timings_ = timings; }
+  // What a validator needs to replay the rollout (net::RolloutSubmission's seed, kernel_target
+  // and prompt_version).
+  void set_replay_info(std::optional<uint64_t> seed, std::string kernel_target,
+                       uint64_t prompt_version) {
+    sub_.seed = seed;
+    sub_.kernel_target = std::move(kernel_target);
+    sub_.prompt_version = prompt_version;
+  }
 
   // Cuts the transcript to its first n tokens (a rollout that ran out of transcript budget is
   // submitted truncated; the hub scores what is there). Keeps at least the prompt.

@@ -91,6 +91,14 @@ void expect_same(const RunConfig& a, const RunConfig& b) {
   EXPECT_EQ(la.publisher.encode.coding, lb.publisher.encode.coding);
   EXPECT_EQ(la.publisher.encode.zstd_level, lb.publisher.encode.zstd_level);
   EXPECT_EQ(la.max_steps, lb.max_steps);
+  const auto &va = a.hub.verify, &vb = b.hub.verify;
+  EXPECT_EQ(va.enabled, vb.enabled);
+  EXPECT_EQ(va.fraction, vb.fraction);
+  EXPECT_EQ(va.first_rollouts, vb.first_rollouts);
+  EXPECT_EQ(va.max_wait_ms, vb.max_wait_ms);
+  EXPECT_EQ(va.train_on_timeout, vb.train_on_timeout);
+  EXPECT_EQ(va.threads, vb.threads);
+  EXPECT_EQ(va.max_queue, vb.max_queue);
 }
 
 // Every key the file carries set away from its default.
@@ -146,6 +154,13 @@ RunConfig every_key_set() {
   c.loop.checkpoint_every = 5;
   c.loop.publisher.anchor_every = 7;
   c.loop.publisher.retention.keep_anchors = 2;
+  c.hub.verify.enabled = true;
+  c.hub.verify.fraction = 0.25;
+  c.hub.verify.first_rollouts = 4;
+  c.hub.verify.max_wait_ms = 30'000;
+  c.hub.verify.train_on_timeout = true;
+  c.hub.verify.threads = 2;
+  c.hub.verify.max_queue = 9;
   return c;
 }
 

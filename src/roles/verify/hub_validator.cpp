@@ -1,0 +1,78 @@
+#include "roles/verify/hub_validator.h"
+
+#include "core/error.h"
+#include "core/log.h"
+
+namespace stoa::verify {
+
+hub::AuditVerdict to_audit_verdict(const Verdict& v) {
+  hub::AuditVerdict a;
+  a.pass = v.pass;
+  a.position = v.position;
+  a.what = v.what;
+  a.detail = v.detail;
+  a.cpu_seconds = v.cpu_seconds;
+  return a;
+}
+
+HubValidator::HubValidator(ReplayValidator& validator, VerdictSink sink, size_t max_queue)
+    : validator_(validator), sink_(std::move(sink)), max_queue_(max_queue) {
+  thread_ = std::thread([this] { run(); });
+}
+
+HubValidator::~HubValidator() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+bool HubValidator::enqueue(hub::AuditJob job) {
+  {
+    std::lock_guard lock(mutex_);
+    if (stop_ || queue_.size() >= max_queue_) return false;
+    queue_.push_back(std::move(job));
+  }
+  cv_.notify_one();
+  return true;
+}
+
+void HubValidator::drain() {
+  std::unique_lock lock(mutex_);
+  idle_cv_.wait(lock, [&] { return stop_ || (queue_.empty() && !busy_); });
+}
+
+size_t HubValidator::queued() const {
+  std::lock_guard lock(mutex_);
+  return queue_.size();
+}
+
+void HubValidator::run() {
+  while (true) {
+    hub::AuditJob job;
+    {
+      std::unique_lock lock(mutex_);
+      cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      if (stop_) break;
+      job = std::move(queue_.front());
+      queue_.pop_front();
+      busy_ = true;
+    }
+    const Verdict v = validator_.check(job.rollout, job.problem, job.prompt_length);
+    try {
+      sink_(job.rollout.id, to_audit_verdict(v));
+    } catch (const std::exception& e) {
+      log_error("verify", "recording the verdict on rollout ", job.rollout.id, ": ", e.what());
+    }
+    {
+      std::lock_guard lock(mutex_);
+      busy_ = false;
+    }
+    idle_cv_.notify_all();
+  }
+  idle_cv_.notify_all();
+}
+
+}  // namespace stoa::verify

@@ -1,0 +1,215 @@
+#include "roles/verify/replay_validator.h"
+
+#include <time.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "engine/sampler.h"
+#include "env/episode.h"
+#include "roles/worker/engine_update.h"
+
+namespace stoa::verify {
+namespace {
+
+Verdict fail(int64_t position, std::string what, std::string detail) {
+  Verdict v;
+  v.position = position;
+  v.what = std::move(what);
+  v.detail = std::move(detail);
+  return v;
+}
+
+// The first index where a and b differ (min size when one is a prefix of the other).
+size_t first_difference(std::span<const int32_t> a, std::span<const int32_t> b) {
+  const size_t n = std::min(a.size(), b.size());
+  size_t i = 0;
+  while (i < n && a[i] == b[i]) ++i;
+  return i;
+}
+
+}  // namespace
+
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+ReplayValidator::ReplayValidator(const ModelConfig& config, const env::Task& task,
+                                 const env::TokenCodec& codec, ReplaySettings settings,
+                                 VersionStates& states, int threads)
+    : config_(config),
+      task_(task),
+      codec_(codec),
+      settings_(std::move(settings)),
+      states_(states),
+      pool_(std::make_unique<ThreadPool>(std::max(1, threads))) {}
+
+ReplayValidator::~ReplayValidator() = default;
+
+Verdict ReplayValidator::check(const net::RolloutSubmission& rollout, const env::QaItem& problem,
+                               size_t prompt_length) {
+  const double t0 = thread_cpu_seconds();
+  Verdict v;
+  try {
+    v = check_observations(rollout, problem, prompt_length);
+    if (v.what.empty()) v = check_model(rollout, prompt_length);
+  } catch (const Error& e) {
+    v = fail(-1, "unreplayable", e.what());
+  }
+  v.pass = v.what.empty();
+  v.cpu_seconds = thread_cpu_seconds() - t0;
+  return v;
+}
+
+// The turns: every turn must end where the worker's runner ends one, and every observation must
+// be the hub's task's own.
+Verdict ReplayValidator::check_observations(const net::RolloutSubmission& r,
+                                            const env::QaItem& problem,
+                                            size_t prompt_length) const {
+  const net::SamplingParams& s = settings_.sampling;
+  env::Episode ep(task_, problem, codec_, {s.max_turns, s.max_observation_tokens});
+  const std::span<const int32_t> tokens(r.tokens);
+  const size_t n = tokens.size();
+  if (ep.tokens().size() != prompt_length || n < prompt_length ||
+      first_difference(ep.tokens(), tokens.first(prompt_length)) != prompt_length)
+    return fail(0, "prompt", "the transcript does not start with the task's prompt");
+  size_t t = prompt_length;
+  while (t < n) {
+    if (ep.done())
+      return fail(static_cast<int64_t>(t), "after_end", "tokens after the episode ended");
+    if (!r.mask[t])
+      return fail(static_cast<int64_t>(t), "observation",
+                  "an observation where the model's turn should start");
+    const size_t a = t;
+    while (t < n && r.mask[t]) ++t;
+    const std::span<const int32_t> turn = tokens.subspan(a, t - a);
+    // The runner ends a turn at the first stop token or stop string, or at its budget.
+    const int64_t budget =
+        std::min<int64_t>(s.max_new_tokens, settings_.capacity - static_cast<int64_t>(a));
+    for (size_t k = 1; k <= turn.size() && t < n; ++k) {
+      const bool stop = std::find(settings_.stop_tokens.begin(), settings_.stop_tokens.end(),
+                                  turn[k - 1]) != settings_.stop_tokens.end() ||
+                        ep.stop_position(codec_.decode(turn.first(k))) != std::string::npos;
+      if (stop && k < turn.size())
+        return fail(static_cast<int64_t>(a + k), "turn_end", "the turn goes on after its stop");
+      if (k == turn.size() && !stop && static_cast<int64_t>(k) < budget)
+        return fail(static_cast<int64_t>(a + k), "turn_end",
+                    "an observation after a turn that did not stop");
+    }
+    const env::Decision d = ep.step(turn);
+    const size_t b = t;
+    while (t < n && !r.mask[t]) ++t;
+    const std::span<const int32_t> obs = tokens.subspan(b, t - b);
+    // A transcript cut by its budget may end inside an observation: a prefix is all it holds.
+    const bool cut = t == n;
+    const size_t same = first_difference(obs, d.appended);
+    if (same < obs.size() || (!cut && obs.size() != d.appended.size()))
+      return fail(static_cast<int64_t>(b + same), "observation",
+                  cat("the observation differs from the task's (", obs.size(), " tokens, the task ",
+                      d.appended.size(), ")"));
+  }
+  return {};
+}
+
+engine::ModelRunner& ReplayValidator::runner_for(uint64_t version) {
+  constexpr size_t kKeep = 3;
+  if (auto it = runners_.find(version); it != runners_.end()) return *it->second;
+  const pulse::Int8State& state = states_.at(version);
+  worker::WeightUpdate update;
+  update.version = version;
+  update.full = true;
+  for (const auto& [name, tensor] : state.tensors()) update.tensors.emplace_back(name, tensor);
+  // The worker's own path from PULSE state to engine weights (roles/worker/engine_update.h).
+  auto runner = std::make_unique<engine::ModelRunner>(
+      worker::engine_weights_from_update(config_, update), pool_.get());
+  while (runners_.size() >= kKeep) runners_.erase(runners_.begin());  // the oldest version
+  return *runners_.emplace(version, std::move(runner)).first->second;
+}
+
+engine::Sequence ReplayValidator::prompt_state(std::span<const int32_t> prompt_but_last,
+                                               uint64_t version, int64_t capacity) {
+  constexpr size_t kKeep = 4;
+  for (const CachedPrompt& c : prompts_) {
+    if (c.version == version && std::equal(c.tokens.begin(), c.tokens.end(),
+                                           prompt_but_last.begin(), prompt_but_last.end()))
+      return c.seq.fork(capacity);
+  }
+  engine::ModelRunner& runner = runner_for(version);
+  engine::Sequence seq = runner.new_sequence(capacity);
+  if (!prompt_but_last.empty()) runner.append(seq, prompt_but_last, engine::Logits::kNone);
+  if (prompts_.size() >= kKeep) prompts_.erase(prompts_.begin());
+  prompts_.push_back(CachedPrompt{
+      version, std::vector<int32_t>(prompt_but_last.begin(), prompt_but_last.end()), seq.fork()});
+  return seq;
+}
+
+Verdict ReplayValidator::check_model(const net::RolloutSubmission& r, size_t prompt_length) {
+  const size_t n = r.tokens.size();
+  if (!r.seed) return fail(-1, "no_seed", "the rollout records no sampling seed");
+  size_t first_gen = prompt_length, last_gen = 0;
+  while (first_gen < n && !r.mask[first_gen]) ++first_gen;
+  for (size_t t = prompt_length; t < n; ++t)
+    if (r.mask[t]) last_gen = t;
+  if (first_gen >= n || prompt_length == 0) return fail(-1, "structure", "nothing to replay");
+  // fed_version[j]: the version of the pass that fed token j — the pass that drew the next
+  // generated token.
+  std::vector<uint64_t> fed_version(n, 0);
+  uint64_t next = r.versions[last_gen];
+  for (size_t j = last_gen; j-- > 0;) {
+    if (r.mask[j + 1]) next = r.versions[j + 1];
+    fed_version[j] = next;
+  }
+  const uint64_t prompt_version = r.prompt_version.value_or(r.versions[first_gen]);
+  engine::SamplingParams params;
+  params.temperature = settings_.sampling.temperature;
+  params.top_p = settings_.sampling.top_p;
+  params.top_k = settings_.sampling.top_k;
+  const int64_t V = config_.vocab_size;
+  const int64_t sv = settings_.sample_vocab > 0 ? std::min(V, settings_.sample_vocab) : V;
+
+  const std::span<const int32_t> tokens(r.tokens);
+  engine::Sequence seq =
+      prompt_state(tokens.first(prompt_length - 1), prompt_version,
+                   std::max<int64_t>(settings_.capacity, static_cast<int64_t>(n) + 1));
+  Verdict out;
+  size_t j = prompt_length - 1;
+  while (j < last_gen) {
+    const uint64_t v = fed_version[j];
+    size_t e = j;
+    while (e < last_gen && fed_version[e] == v) ++e;
+    const Tensor logits = runner_for(v).append(seq, tokens.subspan(j, e - j), engine::Logits::kAll);
+    for (size_t row = 0; row < e - j; ++row) {
+      const size_t p = j + row + 1;
+      if (!r.mask[p]) continue;
+      ++out.replayed_tokens;
+      const std::span<const float> z(logits.as<float>() + static_cast<int64_t>(row) * V,
+                                     static_cast<size_t>(sv));
+      const std::vector<engine::TokenLogprob> dist = engine::sampling_distribution(z, params);
+      const int32_t token = r.tokens[p];
+      auto it = std::find_if(dist.begin(), dist.end(),
+                             [&](const engine::TokenLogprob& x) { return x.token == token; });
+      if (it == dist.end())
+        return fail(static_cast<int64_t>(p), "token",
+                    cat("token ", token, " is outside the sampling support (version ", v, ")"));
+      const float recorded = r.logprobs[p];
+      if (std::memcmp(&recorded, &it->logprob, sizeof(float)) != 0)
+        return fail(static_cast<int64_t>(p), "logprob",
+                    cat("recorded ", recorded, ", replayed ", it->logprob, " (version ", v, ")"));
+      const engine::TokenLogprob& drawn =
+          dist[engine::pick_index(dist, engine::positional_uniform(*r.seed, p))];
+      if (drawn.token != token)
+        return fail(
+            static_cast<int64_t>(p), "token",
+            cat("token ", token, ", the seed's draw picks ", drawn.token, " (version ", v, ")"));
+    }
+    j = e;
+  }
+  return out;
+}
+
+}  // namespace stoa::verify

@@ -1,0 +1,52 @@
+#include "roles/verify/version_states.h"
+
+#include <optional>
+
+#include "core/error.h"
+#include "pulse/catalog.h"
+#include "pulse/format.h"
+#include "pulse/patch.h"
+
+namespace stoa::verify {
+
+VersionStates::VersionStates(const pulse::BlobStore& store, size_t keep)
+    : store_(store), keep_(keep < 2 ? 2 : keep) {}
+
+const pulse::Int8State& VersionStates::at(uint64_t version) {
+  std::lock_guard lock(mutex_);
+  if (auto it = kept_.find(version); it != kept_.end()) return it->second;
+  // Re-read every time we miss: the publisher appends to it while the hub runs.
+  const pulse::Catalog catalog = pulse::Catalog::load(store_.dir() + "/catalog.json");
+  // Start from the newest kept state below the target when patches lead from it; else cold.
+  std::optional<uint64_t> from;
+  std::vector<pulse::CatalogEntry> route;
+  for (auto it = kept_.rbegin(); it != kept_.rend() && !from; ++it) {
+    if (it->first > version) continue;
+    try {
+      route = catalog.plan(it->first, version);
+      from = it->first;
+    } catch (const Error&) {
+    }
+  }
+  if (!from) route = catalog.plan(std::nullopt, version);
+  pulse::Int8State state;
+  if (from) state = kept_.at(*from);
+  for (const pulse::CatalogEntry& e : route) {
+    const std::vector<uint8_t> bytes = store_.get(e.hash);  // checks the content hash
+    if (e.kind == pulse::BlobKind::kAnchor) {
+      pulse::Int8State anchor = pulse::decode_anchor(bytes);
+      if (state.size() > 0)
+        STOA_CHECK(anchor.fingerprint() == state.fingerprint(), ErrorKind::kIntegrity,
+                   "verify: anchor at version ", e.to_version, " is for another model");
+      state = std::move(anchor);
+    } else {
+      pulse::apply_patch(state, pulse::decode_patch(bytes, pulse::patch_limits_for(state)));
+    }
+  }
+  STOA_CHECK(state.version() == version, ErrorKind::kNotFound, "verify: the route to version ",
+             version, " ended at ", state.version());
+  while (kept_.size() >= keep_) kept_.erase(kept_.begin());  // the oldest go first
+  return kept_.emplace(version, std::move(state)).first->second;
+}
+
+}  // namespace stoa::verify

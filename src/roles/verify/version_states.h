@@ -1,0 +1,33 @@
+// The int8 weights of any published version, rebuilt from the hub's own PULSE blobs (an anchor,
+// then patches, through the catalog the publisher keeps beside them): the same bytes every worker
+// reconstructs, so a replay runs on exactly what the worker ran. States are rebuilt on demand and
+// the last few are kept, because replays cluster around the newest versions (the staleness window)
+// and a patch forward from a kept state is much cheaper than a route from an anchor.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <mutex>
+
+#include "pulse/blob_store.h"
+#include "pulse/int8_state.h"
+
+namespace stoa::verify {
+
+class VersionStates {
+ public:
+  // `store` (with <dir>/catalog.json) must outlive this; keeps up to `keep` states in memory.
+  explicit VersionStates(const pulse::BlobStore& store, size_t keep = 3);
+
+  // The verified state at `version` (every blob is checked as the worker checks it: hashes,
+  // fingerprint, the resulting state hash). kNotFound when no route reaches it (never published,
+  // or pruned). The reference stays valid until the next call.
+  const pulse::Int8State& at(uint64_t version);
+
+ private:
+  const pulse::BlobStore& store_;
+  size_t keep_;
+  std::map<uint64_t, pulse::Int8State> kept_;
+  std::mutex mutex_;
+};
+
+}  // namespace stoa::verify

@@ -1,0 +1,370 @@
+// Replay verification end to end (docs/design/verification.md): honest rollouts — a shared prompt
+// forked per sample, in-flight weight switches, tool observations — all pass the hub's replay, and
+// every attack of the adversarial test worker is caught: forged log-probs, a cherry-picked token,
+// weights of the wrong version, one int8 weight value off by one, a forged observation, another
+// worker's rollout id. A caught worker is quarantined (its session refused, its groups dropped) and
+// the trainer only ever gets honest groups.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "engine/engine_test_util.h"
+#include "env/env_test_util.h"
+#include "env/tasks/search/bm25_index.h"
+#include "env/tasks/search/search_task.h"
+#include "env/token_codec.h"
+#include "pulse/model_view.h"
+#include "pulse/publisher.h"
+#include "roles/hub/hub.h"
+#include "roles/verify/hub_validator.h"
+#include "roles/verify/replay_validator.h"
+#include "roles/verify/test_worker.h"
+
+namespace stoa::verify {
+namespace {
+
+using testing::Attack;
+
+struct Worker {
+  std::string id;
+  std::string token;
+};
+
+class ReplayTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir = std::make_unique<env::testing::TempDir>("verify_replay");
+    env::build_bm25_index(env::testing::small_corpus(), *dir / "index");
+    index = std::make_unique<env::Bm25Index>(*dir / "index");
+    task = std::make_unique<env::SearchTask>(*index, 2);
+    store = std::make_unique<pulse::BlobStore>(*dir / "blobs");
+
+    // Two versions of a tiny LFM2 on one int8 grid, published as the trainer publishes them.
+    const ModelWeights w1 = engine::testing::tiny_model("tiny-lfm2", 7);
+    const ModelWeights w2 = engine::testing::tiny_model("tiny-lfm2", 8);
+    config = w1.config;
+    pulse::Int8Quantizer quantizer;
+    v1 = pulse::int8_view_of(w1, 1, &quantizer);
+    v2 = pulse::int8_view_of(w2, 2, &quantizer);
+
+    hub::HubConfig hc;
+    hc.ledger_path = *dir / "ledger.sqlite";
+    hc.join_token = "join-secret";
+    hc.group_size = 2;
+    hc.max_staleness = 4;
+    hc.max_tokens = 1024;
+    hc.sampling.temperature = 1.0f;
+    hc.sampling.max_new_tokens = 12;
+    hc.sampling.max_turns = 2;
+    hc.sampling.max_observation_tokens = 48;
+    hc.verify.fraction = 1.0;  // every rollout
+    hub::HubDeps deps;
+    deps.task = task.get();
+    deps.codec = &codec;
+    deps.vocab_size = config.vocab_size;
+    for (const auto& [id, q] : std::vector<std::pair<std::string, std::string>>{
+             {"q1", "Mutations in which gene cause Velor syndrome"},
+             {"q2", "What treats Melvar fever"},
+             {"q3", "Where is Tamorin expressed"}}) {
+      env::QaItem item;
+      item.id = id;
+      item.question = q;
+      item.golden_answers = {"KRAV3"};
+      item.split = "train";
+      deps.prompts.push_back(item);
+    }
+    prompts = deps.prompts;
+    deps.store = store.get();
+    hub = std::make_unique<hub::Hub>(hc, deps);
+
+    pulse::Publisher publisher(*store, {});
+    for (const pulse::Int8State* s : {&v1, &v2})
+      hub->publish_version(publisher.publish(*s), s->state_hash());
+
+    ReplaySettings settings;
+    settings.sampling = hc.sampling;
+    settings.sample_vocab = 256;
+    eos = static_cast<int32_t>(config.eos_token_id);
+    if (eos >= 0) settings.stop_tokens = {eos};
+    settings.capacity = hc.max_tokens;
+    states = std::make_unique<VersionStates>(*store);
+    validator = std::make_unique<ReplayValidator>(config, *task, codec, settings, *states);
+    hub_validator = std::make_unique<HubValidator>(
+        *validator, [this](const std::string& id, const hub::AuditVerdict& v) {
+          {
+            std::lock_guard lock(verdict_mutex);
+            verdicts[id] = v;
+          }
+          hub->record_verdict(id, v);
+        });
+    hub->set_auditor(hub_validator.get());
+
+    gs.config = &config;
+    gs.task = task.get();
+    gs.codec = &codec;
+    gs.max_tokens = hc.max_tokens;
+    gs.sample_vocab = 256;
+    gs.eos = eos;
+  }
+  void TearDown() override {
+    hub_validator.reset();
+    hub.reset();
+  }
+
+  Worker join(const std::string& name) {
+    net::JoinRequest r;
+    r.name = name;
+    const net::JoinResponse j = hub->join("join-secret", r);
+    return {j.worker_id, j.session_token};
+  }
+  net::Lease lease(const Worker& w) {
+    auto l = hub->lease(w.id).lease;
+    EXPECT_TRUE(l.has_value());
+    EXPECT_EQ(l->seeds.size(), static_cast<size_t>(l->samples));
+    return *l;
+  }
+  const env::QaItem& problem(const net::Lease& l) const {
+    for (const auto& q : prompts)
+      if (q.id == l.prompt_id) return q;
+    throw std::runtime_error("no prompt " + l.prompt_id);
+  }
+  std::vector<net::RolloutSubmission> generate(const Worker& w, const net::Lease& l,
+                                               const pulse::Int8State& first,
+                                               const pulse::Int8State* second, int64_t switch_after,
+                                               std::optional<uint64_t> label = std::nullopt) {
+    return testing::generate_lease(gs, l, problem(l), w.id, first, second, switch_after, label);
+  }
+  net::RolloutResponse submit(const Worker& w, const net::RolloutSubmission& m) {
+    return hub->submit(w.id, m);
+  }
+  hub::AuditVerdict verdict(const std::string& rollout_id) {
+    std::lock_guard lock(verdict_mutex);
+    auto it = verdicts.find(rollout_id);
+    EXPECT_NE(it, verdicts.end()) << "no verdict on " << rollout_id;
+    return it == verdicts.end() ? hub::AuditVerdict{} : it->second;
+  }
+
+  std::unique_ptr<env::testing::TempDir> dir;
+  std::unique_ptr<env::Bm25Index> index;
+  std::unique_ptr<env::SearchTask> task;
+  env::ByteCodec codec;
+  std::unique_ptr<pulse::BlobStore> store;
+  ModelConfig config;
+  pulse::Int8State v1, v2;
+  std::vector<env::QaItem> prompts;
+  std::unique_ptr<hub::Hub> hub;
+  std::unique_ptr<VersionStates> states;
+  std::unique_ptr<ReplayValidator> validator;
+  std::unique_ptr<HubValidator> hub_validator;
+  testing::GenerateSettings gs;
+  int32_t eos = -1;
+  std::mutex verdict_mutex;
+  std::map<std::string, hub::AuditVerdict> verdicts;
+};
+
+size_t first_generated(const net::RolloutSubmission& m) {
+  size_t p = 0;
+  while (p < m.mask.size() && !m.mask[p]) ++p;
+  return p;
+}
+
+void truncate(net::RolloutSubmission& m, size_t n) {
+  m.tokens.resize(n);
+  m.mask.resize(n);
+  m.logprobs.resize(n);
+  m.versions.resize(n);
+}
+
+TEST_F(ReplayTest, HonestWorkersPassAndEveryAttackIsCaught) {
+  // ---- honest: three workers, two groups each; switches before the first token (the prompt
+  // under version 1, every token under 2), mid-turn, and none.
+  std::vector<Worker> honest;
+  std::vector<std::string> honest_ids;
+  double generate_cpu = 0;
+  int64_t observations = 0;
+  const int64_t switches[] = {-1, 1, 5};
+  for (int i = 0; i < 3; ++i) {
+    honest.push_back(join("honest-" + std::to_string(i)));
+    for (int g = 0; g < 2; ++g) {
+      const net::Lease l = lease(honest.back());
+      const double t0 = thread_cpu_seconds();
+      const auto rollouts = generate(honest.back(), l, v1, &v2, switches[(i + g) % 3]);
+      generate_cpu += thread_cpu_seconds() - t0;
+      ASSERT_EQ(rollouts.size(), 2u);
+      for (const auto& m : rollouts) {
+        const auto r = submit(honest.back(), m);
+        ASSERT_EQ(r.status, net::IntakeStatus::kAccepted) << r.reason << ": " << r.detail;
+        honest_ids.push_back(m.id);
+        for (size_t t = first_generated(m); t < m.mask.size(); ++t) observations += !m.mask[t];
+      }
+    }
+  }
+  EXPECT_GT(observations, 0) << "no tool observation was replayed";
+  hub_validator->drain();
+  std::vector<double> validate_cpu;
+  for (const auto& id : honest_ids) {
+    const hub::AuditVerdict v = verdict(id);
+    EXPECT_TRUE(v.pass) << id << " at " << v.position << " (" << v.what << "): " << v.detail;
+    validate_cpu.push_back(v.cpu_seconds);
+  }
+  // The cost figure (docs/design/verification.md). The first verdicts also pay for rebuilding the
+  // versions from PULSE blobs and building their engines, once per version; the median does not.
+  double total = 0;
+  for (double s : validate_cpu) total += s;
+  std::sort(validate_cpu.begin(), validate_cpu.end());
+  const double median = validate_cpu[validate_cpu.size() / 2];
+  const double per_rollout_generate = generate_cpu / static_cast<double>(honest_ids.size());
+  std::printf(
+      "verification cost: %.4f CPU-s to validate %zu rollouts (median %.5f each), %.4f "
+      "CPU-s to generate them (%.5f each): %.1f%% in total, %.1f%% at the median\n",
+      total, honest_ids.size(), median, generate_cpu, per_rollout_generate,
+      100.0 * total / generate_cpu, 100.0 * median / per_rollout_generate);
+
+  // ---- adversarial: one worker per attack; the first rollout of its group is attacked.
+  std::map<Attack, Worker> attackers;
+  std::map<Attack, std::string> attacked_id;
+  std::map<Attack, int64_t> attacked_position;
+  const pulse::Int8State skewed = testing::off_by_one(v2);
+  for (Attack a : {Attack::kForgedLogprob, Attack::kCherryPick, Attack::kWrongVersion,
+                   Attack::kWeightOffByOne, Attack::kForgedObservation}) {
+    const Worker w = join("attacker");
+    attackers[a] = w;
+    const net::Lease l = lease(w);
+    std::vector<net::RolloutSubmission> rollouts;
+    if (a == Attack::kWrongVersion)
+      rollouts = generate(w, l, v1, nullptr, -1, /*label=*/2);
+    else if (a == Attack::kWeightOffByOne)
+      rollouts = generate(w, l, skewed, nullptr, -1);
+    else
+      rollouts = generate(w, l, v2, nullptr, -1);
+    net::RolloutSubmission& m = rollouts.at(0);
+    const size_t p = first_generated(m);
+    attacked_position[a] = -1;
+    if (a == Attack::kForgedLogprob) {
+      m.logprobs[p + 2] = std::nextafter(m.logprobs[p + 2], -INFINITY);
+      attacked_position[a] = static_cast<int64_t>(p + 2);
+    } else if (a == Attack::kCherryPick) {
+      // The most likely token other than the sampled one, with its true log-prob.
+      ThreadPool pool(1);
+      engine::ModelRunner model(
+          worker::engine_weights_from_update(config, testing::full_update(v2)), &pool);
+      engine::Sequence seq = model.new_sequence(1024);
+      const Tensor logits =
+          model.append(seq, std::span<const int32_t>(m.tokens).first(p + 1), engine::Logits::kLast);
+      engine::SamplingParams sp;
+      auto dist =
+          engine::sampling_distribution(std::span<const float>(logits.as<float>(), 256), sp);
+      std::sort(dist.begin(), dist.end(),
+                [](const auto& x, const auto& y) { return x.logprob > y.logprob; });
+      const auto& alt = dist[0].token == m.tokens[p + 1] ? dist[1] : dist[0];
+      m.tokens[p + 1] = alt.token;
+      m.logprobs[p + 1] = alt.logprob;
+      truncate(m, p + 2);
+      attacked_position[a] = static_cast<int64_t>(p + 1);
+    } else if (a == Attack::kForgedObservation) {
+      size_t t = p;
+      while (t < m.mask.size() && m.mask[t]) ++t;
+      ASSERT_LT(t, m.mask.size()) << "the rollout has no observation to forge";
+      m.tokens[t + 3] = m.tokens[t + 3] == 'a' ? 'b' : 'a';
+      attacked_position[a] = static_cast<int64_t>(t + 3);
+    }
+    attacked_id[a] = m.id;
+    for (const auto& r : rollouts) {
+      const auto resp = submit(w, r);
+      EXPECT_EQ(resp.status, net::IntakeStatus::kAccepted) << resp.reason << ": " << resp.detail;
+    }
+  }
+  // Another worker's accepted rollout, resubmitted under its own lease.
+  const Worker thief = join("thief");
+  {
+    const net::Lease l = lease(thief);
+    net::RolloutSubmission stolen = generate(honest[0], lease(honest[0]), v2, nullptr, -1).at(0);
+    ASSERT_EQ(submit(honest[0], stolen).status, net::IntakeStatus::kAccepted);
+    honest_ids.push_back(stolen.id);
+    stolen.worker_id = thief.id;
+    stolen.lease_id = l.lease_id;
+    stolen.group_id = l.group_id;
+    stolen.prompt_id = l.prompt_id;
+    const auto r = submit(thief, stolen);
+    EXPECT_EQ(r.status, net::IntakeStatus::kRejected);
+    EXPECT_EQ(r.reason, "rollout_id_taken");
+  }
+  hub_validator->drain();
+
+  const std::map<Attack, std::string> expected_what = {{Attack::kForgedLogprob, "logprob"},
+                                                       {Attack::kCherryPick, "token"},
+                                                       {Attack::kWrongVersion, "logprob"},
+                                                       {Attack::kWeightOffByOne, "logprob"},
+                                                       {Attack::kForgedObservation, "observation"}};
+  for (const auto& [a, w] : attackers) {
+    const hub::AuditVerdict v = verdict(attacked_id[a]);
+    EXPECT_FALSE(v.pass) << "attack " << static_cast<int>(a) << " passed replay";
+    EXPECT_EQ(v.what, expected_what.at(a)) << v.detail;
+    if (attacked_position[a] >= 0) {
+      EXPECT_EQ(v.position, attacked_position[a]) << v.detail;
+    }
+    EXPECT_TRUE(hub->quarantined(w.id));
+    try {
+      hub->authenticate(w.token);
+      ADD_FAILURE() << "a quarantined worker's session still authenticates";
+    } catch (const hub::RequestError& e) {
+      EXPECT_EQ(e.status(), 403);
+    }
+  }
+  EXPECT_TRUE(hub->quarantined(thief.id));
+  for (const auto& w : honest) {
+    EXPECT_FALSE(hub->quarantined(w.id)) << w.id;
+    EXPECT_EQ(hub->authenticate(w.token), w.id);
+  }
+  for (const auto& id : honest_ids) EXPECT_TRUE(verdict(id).pass) << id;
+
+  const auto c = hub->counters();
+  // Every rollout of the wrong-version and off-by-one workers fails (both of their group), one
+  // of each other attacker's, and the stolen id: 2 + 2 + 3 + 1.
+  EXPECT_EQ(c.at("verification_failures"), 8.0);
+  EXPECT_EQ(c.at("workers_quarantined"), 6.0);
+  EXPECT_EQ(c.at("groups_dropped_quarantined"), 5.0);
+  const std::string metrics = hub->metrics();
+  EXPECT_NE(metrics.find("stoa_rollouts_verified_total{result=\"fail\"} 8"), std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("stoa_workers_quarantined 6"), std::string::npos);
+
+  // The trainer gets the six honest groups, never an attacker's.
+  const auto groups = hub->take_groups(100, std::chrono::milliseconds(0));
+  EXPECT_EQ(groups.size(), 6u);
+  for (const auto& g : groups)
+    for (const auto& r : g.rollouts) {
+      bool is_honest = false;
+      for (const auto& w : honest) is_honest |= r.worker_id == w.id;
+      EXPECT_TRUE(is_honest) << "group " << g.group_id << " holds " << r.worker_id << "'s rollout";
+    }
+}
+
+TEST_F(ReplayTest, SeedsAreTheLeases) {
+  const Worker w = join("w");
+  const net::Lease l = lease(w);
+  auto rollouts = generate(w, l, v2, nullptr, -1);
+  net::RolloutSubmission m = rollouts.at(0);
+  m.seed = *m.seed + 1;  // a seed of the worker's choosing
+  auto r = submit(w, m);
+  EXPECT_EQ(r.status, net::IntakeStatus::kRejected);
+  EXPECT_EQ(r.reason, "bad_seed");
+  ASSERT_EQ(submit(w, rollouts.at(0)).status, net::IntakeStatus::kAccepted);
+  m = rollouts.at(1);
+  m.id = net::random_uuid();
+  m.seed = rollouts.at(0).seed;  // the same sample twice
+  r = submit(w, m);
+  EXPECT_EQ(r.reason, "bad_seed");
+  m.seed.reset();
+  EXPECT_EQ(submit(w, m).reason, "bad_seed");
+}
+
+}  // namespace
+}  // namespace stoa::verify
