@@ -1,6 +1,7 @@
 // `stoa bench engine`: our int8 engine beside llama.cpp on the same Q8_0 GGUF, same machine,
-// same run. For each preset: random weights → Q8_0 GGUF (export_gguf) → our engine loads that
-// file (import_gguf: the Q8_0 blocks verbatim on the int8 grid) and llama.cpp loads it through
+// same run. For each preset: random weights → Q8_0 GGUF (export_gguf, one tensor at a time) →
+// our engine loads that file (GgufTensorSource: the Q8_0 blocks verbatim on the int8 grid, never
+// widened) and llama.cpp loads it through
 // stoa-llama-oracle. Measured: prefill tok/s (one prompt), decode tok/s at batch 1, aggregate
 // decode tok/s at batch 8 and 32 (one token of every sequence per step, greedy).
 //
@@ -34,8 +35,10 @@
 #include "kernels/matmul_int8_packed.h"
 #include "kernels/targets.h"
 #include "model/gguf_reader.h"
+#include "model/gguf_source.h"
 #include "model/gguf_writer.h"
 #include "model/presets.h"
+#include "model/tensor_source.h"
 #include "model/weights.h"
 
 namespace stoa::cli {
@@ -183,13 +186,25 @@ struct Best {
 // The process's resident bytes now (VmRSS), or -1 where /proc is missing. Peak RSS is set by
 // loading (random f32 masters, the importer's dequantized copies); VmRSS before loading and
 // after the runs, both after handing freed heap back, brackets what the engine holds.
-int64_t resident_bytes() {
+int64_t status_bytes(const char* field) {
   std::ifstream status("/proc/self/status");
   std::string line;
+  const size_t n = std::strlen(field);
   while (std::getline(status, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6)) * 1024;  // "... kB"
+    if (line.rfind(field, 0) == 0) return std::stoll(line.substr(n)) * 1024;  // "... kB"
   }
   return -1;
+}
+int64_t resident_bytes() {
+  return status_bytes("VmRSS:");
+}
+// The process's peak resident bytes so far (VmHWM): making the GGUF, loading, the runs.
+int64_t peak_resident_bytes() {
+  return status_bytes("VmHWM:");
+}
+double load_average_1m() {
+  double load[1];
+  return getloadavg(load, 1) == 1 ? load[0] : -1;
 }
 
 json bench_model(const Options& opts, const std::string& preset, const std::string& oracle,
@@ -198,9 +213,9 @@ json bench_model(const Options& opts, const std::string& preset, const std::stri
   int64_t params = 0;
   const std::string gguf = workdir + "/" + preset + ".q8_0.gguf";
   {
-    // The f32 masters only live until the GGUF is written, so peak RSS reflects the engine.
-    const ModelWeights master = random_weights(config, opts.seed);
-    for (const auto& [name, t] : master.tensors) params += t.numel();
+    // Made and written one tensor at a time: no f32 masters, so peak RSS reflects the engine.
+    RandomTensorSource master(config, opts.seed);
+    for (const TensorSpec& spec : master.specs()) params += shape_numel(spec.shape);
     GgufExportOptions eo;
     eo.type = GgufExportType::kQ8_0;
     eo.model_name = preset;
@@ -211,16 +226,21 @@ json bench_model(const Options& opts, const std::string& preset, const std::stri
   malloc_trim(0);
   // The process before the engine exists (in the full build mostly libtorch's resident pages).
   const int64_t rss_before_load = resident_bytes();
+  // The int8 model once: Q8_0 tensors straight onto the grid (never widened), the rest f32.
   std::map<std::string, Int8Matrix> int8;
-  ModelWeights imported = import_gguf(gguf, &int8);
   std::map<std::string, Tensor> f32;
-  for (auto& [name, t] : imported.tensors) {
-    if (!int8.count(name)) f32.emplace(name, std::move(t));
+  GgufTensorSource source(gguf);
+  const ModelConfig loaded_config = source.config();
+  for (const TensorSpec& spec : source.specs()) {
+    if (std::optional<Int8Matrix> m = source.int8(spec)) {
+      int8.emplace(spec.name, std::move(*m));
+    } else {
+      f32.emplace(spec.name, source.f32(spec));
+    }
   }
-  imported.tensors.clear();  // the dequantized copies of the int8 tensors
   ThreadPool pool(opts.threads);
   engine::ModelRunner runner(
-      engine::EngineWeights::from_state(imported.config, std::move(int8), std::move(f32)), &pool);
+      engine::EngineWeights::from_state(loaded_config, std::move(int8), std::move(f32)), &pool);
   runner.set_backend(engine::parse_backend(opts.backend));
   // Hand the freed heap back to the OS (glibc keeps it otherwise: the importer's copies, the
   // grid the engine released after packing), so that rss_after_runs_bytes shows what the
@@ -291,6 +311,10 @@ json bench_model(const Options& opts, const std::string& preset, const std::stri
   out["weight_bytes_held"] = weight_bytes_held;
   out["rss_before_load_bytes"] = rss_before_load;
   out["rss_after_runs_bytes"] = engine_rss;
+  // Everything this process did so far (earlier presets too); the int8 model is loaded once.
+  out["peak_rss_bytes"] = peak_resident_bytes();
+  // Ratios against llama.cpp are only quotable on a quiet machine (its threads spin).
+  out["load_average"] = load_average_1m();
   // Batch-1 decode streams every weight once per token (the embedding table aside: one row).
   out["weight_gbps_b1"] = best_ours["decode_tps_b1"].tps * static_cast<double>(weight_bytes) / 1e9;
   int64_t attn_layers = 0;

@@ -200,6 +200,7 @@ Process& Process::operator=(Process&& other) noexcept {
   status_ = std::exchange(other.status_, std::nullopt);
   log_path_ = std::move(other.log_path_);
   cpu_seconds_ = std::exchange(other.cpu_seconds_, 0);
+  peak_rss_bytes_ = std::exchange(other.peak_rss_bytes_, 0);
   for (int i = 0; i < 2; ++i) {
     capture_fd_[i] = std::exchange(other.capture_fd_[i], -1);
     captured_[i] = std::move(other.captured_[i]);
@@ -238,6 +239,7 @@ void Process::reaped(int status, const struct rusage& usage) {
     s.code = 128 + s.signal;
   }
   status_ = s;
+  peak_rss_bytes_ = static_cast<int64_t>(usage.ru_maxrss) * 1024;  // Linux reports kB
   cpu_seconds_ = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
                  static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
   // The child is gone: what it wrote is in the pipes (a grandchild still holding one open may

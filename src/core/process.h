@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -104,6 +105,8 @@ class Process {
   // User + system CPU seconds of the child (not its own children) once it has been reaped; 0
   // before.
   double cpu_seconds() const { return cpu_seconds_; }
+  // The child's peak resident set (its VmHWM, from wait4's ru_maxrss) once reaped; 0 before.
+  int64_t peak_rss_bytes() const { return peak_rss_bytes_; }
   // What a kCapture stream has delivered so far (all of it once the child has been reaped).
   const std::string& captured_out() const { return captured_[0]; }
   const std::string& captured_err() const { return captured_[1]; }
@@ -115,6 +118,7 @@ class Process {
   std::optional<ExitStatus> status_;
   std::string log_path_;
   double cpu_seconds_ = 0;
+  int64_t peak_rss_bytes_ = 0;
   int capture_fd_[2] = {-1, -1};  // read ends of the stdout / stderr pipes (-1: none)
   std::string captured_[2];
 

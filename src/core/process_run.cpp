@@ -24,6 +24,7 @@ RunResult run_process(const std::vector<std::string>& argv, const ProcessOptions
   r.out = p.captured_out();
   r.err = p.captured_err();
   r.cpu_seconds = p.cpu_seconds();
+  r.peak_rss_bytes = p.peak_rss_bytes();
   return r;
 }
 

@@ -2,6 +2,7 @@
 // that start a program, wait for it and use its exit code, its output or its log.
 #pragma once
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -16,6 +17,7 @@ struct RunResult {
   bool timed_out = false;  // the deadline passed and the child was stopped
   std::string out, err;    // the captured streams (OutputTarget::capture())
   double cpu_seconds = 0;
+  int64_t peak_rss_bytes = 0;  // the child's VmHWM
 };
 
 // Starts argv and waits for it. With a deadline, a child still running when it passes is

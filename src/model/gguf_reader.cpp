@@ -14,6 +14,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "model/gguf_arch_map.h"
+#include "model/mapped_pages.h"
 
 namespace stoa {
 
@@ -367,51 +368,9 @@ Int8Matrix GgufFile::read_q8(const GgufTensorInfo& info) const {
   return m;
 }
 
-ModelWeights import_gguf(const GgufFile& file, std::map<std::string, Int8Matrix>* int8) {
-  const std::string& src = file.source();
-  ModelWeights weights;
-  weights.config =
-      config_from_gguf(file.metadata(), file.find_tensor("output.weight") != nullptr, src);
-  std::vector<GgufTensorPlan> plan = gguf_tensor_plan(weights.config);
-  std::map<std::string, bool> used;
-  for (const GgufTensorPlan& p : plan) {
-    const GgufTensorInfo* info = file.find_tensor(p.gguf_name);
-    STOA_CHECK(info != nullptr, ErrorKind::kBadFormat, src, ": GGUF lacks tensor '", p.gguf_name,
-               "' (", p.sources.front(), ")");
-    used[p.gguf_name] = true;
-    STOA_CHECK(info->shape() == p.shape, ErrorKind::kBadFormat, src, ": GGUF tensor '", p.gguf_name,
-               "' has shape ", shape_string(info->shape()), ", the metadata implies ",
-               shape_string(p.shape));
-    Tensor all = file.read_f32(*info);
-    std::optional<Int8Matrix> q8;
-    if (int8 && info->type == GgmlType::kQ8_0) q8 = file.read_q8(*info);
-    int64_t per_source = all.numel() / static_cast<int64_t>(p.sources.size());
-    for (size_t s = 0; s < p.sources.size(); ++s) {
-      Tensor t(DType::kF32, p.source_shapes[s]);
-      std::memcpy(t.data(), all.as<float>() + s * static_cast<size_t>(per_source),
-                  static_cast<size_t>(per_source) * 4);
-      weights.tensors.emplace(p.sources[s], std::move(t));
-      if (q8) {
-        Int8Matrix m;
-        m.cols = q8->cols;
-        m.rows = per_source / m.cols;
-        auto v0 = q8->values.begin() + static_cast<int64_t>(s) * per_source;
-        m.values.assign(v0, v0 + per_source);
-        int64_t groups = per_source / kInt8GroupSize;
-        auto g0 = q8->scales.begin() + static_cast<int64_t>(s) * groups;
-        m.scales.assign(g0, g0 + groups);
-        (*int8)[p.sources[s]] = std::move(m);
-      }
-    }
-  }
-  for (const GgufTensorInfo& t : file.tensors())
-    STOA_CHECK(used.count(t.name), ErrorKind::kUnsupported, src, ": GGUF tensor '", t.name,
-               "' is not part of Stoa's ", arch_name(weights.config.arch));
-  return weights;
-}
-
-ModelWeights import_gguf(const std::string& path, std::map<std::string, Int8Matrix>* int8) {
-  return import_gguf(GgufFile::open(path), int8);
+void GgufFile::release_pages(const GgufTensorInfo& info) const {
+  if (storage_->map == nullptr) return;  // bytes held in memory: nothing to hand back
+  release_mapped_pages(base_ + data_start_ + info.offset, info.nbytes);
 }
 
 }  // namespace stoa

@@ -53,6 +53,9 @@ class GgufFile {
   Tensor read_f32(const GgufTensorInfo& info) const;
   // A Q8_0 tensor as an int8-grid matrix [numel / ne0, ne0].
   Int8Matrix read_q8(const GgufTensorInfo& info) const;
+  // Hands the tensor's mapped pages back once read (no-op for bytes held in memory), so a
+  // streaming reader never holds the whole file resident.
+  void release_pages(const GgufTensorInfo& info) const;
 
  private:
   struct Storage;
@@ -72,8 +75,9 @@ class GgufFile {
 
 // Rebuilds a model from a GGUF written by export_gguf (or by llama.cpp's converter, for the three
 // architectures): config from metadata, tensors renamed back to HF names, experts split, every
-// shape checked against the config. Q8_0 tensors are dequantized into the f32 masters; when
-// `int8` is given it also receives them verbatim on the grid, keyed by HF name.
+// shape checked against the config (GgufTensorSource, gguf_source.h, which reads one tensor at a
+// time; this builds the trainer's f32 masters from it). Q8_0 tensors are dequantized into the f32
+// masters; when `int8` is given it also receives them verbatim on the grid, keyed by HF name.
 ModelWeights import_gguf(const GgufFile& file, std::map<std::string, Int8Matrix>* int8 = nullptr);
 ModelWeights import_gguf(const std::string& path,
                          std::map<std::string, Int8Matrix>* int8 = nullptr);

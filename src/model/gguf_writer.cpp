@@ -13,6 +13,7 @@
 #include "model/arch_registry.h"
 #include "model/gguf_arch_map.h"
 #include "model/precision_plan.h"
+#include "model/tensor_source.h"
 
 namespace stoa {
 
@@ -123,6 +124,16 @@ void GgufWriter::set(const std::string& key, Value value) {
 
 void GgufWriter::add_tensor(std::string name, GgmlType type, std::vector<int64_t> ne,
                             std::vector<uint8_t> data) {
+  uint64_t nbytes = data.size();
+  add_tensor_streamed(std::move(name), type, std::move(ne), Producer{});
+  PendingTensor& t = tensors_.back();
+  STOA_CHECK(nbytes == t.nbytes, ErrorKind::kInvalidArgument, "GGUF tensor '", t.name, "' (",
+             gguf::ggml_type_name(type), ") needs ", t.nbytes, " bytes, got ", nbytes);
+  t.data = std::move(data);
+}
+
+void GgufWriter::add_tensor_streamed(std::string name, GgmlType type, std::vector<int64_t> ne,
+                                     Producer produce) {
   STOA_CHECK(!ne.empty() && ne.size() <= 4, ErrorKind::kInvalidArgument, "GGUF tensor '", name,
              "' must have 1 to 4 dimensions, got ", ne.size());
   for (const PendingTensor& t : tensors_)
@@ -134,9 +145,7 @@ void GgufWriter::add_tensor(std::string name, GgmlType type, std::vector<int64_t
     rows *= static_cast<uint64_t>(ne[k]);
   }
   uint64_t expect = rows * gguf::row_bytes(type, ne[0]);
-  STOA_CHECK(data.size() == expect, ErrorKind::kInvalidArgument, "GGUF tensor '", name, "' (",
-             gguf::ggml_type_name(type), ") needs ", expect, " bytes, got ", data.size());
-  tensors_.push_back({std::move(name), type, std::move(ne), std::move(data)});
+  tensors_.push_back({std::move(name), type, std::move(ne), expect, {}, std::move(produce)});
 }
 
 void GgufWriter::write(const std::string& path) const {
@@ -165,33 +174,47 @@ void GgufWriter::write(const std::string& path) const {
     for (int64_t n : t.ne) head.put<uint64_t>(static_cast<uint64_t>(n));
     head.put<uint32_t>(static_cast<uint32_t>(t.type));
     head.put<uint64_t>(offset);
-    offset += t.data.size();
+    offset += t.nbytes;
   }
   head.pad_to(alignment);
 
   std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    STOA_CHECK(out.good(), ErrorKind::kIo, "cannot open '", tmp, "' for writing");
+  std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+  STOA_CHECK(out.good(), ErrorKind::kIo, "cannot open '", tmp, "' for writing");
+  try {
     out.write(reinterpret_cast<const char*>(head.bytes().data()),
               static_cast<std::streamsize>(head.bytes().size()));
     static const char zeros[256] = {};
     uint64_t written = 0;
     for (size_t k = 0; k < tensors_.size(); ++k) {
+      const PendingTensor& t = tensors_[k];
       while (written < offsets[k]) {
         uint64_t n = std::min<uint64_t>(sizeof(zeros), offsets[k] - written);
         out.write(zeros, static_cast<std::streamsize>(n));
         written += n;
       }
-      out.write(reinterpret_cast<const char*>(tensors_[k].data.data()),
-                static_cast<std::streamsize>(tensors_[k].data.size()));
-      written += tensors_[k].data.size();
+      std::vector<uint8_t> made;
+      if (t.produce) made = t.produce();
+      const std::vector<uint8_t>& bytes = t.produce ? made : t.data;
+      STOA_CHECK(bytes.size() == t.nbytes, ErrorKind::kInternal, "GGUF tensor '", t.name,
+                 "' was made with ", bytes.size(), " bytes, its header says ", t.nbytes);
+      out.write(reinterpret_cast<const char*>(bytes.data()),
+                static_cast<std::streamsize>(bytes.size()));
+      STOA_CHECK(out.good(), ErrorKind::kIo, "writing '", tmp, "' failed at tensor '", t.name,
+                 "' (file offset ", head.bytes().size() + offsets[k], "; disk full?)");
+      written += t.nbytes;
     }
     out.flush();
     STOA_CHECK(out.good(), ErrorKind::kIo, "writing '", tmp, "' failed (disk full?)");
+    out.close();
+  } catch (...) {
+    out.close();
+    std::remove(tmp.c_str());
+    throw;
   }
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
+  if (ec) std::remove(tmp.c_str());
   STOA_CHECK(!ec, ErrorKind::kIo, "cannot rename '", tmp, "' to '", path, "': ", ec.message());
 }
 
@@ -212,15 +235,6 @@ GgufExportType parse_gguf_export_type(const std::string& name) {
 }
 
 namespace {
-
-// The f32 values of one source tensor (ModelWeights may hold f32, bf16 or f16).
-Tensor source_f32(const ModelWeights& weights, const std::string& name, const Shape& shape) {
-  const Tensor& t = weights.at(name);
-  STOA_CHECK(t.shape() == shape, ErrorKind::kInvalidArgument, "GGUF export: tensor '", name,
-             "' has shape ", shape_string(t.shape()), ", the config implies ", shape_string(shape));
-  if (t.dtype() == DType::kF32) return t.clone();
-  return to_f32(t.view());
-}
 
 // Q8_0 exactly where the precision plan puts the tensor on the int8 grid, so the llama.cpp oracle
 // and the engine/PULSE workers round the same weights. A stacked tensor (experts) is Q8_0 only when
@@ -247,11 +261,69 @@ void append_q8(const Int8Matrix& m, std::vector<uint8_t>* out) {
   }
 }
 
+// One GGUF tensor's bytes from its source tensors (several when experts are stacked).
+std::vector<uint8_t> gguf_tensor_bytes(const TensorSource& source, const GgufTensorPlan& plan,
+                                       GgmlType type, const GgufExportOptions& options) {
+  std::vector<uint8_t> data;
+  // Sized once: growing by doubling would hold up to twice the tensor's bytes.
+  int64_t plan_rows = shape_numel(plan.shape) / plan.shape.back();
+  data.reserve(static_cast<size_t>(plan_rows) * gguf::row_bytes(type, plan.shape.back()));
+  for (size_t s = 0; s < plan.sources.size(); ++s) {
+    const TensorSpec& spec = source.spec(plan.sources[s]);
+    const Shape& shape = plan.source_shapes[s];
+    STOA_CHECK(spec.shape == shape, ErrorKind::kInternal, "GGUF export: tensor '", spec.name,
+               "' is ", shape_string(spec.shape), ", the GGUF plan says ", shape_string(shape));
+    if (type == GgmlType::kQ8_0) {
+      int64_t cols = shape.back();
+      int64_t rows = shape_numel(shape) / cols;
+      const Int8Matrix* given = nullptr;
+      if (options.int8) {
+        auto it = options.int8->find(spec.name);
+        if (it != options.int8->end()) given = &it->second;
+      }
+      if (given) {
+        STOA_CHECK(given->rows == rows && given->cols == cols, ErrorKind::kInvalidArgument,
+                   "GGUF export: int8 matrix for '", spec.name, "' is [", given->rows, ", ",
+                   given->cols, "], the tensor is ", shape_string(shape));
+        append_q8(*given, &data);
+      } else if (std::optional<Int8Matrix> stored = source.int8(spec)) {
+        append_q8(*stored, &data);
+      } else {
+        Tensor f = source.f32(spec);
+        append_q8(int8_quantize(f.as<float>(), rows, cols), &data);
+      }
+      continue;
+    }
+    Tensor f = source.f32(spec);
+    size_t at = data.size();
+    if (type == GgmlType::kF16) {
+      data.resize(at + static_cast<size_t>(f.numel()) * 2);
+      convert_f32_to_f16(f.as<float>(), reinterpret_cast<uint16_t*>(data.data() + at),
+                         static_cast<size_t>(f.numel()));
+    } else {
+      data.resize(at + f.nbytes());
+      std::memcpy(data.data() + at, f.data(), f.nbytes());
+    }
+  }
+  return data;
+}
+
 }  // namespace
 
 void export_gguf(const ModelWeights& weights, const std::string& path,
                  const GgufExportOptions& options) {
-  const ModelConfig& config = weights.config;
+  for (const TensorSpec& spec : expected_tensors(weights.config)) {
+    const Tensor& t = weights.at(spec.name);
+    STOA_CHECK(t.shape() == spec.shape, ErrorKind::kInvalidArgument, "GGUF export: tensor '",
+               spec.name, "' has shape ", shape_string(t.shape()), ", the config implies ",
+               shape_string(spec.shape));
+  }
+  export_gguf(WeightsTensorSource(weights), path, options);
+}
+
+void export_gguf(const TensorSource& source, const std::string& path,
+                 const GgufExportOptions& options) {
+  const ModelConfig& config = source.config();
   GgufWriter writer;
   uint32_t file_type = 0;                                    // llama_ftype: ALL_F32
   if (options.type == GgufExportType::kF16) file_type = 1;   // MOSTLY_F16
@@ -271,41 +343,10 @@ void export_gguf(const ModelWeights& weights, const std::string& path,
     if (plan.matrix && options.type == GgufExportType::kF16) type = GgmlType::kF16;
     if (plan.matrix && options.type == GgufExportType::kQ8_0 && q8_by_precision_plan(plan))
       type = GgmlType::kQ8_0;
-    std::vector<uint8_t> data;
-    for (size_t s = 0; s < plan.sources.size(); ++s) {
-      const std::string& name = plan.sources[s];
-      const Shape& shape = plan.source_shapes[s];
-      if (type == GgmlType::kQ8_0) {
-        const Int8Matrix* given = nullptr;
-        if (options.int8) {
-          auto it = options.int8->find(name);
-          if (it != options.int8->end()) given = &it->second;
-        }
-        int64_t cols = shape.back();
-        int64_t rows = shape_numel(shape) / cols;
-        if (given) {
-          STOA_CHECK(given->rows == rows && given->cols == cols, ErrorKind::kInvalidArgument,
-                     "GGUF export: int8 matrix for '", name, "' is [", given->rows, ", ",
-                     given->cols, "], the tensor is ", shape_string(shape));
-          append_q8(*given, &data);
-        } else {
-          Tensor f = source_f32(weights, name, shape);
-          append_q8(int8_quantize(f.as<float>(), rows, cols), &data);
-        }
-        continue;
-      }
-      Tensor f = source_f32(weights, name, shape);
-      size_t at = data.size();
-      if (type == GgmlType::kF16) {
-        data.resize(at + static_cast<size_t>(f.numel()) * 2);
-        convert_f32_to_f16(f.as<float>(), reinterpret_cast<uint16_t*>(data.data() + at),
-                           static_cast<size_t>(f.numel()));
-      } else {
-        data.resize(at + f.nbytes());
-        std::memcpy(data.data() + at, f.data(), f.nbytes());
-      }
-    }
-    writer.add_tensor(plan.gguf_name, type, std::move(ne), std::move(data));
+    // The writer outlives this loop but not `source`, `options` or the plan copy it captures.
+    writer.add_tensor_streamed(
+        plan.gguf_name, type, std::move(ne),
+        [&source, &options, plan, type] { return gguf_tensor_bytes(source, plan, type, options); });
   }
   // llama.cpp's lfm2moe requires an expert bias; a config without one routes on zeros.
   const TensorRoleRow* bias = find_role_row(arch_info(config.arch), TensorRole::kExpertBias);

@@ -5,6 +5,7 @@
 // llama.cpp usable as an oracle for the int8 path.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -25,6 +26,13 @@ class GgufWriter {
   // `ne` is in ggml order (innermost first); `data` must hold exactly the bytes the type implies.
   void add_tensor(std::string name, gguf::GgmlType type, std::vector<int64_t> ne,
                   std::vector<uint8_t> data);
+  // The same, with the bytes made by `produce` when write() reaches the tensor and dropped once
+  // written: a model is then exported holding one tensor's bytes at a time.
+  using Producer = std::function<std::vector<uint8_t>()>;
+  void add_tensor_streamed(std::string name, gguf::GgmlType type, std::vector<int64_t> ne,
+                           Producer produce);
+  // Writes PATH.tmp and renames it; on any failure (a producer's error, a full disk) the
+  // temporary file is removed and nothing is left under either name.
   void write(const std::string& path) const;
 
   size_t tensor_count() const { return tensors_.size(); }
@@ -34,7 +42,9 @@ class GgufWriter {
     std::string name;
     gguf::GgmlType type;
     std::vector<int64_t> ne;
-    std::vector<uint8_t> data;
+    uint64_t nbytes = 0;
+    std::vector<uint8_t> data;  // given up front, or
+    Producer produce;           // made at write time
   };
   std::vector<std::pair<std::string, gguf::Value>> kv_;
   std::vector<PendingTensor> tensors_;
@@ -59,6 +69,13 @@ struct GgufExportOptions {
 // (gguf_arch_map.h). Fails with kUnsupported when the config uses a feature llama.cpp cannot
 // represent (it would otherwise compute something else without telling).
 void export_gguf(const ModelWeights& weights, const std::string& path,
+                 const GgufExportOptions& options = {});
+// Streamed from any source (random init, a model directory, another GGUF): each GGUF tensor is
+// made from its source tensors when the writer reaches it, so at most one source tensor's f32
+// copy and one GGUF tensor's bytes are alive at a time. Q8_0 blocks the source already holds
+// (TensorSource::int8) are written verbatim.
+class TensorSource;
+void export_gguf(const TensorSource& source, const std::string& path,
                  const GgufExportOptions& options = {});
 
 }  // namespace stoa

@@ -1,149 +1,118 @@
-// Hugging Face model directories: config.json + model.safetensors (or shards with an index).
-// Loading checks the tensors against the config's expected list, so a checkpoint of another
-// size or architecture fails here with the tensor named, not later as a wrong answer.
-#include <cstring>
+// Hugging Face model directories: config.json + model.safetensors (or shards with an index), or
+// an int8-sized one with model.gguf (Q8_0). Loading checks the tensors against the config's
+// expected list (ModelDirTensorSource), so a checkpoint of another size or architecture fails
+// here with the tensor named, not later as a wrong answer. Saving streams tensor by tensor.
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <set>
 
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "model/arch_registry.h"
+#include "model/gguf_reader.h"
 #include "model/safetensors.h"
+#include "model/tensor_source.h"
 #include "model/weights.h"
 
 namespace stoa {
 
 namespace {
 
-bool ends_with(const std::string& text, const char* suffix) {
-  size_t n = std::strlen(suffix);
-  return text.size() >= n && text.compare(text.size() - n, n, suffix) == 0;
-}
-
-// Extras real checkpoints carry that carry no information for us.
-bool ignorable_extra(const ModelConfig& config, const std::string& name) {
-  if (ends_with(name, ".rotary_emb.inv_freq")) return true;  // recomputed from rope_theta
-  // Some tied checkpoints also store the (identical) head.
-  return config.tie_word_embeddings && name == "lm_head.weight";
-}
-
-std::string list_some(const std::vector<std::string>& names) {
-  std::string out;
-  for (size_t i = 0; i < names.size() && i < 5; ++i) out += (i ? ", " : "") + names[i];
-  if (names.size() > 5) out += cat(", ... (", names.size(), " in all)");
-  return out;
+void write_text_atomically(const std::string& path, const std::string& text) {
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << text;
+    out.flush();
+    if (!out) {
+      std::remove(tmp.c_str());
+      fail(ErrorKind::kIo, path, ": write failed");
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) fail(ErrorKind::kIo, path, ": rename failed: ", ec.message());
 }
 
 }  // namespace
 
 ModelWeights load_model_dir(const std::string& dir) {
   namespace fs = std::filesystem;
-  if (!fs::is_directory(dir)) fail(ErrorKind::kNotFound, dir, ": not a model directory");
+  // An int8-sized directory (stoa model init --dtype q8_0) holds its weights as a Q8_0 GGUF.
+  if (fs::is_directory(dir) && !fs::exists(fs::path(dir) / "model.safetensors") &&
+      !fs::exists(fs::path(dir) / "model.safetensors.index.json") &&
+      fs::exists(fs::path(dir) / kModelGgufName)) {
+    return import_gguf((fs::path(dir) / kModelGgufName).string());
+  }
+  ModelDirTensorSource source(dir);
   ModelWeights weights;
-  weights.config = load_model_config((fs::path(dir) / "config.json").string());
-  const ModelConfig& config = weights.config;
-  SafetensorsSet set = SafetensorsSet::open_dir(dir);
-
-  std::map<std::string, std::string> by_ours;  // our name -> name in the file
-  std::vector<std::string> unexpected;
-  for (const std::string& name : set.names()) {
-    std::string ours = canonical_tensor_name(config, name);
-    if (!by_ours.emplace(ours, name).second) {
-      fail(ErrorKind::kBadFormat, set.description(), ": tensors '", by_ours[ours], "' and '", name,
-           "' are the same tensor under two spellings");
-    }
-  }
-  std::vector<TensorSpec> specs = expected_tensors(config);
-  std::set<std::string> expected_names;
-  std::vector<std::string> missing;
-  for (const TensorSpec& spec : specs) {
-    expected_names.insert(spec.name);
-    if (!by_ours.count(spec.name)) missing.push_back(spec.name);
-  }
-  for (const auto& [ours, theirs] : by_ours) {
-    if (!expected_names.count(ours) && !ignorable_extra(config, ours)) unexpected.push_back(theirs);
-  }
-  if (!missing.empty()) {
-    fail(ErrorKind::kBadFormat, set.description(), ": missing tensors for this ",
-         arch_name(config.arch), " config: ", list_some(missing));
-  }
-  if (!unexpected.empty()) {
-    fail(ErrorKind::kBadFormat, set.description(), ": tensors the ", arch_name(config.arch),
-         " config does not have: ", list_some(unexpected));
-  }
-
-  for (const TensorSpec& spec : specs) {
-    const std::string& file_name = by_ours[spec.name];
-    const SafetensorsFile& file = set.file_of(file_name);
-    const SafetensorsEntry* entry = file.find(file_name);
-    if (entry->shape != spec.shape) {
-      fail(ErrorKind::kBadFormat, file.source(), ": tensor '", file_name, "' has shape ",
-           shape_string(entry->shape), " but the config implies ", shape_string(spec.shape));
-    }
-    if (entry->dtype != DType::kF32 && entry->dtype != DType::kBF16 &&
-        entry->dtype != DType::kF16) {
-      fail(ErrorKind::kUnsupported, file.source(), ": tensor '", file_name, "' is ",
-           dtype_name(entry->dtype), "; model weights must be f32, bf16 or f16");
-    }
-    // Views into the mapping may be unaligned in files from other writers: convert from an
-    // aligned copy then (the conversion reads whole elements).
-    Tensor f32 = file.is_aligned(file_name) ? to_f32(file.view(file_name))
-                                            : to_f32(file.load(file_name).view());
-    weights.tensors.emplace(spec.name, std::move(f32));
-  }
+  weights.config = source.config();
+  for (const TensorSpec& spec : source.specs())
+    weights.tensors.emplace(spec.name, source.f32(spec));
   return weights;
 }
 
-void save_model_dir(const ModelWeights& weights, const std::string& dir, DType dtype) {
+void save_model_dir(const TensorSource& source, const std::string& dir, DType dtype,
+                    const TensorObserver& observe) {
   namespace fs = std::filesystem;
   STOA_CHECK(dtype == DType::kF32 || dtype == DType::kBF16 || dtype == DType::kF16,
              ErrorKind::kInvalidArgument, "save_model_dir: dtype must be f32, bf16 or f16, not ",
              dtype_name(dtype));
-  const ModelConfig& config = weights.config;
+  const ModelConfig& config = source.config();
   validate_model_config(config, cat(dir, "/config.json (being written)"));
-  std::vector<Tensor> converted;
-  std::vector<NamedView> views;
-  std::vector<TensorSpec> specs = expected_tensors(config);
-  converted.reserve(specs.size());
-  for (const TensorSpec& spec : specs) {
-    const Tensor& t = weights.at(spec.name);
-    STOA_CHECK(t.shape() == spec.shape, ErrorKind::kInvalidArgument, "save_model_dir: tensor '",
-               spec.name, "' has shape ", shape_string(t.shape()), ", the config implies ",
-               shape_string(spec.shape));
-    DType target = keeps_f32(config, spec.name) ? DType::kF32 : dtype;
-    if (t.dtype() == target) {
-      views.emplace_back(spec.name, t.view());
-    } else {
-      STOA_CHECK(t.dtype() == DType::kF32, ErrorKind::kInvalidArgument, "save_model_dir: tensor '",
-                 spec.name, "' is ", dtype_name(t.dtype()), ", expected f32");
-      converted.push_back(convert_float(t.view(), target));
-      views.emplace_back(spec.name, converted.back().view());
-    }
-  }
-  if (weights.tensors.size() != specs.size()) {
-    fail(ErrorKind::kInvalidArgument, "save_model_dir: the weights hold ", weights.tensors.size(),
-         " tensors but the config implies ", specs.size());
+  std::vector<SafetensorsPlanned> planned;
+  for (const TensorSpec& spec : source.specs()) {
+    // The routing bias stays f32 whatever the dtype: bf16 would flip expert choices between
+    // trainer and worker.
+    planned.push_back({spec.name, keeps_f32(config, spec.name) ? DType::kF32 : dtype, spec.shape});
   }
 
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) fail(ErrorKind::kIo, dir, ": cannot create directory: ", ec.message());
+  // A stale index would make loaders read old shards instead of the new file; a stale GGUF
+  // would be read if this write failed half-way.
+  fs::remove(fs::path(dir) / "model.safetensors.index.json", ec);
+  fs::remove(fs::path(dir) / kModelGgufName, ec);
+  // transformers refuses safetensors files whose metadata lacks format "pt".
+  write_safetensors_streamed((fs::path(dir) / "model.safetensors").string(), planned,
+                             {{"format", "pt"}}, [&](const SafetensorsPlanned& p) {
+                               const TensorSpec& spec = source.spec(p.name);
+                               Tensor f32 = source.f32(spec);
+                               if (observe) observe(spec, f32);
+                               if (p.dtype == DType::kF32) return f32;
+                               return convert_float(f32.view(), p.dtype);
+                             });
   nlohmann::json config_json = model_config_to_json(config);
   config_json["torch_dtype"] = dtype == DType::kF32    ? "float32"
                                : dtype == DType::kBF16 ? "bfloat16"
                                                        : "float16";
-  std::string config_path = (fs::path(dir) / "config.json").string();
-  {
-    std::ofstream out(config_path, std::ios::trunc);
-    out << config_json.dump(2) << "\n";
-    if (!out) fail(ErrorKind::kIo, config_path, ": write failed");
+  write_text_atomically((fs::path(dir) / "config.json").string(), config_json.dump(2) + "\n");
+}
+
+void save_model_dir(const ModelWeights& weights, const std::string& dir, DType dtype) {
+  const ModelConfig& config = weights.config;
+  std::vector<TensorSpec> specs = expected_tensors(config);
+  for (const TensorSpec& spec : specs) {
+    const Tensor& t = weights.at(spec.name);
+    STOA_CHECK(t.shape() == spec.shape, ErrorKind::kInvalidArgument, "save_model_dir: tensor '",
+               spec.name, "' has shape ", shape_string(t.shape()), ", the config implies ",
+               shape_string(spec.shape));
   }
-  // A stale index would make loaders read old shards instead of the new file.
-  fs::remove(fs::path(dir) / "model.safetensors.index.json", ec);
-  // transformers refuses safetensors files whose metadata lacks format "pt".
-  write_safetensors((fs::path(dir) / "model.safetensors").string(), views, {{"format", "pt"}});
+  if (weights.tensors.size() != specs.size()) {
+    fail(ErrorKind::kInvalidArgument, "save_model_dir: the weights hold ", weights.tensors.size(),
+         " tensors but the config implies ", specs.size());
+  }
+  save_model_dir(WeightsTensorSource(weights), dir, dtype);
+}
+
+void write_model_dir_config(const ModelConfig& config, const std::string& dir,
+                            const std::string& torch_dtype) {
+  nlohmann::json config_json = model_config_to_json(config);
+  config_json["torch_dtype"] = torch_dtype;
+  write_text_atomically((std::filesystem::path(dir) / "config.json").string(),
+                        config_json.dump(2) + "\n");
 }
 
 }  // namespace stoa

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "model/mapped_pages.h"
 
 namespace stoa {
 
@@ -228,8 +229,9 @@ void SafetensorsFile::parse() {
     uint64_t begin = (*off_it)[0].get<uint64_t>(), end = (*off_it)[1].get<uint64_t>();
     if (begin > end) bad("data_offsets [", begin, ", ", end, "] are reversed");
     if (end > data_size) {
-      bad("data_offsets [", begin, ", ", end, "] run past the data section (", data_size,
-          " bytes; truncated file?)");
+      bad("data_offsets [", begin, ", ", end, "] (file bytes ", data_start + begin, "..",
+          data_start + end, ") run past the data section (", data_size,
+          " bytes, ending at file byte ", size_, "; truncated file?)");
     }
     uint64_t expected = 0;
     if (__builtin_mul_overflow(numel, dtype_size(entry.dtype), &expected) ||
@@ -287,6 +289,12 @@ TensorView SafetensorsFile::view(const std::string& name) const {
 bool SafetensorsFile::is_aligned(const std::string& name) const {
   TensorView v = view(name);
   return reinterpret_cast<uintptr_t>(v.data) % dtype_size(v.dtype) == 0;
+}
+
+void SafetensorsFile::release_pages(const std::string& name) const {
+  if (!mapping_) return;  // an in-memory image: nothing to hand back
+  const SafetensorsEntry* e = find(name);
+  if (e) release_mapped_pages(data_ + e->offset, e->nbytes);
 }
 
 Tensor SafetensorsFile::load(const std::string& name) const {
@@ -378,6 +386,51 @@ void write_safetensors(const std::string& path, const std::vector<NamedView>& te
       std::remove(tmp.c_str());
       fail(ErrorKind::kIo, path, ": write failed: ", std::strerror(errno));
     }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    std::remove(tmp.c_str());
+    fail(ErrorKind::kIo, path, ": rename failed: ", std::strerror(err));
+  }
+}
+
+void write_safetensors_streamed(const std::string& path,
+                                const std::vector<SafetensorsPlanned>& tensors,
+                                const std::map<std::string, std::string>& metadata,
+                                const SafetensorsProducer& produce) {
+  // The layout needs only names, dtypes and shapes: plan it on data-less views.
+  std::vector<NamedView> shapes;
+  shapes.reserve(tensors.size());
+  for (const SafetensorsPlanned& t : tensors)
+    shapes.emplace_back(t.name, TensorView(nullptr, t.dtype, t.shape));
+  Layout layout = plan_layout(shapes, metadata);
+  std::string tmp = cat(path, ".tmp.", getpid());
+  std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+  if (!out) fail(ErrorKind::kIo, path, ": cannot create ", tmp, ": ", std::strerror(errno));
+  try {
+    uint8_t len[8];
+    put_le64(layout.header.size(), len);
+    out.write(reinterpret_cast<const char*>(len), 8);
+    out.write(layout.header.data(), static_cast<std::streamsize>(layout.header.size()));
+    for (const NamedView* slot : layout.order) {
+      const SafetensorsPlanned& planned = tensors[static_cast<size_t>(slot - shapes.data())];
+      Tensor t = produce(planned);
+      STOA_CHECK(t.dtype() == planned.dtype && t.shape() == planned.shape, ErrorKind::kInternal,
+                 path, ": tensor '", planned.name, "' came as ", dtype_name(t.dtype()), " ",
+                 shape_string(t.shape()), ", planned ", dtype_name(planned.dtype), " ",
+                 shape_string(planned.shape));
+      out.write(static_cast<const char*>(t.data()), static_cast<std::streamsize>(t.nbytes()));
+      if (!out)
+        fail(ErrorKind::kIo, path, ": write failed at tensor '", planned.name,
+             "': ", std::strerror(errno), " (disk full?)");
+    }
+    out.flush();
+    if (!out) fail(ErrorKind::kIo, path, ": write failed: ", std::strerror(errno));
+    out.close();
+  } catch (...) {
+    out.close();
+    std::remove(tmp.c_str());  // nothing half-written stays behind
+    throw;
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     int err = errno;

@@ -12,6 +12,7 @@
 // Rust/Python `safetensors` writer.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -53,6 +54,9 @@ class SafetensorsFile {
   bool is_aligned(const std::string& name) const;
   // An owning, 64-byte aligned copy.
   Tensor load(const std::string& name) const;
+  // Hands the tensor's mapped pages back (views of it read the file again): streaming readers
+  // call it after each tensor so a whole checkpoint never stays resident.
+  void release_pages(const std::string& name) const;
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
 
  private:
@@ -74,6 +78,20 @@ using NamedView = std::pair<std::string, TensorView>;
 // unique and non-empty. Throws kIo naming the path.
 void write_safetensors(const std::string& path, const std::vector<NamedView>& tensors,
                        const std::map<std::string, std::string>& metadata = {});
+// Streamed: the header is planned from names, dtypes and shapes, then `produce` is asked for
+// each tensor in file order and its bytes written before the next is made, so only one tensor
+// is in memory at a time. Same layout and atomicity as write_safetensors; a producer that
+// throws leaves no file behind.
+struct SafetensorsPlanned {
+  std::string name;
+  DType dtype = DType::kF32;
+  Shape shape;
+};
+using SafetensorsProducer = std::function<Tensor(const SafetensorsPlanned&)>;
+void write_safetensors_streamed(const std::string& path,
+                                const std::vector<SafetensorsPlanned>& tensors,
+                                const std::map<std::string, std::string>& metadata,
+                                const SafetensorsProducer& produce);
 // The same bytes, in memory.
 std::vector<uint8_t> serialize_safetensors(const std::vector<NamedView>& tensors,
                                            const std::map<std::string, std::string>& metadata = {});

@@ -49,38 +49,40 @@ constexpr float kExpertBiasStd = 0.05f;
 
 }  // namespace
 
+Tensor random_tensor(const TensorSpec& spec, uint64_t seed, float std) {
+  Tensor tensor(DType::kF32, spec.shape);
+  float* data = tensor.as<float>();
+  size_t n = static_cast<size_t>(shape_numel(spec.shape));
+  switch (init_kind(spec)) {
+    case InitKind::kOnes:
+      for (size_t i = 0; i < n; ++i) data[i] = 1.0f;
+      break;
+    case InitKind::kNormal:
+    case InitKind::kExpertBias: {
+      float scale = init_kind(spec) == InitKind::kExpertBias ? kExpertBiasStd : std;
+      // One independent stream per tensor, seeded from (seed, name): the values of a tensor do
+      // not depend on which other tensors exist, on the order they are made in, or on the thread.
+      Hash128 name_hash = hash_bytes(spec.name.data(), spec.name.size());
+      NormalRng rng(seed ^ name_hash.low, name_hash.high);
+      for (size_t i = 0; i < n; ++i) data[i] = scale * rng.next_float();
+      break;
+    }
+  }
+  return tensor;
+}
+
 ModelWeights random_weights(const ModelConfig& config, uint64_t seed, float std) {
   validate_model_config(config, "random_weights config");
   std::vector<TensorSpec> specs = expected_tensors(config);
   ModelWeights weights;
   weights.config = config;
-  std::vector<Tensor*> slots;
-  for (const TensorSpec& spec : specs) {
-    Tensor& t = weights.tensors[spec.name];
-    t = Tensor(DType::kF32, spec.shape);
-    slots.push_back(&t);
-  }
-  // One independent stream per tensor, seeded from (seed, name): the values of a tensor do not
-  // depend on which other tensors exist or on the thread that fills it.
+  std::vector<Tensor> made(specs.size());
   ThreadPool& pool = ThreadPool::global();
   pool.run(static_cast<int>(specs.size()), [&](int index) {
-    const TensorSpec& spec = specs[static_cast<size_t>(index)];
-    float* data = slots[static_cast<size_t>(index)]->as<float>();
-    size_t n = static_cast<size_t>(shape_numel(spec.shape));
-    switch (init_kind(spec)) {
-      case InitKind::kOnes:
-        for (size_t i = 0; i < n; ++i) data[i] = 1.0f;
-        break;
-      case InitKind::kNormal:
-      case InitKind::kExpertBias: {
-        float scale = init_kind(spec) == InitKind::kExpertBias ? kExpertBiasStd : std;
-        Hash128 name_hash = hash_bytes(spec.name.data(), spec.name.size());
-        NormalRng rng(seed ^ name_hash.low, name_hash.high);
-        for (size_t i = 0; i < n; ++i) data[i] = scale * rng.next_float();
-        break;
-      }
-    }
+    made[static_cast<size_t>(index)] = random_tensor(specs[static_cast<size_t>(index)], seed, std);
   });
+  for (size_t k = 0; k < specs.size(); ++k)
+    weights.tensors.emplace(specs[k].name, std::move(made[k]));
   return weights;
 }
 
