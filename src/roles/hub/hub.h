@@ -77,6 +77,7 @@ struct WorkerStats {
   double tokens_per_s = 0;
   double idle_fraction = 0;
   int64_t rollouts_accepted = 0;
+  std::optional<net::BlobDownload> download;  // the worker's blob download in progress
 };
 
 class Hub final : public TrainerPort {
