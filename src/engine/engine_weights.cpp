@@ -164,9 +164,7 @@ void EngineWeights::set_int8(const std::string& name, Int8Matrix matrix) {
   l.replace_int8(std::move(matrix));
 }
 
-void EngineWeights::set_f32(const std::string& name, const Tensor& tensor) {
-  STOA_CHECK(tensor.dtype() == DType::kF32, ErrorKind::kInvalidArgument, "update of ", name, " is ",
-             dtype_name(tensor.dtype()), ", expected f32");
+Tensor& EngineWeights::f32_mutable(const std::string& name) {
   Tensor* target = nullptr;
   if (auto it = vectors_.find(name); it != vectors_.end()) {
     target = &it->second;
@@ -174,6 +172,13 @@ void EngineWeights::set_f32(const std::string& name, const Tensor& tensor) {
     target = &li->second.f32_mutable();
   }
   STOA_CHECK(target != nullptr, ErrorKind::kNotFound, "engine weights lack f32 tensor ", name);
+  return *target;
+}
+
+void EngineWeights::set_f32(const std::string& name, const Tensor& tensor) {
+  STOA_CHECK(tensor.dtype() == DType::kF32, ErrorKind::kInvalidArgument, "update of ", name, " is ",
+             dtype_name(tensor.dtype()), ", expected f32");
+  Tensor* target = &f32_mutable(name);
   STOA_CHECK(target->shape() == tensor.shape(), ErrorKind::kInvalidArgument, "update of ", name,
              " has shape ", shape_string(tensor.shape()), ", the tensor is ",
              shape_string(target->shape()));

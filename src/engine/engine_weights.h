@@ -57,6 +57,10 @@ class EngineWeights {
   void set_int8_values(const std::string& name, std::span<const int8_t> values);
   void set_int8(const std::string& name, Int8Matrix matrix);
   void set_f32(const std::string& name, const Tensor& tensor);
+  // Element access for in-place scatters (a PULSE patch, roles/worker/engine_update): the int8
+  // Linear named `name`, or the f32 storage of a vector or f32 Linear. kNotFound otherwise.
+  Linear& int8_linear_mutable(const std::string& name) { return int8_linear(name); }
+  Tensor& f32_mutable(const std::string& name);
 
   // The int8 matmul backend of every Linear (linear.h); f32 Linears ignore it.
   void set_backend(Backend backend);

@@ -99,6 +99,32 @@ void Linear::replace_int8_values(std::span<const int8_t> values) {
   replace_int8(std::move(m));
 }
 
+int8_t Linear::int8_value(int64_t position) const {
+  return packed_.empty() ? q_.values[static_cast<size_t>(position)]
+                         : packed_.value(position / cols_, position % cols_);
+}
+
+void Linear::set_int8_value(int64_t position, int8_t v) {
+  if (packed_.empty())
+    q_.values[static_cast<size_t>(position)] = v;
+  else
+    packed_.set_value(position / cols_, position % cols_, v);
+}
+
+uint16_t Linear::int8_scale(int64_t group) const {
+  const int64_t per_row = cols_ / kInt8GroupSize;
+  return packed_.empty() ? q_.scales[static_cast<size_t>(group)]
+                         : packed_.scale(group / per_row, group % per_row);
+}
+
+void Linear::set_int8_scale(int64_t group, uint16_t bits) {
+  const int64_t per_row = cols_ / kInt8GroupSize;
+  if (packed_.empty())
+    q_.scales[static_cast<size_t>(group)] = bits;
+  else
+    packed_.set_scale(group / per_row, group % per_row, bits);
+}
+
 size_t Linear::nbytes() const {
   return int8_ ? q_.nbytes() + packed_.nbytes() : f32_.nbytes();
 }

@@ -73,6 +73,13 @@ class Linear {
   // In-place weight updates (PULSE patches): same shape; packed weights are repacked.
   void replace_int8(Int8Matrix weight);
   void replace_int8_values(std::span<const int8_t> values);
+  // One int8 element in place, in whichever layout is held (no repack): the value at flat
+  // position r * cols + c and the f16 scale bits of group r * cols / 32 + c / 32. Unchecked:
+  // the caller (a validated PULSE patch) keeps them in range.
+  int8_t int8_value(int64_t position) const;
+  void set_int8_value(int64_t position, int8_t v);
+  uint16_t int8_scale(int64_t group) const;
+  void set_int8_scale(int64_t group, uint16_t bits);
   Tensor& f32_mutable();
   // Bytes held (the packed panels pad rows to 16 and scale blocks to 64 B).
   size_t nbytes() const;

@@ -278,6 +278,40 @@ void PackedInt8::unpack_row(int64_t r, int8_t* values, uint16_t* scales) const {
   for (size_t g = 0; g < groups; ++g) scales[g] = packed_scales[g * kPanelRows + lane];
 }
 
+// Byte of value (r, c): panel r / 16, block c / 32, dword (c % 32) / 4, lane r % 16, byte c % 4.
+constexpr size_t kLanes = static_cast<size_t>(kPanelRows);
+constexpr size_t kBlock = static_cast<size_t>(kQ8Block);
+
+static size_t value_byte(size_t panel_bytes, int64_t r, int64_t c) {
+  const auto rr = static_cast<size_t>(r), cc = static_cast<size_t>(c);
+  return rr / kLanes * panel_bytes +
+         packed_value_offset(cc / kBlock, cc % kBlock / 4, rr % kLanes) + cc % 4;
+}
+
+int8_t PackedInt8::value(int64_t r, int64_t c) const {
+  return static_cast<int8_t>(bytes_[value_byte(panel_bytes_, r, c)] ^ 0x80u);
+}
+
+void PackedInt8::set_value(int64_t r, int64_t c, int8_t v) {
+  bytes_[value_byte(panel_bytes_, r, c)] = static_cast<uint8_t>(static_cast<uint8_t>(v) ^ 0x80u);
+}
+
+static size_t scale_byte(size_t panel_bytes, int64_t cols, int64_t r, int64_t g) {
+  const auto rr = static_cast<size_t>(r);
+  return rr / kLanes * panel_bytes + packed_scales_offset(static_cast<size_t>(cols) / kBlock) +
+         (static_cast<size_t>(g) * kLanes + rr % kLanes) * sizeof(uint16_t);
+}
+
+uint16_t PackedInt8::scale(int64_t r, int64_t g) const {
+  uint16_t bits;
+  std::memcpy(&bits, bytes_.get() + scale_byte(panel_bytes_, cols_, r, g), sizeof(bits));
+  return bits;
+}
+
+void PackedInt8::set_scale(int64_t r, int64_t g, uint16_t bits) {
+  std::memcpy(bytes_.get() + scale_byte(panel_bytes_, cols_, r, g), &bits, sizeof(bits));
+}
+
 bool packed_w8a8_preferred() {
   return HWY_DYNAMIC_DISPATCH(Preferred)();
 }

@@ -48,6 +48,12 @@ class PackedInt8 {
   // The inverse of pack for row r: its cols values and cols/32 f16 scales, bit for bit (so a
   // caller may keep only the packed copy).
   void unpack_row(int64_t r, int8_t* values, uint16_t* scales) const;
+  // One element in place, no repack (a PULSE patch scatters into the panels): value (r, c) and
+  // the f16 scale bits of block g of row r. Unchecked: the caller keeps r, c, g in range.
+  int8_t value(int64_t r, int64_t c) const;
+  void set_value(int64_t r, int64_t c, int8_t v);
+  uint16_t scale(int64_t r, int64_t g) const;
+  void set_scale(int64_t r, int64_t g, uint16_t bits);
 
  private:
   struct Free {

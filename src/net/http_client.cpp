@@ -206,6 +206,35 @@ HttpResponse HttpClient::send(const std::string& method, const std::string& path
        tried, tried == 1 ? " attempt)" : " attempts)");
 }
 
+std::string HttpClient::get_stream(
+    const std::string& path, const std::vector<std::pair<std::string, std::string>>& extra_headers,
+    const std::function<bool(int, const HeaderLookup&)>& on_response,
+    const std::function<bool(const char*, size_t)>& on_body,
+    std::chrono::milliseconds read_timeout) {
+  if (cancelled_) return "cancelled";
+  auto client = acquire();
+  auto rt = read_timeout.count() > 0 ? read_timeout : options_.read_timeout;
+  client->set_read_timeout(rt.count() / 1000, (rt.count() % 1000) * 1000);
+  httplib::Headers headers(extra_headers.begin(), extra_headers.end());
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!token_.empty()) headers.emplace("Authorization", "Bearer " + token_);
+  }
+  httplib::Result res = client->Get(
+      path.c_str(), headers,
+      [&](const httplib::Response& r) {
+        return on_response(
+            r.status, [&r](const std::string& name) { return r.get_header_value(name.c_str()); });
+      },
+      [&](const char* data, size_t size) {
+        bytes_received_ += size;
+        return on_body(data, size);
+      });
+  if (!res) return cat("GET ", base_url_, path, ": ", httplib::to_string(res.error()));
+  release(std::move(client));  // a connection that failed or was aborted is dropped instead
+  return {};
+}
+
 HttpResponse HttpClient::get(const std::string& path, bool idempotent,
                              std::chrono::milliseconds read_timeout) {
   return send("GET", path, nullptr, idempotent, read_timeout, nullptr);

@@ -71,12 +71,24 @@ class HttpClient {
   // How many 429 answers were waited out (the worker's counters, tests).
   uint64_t throttled() const { return throttled_; }
 
+  // One streaming GET on a pooled connection, tried once (the caller resumes: net/spool_download):
+  // `extra_headers` go with the bearer token; `on_response` sees the status and looks up response
+  // headers before any body byte (false aborts); `on_body` takes each chunk (false aborts).
+  // Returns the empty string when the response was read to its end, else why it was not.
+  using HeaderLookup = std::function<std::string(const std::string& name)>;
+  std::string get_stream(const std::string& path,
+                         const std::vector<std::pair<std::string, std::string>>& extra_headers,
+                         const std::function<bool(int status, const HeaderLookup&)>& on_response,
+                         const std::function<bool(const char* data, size_t size)>& on_body,
+                         std::chrono::milliseconds read_timeout);
+
   // Called between attempts (tests observe retries; a worker can log them).
   void on_retry(std::function<void(int attempt, const std::string& why)> fn) {
     on_retry_ = std::move(fn);
   }
   // Makes every pending and future back-off sleep return at once and stops retrying (shutdown).
   void cancel() { cancelled_ = true; }
+  bool cancelled() const { return cancelled_; }
 
   uint64_t bytes_received() const { return bytes_received_; }
   uint64_t bytes_sent() const { return bytes_sent_; }

@@ -388,13 +388,22 @@ RolloutResponse rollout_response_from_json(const json& j) {
   return m;
 }
 
+json to_json(const BlobDownload& m) {
+  return {{"hash", m.hash},
+          {"bytes", m.bytes},
+          {"total", m.total},
+          {"bytes_per_s", m.bytes_per_s},
+          {"eta_s", m.eta_s}};
+}
 json to_json(const Heartbeat& m) {
-  return {{"worker_id", m.worker_id},
-          {"version", m.version ? json(*m.version) : json(nullptr)},
-          {"leases", m.leases},
-          {"tokens_generated", m.tokens_generated},
-          {"tokens_per_s", m.tokens_per_s},
-          {"idle_fraction", m.idle_fraction}};
+  json j = {{"worker_id", m.worker_id},
+            {"version", m.version ? json(*m.version) : json(nullptr)},
+            {"leases", m.leases},
+            {"tokens_generated", m.tokens_generated},
+            {"tokens_per_s", m.tokens_per_s},
+            {"idle_fraction", m.idle_fraction}};
+  if (m.download) j["download"] = to_json(*m.download);  // additive: older hubs ignore it
+  return j;
 }
 Heartbeat heartbeat_from_json(const json& j) {
   const char* msg = "heartbeat";
@@ -408,6 +417,20 @@ Heartbeat heartbeat_from_json(const json& j) {
   m.idle_fraction = opt<double>(j, msg, "idle_fraction", 0);
   STOA_CHECK(std::isfinite(m.tokens_per_s) && m.tokens_per_s >= 0, ErrorKind::kInvalidArgument, msg,
              ": tokens_per_s must be finite and >= 0");
+  if (auto it = j.find("download"); it != j.end() && !it->is_null()) {
+    const char* dmsg = "heartbeat download";
+    STOA_CHECK(it->is_object(), ErrorKind::kInvalidArgument, dmsg, ": must be an object");
+    BlobDownload d;
+    d.hash = req<std::string>(*it, dmsg, "hash");
+    STOA_CHECK(d.hash.size() <= 64, ErrorKind::kInvalidArgument, dmsg, ": hash too long");
+    d.bytes = opt<uint64_t>(*it, dmsg, "bytes", 0);
+    d.total = opt<uint64_t>(*it, dmsg, "total", 0);
+    d.bytes_per_s = opt<double>(*it, dmsg, "bytes_per_s", 0);
+    d.eta_s = opt<double>(*it, dmsg, "eta_s", -1);
+    STOA_CHECK(std::isfinite(d.bytes_per_s) && d.bytes_per_s >= 0 && std::isfinite(d.eta_s),
+               ErrorKind::kInvalidArgument, dmsg, ": rate and ETA must be finite");
+    m.download = std::move(d);
+  }
   return m;
 }
 

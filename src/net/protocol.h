@@ -135,13 +135,22 @@ struct RolloutResponse {
 };
 
 // ---- POST /v1/heartbeat ----
+// A blob download in progress (a worker fetching a multi-GB anchor over a home link).
+struct BlobDownload {
+  std::string hash;
+  uint64_t bytes = 0;  // received so far (a resumed download counts the spool)
+  uint64_t total = 0;  // 0: unknown yet
+  double bytes_per_s = 0;
+  double eta_s = -1;  // -1: unknown
+};
 struct Heartbeat {
   std::string worker_id;
   std::optional<uint64_t> version;  // the version the worker currently generates with
   std::vector<std::string> leases;  // leases it is still working on (their deadlines are renewed)
   uint64_t tokens_generated = 0;    // cumulative
   double tokens_per_s = 0;
-  double idle_fraction = 0;  // cumulative fraction of time with nothing to generate
+  double idle_fraction = 0;              // cumulative fraction of time with nothing to generate
+  std::optional<BlobDownload> download;  // while the worker downloads a blob
 };
 struct HeartbeatResponse {
   std::optional<uint64_t> latest_version;
@@ -165,6 +174,7 @@ nlohmann::json to_json(const LeaseResponse& m);
 nlohmann::json to_json(const ReleaseRequest& m);
 nlohmann::json to_json(const RolloutSubmission& m);
 nlohmann::json to_json(const RolloutResponse& m);
+nlohmann::json to_json(const BlobDownload& m);
 nlohmann::json to_json(const Heartbeat& m);
 nlohmann::json to_json(const HeartbeatResponse& m);
 

@@ -2,6 +2,7 @@
 
 #include <zstd.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/error.h"
@@ -72,9 +73,17 @@ DecodeLimits patch_limits_for(const Int8State& state) {
 }
 
 BlobHeader read_header(std::span<const uint8_t> blob, const std::string& what) {
+  BlobHeader h = parse_header(blob.first(std::min(blob.size(), kHeaderSize)), blob.size(), what);
+  if (!(hash_bytes(blob.data() + kHeaderSize, blob.size() - kHeaderSize) == h.payload_hash))
+    fail(ErrorKind::kIntegrity, what, ": payload checksum mismatch (corrupt payload)");
+  return h;
+}
+
+BlobHeader parse_header(std::span<const uint8_t> blob, uint64_t blob_size,
+                        const std::string& what) {
   ByteReader r(blob, what);
-  if (blob.size() < kHeaderSize)
-    r.bad(cat("is ", blob.size(), " bytes, shorter than the ", kHeaderSize, "-byte header"));
+  if (blob_size < kHeaderSize || blob.size() < kHeaderSize)
+    r.bad(cat("is ", blob_size, " bytes, shorter than the ", kHeaderSize, "-byte header"));
   if (std::memcmp(blob.data(), kMagic, 8) != 0) r.bad("does not start with the PULSE magic");
   Hash128 header_hash = hash_bytes(blob.data(), kHeaderSize - 16);
   r.take(8, "magic");
@@ -107,11 +116,10 @@ BlobHeader read_header(std::span<const uint8_t> blob, const std::string& what) {
     r.bad("is an anchor whose from and to versions differ");
   if (h.kind == BlobKind::kPatch && h.to_version <= h.from_version)
     r.bad(cat("is a patch from version ", h.from_version, " to ", h.to_version));
-  if (r.remaining() != h.payload_size)
-    r.bad(cat("holds ", r.remaining(), " payload bytes, the header says ", h.payload_size,
-              r.remaining() < h.payload_size ? " (truncated)" : ""));
-  if (!(hash_bytes(blob.data() + kHeaderSize, blob.size() - kHeaderSize) == h.payload_hash))
-    fail(ErrorKind::kIntegrity, what, ": payload checksum mismatch (corrupt payload)");
+  const uint64_t payload = blob_size - kHeaderSize;
+  if (payload != h.payload_size)
+    r.bad(cat("holds ", payload, " payload bytes, the header says ", h.payload_size,
+              payload < h.payload_size ? " (truncated)" : ""));
   return h;
 }
 

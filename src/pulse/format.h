@@ -57,6 +57,11 @@ DecodeLimits patch_limits_for(const Int8State& state);
 // naming `what`. Cheap: lets a store or a hub index blobs without decompressing them.
 BlobHeader read_header(std::span<const uint8_t> blob, const std::string& what = "pulse blob");
 
+// The envelope checks of read_header on the first kHeaderSize bytes of a blob of `blob_size`
+// bytes, all but the payload hash (a streaming reader checks that as it reads: anchor_stream.h).
+BlobHeader parse_header(std::span<const uint8_t> header, uint64_t blob_size,
+                        const std::string& what = "pulse blob");
+
 std::vector<uint8_t> encode_patch(const Patch& patch, const EncodeOptions& options = {});
 Patch decode_patch(std::span<const uint8_t> blob, const DecodeLimits& limits = {});
 

@@ -78,6 +78,14 @@ void Int8State::add(const std::string& name, StateTensor tensor) {
   hashes_.emplace(name, hash);
 }
 
+void Int8State::add_hashed(const std::string& name, StateTensor tensor, const Hash128& hash) {
+  check_tensor(name, tensor);
+  STOA_CHECK(!has(name), ErrorKind::kInvalidArgument, "int8 state: tensor '", name,
+             "' added twice");
+  tensors_.emplace(name, std::move(tensor));
+  hashes_.emplace(name, hash);
+}
+
 void Int8State::add_int8(const std::string& name, Int8Matrix q) {
   StateTensor t;
   t.kind = TensorKind::kInt8;
@@ -135,21 +143,28 @@ Hash128 Int8State::state_hash() const {
   return combine_state_hash(hashes_);
 }
 
-Hash128 Int8State::fingerprint() const {
+Hash128 model_fingerprint(const Hash128& config_hash, const std::vector<TensorLayout>& tensors) {
   StateHasher h;
   static const char kTag[] = "stoa-pulse-fingerprint-v1";
   h.add_bytes(kTag, sizeof(kTag) - 1);
-  put_u64(h, config_hash_.high);
-  put_u64(h, config_hash_.low);
-  for (const auto& [name, t] : tensors_) {
-    put_u64(h, name.size());
-    h.add_bytes(name.data(), name.size());
+  put_u64(h, config_hash.high);
+  put_u64(h, config_hash.low);
+  for (const TensorLayout& t : tensors) {
+    put_u64(h, t.name.size());
+    h.add_bytes(t.name.data(), t.name.size());
     uint8_t kind = static_cast<uint8_t>(t.kind);
     h.add_bytes(&kind, 1);
     put_u64(h, t.shape.size());
     for (int64_t d : t.shape) put_u64(h, static_cast<uint64_t>(d));
   }
   return h.finish();
+}
+
+Hash128 Int8State::fingerprint() const {
+  std::vector<TensorLayout> layouts;
+  layouts.reserve(tensors_.size());
+  for (const auto& [name, t] : tensors_) layouts.push_back({name, t.kind, t.shape});
+  return model_fingerprint(config_hash_, layouts);
 }
 
 size_t Int8State::nbytes() const {

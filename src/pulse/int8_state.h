@@ -59,6 +59,9 @@ class Int8State {
   void add_bf16(const std::string& name, Shape shape, std::vector<uint16_t> values);
   void add_f32(const std::string& name, Shape shape, std::vector<uint32_t> bits);
   void add(const std::string& name, StateTensor tensor);
+  // Adds a tensor whose hash the caller has just computed (a streaming decoder that checked it):
+  // spares hashing every tensor twice on an anchor load.
+  void add_hashed(const std::string& name, StateTensor tensor, const Hash128& hash);
 
   const std::map<std::string, StateTensor>& tensors() const { return tensors_; }
   const StateTensor& at(const std::string& name) const;  // throws kNotFound naming the tensor
@@ -107,5 +110,15 @@ class StateEditor {
 };
 
 Hash128 combine_state_hash(const std::map<std::string, Hash128>& tensor_hashes);
+
+// What the model fingerprint covers of one tensor.
+struct TensorLayout {
+  std::string name;
+  TensorKind kind = TensorKind::kInt8;
+  Shape shape;
+};
+// Int8State::fingerprint from the layouts alone (in name order), for readers that never hold
+// the whole state (anchor_stream.h).
+Hash128 model_fingerprint(const Hash128& config_hash, const std::vector<TensorLayout>& tensors);
 
 }  // namespace stoa::pulse

@@ -65,4 +65,49 @@ inline std::vector<Int8State> moe_chain(int versions, float noise = 1e-4f, uint6
   return out;
 }
 
+// A synthetic int8 state of `tensors` matrices [rows, cols] (values in [-30, 30], fixed scales):
+// what the memory and scale tests load, without the f32 masters a quantiser would need.
+inline Int8State synthetic_state(int64_t tensors, int64_t rows, int64_t cols, uint64_t seed) {
+  Int8State state;
+  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (int64_t t = 0; t < tensors; ++t) {
+    Int8Matrix q;
+    q.rows = rows;
+    q.cols = cols;
+    q.values.resize(static_cast<size_t>(rows * cols));
+    for (size_t i = 0; i < q.values.size(); i += 8) {
+      x ^= x << 13;
+      x ^= x >> 7;
+      x ^= x << 17;
+      for (int b = 0; b < 8; ++b) q.values[i + b] = static_cast<int8_t>((x >> (8 * b)) % 61) - 30;
+    }
+    q.scales.assign(static_cast<size_t>(rows * cols / kInt8GroupSize),
+                    static_cast<uint16_t>(0x2000 + (t & 0xff)));
+    state.add_int8("layers." + std::to_string(100 + t) + ".weight", std::move(q));
+  }
+  state.set_version(1);
+  return state;
+}
+
+// The next version with about one value in `one_in` moved by one step, at pseudo-random
+// positions (the sparsity of a step at lr 1e-6: ~0.3-0.5% of the values).
+inline Int8State synthetic_step(const Int8State& from, uint32_t one_in = 200, uint64_t seed = 3) {
+  Int8State to = from;
+  StateEditor edit(to);
+  uint64_t x = seed * 0xD1B54A32D192ED03ull + 7;
+  for (const auto& [name, t] : from.tensors()) {
+    StateTensor& m = edit.tensor(name);
+    for (size_t i = 0; i < m.q.values.size(); ++i) {
+      x ^= x << 13;
+      x ^= x >> 7;
+      x ^= x << 17;
+      if (x % one_in == 0)
+        m.q.values[i] = static_cast<int8_t>(m.q.values[i] == 30 ? 29 : m.q.values[i] + 1);
+    }
+    edit.rehash(name);
+  }
+  to.set_version(from.version() + 1);
+  return to;
+}
+
 }  // namespace stoa::pulse::testing

@@ -13,6 +13,7 @@
 #include "pulse/patch.h"
 #include "pulse_test_util.h"
 #include "roles/worker/engine_update.h"
+#include "roles/worker/memory_hub.h"
 
 namespace stoa::pulse {
 namespace {
@@ -110,6 +111,44 @@ TEST(PulseWorkerView, EngineComputesOnTheTrainersView) {
       EXPECT_TRUE(same_f32(engine_f32(e, name, t.numel()), w.at(name).as<float>(), t.numel()))
           << name << " at version " << v;
     }
+  }
+}
+
+// The worker's real path for patches: the sync hands over the verified patches themselves and
+// the engine scatters them into the storage it computes from — the packed VNNI panels where the
+// target uses them and the row-major grid (reference backend) — with no tensor copy or repack,
+// landing on exactly the sender's state; rescaled groups, bf16 and f32 tensors included.
+TEST(PulseWorkerView, PatchesScatterIntoTheEngineInPlace) {
+  const ModelConfig config = preset_config("tiny-lfm2moe");
+  const std::vector<Int8State> chain = testing::moe_chain(4, 1e-5f);
+  worker::testing::MemoryHub hub;
+  hub.publish(chain[0], nullptr, true);
+  worker::WeightSync sync(hub, std::nullopt);
+  ASSERT_TRUE(sync.step(std::chrono::seconds(0)));
+  auto first = sync.take_update(worker::UpdateForm::kPatches);
+  ASSERT_TRUE(first && first->full && first->patches.empty());
+  engine::EngineWeights fast = worker::engine_weights_from_update(config, *first);
+  engine::EngineWeights grid = worker::engine_weights_from_update(config, *first);
+  grid.set_backend(engine::Backend::kReference);  // the row-major grid, whatever the target
+  // Version 1 alone, then 2 and 3 between two takes (two patches, applied in order; 3 rescales
+  // groups).
+  for (const std::vector<size_t>& batch : {std::vector<size_t>{1}, std::vector<size_t>{2, 3}}) {
+    for (size_t v : batch) hub.publish(chain[v], &chain[v - 1], false);
+    ASSERT_TRUE(sync.step(std::chrono::seconds(0)));
+    auto update = sync.take_update(worker::UpdateForm::kPatches);
+    ASSERT_TRUE(update);
+    EXPECT_FALSE(update->full);
+    EXPECT_TRUE(update->tensors.empty());
+    ASSERT_EQ(update->patches.size(), batch.size());
+    size_t groups = 0;
+    for (const auto& tp : update->patches.back().tensors) groups += tp.groups.size();
+    if (batch.back() == 3) {
+      EXPECT_GT(groups, 0u) << "moe_chain rescales groups every 3rd version";
+    }
+    worker::apply_update(fast, *update);
+    worker::apply_update(grid, *update);
+    expect_engine_holds(fast, chain[batch.back()]);
+    expect_engine_holds(grid, chain[batch.back()]);
   }
 }
 

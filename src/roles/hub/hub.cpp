@@ -386,6 +386,7 @@ net::HeartbeatResponse Hub::heartbeat(const std::string& caller, const net::Hear
   w.tokens_generated = hb.tokens_generated;
   w.tokens_per_s = hb.tokens_per_s;
   w.idle_fraction = hb.idle_fraction;
+  w.download = hb.download;
   ledger_->touch_worker(caller, t);
   net::HeartbeatResponse resp;
   resp.latest_version = version_info_locked(std::nullopt).version;

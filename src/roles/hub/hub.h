@@ -107,6 +107,7 @@ struct WorkerStats {
   double idle_fraction = 0;
   int64_t rollouts_accepted = 0;
   int64_t session_issued_ms = 0;  // the newest session token's issue time (rotation)
+  std::optional<net::BlobDownload> download;  // the worker's blob download in progress
 };
 
 // True for a host the hub binds that only this machine can reach (127.0.0.0/8, ::1,

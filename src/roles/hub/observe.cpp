@@ -160,6 +160,7 @@ json Hub::status(size_t offset, size_t limit) const {
                {"idle_fraction", w.idle_fraction},
                {"rollouts_accepted", w.rollouts_accepted}};
     if (latest && w.version) wj["patch_lag"] = *latest - std::min(*latest, *w.version);
+    if (w.download) wj["download"] = net::to_json(*w.download);
     workers.push_back(wj);
   }
   j["workers"] = workers;

@@ -32,6 +32,39 @@ Tensor int8_as_f32(const pulse::StateTensor& t) {
   return out;
 }
 
+// One verified tensor patch scattered into the engine's storage: rescaled groups first, then the
+// points (the patch's order), element by element in whichever layout the engine holds — packed
+// panels included, so nothing is copied or repacked.
+void scatter(engine::EngineWeights& weights, const pulse::TensorPatch& tp) {
+  const uint64_t numel = static_cast<uint64_t>(shape_numel(tp.shape));
+  if (tp.kind == pulse::TensorKind::kInt8) {
+    engine::Linear& l = weights.int8_linear_mutable(tp.name);
+    STOA_CHECK(static_cast<uint64_t>(l.rows() * l.cols()) == numel, ErrorKind::kInvalidArgument,
+               "patch of ", tp.name, " is ", shape_string(tp.shape), ", the engine holds [",
+               l.rows(), ", ", l.cols(), "]");
+    for (size_t k = 0; k < tp.groups.size(); ++k) {
+      const auto g = static_cast<int64_t>(tp.groups[k]);
+      l.set_int8_scale(g, tp.group_scales[k]);
+      for (int64_t j = 0; j < kInt8GroupSize; ++j)
+        l.set_int8_value(g * kInt8GroupSize + j, tp.group_values[k * kInt8GroupSize + j]);
+    }
+    for (size_t i = 0; i < tp.positions.size(); ++i)
+      l.set_int8_value(static_cast<int64_t>(tp.positions[i]), tp.i8[i]);
+    return;
+  }
+  Tensor& t = weights.f32_mutable(tp.name);
+  STOA_CHECK(static_cast<uint64_t>(t.numel()) == numel, ErrorKind::kInvalidArgument, "patch of ",
+             tp.name, " is ", shape_string(tp.shape), ", the engine holds ",
+             shape_string(t.shape()));
+  float* dst = t.as<float>();
+  for (size_t i = 0; i < tp.positions.size(); ++i) {
+    // bf16 widens to f32 by its bits (exact, as from_state did); f32 travels as its bits.
+    const uint32_t bits =
+        tp.kind == pulse::TensorKind::kBf16 ? static_cast<uint32_t>(tp.bf16[i]) << 16 : tp.f32[i];
+    std::memcpy(dst + tp.positions[i], &bits, sizeof(bits));
+  }
+}
+
 }  // namespace
 
 engine::EngineWeights engine_weights_from_update(const ModelConfig& config,
@@ -51,6 +84,8 @@ engine::EngineWeights engine_weights_from_update(const ModelConfig& config,
 }
 
 void apply_update(engine::EngineWeights& weights, const WeightUpdate& update) {
+  for (const pulse::Patch& patch : update.patches)
+    for (const pulse::TensorPatch& tp : patch.tensors) scatter(weights, tp);
   for (const auto& [name, t] : update.tensors) {
     if (t.kind != pulse::TensorKind::kInt8) {
       weights.set_f32(name, wide_as_f32(t));

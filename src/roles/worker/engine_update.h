@@ -13,7 +13,8 @@ namespace stoa::worker {
 engine::EngineWeights engine_weights_from_update(const ModelConfig& config,
                                                  const WeightUpdate& update);
 // Writes every tensor of `update` into `weights` (shapes must match; kNotFound naming an unknown
-// tensor).
+// tensor), or scatters its patches in place, in order (the engine must hold the version the
+// first patch starts from: every update taken, none skipped).
 void apply_update(engine::EngineWeights& weights, const WeightUpdate& update);
 
 }  // namespace stoa::worker

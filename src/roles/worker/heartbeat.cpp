@@ -42,6 +42,7 @@ void HeartbeatThread::loop() {
     const double secs = std::chrono::duration<double>(Clock::now() - last).count();
     hb.tokens_per_s = secs > 0 ? (hb.tokens_generated - last_tokens) / secs : 0;
     hb.idle_fraction = gauges_.idle_fraction;
+    if (gauges_.download) hb.download = gauges_.download();
     last_tokens = hb.tokens_generated;
     last = Clock::now();
     try {

@@ -4,6 +4,8 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -18,6 +20,8 @@ struct WorkerGauges {
   std::atomic<uint64_t> engine_version{0};
   std::atomic<bool> have_engine{false};
   std::atomic<double> idle_fraction{0};
+  // The blob download in progress, if any (set once before the threads start).
+  std::function<std::optional<net::BlobDownload>()> download;
 };
 
 class HeartbeatThread {

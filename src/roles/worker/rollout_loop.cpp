@@ -108,7 +108,8 @@ class RolloutLoop {
 
 // Safe point: no pass is running, so the weights may change under every sequence.
 void RolloutLoop::take_weights() {
-  auto update = sync_.take_update();
+  // Patches scatter into the engine in place; an anchor (or too many patches) comes as tensors.
+  auto update = sync_.take_update(UpdateForm::kPatches);
   if (!update) return;
   if (!model_) {
     model_ = std::make_unique<engine::ModelRunner>(engine_weights_from_update(c_.config, *update),

@@ -26,6 +26,7 @@
 #include "core/hash.h"
 #include "net/protocol.h"
 #include "pulse/int8_state.h"
+#include "pulse/patch.h"
 
 namespace stoa::net {
 class HubClient;
@@ -41,16 +42,35 @@ class BlobSource {
   virtual net::VersionInfo version(std::optional<uint64_t> after, std::chrono::seconds timeout) = 0;
   // The blob's bytes as received (the sync verifies them itself).
   virtual std::vector<uint8_t> blob(const std::string& hash_hex) = 0;
+  // The blob as a file on disk, when this source spools downloads (nullopt: it does not, use
+  // blob()). Anchors are then decoded streaming from the file, never held in memory whole.
+  virtual std::optional<std::string> blob_file(const std::string& /*hash_hex*/) {
+    return std::nullopt;
+  }
+  // The blob's file is no longer needed (applied, or refused: a refetch must start afresh).
+  virtual void discard(const std::string& /*hash_hex*/) {}
 };
 
+// The hub's blobs. With a spool dir, each download goes to <spool_dir>/<hash>.blob and resumes
+// from there with HTTP Range after a dropped connection or a worker restart
+// (net/spool_download.h); its progress goes to the log and to download_progress() (the heartbeat
+// reports it to the hub).
 class HubBlobSource final : public BlobSource {
  public:
-  explicit HubBlobSource(net::HubClient& hub) : hub_(hub) {}
+  explicit HubBlobSource(net::HubClient& hub, std::string spool_dir = {});
   net::VersionInfo version(std::optional<uint64_t> after, std::chrono::seconds timeout) override;
   std::vector<uint8_t> blob(const std::string& hash_hex) override;
+  std::optional<std::string> blob_file(const std::string& hash_hex) override;
+  void discard(const std::string& hash_hex) override;
+  // The download in progress (nullopt between downloads).
+  std::optional<net::BlobDownload> download_progress() const;
 
  private:
+  std::string spool_path(const std::string& hash_hex) const;
   net::HubClient& hub_;
+  std::string spool_dir_;
+  mutable std::mutex progress_mutex_;
+  std::optional<net::BlobDownload> progress_;
 };
 
 struct SyncCounters {
@@ -63,12 +83,21 @@ struct SyncCounters {
 };
 
 // A batch of changes for the engine: `full` after an anchor (every tensor), else the tensors
-// patched since the last take. The StateTensor copies are taken under the sync lock.
+// patched since the last take — or, taken as kPatches, the verified patches themselves, which
+// the engine scatters in place (engine_update.h: no tensor copies, no repack). The StateTensor
+// copies are taken under the sync lock.
 struct WeightUpdate {
   uint64_t version = 0;
   Hash128 state_hash;
   bool full = false;
   std::vector<std::pair<std::string, pulse::StateTensor>> tensors;
+  std::vector<pulse::Patch> patches;  // in order; set only for UpdateForm::kPatches
+};
+enum class UpdateForm {
+  kTensors,  // copies of the touched tensors
+  // The patches applied since the last take, when they are all still held (tensors otherwise:
+  // after an anchor, or when they grew past 1/8 of the state's values).
+  kPatches,
 };
 
 class WeightSync {
@@ -90,7 +119,7 @@ class WeightSync {
   std::string last_error() const;
 
   // The changes since the last take (nullopt when the engine is current).
-  std::optional<WeightUpdate> take_update();
+  std::optional<WeightUpdate> take_update(UpdateForm form = UpdateForm::kTensors);
 
   // For tests and the resume path: the verified state itself (copy, under the lock).
   pulse::Int8State snapshot() const;
@@ -99,8 +128,15 @@ class WeightSync {
   // Applies one route (anchor and/or patches) to a working state. Throws on any refusal; on
   // return the state is at the route's last version and `touched` lists what changed.
   void apply_route(const std::vector<net::BlobRef>& route, bool allow_refetch);
-  std::vector<uint8_t> fetch_verified(const net::BlobRef& ref, bool allow_refetch);
-  void apply_blob(const net::BlobRef& ref, const std::vector<uint8_t>& bytes);
+  // A blob held whole in memory (patches; every blob of a source without files) or, for an
+  // anchor from a spooling source, the path of its file (verified while it is decoded).
+  struct Fetched {
+    std::vector<uint8_t> bytes;
+    std::string path;
+  };
+  Fetched fetch_verified(const net::BlobRef& ref, bool allow_refetch);
+  void apply_blob(const net::BlobRef& ref, const Fetched& blob);
+  void apply_anchor(const net::BlobRef& ref, pulse::Int8State fresh);
 
   BlobSource& source_;
   std::optional<Hash128> expected_config_;
@@ -110,6 +146,11 @@ class WeightSync {
   bool full_pending_ = false;
   std::set<std::string> touched_;
   bool update_pending_ = false;
+  // The patches applied since the last take (for UpdateForm::kPatches); dropped, with
+  // patches_held_ false, once they would cost more than copying the touched tensors.
+  std::vector<pulse::Patch> patches_;
+  bool patches_held_ = true;
+  uint64_t patch_values_ = 0;
   std::optional<uint64_t> latest_seen_;
   uint64_t max_staleness_ = 0;
   SyncCounters counters_;

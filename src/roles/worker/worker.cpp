@@ -106,10 +106,12 @@ WorkerStats run_worker(const WorkerOptions& o, const std::atomic<bool>& stop) {
   const env::Task& task = *task_ptr;
 
   // ---- background threads: weight sync, heartbeat, rollout streamer ----
-  HubBlobSource source(hub);
+  // Blobs download to <state dir>/blobs and resume from there (after a drop or a restart).
+  HubBlobSource source(hub, (fs::path(state_dir) / "blobs").string());
   WeightSync sync(source, pulse::config_hash(config));
   LeaseBook book;
   WorkerGauges gauges;
+  gauges.download = [&source] { return source.download_progress(); };
   RolloutStreamer streamer([&](const net::RolloutSubmission& r) { return hub.submit(r); },
                            (fs::path(state_dir) / "spool").string());
   std::atomic<bool> threads_stop{false};
