@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "engine/scratch.h"
+#include "kernels/fixed_math.h"
 #include "kernels/vec_ops.h"
 
 namespace stoa::engine {
@@ -18,7 +19,7 @@ void moe_route(const float* router_logits, int64_t num_experts, const float* exp
   float* score = scratch(score_buf, static_cast<size_t>(num_experts));
   float* biased = scratch(biased_buf, static_cast<size_t>(num_experts));
   for (int64_t e = 0; e < num_experts; ++e) {
-    score[e] = 1.0f / (1.0f + std::exp(-router_logits[e]));
+    score[e] = 1.0f / (1.0f + kernels::fixed_expf(-router_logits[e]));
     biased[e] = expert_bias ? score[e] + expert_bias[e] : score[e];
   }
   int32_t* order = scratch(order_buf, static_cast<size_t>(num_experts));

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/fixed_math.h"
+
 namespace stoa::engine {
 
 void rms_norm(const float* x, const float* weight, int64_t n, double eps, float* out) {
@@ -17,12 +19,15 @@ void rms_norm(const float* x, const float* weight, int64_t n, double eps, float*
 void rope_angles(int64_t head_dim, int64_t position, double theta, float* cos_out, float* sin_out) {
   const int64_t half = head_dim / 2;
   for (int64_t i = 0; i < half; ++i) {
-    // Angles in double: at long positions an f32 angle loses the low bits of the phase.
+    // Angles in double: at long positions an f32 angle loses the low bits of the phase. Our own
+    // pow and sincos (kernels/fixed_math.h): the same bits whatever the machine's libm.
     double inv_freq =
-        std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
+        kernels::fixed_pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
     double angle = static_cast<double>(position) * inv_freq;
-    cos_out[i] = static_cast<float>(std::cos(angle));
-    sin_out[i] = static_cast<float>(std::sin(angle));
+    double s = 0, c = 0;
+    kernels::fixed_sincos(angle, &s, &c);
+    cos_out[i] = static_cast<float>(c);
+    sin_out[i] = static_cast<float>(s);
   }
 }
 
@@ -55,7 +60,7 @@ void softmax(float* x, int64_t n) {
   for (int64_t i = 1; i < n; ++i) m = x[i] > m ? x[i] : m;
   double sum = 0;
   for (int64_t i = 0; i < n; ++i) {
-    x[i] = std::exp(x[i] - m);
+    x[i] = kernels::fixed_expf(x[i] - m);
     sum += x[i];
   }
   float inv = static_cast<float>(1.0 / sum);

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "kernels/fixed_math.h"
+
 namespace stoa::engine {
 
 // out = x / sqrt(mean(x^2) + eps) * weight, over n values (out may alias x).
@@ -19,7 +21,7 @@ void rope_angles(int64_t head_dim, int64_t position, double theta, float* cos_ou
 void rope_apply(float* head, int64_t head_dim, const float* cos_in, const float* sin_in);
 
 inline float silu(float x) {
-  return x / (1.0f + std::exp(-x));
+  return x / (1.0f + kernels::fixed_expf(-x));
 }
 
 // In-place softmax over n values (max-subtracted).

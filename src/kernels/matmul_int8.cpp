@@ -137,15 +137,22 @@ HWY_INLINE void TileW8A8(const Args8& a, size_t row, size_t b, size_t step) {
   }
 }
 #elif HWY_TARGET == HWY_AVX3_DL
+// The exact int32 sum of 8 lanes (any order: integers).
+HWY_INLINE int32_t SumOf8(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+  return _mm_cvtsi128_si32(s);
+}
+
 // VNNI (Ice Lake, Zen 4): vpdpbusd multiplies unsigned by signed bytes and adds each group of 4
 // products into an int32 lane: 64 products per instruction, i.e. two blocks, lanes 0-7 holding
 // exact partial sums of the first block and lanes 8-15 of the second. The WEIGHTS are made
 // unsigned with a bias of 128 (w ^ 0x80, which also maps -128 to 0 correctly); the bias then
 // contributes 128 * sum(x), which depends on the activations only: the accumulation starts from
 // -128 * sum(x), one vpdpbusd per activation row and block pair, shared by all R weight rows
-// (the bias on the activation side instead would cost a vpdpbusd per weight row; same exact
-// integer sums, so the same bits). The lane sums are then scaled by [d_x] and [d_w] (two blocks
-// per vector). An odd last block is loaded under a mask: zero activations contribute nothing.
+// (same exact integer sums, so the same bits). Each block's exact sum then enters the shared
+// per-output formula (see TileW8A8 on SCALAR). An odd last block is loaded under a mask.
 // (No software prefetch: at batch 1 and decode-sized batches the rows are walked as a few
 // sequential streams, which the hardware prefetchers follow; prefetching measured no better.)
 template <size_t R, size_t C>
@@ -158,62 +165,47 @@ HWY_INLINE void TileW8A8(const Args8& a, size_t row, size_t b, size_t step) {
   const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
   const __m512i zero = _mm512_setzero_si512();
 
-  __m512 acc[R][C];
-  for (size_t r = 0; r < R; ++r)
-    for (size_t c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
-  // Scales of 8 blocks per row sit in one 256-bit register image; a block pair's scale vector
-  // [d_g x8, d_g+1 x8] is one permute of it. Entries past the row's last block are zero so that
-  // the masked half of an odd last block multiplies 0 by 0.
+  float acc[R][C] = {};
   HWY_ALIGN float dw[R][kScaleGroup];
-  static_assert(kScaleGroup == 8, "one 256-bit vector of scales per group");
-  const __m512i pair_base = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
   for (size_t g0 = 0; g0 < groups; g0 += kScaleGroup) {
     const size_t ng = std::min(kScaleGroup, groups - g0);
-    const __mmask8 scale_mask = static_cast<__mmask8>((1u << ng) - 1u);
-    for (size_t r = 0; r < R; ++r) {
-      ScalesToF32(ws + r * step * groups + g0, dw[r], ng);
-      for (size_t g = ng; g < kScaleGroup; ++g) dw[r][g] = 0.0f;
-    }
+    for (size_t r = 0; r < R; ++r) ScalesToF32(ws + r * step * groups + g0, dw[r], ng);
     for (size_t g = 0; g < ng; g += 2) {
       const bool pair = g + 1 < ng;
       const __mmask64 mask = pair ? ~__mmask64{0} : __mmask64{0xffffffffu};
       const size_t col = (g0 + g) * kBlock;
-      const __m512i idx = _mm512_add_epi32(pair_base, _mm512_set1_epi32(static_cast<int>(g)));
       __m512i xv[C];
       __m512i neg_bias_sum[C];
-      __m512 sx[C];
       for (size_t c = 0; c < C; ++c) {
         xv[c] = _mm512_maskz_loadu_epi8(mask, xq + c * a.cols + col);
         neg_bias_sum[c] = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, bias, xv[c]));
-        const __m256 dx8 = _mm256_maskz_loadu_ps(scale_mask, xd + c * groups + g0);
-        sx[c] = _mm512_permutexvar_ps(idx, _mm512_castps256_ps512(dx8));
       }
       for (size_t r = 0; r < R; ++r) {
         const __m512i wu =
             _mm512_xor_si512(_mm512_maskz_loadu_epi8(mask, w + r * step * a.cols + col), bias);
-        const __m512 sw = _mm512_permutexvar_ps(idx, _mm512_castps256_ps512(_mm256_load_ps(dw[r])));
         for (size_t c = 0; c < C; ++c) {
           const __m512i isum = _mm512_dpbusd_epi32(neg_bias_sum[c], wu, xv[c]);
-          acc[r][c] =
-              _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(isum), sx[c]), sw, acc[r][c]);
+          const float* dx = xd + c * groups + g0 + g;
+          acc[r][c] = std::fma(static_cast<float>(SumOf8(_mm512_castsi512_si256(isum))),
+                               dw[r][g] * dx[0], acc[r][c]);
+          if (pair)
+            acc[r][c] = std::fma(static_cast<float>(SumOf8(_mm512_extracti64x4_epi64(isum, 1))),
+                                 dw[r][g + 1] * dx[1], acc[r][c]);
         }
       }
     }
   }
   for (size_t r = 0; r < R; ++r)
-    for (size_t c = 0; c < C; ++c)
-      a.y[(b + c) * a.y_stride + row + r * step] = _mm512_reduce_add_ps(acc[r][c]);
+    for (size_t c = 0; c < C; ++c) a.y[(b + c) * a.y_stride + row + r * step] = acc[r][c];
 }
 #else
 template <size_t R, size_t C>
 HWY_INLINE void TileW8A8(const Args8& a, size_t row, size_t b, size_t step) {
-  const DF df;
   const hn::Rebind<int32_t, DF> di32;
   const hn::Repartition<int16_t, decltype(di32)> di16;  // twice the lanes of di32
   const hn::Rebind<int8_t, decltype(di16)> di8;
   const size_t lanes16 = hn::Lanes(di16);
   const size_t chunks = kBlock / lanes16;
-  using VF = hn::Vec<DF>;
   using VI = hn::Vec<decltype(di32)>;
   using V16 = hn::Vec<decltype(di16)>;
   const size_t groups = a.cols / kBlock;
@@ -222,31 +214,30 @@ HWY_INLINE void TileW8A8(const Args8& a, size_t row, size_t b, size_t step) {
   const int8_t* HWY_RESTRICT xq = a.xq + b * a.cols;
   const float* HWY_RESTRICT xd = a.xd + b * groups;
 
-  VF acc[R][C];
-  for (size_t r = 0; r < R; ++r)
-    for (size_t c = 0; c < C; ++c) acc[r][c] = hn::Zero(df);
+  float acc[R][C] = {};
   HWY_ALIGN float dw[R][kScaleGroup];
   for (size_t g0 = 0; g0 < groups; g0 += kScaleGroup) {
     const size_t ng = std::min(kScaleGroup, groups - g0);
     for (size_t r = 0; r < R; ++r) ScalesToF32(ws + r * step * groups + g0, dw[r], ng);
     for (size_t g = 0; g < ng; ++g) {
       const size_t col0 = (g0 + g) * kBlock;
+      // The block's exact int32 sum enters the shared per-output formula (TileW8A8 on SCALAR).
+      const auto add_block = [&](float& out, VI isum, float d_w, float d_x) {
+        const int32_t sum = hn::GetLane(hn::SumOfLanes(di32, isum));
+        out = std::fma(static_cast<float>(sum), d_w * d_x, out);
+      };
       if (chunks == 1) {
         // One vector per block (AVX-512): the integer block sum is formed and consumed at once.
         V16 xv[C];
-        VF sx[C];
-        for (size_t c = 0; c < C; ++c) {
+        for (size_t c = 0; c < C; ++c)
           xv[c] = hn::PromoteTo(di16, hn::LoadU(di8, xq + c * a.cols + col0));
-          sx[c] = hn::Set(df, xd[c * groups + g0 + g]);
-        }
         for (size_t r = 0; r < R; ++r) {
           const V16 wv = hn::PromoteTo(di16, hn::LoadU(di8, w + r * step * a.cols + col0));
-          const VF sw = hn::Set(df, dw[r][g]);
           for (size_t c = 0; c < C; ++c) {
             VI odd = hn::Zero(di32);
             VI isum = hn::ReorderWidenMulAccumulate(di32, wv, xv[c], hn::Zero(di32), odd);
-            isum = hn::RearrangeToOddPlusEven(isum, odd);
-            acc[r][c] = hn::MulAdd(hn::Mul(hn::ConvertTo(df, isum), sx[c]), sw, acc[r][c]);
+            add_block(acc[r][c], hn::RearrangeToOddPlusEven(isum, odd), dw[r][g],
+                      xd[c * groups + g0 + g]);
           }
         }
       } else {
@@ -264,21 +255,15 @@ HWY_INLINE void TileW8A8(const Args8& a, size_t row, size_t b, size_t step) {
               isum[r][c] = hn::ReorderWidenMulAccumulate(di32, wv, xv[c], isum[r][c], odd[r][c]);
           }
         }
-        VF sx[C];
-        for (size_t c = 0; c < C; ++c) sx[c] = hn::Set(df, xd[c * groups + g0 + g]);
-        for (size_t r = 0; r < R; ++r) {
-          const VF sw = hn::Set(df, dw[r][g]);
-          for (size_t c = 0; c < C; ++c) {
-            const VI s = hn::RearrangeToOddPlusEven(isum[r][c], odd[r][c]);
-            acc[r][c] = hn::MulAdd(hn::Mul(hn::ConvertTo(df, s), sx[c]), sw, acc[r][c]);
-          }
-        }
+        for (size_t r = 0; r < R; ++r)
+          for (size_t c = 0; c < C; ++c)
+            add_block(acc[r][c], hn::RearrangeToOddPlusEven(isum[r][c], odd[r][c]), dw[r][g],
+                      xd[c * groups + g0 + g]);
       }
     }
   }
   for (size_t r = 0; r < R; ++r)
-    for (size_t c = 0; c < C; ++c)
-      a.y[(b + c) * a.y_stride + row + r * step] = hn::GetLane(hn::SumOfLanes(df, acc[r][c]));
+    for (size_t c = 0; c < C; ++c) a.y[(b + c) * a.y_stride + row + r * step] = acc[r][c];
 }
 #endif  // HWY_TARGET == HWY_SCALAR
 

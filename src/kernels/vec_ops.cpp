@@ -1,6 +1,12 @@
 // f32 helpers (see vec_ops.h), compiled per SIMD target by Highway's foreach_target.
-// Tails (n not a multiple of the vector length) go through a padded stack vector so that every
-// element sees the same vector code as the body.
+//
+// One arithmetic on every target (docs/design/kernels.md, "Determinism contract"): every result
+// is the same bits on SCALAR, SSE4, AVX2, AVX3 and AVX3_DL. So: no FMA (SSE4 has none; a fused
+// multiply-add rounds once, mul + add twice), only Mul/Add/Sub/Div/Sqrt/Min/Max, which IEEE
+// rounds alike everywhere; our own exp (FixedExp); and every sum over a vector is kept in a fixed
+// span of 32 accumulators (value i goes to accumulator i mod 32 whatever the vector width) that is
+// reduced by one fixed tree. Tails go through a zero-padded span so that every element sees the
+// same operations as the body.
 #include "kernels/vec_ops.h"
 
 #include <cmath>
@@ -8,6 +14,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "kernels/fixed_math.h"
 #include "kernels/half.h"
 #include "kernels/native_f16.h"
 
@@ -16,8 +23,6 @@
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
-#include <hwy/contrib/math/math-inl.h>  // after highway.h: it is re-included per target
-
 HWY_BEFORE_NAMESPACE();
 namespace stoa::kernels {
 namespace HWY_NAMESPACE {
@@ -25,40 +30,112 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 constexpr bool kNativeF16 = STOA_HWY_NATIVE_F16;
 
-using DF = hn::ScalableTag<float>;
+using DF = hn::CappedTag<float, 16>;
+using VF = hn::Vec<DF>;
 constexpr size_t kMaxLanes = HWY_MAX_BYTES / sizeof(float);
+constexpr size_t kLanes = hn::MaxLanes(DF());
+// The accumulation span: a sum over values keeps 32 partial sums on every target (2 vectors on
+// AVX-512, 4 on AVX2, 8 on SSE4, 32 scalars), enough independent adds to hide their latency.
+constexpr size_t kSpan = 32;
+constexpr size_t kSpanVecs = kSpan / kLanes;
+static_assert(kSpan % kLanes == 0, "the span is a whole number of vectors");
 
 // Copies the last `rest` (< lanes) values into a zero-padded aligned buffer.
-HWY_INLINE hn::Vec<DF> LoadTail(const float* HWY_RESTRICT p, size_t rest, float* buf) {
+HWY_INLINE VF LoadTail(const float* HWY_RESTRICT p, size_t rest, float* buf) {
   const DF df;
   hn::Store(hn::Zero(df), df, buf);
   std::memcpy(buf, p, rest * sizeof(float));
   return hn::Load(df, buf);
 }
 
-HWY_INLINE void StoreTail(hn::Vec<DF> v, float* p, size_t rest, float* buf) {
+HWY_INLINE void StoreTail(VF v, float* p, size_t rest, float* buf) {
   const DF df;
   hn::Store(v, df, buf);
   std::memcpy(p, buf, rest * sizeof(float));
 }
 
-// Two accumulators (even/odd vectors) hide the add latency; the tail joins the first.
+// Within one vector: lanes j and j + half added, halving until 4 lanes, then (s0 + s2) + (s1 + s3)
+// — the tail of the fixed tree, in registers (a store and 31 scalar adds cost attention ~25 %).
+#if HWY_TARGET == HWY_SCALAR
+template <class D>
+HWY_INLINE float TreeSum(D, hn::Vec<D> v) {
+  return hn::GetLane(v);  // one lane: the span's 32 scalars were already summed across
+}
+#else
+template <class D>
+HWY_INLINE float TreeSum(D d, hn::Vec<D> v) {
+  if constexpr (hn::MaxLanes(D()) > 4) {
+    const hn::Half<D> dh;
+    return TreeSum(dh, hn::Add(hn::LowerHalf(dh, v), hn::UpperHalf(dh, v)));
+  } else {
+    static_assert(hn::MaxLanes(D()) == 4, "vectors of 4, 8 or 16 lanes");
+    HWY_ALIGN float s[4];
+    hn::Store(v, d, s);
+    return (s[0] + s[2]) + (s[1] + s[3]);
+  }
+}
+#endif
+
+// The sum of the span's 32 partial sums by one fixed tree: s[j] += s[j + w] for w = 16, 8, .., 1
+// (across the span's vectors while w spans whole vectors, then inside one). Overwrites acc.
+HWY_INLINE float SumOfSpan(VF* acc) {
+  for (size_t w = kSpanVecs / 2; w >= 1; w /= 2)
+    for (size_t v = 0; v < w; ++v) acc[v] = hn::Add(acc[v], acc[v + w]);
+  return TreeSum(DF(), acc[0]);
+}
+
+// e^x by Cephes expf's polynomial, evaluated with Mul/Add/Sub only: the same bits on every
+// target (Highway's Exp uses FMA where the target has it). Relative error about 2 ulp. Results
+// below 2^-126 (x < -87.5) are flushed to 0, and -inf and NaN give 0; x > 88.72 gives +inf.
+HWY_INLINE VF FixedExp(VF x) {
+  const DF df;
+  const hn::RebindToSigned<DF> di;
+  const VF lo = hn::Set(df, -87.5f), hi = hn::Set(df, 88.72f);
+  const VF xc = hn::Min(hn::Max(x, lo), hi);
+  // n = round(x / ln 2) by the 1.5 * 2^23 shifter (ties to even, no rounding-mode dependence).
+  const VF shifter = hn::Set(df, 12582912.0f);
+  const VF n = hn::Sub(hn::Add(hn::Mul(xc, hn::Set(df, 1.44269504088896341f)), shifter), shifter);
+  // r = x - n ln 2, ln 2 in two parts (n * 0.693359375 is exact).
+  const VF r = hn::Sub(hn::Sub(xc, hn::Mul(n, hn::Set(df, 0.693359375f))),
+                       hn::Mul(n, hn::Set(df, -2.12194440e-4f)));
+  VF p = hn::Set(df, 1.9875691500e-4f);
+  p = hn::Add(hn::Mul(p, r), hn::Set(df, 1.3981999507e-3f));
+  p = hn::Add(hn::Mul(p, r), hn::Set(df, 8.3334519073e-3f));
+  p = hn::Add(hn::Mul(p, r), hn::Set(df, 4.1665795894e-2f));
+  p = hn::Add(hn::Mul(p, r), hn::Set(df, 1.6666665459e-1f));
+  p = hn::Add(hn::Mul(p, r), hn::Set(df, 5.0000001201e-1f));
+  p = hn::Add(hn::Add(hn::Mul(hn::Mul(p, r), r), r), hn::Set(df, 1.0f));
+  // p * 2^n in two exact power-of-two factors (n reaches 128, past one factor's range).
+  const auto ni = hn::ConvertTo(di, n);
+  const auto half = hn::ShiftRight<1>(ni);
+  const auto bias = hn::Set(di, 127);
+  const VF s1 = hn::BitCast(df, hn::ShiftLeft<23>(hn::Add(half, bias)));
+  const VF s2 = hn::BitCast(df, hn::ShiftLeft<23>(hn::Add(hn::Sub(ni, half), bias)));
+  const VF y = hn::Mul(hn::Mul(p, s1), s2);
+  return hn::IfThenElse(hn::Gt(x, hi), hn::Set(df, std::numeric_limits<float>::infinity()),
+                        hn::IfThenElseZero(hn::Ge(x, lo), y));
+}
+
+// The span accumulation of a dot product: products rounded, then added (no FMA).
+HWY_INLINE void DotSpan(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b, VF* acc) {
+  const DF df;
+  for (size_t v = 0; v < kSpanVecs; ++v)
+    acc[v] = hn::Add(acc[v], hn::Mul(hn::LoadU(df, a + v * kLanes), hn::LoadU(df, b + v * kLanes)));
+}
+
 HWY_INLINE float Dot(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b, size_t n) {
   const DF df;
-  const size_t lanes = hn::Lanes(df);
-  auto acc0 = hn::Zero(df), acc1 = hn::Zero(df);
+  VF acc[kSpanVecs];
+  for (size_t v = 0; v < kSpanVecs; ++v) acc[v] = hn::Zero(df);
   size_t i = 0;
-  for (; i + 2 * lanes <= n; i += 2 * lanes) {
-    acc0 = hn::MulAdd(hn::LoadU(df, a + i), hn::LoadU(df, b + i), acc0);
-    acc1 = hn::MulAdd(hn::LoadU(df, a + i + lanes), hn::LoadU(df, b + i + lanes), acc1);
-  }
-  for (; i + lanes <= n; i += lanes)
-    acc0 = hn::MulAdd(hn::LoadU(df, a + i), hn::LoadU(df, b + i), acc0);
+  for (; i + kSpan <= n; i += kSpan) DotSpan(a + i, b + i, acc);
   if (i < n) {
-    HWY_ALIGN float ba[kMaxLanes], bb[kMaxLanes];
-    acc0 = hn::MulAdd(LoadTail(a + i, n - i, ba), LoadTail(b + i, n - i, bb), acc0);
+    HWY_ALIGN float ba[kSpan] = {}, bb[kSpan] = {};
+    std::memcpy(ba, a + i, (n - i) * sizeof(float));
+    std::memcpy(bb, b + i, (n - i) * sizeof(float));
+    DotSpan(ba, bb, acc);
   }
-  return hn::GetLane(hn::SumOfLanes(df, hn::Add(acc0, acc1)));
+  return SumOfSpan(acc);
 }
 
 float DotF32(const float* a, const float* b, size_t n) {
@@ -94,10 +171,10 @@ void Axpy(float alpha, const float* HWY_RESTRICT x, float* HWY_RESTRICT y, size_
   const auto va = hn::Set(df, alpha);
   size_t i = 0;
   for (; i + lanes <= n; i += lanes)
-    hn::StoreU(hn::MulAdd(va, hn::LoadU(df, x + i), hn::LoadU(df, y + i)), df, y + i);
+    hn::StoreU(hn::Add(hn::Mul(va, hn::LoadU(df, x + i)), hn::LoadU(df, y + i)), df, y + i);
   if (i < n) {
     HWY_ALIGN float bx[kMaxLanes], by[kMaxLanes];
-    const auto r = hn::MulAdd(va, LoadTail(x + i, n - i, bx), LoadTail(y + i, n - i, by));
+    const auto r = hn::Add(hn::Mul(va, LoadTail(x + i, n - i, bx)), LoadTail(y + i, n - i, by));
     StoreTail(r, y + i, n - i, by);
   }
 }
@@ -119,10 +196,10 @@ void AttentionValues(const float* HWY_RESTRICT p, const float* HWY_RESTRICT v, s
       for (size_t t = 0; t < n_keys; ++t) {
         const auto pt = hn::Set(df, p[t]);
         const float* row = v + t * v_stride + i;
-        a0 = hn::MulAdd(pt, hn::LoadU(df, row), a0);
-        a1 = hn::MulAdd(pt, hn::LoadU(df, row + lanes), a1);
-        a2 = hn::MulAdd(pt, hn::LoadU(df, row + 2 * lanes), a2);
-        a3 = hn::MulAdd(pt, hn::LoadU(df, row + 3 * lanes), a3);
+        a0 = hn::Add(hn::Mul(pt, hn::LoadU(df, row)), a0);
+        a1 = hn::Add(hn::Mul(pt, hn::LoadU(df, row + lanes)), a1);
+        a2 = hn::Add(hn::Mul(pt, hn::LoadU(df, row + 2 * lanes)), a2);
+        a3 = hn::Add(hn::Mul(pt, hn::LoadU(df, row + 3 * lanes)), a3);
       }
       hn::StoreU(a0, df, out + i);
       hn::StoreU(a1, df, out + i + lanes);
@@ -135,8 +212,9 @@ void AttentionValues(const float* HWY_RESTRICT p, const float* HWY_RESTRICT v, s
       auto a = hn::Zero(df);
       for (size_t t = 0; t < n_keys; ++t) {
         const float* row = v + t * v_stride + j;
-        a = hn::MulAdd(hn::Set(df, p[t]),
-                       rest >= lanes ? hn::LoadU(df, row) : LoadTail(row, rest, buf), a);
+        a = hn::Add(hn::Mul(hn::Set(df, p[t]),
+                            rest >= lanes ? hn::LoadU(df, row) : LoadTail(row, rest, buf)),
+                    a);
       }
       if (rest >= lanes) {
         hn::StoreU(a, df, out + j);
@@ -160,31 +238,33 @@ HWY_INLINE float MaxOf(const float* HWY_RESTRICT x, size_t n) {
   return mx;
 }
 
-// The sum of exp(x[i] - mx) over x[0..n); where `out` is given, each exp is also stored there
-// (Softmax's numerators, written over its input). -inf inputs: the argument is clamped into
-// Exp's valid range, where it underflows to 0.
+// The sum of exp(x[i] - mx) over x[0..n) in the fixed span; where `out` is given, each exp is
+// also stored there (Softmax's numerators, written over its input). -inf inputs give 0.
+HWY_INLINE void ExpSpan(const float* x, VF vm, VF* acc, float* out) {
+  const DF df;
+  for (size_t v = 0; v < kSpanVecs; ++v) {
+    const VF e = FixedExp(hn::Sub(hn::LoadU(df, x + v * kLanes), vm));
+    if (out != nullptr) hn::StoreU(e, df, out + v * kLanes);
+    acc[v] = hn::Add(acc[v], e);
+  }
+}
+
 HWY_INLINE float SumExpShifted(const float* x, size_t n, float mx, float* out) {
   const DF df;
-  const size_t lanes = hn::Lanes(df);
-  HWY_ALIGN float buf[kMaxLanes];
-  const auto vm = hn::Set(df, mx);
-  const auto lowest = hn::Set(df, std::numeric_limits<float>::lowest());
-  auto sum = hn::Zero(df);
-  for (size_t i = 0; i < n; i += lanes) {
-    const size_t rest = n - i;
-    const auto in = rest >= lanes ? hn::LoadU(df, x + i) : LoadTail(x + i, rest, buf);
-    auto e = hn::Exp(df, hn::Max(hn::Sub(in, vm), lowest));
-    if (rest < lanes) e = hn::IfThenElseZero(hn::FirstN(df, rest), e);
-    if (out != nullptr) {
-      if (rest < lanes) {
-        StoreTail(e, out + i, rest, buf);
-      } else {
-        hn::StoreU(e, df, out + i);
-      }
-    }
-    sum = hn::Add(sum, e);
+  const VF vm = hn::Set(df, mx);
+  VF acc[kSpanVecs];
+  for (size_t v = 0; v < kSpanVecs; ++v) acc[v] = hn::Zero(df);
+  size_t i = 0;
+  for (; i + kSpan <= n; i += kSpan) ExpSpan(x + i, vm, acc, out ? out + i : nullptr);
+  if (i < n) {
+    // Padding of -inf: its exp is 0, so the pad adds +0 to its accumulators on every target.
+    HWY_ALIGN float bx[kSpan], be[kSpan];
+    for (size_t j = 0; j < kSpan; ++j) bx[j] = -std::numeric_limits<float>::infinity();
+    std::memcpy(bx, x + i, (n - i) * sizeof(float));
+    ExpSpan(bx, vm, acc, be);
+    if (out != nullptr) std::memcpy(out + i, be, (n - i) * sizeof(float));
   }
-  return hn::GetLane(hn::SumOfLanes(df, sum));
+  return SumOfSpan(acc);
 }
 
 void Softmax(float* x, size_t n) {
@@ -206,23 +286,20 @@ void Softmax(float* x, size_t n) {
 float LogSumExp(const float* x, size_t n) {
   const float mx = MaxOf(x, n);
   if (mx == -std::numeric_limits<float>::infinity()) return mx;
-  // The log through the target's vector Log, so the result does not depend on the libm.
-  const DF df;
-  const auto lse = hn::Log(df, hn::Set(df, SumExpShifted(x, n, mx, nullptr)));
-  return mx + hn::GetLane(lse);
+  // The log is our own (double, then rounded), so the result depends on neither target nor libm.
+  return mx + static_cast<float>(fixed_log(static_cast<double>(SumExpShifted(x, n, mx, nullptr))));
 }
 
 void SiluMul(const float* gate, const float* up, float* out, size_t n) {
   const DF df;
   const size_t lanes = hn::Lanes(df);
   const auto one = hn::Set(df, 1.0f);
-  const auto cap = hn::Set(df, 104.0f);  // Exp's valid range ends here; beyond, silu is -0
   HWY_ALIGN float bg[kMaxLanes], bu[kMaxLanes];
   for (size_t i = 0; i < n; i += lanes) {
     const size_t rest = n - i;
     const auto g = rest >= lanes ? hn::LoadU(df, gate + i) : LoadTail(gate + i, rest, bg);
     const auto u = rest >= lanes ? hn::LoadU(df, up + i) : LoadTail(up + i, rest, bu);
-    const auto e = hn::Exp(df, hn::Min(hn::Neg(g), cap));
+    const auto e = FixedExp(hn::Neg(g));  // +inf past 88.72: silu is then -0
     const auto r = hn::Mul(hn::Div(g, hn::Add(one, e)), u);
     if (rest >= lanes) {
       hn::StoreU(r, df, out + i);

@@ -1,6 +1,7 @@
-// The packed W8A8 kernel (kernels/matmul_int8_packed.h) against its formula, written out here
-// independently of the kernel: per output, acc = fma(float(exact block sum), d_w * d_x, acc)
-// over the blocks in order — bit for bit, on every target, batch size and row split.
+// The packed W8A8 kernel (kernels/matmul_int8_packed.h), and the row-major grid kernel, against
+// their one formula, written out here independently of the kernels: per output, acc =
+// fma(float(exact block sum), d_w * d_x, acc) over the blocks in order — bit for bit, on every
+// target, batch size and row split.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -84,6 +85,26 @@ TEST(PackedW8A8, BitExactAgainstTheFormula) {
           const PackedInt8 packed = PackedInt8::pack(p.view());
           std::vector<float> y(static_cast<size_t>(batch * rows), NAN);
           matmul_w8a8_packed(packed, p.acts(0, batch), y.data(), rows, 0, rows);
+          const std::vector<float> want = formula(p);
+          SCOPED_TRACE(testing::Message() << rows << "x" << cols << " batch " << batch);
+          ASSERT_EQ(0, std::memcmp(y.data(), want.data(), y.size() * 4));
+        }
+      }
+    }
+  });
+}
+
+// The row-major grid kernel computes the same formula on every target (issue 19: one
+// arithmetic whatever the target and layout), through every tile shape of its walk.
+TEST(GridW8A8, BitExactAgainstTheFormula) {
+  test::for_each_target([] {
+    for (int64_t rows : {1, 3, 8, 13, 45}) {
+      for (int64_t cols : {32, 96, 288, 800}) {
+        for (int64_t batch : {1, 2, 3, 5, 9, 33, 40}) {
+          Problem p =
+              make_problem(rows, cols, batch, static_cast<uint32_t>(rows * 5 + cols + batch));
+          std::vector<float> y(static_cast<size_t>(batch * rows), NAN);
+          matmul_w8a8(p.view(), p.acts(0, batch), y.data(), rows, 0, rows);
           const std::vector<float> want = formula(p);
           SCOPED_TRACE(testing::Message() << rows << "x" << cols << " batch " << batch);
           ASSERT_EQ(0, std::memcmp(y.data(), want.data(), y.size() * 4));
