@@ -52,7 +52,8 @@ class StopThreadsOnThrow {
 }  // namespace
 
 WorkerStats run_worker(const WorkerOptions& o, const std::atomic<bool>& stop) {
-  STOA_CHECK(!o.hub_url.empty(), ErrorKind::kInvalidArgument, "stoa work: --hub is required");
+  STOA_CHECK(!o.hub_url.empty() || !o.join_string.empty(), ErrorKind::kInvalidArgument,
+             "stoa work: --join STRING (or --hub URL with --token) is required");
   STOA_CHECK(
       !o.model_dir.empty(), ErrorKind::kInvalidArgument,
       "stoa work: --model DIR (config.json + tokenizer.json of the run's model) is required");
