@@ -228,52 +228,25 @@ void Cluster::kill_hub() {
 
 Process& Cluster::start_worker(const std::string& name, const std::string& url,
                                const std::vector<std::string>& extra, const std::string& token) {
-  std::vector<std::string> args = {"work",
-                                   "--hub",
-                                   url.empty() ? url_ : url,
-                                   "--token",
-                                   token,
-                                   "--model",
-                                   assets().model.string(),
-                                   "--index",
-                                   (assets().data / "index").string(),
-                                   "--name",
-                                   name,
-                                   "--state-dir",
-                                   (dir_ / ("state-" + name)).string(),
-                                   "--threads",
-                                   "1",
-                                   "--slots",
-                                   "2",
-                                   "--grace",
-                                   "5"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  auto& slot = workers_[name];
-  if (slot) slot->signal(SIGKILL);
-  slot.reset();
-  slot = std::make_unique<Process>(args, dir_ / name);
-  return *slot;
+  return launch_worker(name, {"--hub", url.empty() ? url_ : url, "--token", token}, extra, "");
 }
 
 Process& Cluster::start_worker_joined(const std::string& name, const std::string& join,
                                       const std::string& netns) {
-  const std::vector<std::string> args = {"work",
-                                         "--join",
-                                         join,
-                                         "--model",
-                                         assets().model.string(),
-                                         "--index",
-                                         (assets().data / "index").string(),
-                                         "--name",
-                                         name,
-                                         "--state-dir",
-                                         (dir_ / ("state-" + name)).string(),
-                                         "--threads",
-                                         "1",
-                                         "--slots",
-                                         "2",
-                                         "--grace",
-                                         "5"};
+  return launch_worker(name, {"--join", join}, {}, netns);
+}
+
+Process& Cluster::launch_worker(const std::string& name, const std::vector<std::string>& hub,
+                                const std::vector<std::string>& extra, const std::string& netns) {
+  std::vector<std::string> args = {"work"};
+  args.insert(args.end(), hub.begin(), hub.end());
+  for (const auto& a :
+       {std::string("--model"), assets().model.string(), std::string("--index"),
+        (assets().data / "index").string(), std::string("--name"), name, std::string("--state-dir"),
+        (dir_ / ("state-" + name)).string(), std::string("--threads"), std::string("1"),
+        std::string("--slots"), std::string("2"), std::string("--grace"), std::string("5")})
+    args.push_back(a);
+  args.insert(args.end(), extra.begin(), extra.end());
   auto& slot = workers_[name];
   if (slot) slot->signal(SIGKILL);
   slot.reset();

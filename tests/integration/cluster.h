@@ -128,6 +128,10 @@ class Cluster {
   std::string logs() const;
 
  private:
+  // `stoa work` with `hub` (how it finds and joins the hub), the harness's settings and `extra`.
+  Process& launch_worker(const std::string& name, const std::vector<std::string>& hub,
+                         const std::vector<std::string>& extra, const std::string& netns);
+
   fs::path dir_;
   RunSpec spec_;
   std::unique_ptr<Process> hub_;
