@@ -59,7 +59,7 @@ function chart(id,title,xlabel,series,opt){
     const lg=el('div',undefined,'legend');box.appendChild(lg);document.getElementById('charts').appendChild(box)}
   const svg=box.querySelector('svg'),legend=box.querySelector('.legend');
   const pts=series.flatMap(s=>s.points);
-  const L=44,R=392,T=8,B=150;
+  const L=54,R=392,T=8,B=150;
   const parts=[];
   if(pts.length){
     let x0=Math.min(...pts.map(p=>p[0])),x1=Math.max(...pts.map(p=>p[0]));
