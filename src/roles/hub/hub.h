@@ -27,8 +27,8 @@
 #include "pulse/catalog.h"
 #include "roles/hub/ledger.h"
 #include "roles/hub/rate_limit.h"
-#include "roles/hub/run_history.h"
 #include "roles/hub/rollout_audit.h"
+#include "roles/hub/run_history.h"
 #include "roles/hub/trainer_port.h"
 
 namespace stoa::hub {
@@ -106,7 +106,7 @@ struct WorkerStats {
   double tokens_per_s = 0;
   double idle_fraction = 0;
   int64_t rollouts_accepted = 0;
-  int64_t session_issued_ms = 0;  // the newest session token's issue time (rotation)
+  int64_t session_issued_ms = 0;              // the newest session token's issue time (rotation)
   std::optional<net::BlobDownload> download;  // the worker's blob download in progress
 };
 

@@ -52,7 +52,7 @@ struct Hub::Snapshot {
   int64_t step = 0;
   int64_t now_ms = 0;
   size_t offset = 0;
-  std::vector<WorkerStats> workers;  // the requested page
+  std::vector<WorkerStats> workers;            // the requested page
   std::map<std::string, double> verification;  // replay counters (verification.cpp), if on
 };
 

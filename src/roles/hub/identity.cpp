@@ -10,8 +10,8 @@
 #include "core/log.h"
 #include "net/secret.h"
 #include "roles/hub/hub.h"
-#include "roles/hub/verification_state.h"
 #include "roles/hub/hub_counters.h"
+#include "roles/hub/verification_state.h"
 
 namespace stoa::hub {
 
