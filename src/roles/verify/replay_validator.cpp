@@ -3,6 +3,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <string>
 
@@ -14,6 +15,14 @@
 
 namespace stoa::verify {
 namespace {
+
+// Every digit a float needs to round-trip: a log-prob forged by one ulp must not print as the
+// value it was compared against.
+std::string exact(float v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(v));
+  return buf;
+}
 
 Verdict fail(int64_t position, std::string what, std::string detail) {
   Verdict v;
@@ -199,7 +208,8 @@ Verdict ReplayValidator::check_model(const net::RolloutSubmission& r, size_t pro
       const float recorded = r.logprobs[p];
       if (std::memcmp(&recorded, &it->logprob, sizeof(float)) != 0)
         return fail(static_cast<int64_t>(p), "logprob",
-                    cat("recorded ", recorded, ", replayed ", it->logprob, " (version ", v, ")"));
+                    cat("recorded ", exact(recorded), ", replayed ", exact(it->logprob),
+                        " (version ", v, ")"));
       const engine::TokenLogprob& drawn =
           dist[engine::pick_index(dist, engine::positional_uniform(*r.seed, p))];
       if (drawn.token != token)

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -99,8 +100,9 @@ class ReplayTest : public ::testing::Test {
     hub_validator = std::make_unique<HubValidator>(
         *validator, [this](const std::string& id, const hub::AuditVerdict& v) {
           {
-            std::lock_guard lock(verdict_mutex);
+            std::unique_lock lock(verdict_mutex);
             verdicts[id] = v;
+            verdicts_released.wait(lock, [this] { return !hold_verdicts; });
           }
           hub->record_verdict(id, v);
         });
@@ -114,6 +116,7 @@ class ReplayTest : public ::testing::Test {
     gs.eos = eos;
   }
   void TearDown() override {
+    set_hold_verdicts(false);  // a failed ASSERT may leave the validation thread waiting
     hub_validator.reset();
     hub.reset();
   }
@@ -167,6 +170,18 @@ class ReplayTest : public ::testing::Test {
   int32_t eos = -1;
   std::mutex verdict_mutex;
   std::map<std::string, hub::AuditVerdict> verdicts;
+  // While set, verdicts wait before they reach the hub: the validation thread runs concurrently
+  // with intake, and a quarantine that lands between two submissions of one group would turn the
+  // second into a group_closed rejection, making the counts below depend on the scheduler.
+  std::condition_variable verdicts_released;
+  bool hold_verdicts = false;
+  void set_hold_verdicts(bool hold) {
+    {
+      std::lock_guard lock(verdict_mutex);
+      hold_verdicts = hold;
+    }
+    verdicts_released.notify_all();
+  }
 };
 
 size_t first_generated(const net::RolloutSubmission& m) {
@@ -232,6 +247,7 @@ TEST_F(ReplayTest, HonestWorkersPassAndEveryAttackIsCaught) {
   std::map<Attack, std::string> attacked_id;
   std::map<Attack, int64_t> attacked_position;
   const pulse::Int8State skewed = testing::off_by_one(v2);
+  set_hold_verdicts(true);  // every attacker submits its whole group before any quarantine
   for (Attack a : {Attack::kForgedLogprob, Attack::kCherryPick, Attack::kWrongVersion,
                    Attack::kWeightOffByOne, Attack::kForgedObservation}) {
     const Worker w = join("attacker");
@@ -296,6 +312,7 @@ TEST_F(ReplayTest, HonestWorkersPassAndEveryAttackIsCaught) {
     EXPECT_EQ(r.status, net::IntakeStatus::kRejected);
     EXPECT_EQ(r.reason, "rollout_id_taken");
   }
+  set_hold_verdicts(false);
   hub_validator->drain();
 
   const std::map<Attack, std::string> expected_what = {{Attack::kForgedLogprob, "logprob"},
