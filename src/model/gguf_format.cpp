@@ -1,5 +1,8 @@
 #include "model/gguf_format.h"
 
+#include <cstring>
+
+#include "core/dtype.h"
 #include "core/enum_names.h"
 #include "core/error.h"
 
@@ -165,6 +168,18 @@ std::string Value::describe() const {
     out += "}";
   }
   return out;
+}
+
+void dequantize_q8_0(const uint8_t* src, size_t blocks, float* dst) {
+  for (size_t b = 0; b < blocks; ++b) {
+    const uint8_t* block = src + b * kQ8BlockBytes;
+    uint16_t scale_bits;
+    std::memcpy(&scale_bits, block, 2);
+    const float scale = f16_to_f32(scale_bits);
+    float* out = dst + b * kQ8BlockValues;
+    for (int64_t k = 0; k < kQ8BlockValues; ++k)
+      out[k] = scale * static_cast<float>(static_cast<int8_t>(block[2 + k]));
+  }
 }
 
 }  // namespace stoa::gguf

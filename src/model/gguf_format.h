@@ -46,6 +46,8 @@ bool is_supported_ggml_type(uint32_t type);
 // Q8_0 block: f16 scale (bits) followed by 32 int8 values — exactly Stoa's int8 grid group.
 inline constexpr int64_t kQ8BlockValues = 32;
 inline constexpr int64_t kQ8BlockBytes = 2 + kQ8BlockValues;
+// Widens `blocks` consecutive Q8_0 blocks at `src` to f32 (scale × value) into `dst`.
+void dequantize_q8_0(const uint8_t* src, size_t blocks, float* dst);
 
 // Bytes of one row of `ne0` elements; fails (kInvalidArgument) if ne0 does not fit the type's
 // block size.

@@ -77,15 +77,7 @@ Tensor GgufTensorSource::f32(const TensorSpec& spec) const {
     case GgmlType::kQ8_0: {
       begin = static_cast<uint64_t>(slice.first / gguf::kQ8BlockValues) * gguf::kQ8BlockBytes;
       const uint8_t* src = all + begin;
-      for (size_t b = 0; b < n / gguf::kQ8BlockValues; ++b) {
-        const uint8_t* block = src + b * gguf::kQ8BlockBytes;
-        uint16_t h;
-        std::memcpy(&h, block, 2);
-        float d = f16_to_f32(h);
-        for (int64_t k = 0; k < gguf::kQ8BlockValues; ++k)
-          dst[b * gguf::kQ8BlockValues + static_cast<size_t>(k)] =
-              d * static_cast<float>(static_cast<int8_t>(block[2 + k]));
-      }
+      gguf::dequantize_q8_0(src, n / gguf::kQ8BlockValues, dst);
       break;
     }
   }
