@@ -172,6 +172,11 @@ class Hub final : public TrainerPort {
   // A validator's verdict on rollout `rollout_id`; a failure quarantines its worker.
   void record_verdict(const std::string& rollout_id, const AuditVerdict& verdict);
   bool quarantined(const std::string& worker_id) const;
+  // The validation routes (`stoa validate --hub URL`): a token of scope `operator` or `validate`
+  // is required even when the hub binds to loopback, since a verdict can quarantine a worker.
+  // RequestError 401 without a token, 403 for one that is not a validator's.
+  void check_validator(const std::string& bearer);
+  bool is_validator(const std::string& bearer);
 
   // Wakes every blocked long-poll and take_groups (shutdown).
   void stop();

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 struct sqlite3;
@@ -151,6 +152,11 @@ class Ledger {
 
   std::optional<std::string> meta(const std::string& key) const;
   void set_meta(const std::string& key, const std::string& value);
+
+  // Quarantined workers (replay verification; ledger_verification.cpp): kept across restarts so
+  // a caught worker stays refused. The table is created on first use.
+  void put_quarantine(const std::string& worker_id, const std::string& reason, int64_t now_ms);
+  std::vector<std::pair<std::string, std::string>> quarantined() const;  // (worker id, reason)
 
  private:
   void exec(const char* sql) const;

@@ -14,8 +14,12 @@
 namespace stoa::hub {
 
 struct VerifyPolicy {
-  bool enabled = false;           // run config [verify] enabled: `stoa run` starts a validator
-  int threads = 1;                // the validator engine's threads (the hub's spare cores)
+  bool enabled = false;  // run config [verify] enabled: `stoa run` starts a validator
+  int threads = 1;       // the validator engine's threads (the hub's spare cores)
+  // Jobs are also served to `stoa validate` processes (/v1/validation/*); with threads = 0 only
+  // to them. A job leased by one and not answered within job_lease_ms goes back to the queue.
+  bool remote = false;
+  int64_t job_lease_ms = 120'000;
   size_t max_queue = 256;         // jobs waiting for the validator; beyond it a rollout is skipped
   double fraction = 0.05;         // of every worker's accepted rollouts, chosen at random
   int64_t first_rollouts = 16;    // a new worker's first rollouts are all replayed

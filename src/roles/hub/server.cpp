@@ -102,12 +102,14 @@ std::string HubServer::url() const {
 
 void HubServer::start() {
   hub_.set_version_listener(http_->waker());
+  if (validation_) validation_->set_listener(http_->waker());
   http_->start();
   log_info("hub", "serving on ", url());
 }
 
 void HubServer::stop() {
   hub_.set_version_listener(nullptr);
+  if (validation_) validation_->set_listener(nullptr);
   hub_.stop();
   http_->stop();
 }
@@ -141,6 +143,8 @@ HandlerOutcome HubServer::route(const RequestContext& req) {
   if (get && p == "/v1/version") {
     return guarded(req, [&]() -> HandlerOutcome { return long_poll(req); });
   }
+  if (p.rfind("/v1/validation/", 0) == 0)
+    return guarded(req, [&]() -> HandlerOutcome { return validation_route(req, bearer(req)); });
   return guarded(req, [&]() -> HttpReply {
     if (post && p == "/v1/join") {
       auto body = net::parse_body(req.body, "join");
@@ -152,7 +156,7 @@ HandlerOutcome HubServer::route(const RequestContext& req) {
     const std::string blob_prefix = "/v1/blobs/";
     if (get && p.compare(0, blob_prefix.size(), blob_prefix) == 0 &&
         p.size() > blob_prefix.size() && p.find('/', blob_prefix.size()) == std::string::npos) {
-      hub_.authenticate(bearer(req));
+      if (!hub_.is_validator(bearer(req))) hub_.authenticate(bearer(req));  // or a validator's
       std::string hex = p.substr(blob_prefix.size());
       Hash128 hash;
       if (hex.size() != 32 || !Hash128::parse(hex, &hash)) {

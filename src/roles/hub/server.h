@@ -12,6 +12,7 @@
 #include "roles/hub/blob_serving.h"
 #include "roles/hub/http_server.h"
 #include "roles/hub/hub.h"
+#include "roles/hub/validation_queue.h"
 
 namespace stoa::hub {
 
@@ -45,15 +46,20 @@ class HubServer {
   std::string url() const;
   HttpServerStats stats() const { return http_->stats(); }
   double cpu_seconds() const { return http_->cpu_seconds(); }
+  // Serves /v1/validation/* (validation_routes.cpp) from `queue` ([verify] remote); call before
+  // start(). `queue` must outlive the server.
+  void set_validation_queue(ValidationQueue* queue) { validation_ = queue; }
 
  private:
   HandlerOutcome route(const RequestContext& request);
   HandlerOutcome long_poll(const RequestContext& request);
+  HandlerOutcome validation_route(const RequestContext& request, const std::string& bearer);
 
   Hub& hub_;
   ServerOptions options_;
   BlobServing blobs_;
   std::unique_ptr<HttpServer> http_;
+  ValidationQueue* validation_ = nullptr;
 };
 
 }  // namespace stoa::hub

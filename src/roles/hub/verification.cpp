@@ -3,6 +3,8 @@
 // verdicts, and quarantine on a failing verdict.
 #include <algorithm>
 
+#include <nlohmann/json.hpp>
+
 #include "core/hash.h"
 #include "core/log.h"
 #include "roles/hub/hub.h"
@@ -21,10 +23,33 @@ void Hub::set_auditor(RolloutAuditor* auditor) {
                                 static_cast<uint64_t>(now()),
                             config_.seed)
                             .next();
-  if (verification_)
+  if (verification_) {
     verification_->auditor = auditor;
-  else
-    verification_ = std::make_unique<Verification>(auditor, seed);
+    return;
+  }
+  verification_ = std::make_unique<Verification>(auditor, seed);
+  verification_->started_ms = now();
+  for (const auto& [worker, why] : ledger_->quarantined()) {
+    verification_->quarantined.insert(worker);
+    log_info("verify", "worker ", worker, " stays quarantined: ", why);
+  }
+}
+
+bool Hub::is_validator(const std::string& bearer) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  refresh_tokens_locked();
+  // Both scopes are always compared: the time does not depend on which one matched.
+  const bool op = match_token_locked(bearer, "operator").has_value();
+  const bool validate = match_token_locked(bearer, "validate").has_value();
+  return op || validate;
+}
+
+void Hub::check_validator(const std::string& bearer) {
+  if (bearer.empty())
+    throw RequestError(401,
+                       "validation: missing Authorization: Bearer <operator or validate token>");
+  if (!is_validator(bearer))
+    throw RequestError(403, "validation: the token is not an operator or validate token");
 }
 
 bool Hub::quarantined(const std::string& worker_id) const {
@@ -47,11 +72,24 @@ std::optional<net::RolloutResponse> Hub::check_seed_locked(const net::RolloutSub
   const std::string who = cat("rollout ", m.id);
   if (!m.seed)
     return reject("bad_seed", cat(who, ": no sampling seed (the lease gave ", lease.samples, ")"));
+  Verification& v = *verification_;
+  if (lease.issued_ms <= v.started_ms && v.seeds_restored.insert(lease.id).second) {
+    for (const auto& row : ledger_->rollouts_of_group(lease.group_id)) {
+      if (row.lease_id != lease.id) continue;
+      try {
+        const auto j = nlohmann::json::parse(row.payload);
+        if (j.contains("seed") && j.at("seed").is_number_unsigned())
+          v.seeds_used[lease.id].insert(j.at("seed").get<uint64_t>());
+      } catch (const nlohmann::json::exception& e) {
+        log_warn("verify", "rollout ", row.id, ": unreadable payload in the ledger: ", e.what());
+      }
+    }
+  }
   const std::vector<uint64_t> seeds = lease_seeds(lease.id, lease.samples);
   if (std::find(seeds.begin(), seeds.end(), *m.seed) == seeds.end())
     return reject("bad_seed",
                   cat(who, ": seed ", *m.seed, " is not one of lease ", lease.id, "'s"));
-  if (verification_->seeds_used[lease.id].count(*m.seed))
+  if (v.seeds_used[lease.id].count(*m.seed))
     return reject("bad_seed",
                   cat(who, ": seed ", *m.seed, " was already used on lease ", lease.id));
   return std::nullopt;
@@ -132,6 +170,7 @@ void Hub::quarantine_locked(const std::string& worker_id, const std::string& why
   Verification& v = *verification_;
   if (!v.quarantined.insert(worker_id).second) return;
   log_error("verify", "worker ", worker_id, " quarantined: ", why);
+  ledger_->put_quarantine(worker_id, why, now());  // a restarted hub keeps refusing it
   std::vector<std::string> drop;
   for (const auto& [gid, g] : groups_) {
     if (g.row.status == GroupStatus::kTrained || g.row.status == GroupStatus::kDropped ||

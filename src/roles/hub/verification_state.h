@@ -20,7 +20,11 @@ struct Hub::Verification {
   };
   std::map<std::string, Pending> pending;                // rollout id -> what waits on it
   std::map<std::string, std::set<uint64_t>> seeds_used;  // lease id -> seeds accepted
-  std::set<std::string> quarantined;                     // worker ids
+  std::set<std::string> quarantined;                     // worker ids (also in the ledger)
+  // Seeds used on leases issued before this hub started are read back from the ledger's
+  // rollouts the first time such a lease is seen (a restart must not reopen them).
+  int64_t started_ms = 0;
+  std::set<std::string> seeds_restored;  // lease ids
   int64_t passed = 0;
   int64_t failed = 0;
   int64_t skipped_queue_full = 0;

@@ -100,7 +100,19 @@ int run_hub_and_trainer(const std::string& config_path, int64_t max_steps,
   std::unique_ptr<verify::VersionStates> states;
   std::unique_ptr<verify::ReplayValidator> validator;
   std::unique_ptr<verify::HubValidator> hub_validator;
-  if (c.hub.verify.enabled) {
+  // [verify] remote: jobs wait in a queue that `stoa validate` processes (and the hub's own
+  // thread, with threads >= 1) lease from.
+  std::unique_ptr<hub::ValidationQueue> validation_queue;
+  std::unique_ptr<verify::QueueValidator> queue_validator;
+  auto record = [&hub](const std::string& id, const hub::AuditVerdict& v) {
+    hub.record_verdict(id, v);
+  };
+  if (c.hub.verify.enabled && c.hub.verify.remote) {
+    validation_queue =
+        std::make_unique<hub::ValidationQueue>(c.hub.verify.max_queue, c.hub.verify.job_lease_ms);
+    hub.set_auditor(validation_queue.get());
+  }
+  if (c.hub.verify.enabled && c.hub.verify.threads > 0) {
     verify::ReplaySettings rs;
     rs.sampling = c.hub.sampling;
     rs.sample_vocab = sample_vocab;
@@ -110,11 +122,14 @@ int run_hub_and_trainer(const std::string& config_path, int64_t max_steps,
     states = std::make_unique<verify::VersionStates>(store);
     validator = std::make_unique<verify::ReplayValidator>(model_config, *task, *codec, rs, *states,
                                                           c.hub.verify.threads);
-    hub_validator = std::make_unique<verify::HubValidator>(
-        *validator,
-        [&hub](const std::string& id, const hub::AuditVerdict& v) { hub.record_verdict(id, v); },
-        c.hub.verify.max_queue);
-    hub.set_auditor(hub_validator.get());
+    if (validation_queue) {
+      queue_validator =
+          std::make_unique<verify::QueueValidator>(*validator, *validation_queue, record);
+    } else {
+      hub_validator =
+          std::make_unique<verify::HubValidator>(*validator, record, c.hub.verify.max_queue);
+      hub.set_auditor(hub_validator.get());
+    }
   }
   trainer::TrainerLoop loop(hub, store, initial, c.train, c.loop);
   initial = ModelWeights();
@@ -122,6 +137,7 @@ int run_hub_and_trainer(const std::string& config_path, int64_t max_steps,
   // Off loopback the hub serves TLS: a configured certificate or a self-signed one in the run dir.
   const std::string cert_sha256 = hub::default_tls(c.server, c.run_dir + "/tls");
   hub::HubServer server(hub, c.server);
+  server.set_validation_queue(validation_queue.get());
   server.start();
   const std::string join = hub::hub_join_string(server, c.server, c.hub.join_token, cert_sha256);
   {
@@ -150,6 +166,8 @@ int run_hub_and_trainer(const std::string& config_path, int64_t max_steps,
   hub.stop();
   server.stop();
   hub_validator.reset();  // no intake any more; its thread hands verdicts to the hub
+  if (validation_queue) validation_queue->stop();
+  queue_validator.reset();
   std::filesystem::remove(hub_json);
   nlohmann::json summary = {{"steps", loop.last_step()},
                             {"version", loop.version()},

@@ -258,11 +258,17 @@ RunConfig parse_run_config(const std::string& text, const std::string& source,
   v.get("train_on_timeout", vp.train_on_timeout);
   v.get("threads", vp.threads);
   v.get("max_queue", vp.max_queue);
+  v.get("remote", vp.remote);
+  int64_t job_lease_s = vp.job_lease_ms / 1000;
+  v.get("job_lease_s", job_lease_s);
   v.check_unknown();
   vp.max_wait_ms = max_wait_s * 1000;
-  STOA_CHECK(vp.fraction >= 0 && vp.fraction <= 1 && vp.threads >= 1 && vp.max_queue >= 1,
+  vp.job_lease_ms = job_lease_s * 1000;
+  STOA_CHECK(vp.fraction >= 0 && vp.fraction <= 1 && vp.threads >= (vp.remote ? 0 : 1) &&
+                 vp.max_queue >= 1 && vp.job_lease_ms >= 1000,
              ErrorKind::kInvalidArgument, source,
-             ": [verify] fraction must be in [0, 1], threads and max_queue >= 1");
+             ": [verify] fraction must be in [0, 1], max_queue and job_lease_s >= 1, threads >= 1 "
+             "(>= 0 with remote = true)");
 
   c.hub.ledger_path = c.run_dir + "/ledger.sqlite";
   c.loop.checkpoint_dir = c.run_dir + "/checkpoint";
@@ -419,6 +425,8 @@ std::string to_toml(const RunConfig& c) {
   w.put("train_on_timeout", vp.train_on_timeout);
   w.put("threads", toml_integer(vp.threads, "verify", "threads"));
   w.put("max_queue", toml_integer(vp.max_queue, "verify", "max_queue"));
+  w.put("remote", vp.remote);
+  w.put("job_lease_s", toml_integer(vp.job_lease_ms / 1000, "verify", "job_lease_s"));
   return w.text();
 }
 

@@ -75,4 +75,31 @@ void HubValidator::run() {
   idle_cv_.notify_all();
 }
 
+QueueValidator::QueueValidator(ReplayValidator& validator, hub::ValidationQueue& queue,
+                               VerdictSink sink)
+    : validator_(validator), queue_(queue), sink_(std::move(sink)) {
+  thread_ = std::thread([this] {
+    while (!stop_) {
+      auto leased = queue_.lease("hub", std::chrono::milliseconds(200));
+      if (!leased) continue;
+      const Verdict v =
+          validator_.check(leased->job.rollout, leased->job.problem, leased->job.prompt_length);
+      if (queue_.complete(leased->job_id).status !=
+          hub::ValidationQueue::Completion::Status::kAccepted)
+        continue;  // its lease ran out meanwhile: another validator has it
+      try {
+        sink_(leased->job.rollout.id, to_audit_verdict(v));
+      } catch (const std::exception& e) {
+        log_error("verify", "recording the verdict on rollout ", leased->job.rollout.id, ": ",
+                  e.what());
+      }
+    }
+  });
+}
+
+QueueValidator::~QueueValidator() {
+  stop_ = true;
+  thread_.join();
+}
+
 }  // namespace stoa::verify

@@ -3,6 +3,7 @@
 // each verdict back to the hub (Hub::record_verdict). One thread keeps the validation cost off
 // the trainer's cores; a full queue refuses jobs (the hub counts them) instead of blocking intake.
 #pragma once
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -11,6 +12,7 @@
 #include <thread>
 
 #include "roles/hub/rollout_audit.h"
+#include "roles/hub/validation_queue.h"
 #include "roles/verify/replay_validator.h"
 
 namespace stoa::verify {
@@ -39,6 +41,23 @@ class HubValidator final : public hub::RolloutAuditor {
   std::deque<hub::AuditJob> queue_;
   bool busy_ = false;
   bool stop_ = false;
+  std::thread thread_;
+};
+
+// The hub's own validation thread beside remote validators ([verify] remote with threads >= 1):
+// it leases jobs from the same ValidationQueue the validation routes serve, so a job is replayed
+// by whichever validator is free first.
+class QueueValidator {
+ public:
+  using VerdictSink = HubValidator::VerdictSink;
+  QueueValidator(ReplayValidator& validator, hub::ValidationQueue& queue, VerdictSink sink);
+  ~QueueValidator();  // stops the thread after the job in hand (its verdict still goes out)
+
+ private:
+  ReplayValidator& validator_;
+  hub::ValidationQueue& queue_;
+  VerdictSink sink_;
+  std::atomic<bool> stop_{false};
   std::thread thread_;
 };
 

@@ -12,6 +12,7 @@
 #include "engine/sampler.h"
 #include "env/episode.h"
 #include "roles/worker/engine_update.h"
+#include "roles/worker/rollout_record.h"
 
 namespace stoa::verify {
 namespace {
@@ -30,6 +31,25 @@ Verdict fail(int64_t position, std::string what, std::string detail) {
   v.what = std::move(what);
   v.detail = std::move(detail);
   return v;
+}
+
+// The top-K row the worker submitted with `token`: the sampler's `top` (the K most likely entries
+// of the sampling distribution, by log-prob then id: engine::Sampler::sample) through the worker's
+// own row rule (worker::topk_row).
+void expected_topk_row(std::vector<engine::TokenLogprob> dist, int32_t token, float logprob,
+                       size_t k, std::vector<int32_t>& ids, std::vector<float>& lps) {
+  engine::SampledToken t;
+  t.token = token;
+  t.logprob = logprob;
+  const size_t top = std::min(dist.size(), k);
+  std::partial_sort(dist.begin(), dist.begin() + static_cast<std::ptrdiff_t>(top), dist.end(),
+                    [](const engine::TokenLogprob& a, const engine::TokenLogprob& b) {
+                      return a.logprob != b.logprob ? a.logprob > b.logprob : a.token < b.token;
+                    });
+  t.top.assign(dist.begin(), dist.begin() + static_cast<std::ptrdiff_t>(top));
+  ids.clear();
+  lps.clear();
+  worker::topk_row(t, static_cast<int32_t>(k), ids, lps);
 }
 
 // The first index where a and b differ (min size when one is a prefix of the other).
@@ -186,36 +206,67 @@ Verdict ReplayValidator::check_model(const net::RolloutSubmission& r, size_t pro
       prompt_state(tokens.first(prompt_length - 1), prompt_version,
                    std::max<int64_t>(settings_.capacity, static_cast<int64_t>(n) + 1));
   Verdict out;
+  std::vector<int32_t> topk_ids;
+  std::vector<float> topk_lps;
   size_t j = prompt_length - 1;
   while (j < last_gen) {
     const uint64_t v = fed_version[j];
     size_t e = j;
     while (e < last_gen && fed_version[e] == v) ++e;
-    const Tensor logits = runner_for(v).append(seq, tokens.subspan(j, e - j), engine::Logits::kAll);
-    for (size_t row = 0; row < e - j; ++row) {
-      const size_t p = j + row + 1;
-      if (!r.mask[p]) continue;
-      ++out.replayed_tokens;
-      const std::span<const float> z(logits.as<float>() + static_cast<int64_t>(row) * V,
-                                     static_cast<size_t>(sv));
-      const std::vector<engine::TokenLogprob> dist = engine::sampling_distribution(z, params);
-      const int32_t token = r.tokens[p];
-      auto it = std::find_if(dist.begin(), dist.end(),
-                             [&](const engine::TokenLogprob& x) { return x.token == token; });
-      if (it == dist.end())
-        return fail(static_cast<int64_t>(p), "token",
-                    cat("token ", token, " is outside the sampling support (version ", v, ")"));
-      const float recorded = r.logprobs[p];
-      if (std::memcmp(&recorded, &it->logprob, sizeof(float)) != 0)
-        return fail(static_cast<int64_t>(p), "logprob",
-                    cat("recorded ", exact(recorded), ", replayed ", exact(it->logprob),
-                        " (version ", v, ")"));
-      const engine::TokenLogprob& drawn =
-          dist[engine::pick_index(dist, engine::positional_uniform(*r.seed, p))];
-      if (drawn.token != token)
-        return fail(
-            static_cast<int64_t>(p), "token",
-            cat("token ", token, ", the seed's draw picks ", drawn.token, " (version ", v, ")"));
+    engine::ModelRunner& runner = runner_for(v);
+    // Logits only where the next token was generated: a fed observation (whose next token is the
+    // observation's own) needs none, which spares the LM head for every observation token.
+    // Appending in pieces computes the same bits (the engine is prefill/decode invariant).
+    for (size_t a = j; a < e;) {
+      const bool generated_next = r.mask[a + 1] != 0;
+      size_t b = a;
+      while (b < e && (r.mask[b + 1] != 0) == generated_next) ++b;
+      const std::span<const int32_t> piece = tokens.subspan(a, b - a);
+      if (!generated_next) {
+        runner.append(seq, piece, engine::Logits::kNone);
+        a = b;
+        continue;
+      }
+      const Tensor logits = runner.append(seq, piece, engine::Logits::kAll);
+      for (size_t row = 0; row < b - a; ++row) {
+        const size_t p = a + row + 1;
+        ++out.replayed_tokens;
+        const std::span<const float> z(logits.as<float>() + static_cast<int64_t>(row) * V,
+                                       static_cast<size_t>(sv));
+        const std::vector<engine::TokenLogprob> dist = engine::sampling_distribution(z, params);
+        const int32_t token = r.tokens[p];
+        auto it = std::find_if(dist.begin(), dist.end(),
+                               [&](const engine::TokenLogprob& x) { return x.token == token; });
+        if (it == dist.end())
+          return fail(static_cast<int64_t>(p), "token",
+                      cat("token ", token, " is outside the sampling support (version ", v, ")"));
+        const float recorded = r.logprobs[p];
+        if (std::memcmp(&recorded, &it->logprob, sizeof(float)) != 0)
+          return fail(static_cast<int64_t>(p), "logprob",
+                      cat("recorded ", exact(recorded), ", replayed ", exact(it->logprob),
+                          " (version ", v, ")"));
+        const engine::TokenLogprob& drawn =
+            dist[engine::pick_index(dist, engine::positional_uniform(*r.seed, p))];
+        if (drawn.token != token)
+          return fail(
+              static_cast<int64_t>(p), "token",
+              cat("token ", token, ", the seed's draw picks ", drawn.token, " (version ", v, ")"));
+        if (r.topk > 0) {
+          // The top-K rows feed the trainer too: every id and every log-prob bit must match.
+          const size_t k = static_cast<size_t>(r.topk);
+          expected_topk_row(dist, token, it->logprob, k, topk_ids, topk_lps);
+          for (size_t i = 0; i < k; ++i) {
+            const int32_t id = r.topk_ids[p * k + i];
+            const float lp = r.topk_logprobs[p * k + i];
+            if (id != topk_ids[i] || std::memcmp(&lp, &topk_lps[i], sizeof(float)) != 0)
+              return fail(static_cast<int64_t>(p), "topk",
+                          cat("top-K entry ", i, ": recorded token ", id, " at ", exact(lp),
+                              ", replayed token ", topk_ids[i], " at ", exact(topk_lps[i]),
+                              " (version ", v, ")"));
+          }
+        }
+      }
+      a = b;
     }
     j = e;
   }

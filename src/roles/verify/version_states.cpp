@@ -12,11 +12,25 @@ namespace stoa::verify {
 VersionStates::VersionStates(const pulse::BlobStore& store, size_t keep)
     : store_(store), keep_(keep < 2 ? 2 : keep) {}
 
+VersionStates::VersionStates(const pulse::BlobStore& store, size_t keep, Mirror mirror)
+    : store_(store), keep_(keep < 2 ? 2 : keep), mirror_(std::move(mirror)) {}
+
 const pulse::Int8State& VersionStates::at(uint64_t version) {
   std::lock_guard lock(mutex_);
   if (auto it = kept_.find(version); it != kept_.end()) return it->second;
   // Re-read every time we miss: the publisher appends to it while the hub runs.
-  const pulse::Catalog catalog = pulse::Catalog::load(store_.dir() + "/catalog.json");
+  const std::string catalog_path = store_.dir() + "/catalog.json";
+  if (mirror_.refresh_catalog) {
+    bool reaches = false;
+    try {
+      const pulse::Catalog local = pulse::Catalog::load(catalog_path);
+      (void)local.plan(std::nullopt, version);
+      reaches = true;
+    } catch (const Error&) {
+    }
+    if (!reaches) mirror_.refresh_catalog();
+  }
+  const pulse::Catalog catalog = pulse::Catalog::load(catalog_path);
   // Start from the newest kept state below the target when patches lead from it; else cold.
   std::optional<uint64_t> from;
   std::vector<pulse::CatalogEntry> route;
@@ -32,6 +46,7 @@ const pulse::Int8State& VersionStates::at(uint64_t version) {
   pulse::Int8State state;
   if (from) state = kept_.at(*from);
   for (const pulse::CatalogEntry& e : route) {
+    if (mirror_.fetch_blob && !store_.contains(e.hash)) mirror_.fetch_blob(e);
     const std::vector<uint8_t> bytes = store_.get(e.hash);  // checks the content hash
     if (e.kind == pulse::BlobKind::kAnchor) {
       pulse::Int8State anchor = pulse::decode_anchor(bytes);

@@ -31,27 +31,6 @@ double ms_since(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
 }
 
-// The top-K row submitted with a sampled token: the sampler's most likely tokens, and always the
-// sampled one (the hub checks it); a short row is padded with it.
-void topk_row(const engine::SampledToken& t, int32_t topk, std::vector<int32_t>& ids,
-              std::vector<float>& lps) {
-  for (const auto& e : t.top) {
-    if (ids.size() == static_cast<size_t>(topk)) break;
-    ids.push_back(e.token);
-    lps.push_back(e.logprob);
-  }
-  if (std::find(ids.begin(), ids.end(), t.token) == ids.end()) {
-    if (ids.size() == static_cast<size_t>(topk)) {
-      ids.back() = t.token;
-      lps.back() = t.logprob;
-    }
-  }
-  while (ids.size() < static_cast<size_t>(topk)) {
-    ids.push_back(t.token);
-    lps.push_back(t.logprob);
-  }
-}
-
 // One running sample of a leased group (indexed by its EpisodeRunner id).
 struct Sample {
   std::shared_ptr<LeaseWork> work;

@@ -99,6 +99,8 @@ void expect_same(const RunConfig& a, const RunConfig& b) {
   EXPECT_EQ(va.train_on_timeout, vb.train_on_timeout);
   EXPECT_EQ(va.threads, vb.threads);
   EXPECT_EQ(va.max_queue, vb.max_queue);
+  EXPECT_EQ(va.remote, vb.remote);
+  EXPECT_EQ(va.job_lease_ms, vb.job_lease_ms);
 }
 
 // Every key the file carries set away from its default.
@@ -161,6 +163,8 @@ RunConfig every_key_set() {
   c.hub.verify.train_on_timeout = true;
   c.hub.verify.threads = 2;
   c.hub.verify.max_queue = 9;
+  c.hub.verify.remote = true;
+  c.hub.verify.job_lease_ms = 7'000;
   return c;
 }
 

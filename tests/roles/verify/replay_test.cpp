@@ -190,6 +190,15 @@ size_t first_generated(const net::RolloutSubmission& m) {
   return p;
 }
 
+// Where an attack starts: the first generated token followed by two more of the same turn. (The
+// first generated token alone is not enough: with some lease seeds the first turn is a single
+// token, and an attack at first_generated + 1 or + 2 would then land on an observation.)
+size_t attack_point(const net::RolloutSubmission& m) {
+  size_t p = first_generated(m);
+  while (p + 2 < m.mask.size() && !(m.mask[p] && m.mask[p + 1] && m.mask[p + 2])) ++p;
+  return p;
+}
+
 void truncate(net::RolloutSubmission& m, size_t n) {
   m.tokens.resize(n);
   m.mask.resize(n);
@@ -261,7 +270,7 @@ TEST_F(ReplayTest, HonestWorkersPassAndEveryAttackIsCaught) {
     else
       rollouts = generate(w, l, v2, nullptr, -1);
     net::RolloutSubmission& m = rollouts.at(0);
-    const size_t p = first_generated(m);
+    const size_t p = attack_point(m);
     attacked_position[a] = -1;
     if (a == Attack::kForgedLogprob) {
       m.logprobs[p + 2] = std::nextafter(m.logprobs[p + 2], -INFINITY);

@@ -62,6 +62,7 @@ struct GenerateSettings {
   int64_t max_tokens = 2048;
   int64_t sample_vocab = 256;
   int32_t eos = -1;
+  int32_t topk = 0;  // top-K rows recorded as the worker records them (0: none)
 };
 
 // Generates the lease's rollouts. `first` is the state generation starts with (labelled with its
@@ -86,7 +87,10 @@ inline std::vector<net::RolloutSubmission> generate_lease(
   limits.preallocate = false;
   episode::RunnerHooks hooks;
   hooks.on_token = [&](int64_t id, const engine::SampledToken& t) {
-    live.at(id)->add_generated(t.token, t.logprob, version);
+    std::vector<int32_t> ids;
+    std::vector<float> lps;
+    if (gs.topk > 0) worker::topk_row(t, gs.topk, ids, lps);
+    live.at(id)->add_generated(t.token, t.logprob, version, ids, lps);
   };
   hooks.on_turn = [&](int64_t id, const env::Episode&, const env::Decision& d) {
     if (!d.done) live.at(id)->add_observation(d.appended);
@@ -111,7 +115,8 @@ inline std::vector<net::RolloutSubmission> generate_lease(
     es.seed = lease.seeds.at(static_cast<size_t>(k));
     es.draw = engine::DrawMode::kPositional;
     es.max_new_tokens = lease.sampling.max_new_tokens;
-    auto rec = std::make_unique<worker::RolloutRecord>(lease, worker_id);
+    es.params.top_logprobs = gs.topk;
+    auto rec = std::make_unique<worker::RolloutRecord>(lease, worker_id, gs.topk);
     rec->set_replay_info(es.seed, kernels::target_name(kernels::active_target()), version);
     const int64_t id = runner.start(std::move(ep), prompt, es);
     live[id] = std::move(rec);

@@ -1,0 +1,134 @@
+#include "net/validation_protocol.h"
+
+#include <cmath>
+
+#include "core/error.h"
+
+namespace stoa::net {
+
+using nlohmann::json;
+
+namespace {
+
+const json& field(const json& j, const char* msg, const char* name) {
+  STOA_CHECK(j.is_object(), ErrorKind::kInvalidArgument, msg, ": expected a JSON object");
+  auto it = j.find(name);
+  STOA_CHECK(it != j.end(), ErrorKind::kInvalidArgument, msg, ": missing field '", name, "'");
+  return *it;
+}
+
+std::string string_field(const json& j, const char* msg, const char* name) {
+  const json& v = field(j, msg, name);
+  STOA_CHECK(v.is_string(), ErrorKind::kInvalidArgument, msg, ": field '", name,
+             "' is not a string");
+  return v.get<std::string>();
+}
+
+int64_t int_field(const json& j, const char* msg, const char* name) {
+  const json& v = field(j, msg, name);
+  STOA_CHECK(v.is_number_integer() &&
+                 (!v.is_number_unsigned() || v.get<uint64_t>() <= static_cast<uint64_t>(INT64_MAX)),
+             ErrorKind::kInvalidArgument, msg, ": field '", name, "' is not an integer in range (",
+             v.dump().substr(0, 40), ")");
+  return v.get<int64_t>();
+}
+
+bool has(const json& j, const char* name) {
+  return j.is_object() && j.contains(name) && !j.at(name).is_null();
+}
+
+}  // namespace
+
+json to_json(const ValidationLeaseRequest& m) {
+  return {{"validator", m.validator}, {"wait_s", m.wait_s}};
+}
+
+json to_json(const ValidationJob& m) {
+  return {{"job_id", m.job_id},
+          {"rollout", to_json(m.rollout)},
+          {"problem", m.problem},
+          {"prompt_length", m.prompt_length},
+          {"sampling", to_json(m.sampling)},
+          {"max_tokens", m.max_tokens},
+          {"deadline_ms", m.deadline_ms}};
+}
+
+json to_json(const ValidationLeaseResponse& m) {
+  return {{"job", m.job ? to_json(*m.job) : json(nullptr)}, {"queued", m.queued}};
+}
+
+json to_json(const ValidationVerdict& m) {
+  return {{"job_id", m.job_id}, {"pass", m.pass},     {"position", m.position},
+          {"what", m.what},     {"detail", m.detail}, {"cpu_seconds", m.cpu_seconds}};
+}
+
+ValidationLeaseRequest validation_lease_request_from_json(const json& j) {
+  const char* msg = "validation lease";
+  STOA_CHECK(j.is_object(), ErrorKind::kInvalidArgument, msg, ": expected a JSON object");
+  ValidationLeaseRequest m;
+  if (has(j, "validator")) m.validator = string_field(j, msg, "validator");
+  if (has(j, "wait_s")) m.wait_s = int_field(j, msg, "wait_s");
+  STOA_CHECK(m.wait_s >= 0, ErrorKind::kInvalidArgument, msg, ": wait_s must be >= 0");
+  STOA_CHECK(m.validator.size() <= 128, ErrorKind::kInvalidArgument, msg,
+             ": validator name longer than 128 bytes");
+  return m;
+}
+
+ValidationJob validation_job_from_json(const json& j) {
+  const char* msg = "validation job";
+  ValidationJob m;
+  m.job_id = string_field(j, msg, "job_id");
+  m.rollout = rollout_submission_from_json(field(j, msg, "rollout"));
+  m.problem = field(j, msg, "problem");
+  m.prompt_length = int_field(j, msg, "prompt_length");
+  m.sampling = sampling_params_from_json(field(j, msg, "sampling"));
+  m.max_tokens = int_field(j, msg, "max_tokens");
+  m.deadline_ms = int_field(j, msg, "deadline_ms");
+  STOA_CHECK(m.prompt_length > 0 && static_cast<size_t>(m.prompt_length) <= m.rollout.tokens.size(),
+             ErrorKind::kInvalidArgument, msg, ": prompt_length ", m.prompt_length,
+             " outside the rollout's ", m.rollout.tokens.size(), " tokens");
+  return m;
+}
+
+ValidationLeaseResponse validation_lease_response_from_json(const json& j) {
+  ValidationLeaseResponse m;
+  if (has(j, "job")) m.job = validation_job_from_json(j.at("job"));
+  if (has(j, "queued")) m.queued = int_field(j, "validation lease response", "queued");
+  return m;
+}
+
+ValidationVerdict validation_verdict_from_json(const json& j) {
+  const char* msg = "verdict";
+  ValidationVerdict m;
+  m.job_id = string_field(j, msg, "job_id");
+  STOA_CHECK(!m.job_id.empty(), ErrorKind::kInvalidArgument, msg, ": empty job_id");
+  const json& pass = field(j, msg, "pass");
+  STOA_CHECK(pass.is_boolean(), ErrorKind::kInvalidArgument, msg,
+             ": field 'pass' is not true or false");
+  m.pass = pass.get<bool>();
+  if (has(j, "position")) m.position = int_field(j, msg, "position");
+  if (has(j, "what")) m.what = string_field(j, msg, "what");
+  if (has(j, "detail")) m.detail = string_field(j, msg, "detail");
+  if (has(j, "cpu_seconds")) {
+    const json& c = j.at("cpu_seconds");
+    STOA_CHECK(c.is_number(), ErrorKind::kInvalidArgument, msg,
+               ": field 'cpu_seconds' is not a number");
+    m.cpu_seconds = c.get<double>();
+  }
+  STOA_CHECK(m.position >= -1, ErrorKind::kInvalidArgument, msg, ": position ", m.position,
+             " is below -1");
+  STOA_CHECK(m.pass || !m.what.empty(), ErrorKind::kInvalidArgument, msg,
+             ": a failing verdict must say what differed ('what')");
+  STOA_CHECK(!m.pass || m.what.empty(), ErrorKind::kInvalidArgument, msg,
+             ": a passing verdict names no difference ('what' = '", m.what.substr(0, 40), "')");
+  STOA_CHECK(m.what.size() <= 64, ErrorKind::kInvalidArgument, msg,
+             ": 'what' longer than 64 bytes");
+  STOA_CHECK(m.detail.size() <= kMaxVerdictDetail, ErrorKind::kInvalidArgument, msg,
+             ": 'detail' longer than ", kMaxVerdictDetail, " bytes");
+  STOA_CHECK(std::isfinite(m.cpu_seconds) && m.cpu_seconds >= 0 && m.cpu_seconds < 86400,
+             ErrorKind::kInvalidArgument, msg, ": cpu_seconds ", m.cpu_seconds,
+             " is not in [0, 86400)");
+  return m;
+}
+
+}  // namespace stoa::net
