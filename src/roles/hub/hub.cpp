@@ -128,11 +128,8 @@ void Hub::restore() {
       sessions_[w.session_token] = Session{w.id, w.token_name, w.session_expires_ms};
     }
   }
-  for (const auto& g : ledger_->groups()) {
-    groups_[g.id] = GroupState{g, 0, {}};
-    group_order_.push_back(g.id);
-  }
-  for (const auto& l : ledger_->leases(false)) leases_[l.id] = l;
+  for (const auto& g : ledger_->groups()) add_group_locked(g);
+  for (const auto& l : ledger_->leases(false)) set_lease_locked(l);
   // Per-lease counts come from the rollouts themselves (the source of truth).
   for (const auto& [gid, n] : ledger_->rollout_counts()) {
     auto it = groups_.find(gid);
@@ -273,15 +270,36 @@ const std::vector<int32_t>& Hub::prompt_tokens_locked(int64_t prompt_index) {
 }
 
 void Hub::expire_locked(int64_t now_ms) {
-  for (auto& [id, l] : leases_) {
-    if (l.state == LeaseState::kOpen && l.deadline_ms < now_ms) {
-      l.state = LeaseState::kExpired;
-      write_locked([l](Ledger& ledger) { ledger.put_lease(l); });
-      counters_->leases_expired++;
-      log_info("hub", "lease ", id, " of worker ", l.worker_id, " expired; its group ", l.group_id,
-               " will be reissued");
+  for (auto oit = open_leases_.begin(); oit != open_leases_.end();) {
+    const std::string& id = *oit;
+    LeaseRow& l = leases_.at(id);
+    if (l.deadline_ms >= now_ms) {
+      ++oit;
+      continue;
     }
+    l.state = LeaseState::kExpired;
+    write_locked([l](Ledger& ledger) { ledger.put_lease(l); });
+    counters_->leases_expired++;
+    log_info("hub", "lease ", id, " of worker ", l.worker_id, " expired; its group ", l.group_id,
+             " will be reissued");
+    oit = open_leases_.erase(oit);
   }
+}
+
+void Hub::set_lease_locked(const LeaseRow& lease) {
+  leases_[lease.id] = lease;
+  if (lease.state == LeaseState::kOpen)
+    open_leases_.insert(lease.id);
+  else
+    open_leases_.erase(lease.id);
+}
+
+void Hub::add_group_locked(const GroupRow& row) {
+  GroupState& g = groups_[row.id] = GroupState{row, 0, {}};
+  g.order = group_order_.size();
+  group_order_.push_back(row.id);
+  if (row.status == GroupStatus::kOpen) open_group_order_.push_back(row.id);
+  if (row.status == GroupStatus::kComplete) complete_list_.push_back(row.id);
 }
 
 void Hub::expire_leases() {
@@ -295,9 +313,10 @@ void Hub::expire_leases() {
 }
 
 size_t Hub::queued_groups_locked() const {
-  size_t n = 0;
-  for (const auto& [id, g] : groups_) n += g.row.status == GroupStatus::kComplete;
-  return n;
+  std::erase_if(complete_list_, [&](const std::string& id) {
+    return groups_.at(id).row.status != GroupStatus::kComplete;
+  });
+  return complete_list_.size();
 }
 
 net::Lease Hub::make_lease_locked(GroupState& g, const std::string& worker_id, int32_t samples,
@@ -312,7 +331,7 @@ net::Lease Hub::make_lease_locked(GroupState& g, const std::string& worker_id, i
   l.max_deadline_ms = now_ms + std::max(config_.lease_max_ms, config_.lease_ttl_ms);
   l.issued_at_version = version_info_locked(std::nullopt).version.value_or(0);
   write_locked([l](Ledger& ledger) { ledger.put_lease(l); });
-  leases_[l.id] = l;
+  set_lease_locked(l);
   counters_->leases_issued++;
   const auto& problem = deps_.prompts.at(static_cast<size_t>(g.row.prompt_index));
   net::Lease out;
@@ -336,19 +355,20 @@ std::optional<net::Lease> Hub::lease_locked(const std::string& worker_id, int64_
   // Samples still out per group, in one pass over the leases: a scan of every lease for every
   // open group made each lease O(groups x leases) — 57% of the hub's CPU with 1000 workers.
   std::map<std::string, int64_t> outstanding_by_group;
-  for (const auto& [lid, l] : leases_) {
-    if (l.state != LeaseState::kOpen) continue;
+  for (const auto& lid : open_leases_) {
+    const LeaseRow& l = leases_.at(lid);
     auto git = groups_.find(l.group_id);
     if (git == groups_.end()) continue;
     auto it = git->second.accepted_by_lease.find(lid);
     int64_t got = it == git->second.accepted_by_lease.end() ? 0 : it->second;
     outstanding_by_group[l.group_id] += std::max<int64_t>(0, l.samples - got);
   }
-  size_t open_groups = 0;
-  for (const auto& gid : group_order_) {
+  std::erase_if(open_group_order_, [&](const std::string& id) {
+    return groups_.at(id).row.status != GroupStatus::kOpen;
+  });
+  const size_t open_groups = open_group_order_.size();
+  for (const auto& gid : open_group_order_) {
     auto& g = groups_.at(gid);
-    if (g.row.status != GroupStatus::kOpen) continue;
-    ++open_groups;
     auto out = outstanding_by_group.find(gid);
     int64_t outstanding = out == outstanding_by_group.end() ? 0 : out->second;
     int64_t needed = g.row.samples - g.accepted - outstanding;
@@ -395,8 +415,7 @@ std::optional<net::Lease> Hub::lease_locked(const std::string& worker_id, int64_
     l.set_meta("next_prompt", cursor);
   });
   ++next_prompt_;
-  groups_[row.id] = GroupState{row, 0, {}};
-  group_order_.push_back(row.id);
+  add_group_locked(row);
   return make_lease_locked(groups_.at(row.id), worker_id, row.samples, now_ms);
 }
 
@@ -434,6 +453,7 @@ void Hub::release(const std::string& worker_id, const std::string& lease_id) {
     reserve_writes_locked();
     if (it->second.state == LeaseState::kOpen) {
       it->second.state = LeaseState::kReleased;
+      open_leases_.erase(lease_id);
       write_locked([l = it->second](Ledger& ledger) { ledger.put_lease(l); });
       counters_->leases_released++;
     }

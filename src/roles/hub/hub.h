@@ -197,6 +197,7 @@ class Hub final : public TrainerPort {
     int64_t accepted = 0;
     std::map<std::string, int64_t> accepted_by_lease;
     uint64_t complete_ticket = 0;  // the ledger write that completed it: durable before training
+    size_t order = 0;              // index in group_order_ (creation order)
   };
   // An accepted rollout whose write is queued but not yet durable: the ledger's reader
   // connection cannot see it, so idempotency and quarantine look here too.
@@ -249,6 +250,8 @@ class Hub final : public TrainerPort {
   net::VersionInfo version_info_locked(std::optional<uint64_t> after) const;
   void reload_catalog_locked();
   size_t queued_groups_locked() const;
+  void add_group_locked(const GroupRow& row);    // to groups_, group_order_ and the indexes
+  void set_lease_locked(const LeaseRow& lease);  // to leases_ and open_leases_
   void record_step_history_locked(const StepReport& report);
   // Verification (verification.cpp).
   struct Verification;
@@ -281,8 +284,14 @@ class Hub final : public TrainerPort {
       rollouts_per_ip_;
   std::map<std::string, GroupState> groups_;
   std::vector<std::string> group_order_;  // creation order
+  // Indexes over groups_ and leases_, which keep the whole run: the per-request scans (lease,
+  // heartbeat, take_groups, status) walk only what is open or waiting, not the run's history.
+  // The group lists are pruned lazily (a group leaves them by changing status anywhere).
+  std::vector<std::string> open_group_order_;       // status open when added, creation order
+  mutable std::vector<std::string> complete_list_;  // status complete when added
   std::map<std::string, LeaseRow> leases_;
-  std::set<std::string> pending_;  // handed to the trainer, not yet marked
+  std::set<std::string> open_leases_;  // ids of leases in state open
+  std::set<std::string> pending_;      // handed to the trainer, not yet marked
   std::map<uint64_t, VersionRow> versions_;
   pulse::Catalog catalog_;
   std::vector<int64_t> prompt_order_;

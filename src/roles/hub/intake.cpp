@@ -230,13 +230,14 @@ net::RolloutResponse Hub::intake_locked(const std::string& caller, const net::Ro
   uncommitted_rollouts_[m.id] = UncommittedRollout{shared_row, ticket};
   g.accepted++;
   g.accepted_by_lease[m.lease_id] = from_lease;
-  lit->second = lease_after;
+  set_lease_locked(lease_after);
   if (completes) {
     // Other leases on this group (a reissue raced a late result) can stop: heartbeat cancels.
     // The trainer gets the group once this write is durable (on_ledger_commit wakes it).
     g.row.status = GroupStatus::kComplete;
     g.complete_ticket = ticket;
     completion_tickets_.push_back(ticket);
+    complete_list_.push_back(g.row.id);
   }
   auto& c = *counters_;
   c.accepted++;
@@ -261,21 +262,25 @@ std::vector<AcceptedGroup> Hub::take_groups(size_t max_groups, std::chrono::mill
     return g.row.status == GroupStatus::kComplete && g.complete_ticket <= durable &&
            !pending_.count(id) && !held_for_verdict_locked(id);
   };
-  auto ready = [&] {
-    if (stopped_) return true;
+  // The complete groups waiting (queued_groups_locked prunes the list), oldest first.
+  auto candidates = [&] {
+    queued_groups_locked();
     const uint64_t durable = writer_->durable_ticket();
-    for (const auto& [id, g] : groups_) {
-      if (takeable(id, g, durable)) return true;
-    }
-    return false;
+    std::vector<const std::string*> ids;
+    for (const auto& id : complete_list_)
+      if (takeable(id, groups_.at(id), durable)) ids.push_back(&id);
+    return ids;
   };
-  groups_cv_.wait_for(lock, wait, ready);
-  const uint64_t durable = writer_->durable_ticket();
+  groups_cv_.wait_for(lock, wait, [&] { return stopped_ || !candidates().empty(); });
+  auto ids = candidates();
+  std::sort(ids.begin(), ids.end(), [&](const std::string* a, const std::string* b) {
+    return groups_.at(*a).order < groups_.at(*b).order;
+  });
   std::vector<AcceptedGroup> out;
-  for (const auto& gid : group_order_) {
+  for (const std::string* id : ids) {
     if (out.size() >= max_groups) break;
+    const std::string& gid = *id;
     const auto& g = groups_.at(gid);
-    if (!takeable(gid, g, durable)) continue;
     AcceptedGroup ag;
     ag.group_id = gid;
     ag.prompt_id = g.row.prompt_id;

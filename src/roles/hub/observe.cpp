@@ -44,7 +44,7 @@ Hub::Snapshot Hub::snapshot(size_t offset, size_t limit) const {
   s.groups_queued = queued_groups_locked();
   s.workers_total = workers_.size();
   s.versions = versions_.size();
-  for (const auto& [id, l] : leases_) s.leases_open += l.state == LeaseState::kOpen;
+  s.leases_open = static_cast<int64_t>(open_leases_.size());
   s.latest_version = version_info_locked(std::nullopt).version;
   s.step = last_step_;
   s.ledger = writer_->stats();
