@@ -130,6 +130,7 @@ void LedgerWriter::loop() {
         stats_.commits++;
         stats_.largest_batch = std::max<uint64_t>(stats_.largest_batch, batch.size());
         stats_.commit_seconds += seconds;
+        stats_.slowest_commit_seconds = std::max(stats_.slowest_commit_seconds, seconds);
       }
       on_commit = on_commit_;
     }

@@ -31,6 +31,7 @@ struct LedgerWriterStats {
   uint64_t largest_batch = 0;  // writes in the largest transaction
   uint64_t pending = 0;        // queued or committing now
   double commit_seconds = 0;   // wall time inside BEGIN..COMMIT, fsync included
+  double slowest_commit_seconds = 0;
 };
 
 class LedgerWriter {

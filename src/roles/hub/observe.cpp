@@ -99,6 +99,7 @@ std::map<std::string, double> counters_of(const Hub::Snapshot& s) {
   m["ledger_writes_pending"] = static_cast<double>(s.ledger.pending);
   m["ledger_largest_commit"] = static_cast<double>(s.ledger.largest_batch);
   m["ledger_commit_seconds"] = s.ledger.commit_seconds;
+  m["ledger_slowest_commit_seconds"] = s.ledger.slowest_commit_seconds;
   m["ledger_busy"] = static_cast<double>(c.ledger_busy);
   int64_t limited = 0;
   for (const auto& [r, n] : c.rate_limited) limited += n;
