@@ -97,7 +97,8 @@ TEST_F(GroupCommit, EveryAcceptedRolloutSurvivesSigkillOfTheHub) {
       std::fprintf(stderr, "child: %s\n", e.what());
       ::_exit(2);
     }
-    ::_exit(0);
+    ::close(pipe_fds[1]);  // all answered (the parent was slow to kill): wait for the SIGKILL
+    for (;;) ::pause();
   }
   ::close(pipe_fds[1]);
   // Kill it once 40 acceptances arrived, while the other submissions are in flight; keep every
