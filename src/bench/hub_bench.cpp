@@ -181,6 +181,7 @@ int run_hub_bench(const HubBenchOptions& o) {
   std::this_thread::sleep_for(std::chrono::duration<double>(o.think_seconds + 1));
 
   double cpu0 = server.cpu_seconds();
+  const auto ledger0 = hub.counters();
   auto t0 = Clock::now();
   fleet.measure(true);
   std::this_thread::sleep_for(std::chrono::duration<double>(o.seconds));
@@ -189,6 +190,19 @@ int run_hub_bench(const HubBenchOptions& o) {
   double cpu = server.cpu_seconds() - cpu0;
   auto stats = server.stats();
   auto load = load_average();
+  const auto ledger1 = hub.counters();
+  auto delta = [&](const char* key) { return ledger1.at(key) - ledger0.at(key); };
+  // The group commit during the measured phase: transactions (one fsync each) and writes.
+  const double commits = delta("ledger_commits");
+  json ledger = {
+      {"commits", commits},
+      {"writes", delta("ledger_writes")},
+      {"commits_per_s", commits / wall},
+      {"writes_per_commit", commits > 0 ? delta("ledger_writes") / commits : 0.0},
+      {"mean_commit_ms", commits > 0 ? 1000 * delta("ledger_commit_seconds") / commits : 0.0},
+      {"slowest_commit_ms", 1000 * ledger1.at("ledger_slowest_commit_seconds")},
+      {"largest_commit", ledger1.at("ledger_largest_commit")},
+      {"busy_503", delta("ledger_busy")}};
 
   running = false;
   publisher.join();
@@ -223,6 +237,7 @@ int run_hub_bench(const HubBenchOptions& o) {
                  {"timed_out_connections", stats.timed_out},
                  {"refused_connections", stats.refused_connections},
                  {"busy_replies", stats.busy_replies},
+                 {"ledger", ledger},
                  {"load_average", load}};
   if (o.json) {
     std::printf("%s\n", report.dump(2).c_str());

@@ -17,7 +17,7 @@ struct HubBenchOptions {
   double think_seconds = 30;      // a lease's simulated generation time (G samples)
   double heartbeat_seconds = 10;  // heartbeats while generating
   double publish_seconds = 5;     // the fake trainer publishes a version this often
-  int handler_threads = 4;        // the hub's request handlers
+  int handler_threads = 16;       // the hub's request handlers (ServerOptions::threads)
   std::string workdir;            // ledger + blobs (default: a temp dir, removed)
   bool json = false;
 };

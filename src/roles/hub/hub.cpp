@@ -57,10 +57,62 @@ Hub::Hub(HubConfig config, HubDeps deps)
   ledger_ = std::make_unique<Ledger>(config_.ledger_path);
   install_tokens();
   restore();
+  writer_ = std::make_unique<LedgerWriter>(config_.ledger_path, config_.max_pending_writes);
+  writer_->set_on_commit([this] { on_ledger_commit(); });
 }
 
 Hub::~Hub() {
   stop();
+  writer_->stop();  // commits what is still queued (every caller waited for its own writes)
+}
+
+// ---------------------------------------------------------------- the ledger's group commit
+
+void Hub::reserve_writes_locked() {
+  if (writer_->has_room()) return;
+  if (const std::string why = writer_->failure(); !why.empty())
+    fail(ErrorKind::kIo, "hub: the ledger cannot commit (", why, "); restart the hub");
+  counters_->ledger_busy++;
+  throw RequestError(
+      503, cat("the ledger is ", writer_->pending(), " writes behind the disk; retry"), 1000);
+}
+
+uint64_t Hub::write_locked(LedgerWriter::Write write) {
+  return writer_->enqueue(std::move(write));
+}
+
+void Hub::on_ledger_commit() {
+  bool completed = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const uint64_t durable = writer_->durable_ticket();
+    for (auto it = uncommitted_rollouts_.begin(); it != uncommitted_rollouts_.end();)
+      it = it->second.ticket <= durable ? uncommitted_rollouts_.erase(it) : std::next(it);
+    while (!completion_tickets_.empty() && completion_tickets_.front() <= durable) {
+      completion_tickets_.pop_front();
+      completed = true;
+    }
+  }
+  // A complete group is handed to the trainer only once durable (take_groups).
+  if (completed) groups_cv_.notify_all();
+}
+
+std::optional<RolloutRow> Hub::rollout_locked(const std::string& id) const {
+  if (auto it = uncommitted_rollouts_.find(id); it != uncommitted_rollouts_.end())
+    return *it->second.row;
+  return ledger_->rollout(id);
+}
+
+std::vector<RolloutRow> Hub::rollouts_of_group_locked(const std::string& group_id) const {
+  // The ledger first: a row committed between the two reads is in both; keep the ledger's.
+  std::vector<RolloutRow> rows = ledger_->rollouts_of_group(group_id);
+  for (const auto& [id, u] : uncommitted_rollouts_) {
+    if (u.row->group_id != group_id) continue;
+    const bool seen = std::any_of(rows.begin(), rows.end(),
+                                  [&](const RolloutRow& r) { return r.id == u.row->id; });
+    if (!seen) rows.push_back(*u.row);
+  }
+  return rows;
 }
 
 void Hub::restore() {
@@ -76,11 +128,8 @@ void Hub::restore() {
       sessions_[w.session_token] = Session{w.id, w.token_name, w.session_expires_ms};
     }
   }
-  for (const auto& g : ledger_->groups()) {
-    groups_[g.id] = GroupState{g, 0, {}};
-    group_order_.push_back(g.id);
-  }
-  for (const auto& l : ledger_->leases(false)) leases_[l.id] = l;
+  for (const auto& g : ledger_->groups()) add_group_locked(g);
+  for (const auto& l : ledger_->leases(false)) set_lease_locked(l);
   // Per-lease counts come from the rollouts themselves (the source of truth).
   for (const auto& [gid, n] : ledger_->rollout_counts()) {
     auto it = groups_.find(gid);
@@ -92,6 +141,7 @@ void Hub::restore() {
     }
   }
   counters_->accepted = ledger_->rollout_count();
+  last_step_ = ledger_->last_step();
   for (const auto& v : ledger_->versions()) versions_[v.version] = v;
   if (auto m = ledger_->meta("next_prompt")) next_prompt_ = std::stoll(*m);
   for (const auto& [id, g] : groups_) {
@@ -188,7 +238,7 @@ void Hub::publish_version(const pulse::Published& published, const Hash128& stat
                      {"bytes", (*e)->bytes}});
   }
   row.blobs_json = blobs.dump();
-  ledger_->put_version(row);
+  write_locked([row](Ledger& l) { l.put_version(row); });
   versions_[row.version] = row;
   reload_catalog_locked();
   VersionPoint point;
@@ -197,9 +247,12 @@ void Hub::publish_version(const pulse::Published& published, const Hash128& stat
   if (published.patch) point.patch_bytes = published.patch->bytes;
   if (published.anchor) point.anchor_bytes = published.anchor->bytes;
   history_.add_version(point);
-  version_cv_.notify_all();
   auto listener = version_listener_;
+  const uint64_t ticket = written_locked();
   lock.unlock();
+  // Workers hear of the version once it is durable (rollouts built on it commit after it anyway).
+  wait_durable(ticket);
+  version_cv_.notify_all();
   if (listener) listener();
 }
 
@@ -217,26 +270,53 @@ const std::vector<int32_t>& Hub::prompt_tokens_locked(int64_t prompt_index) {
 }
 
 void Hub::expire_locked(int64_t now_ms) {
-  for (auto& [id, l] : leases_) {
-    if (l.state == LeaseState::kOpen && l.deadline_ms < now_ms) {
-      l.state = LeaseState::kExpired;
-      ledger_->put_lease(l);
-      counters_->leases_expired++;
-      log_info("hub", "lease ", id, " of worker ", l.worker_id, " expired; its group ", l.group_id,
-               " will be reissued");
+  for (auto oit = open_leases_.begin(); oit != open_leases_.end();) {
+    const std::string& id = *oit;
+    LeaseRow& l = leases_.at(id);
+    if (l.deadline_ms >= now_ms) {
+      ++oit;
+      continue;
     }
+    l.state = LeaseState::kExpired;
+    write_locked([l](Ledger& ledger) { ledger.put_lease(l); });
+    counters_->leases_expired++;
+    log_info("hub", "lease ", id, " of worker ", l.worker_id, " expired; its group ", l.group_id,
+             " will be reissued");
+    oit = open_leases_.erase(oit);
   }
 }
 
+void Hub::set_lease_locked(const LeaseRow& lease) {
+  leases_[lease.id] = lease;
+  if (lease.state == LeaseState::kOpen)
+    open_leases_.insert(lease.id);
+  else
+    open_leases_.erase(lease.id);
+}
+
+void Hub::add_group_locked(const GroupRow& row) {
+  GroupState& g = groups_[row.id] = GroupState{row, 0, {}};
+  g.order = group_order_.size();
+  group_order_.push_back(row.id);
+  if (row.status == GroupStatus::kOpen) open_group_order_.push_back(row.id);
+  if (row.status == GroupStatus::kComplete) complete_list_.push_back(row.id);
+}
+
 void Hub::expire_leases() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  expire_locked(now());
+  uint64_t ticket = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    expire_locked(now());
+    ticket = written_locked();
+  }
+  wait_durable(ticket);
 }
 
 size_t Hub::queued_groups_locked() const {
-  size_t n = 0;
-  for (const auto& [id, g] : groups_) n += g.row.status == GroupStatus::kComplete;
-  return n;
+  std::erase_if(complete_list_, [&](const std::string& id) {
+    return groups_.at(id).row.status != GroupStatus::kComplete;
+  });
+  return complete_list_.size();
 }
 
 net::Lease Hub::make_lease_locked(GroupState& g, const std::string& worker_id, int32_t samples,
@@ -250,8 +330,8 @@ net::Lease Hub::make_lease_locked(GroupState& g, const std::string& worker_id, i
   l.deadline_ms = now_ms + config_.lease_ttl_ms;
   l.max_deadline_ms = now_ms + std::max(config_.lease_max_ms, config_.lease_ttl_ms);
   l.issued_at_version = version_info_locked(std::nullopt).version.value_or(0);
-  ledger_->put_lease(l);
-  leases_[l.id] = l;
+  write_locked([l](Ledger& ledger) { ledger.put_lease(l); });
+  set_lease_locked(l);
   counters_->leases_issued++;
   const auto& problem = deps_.prompts.at(static_cast<size_t>(g.row.prompt_index));
   net::Lease out;
@@ -275,19 +355,20 @@ std::optional<net::Lease> Hub::lease_locked(const std::string& worker_id, int64_
   // Samples still out per group, in one pass over the leases: a scan of every lease for every
   // open group made each lease O(groups x leases) — 57% of the hub's CPU with 1000 workers.
   std::map<std::string, int64_t> outstanding_by_group;
-  for (const auto& [lid, l] : leases_) {
-    if (l.state != LeaseState::kOpen) continue;
+  for (const auto& lid : open_leases_) {
+    const LeaseRow& l = leases_.at(lid);
     auto git = groups_.find(l.group_id);
     if (git == groups_.end()) continue;
     auto it = git->second.accepted_by_lease.find(lid);
     int64_t got = it == git->second.accepted_by_lease.end() ? 0 : it->second;
     outstanding_by_group[l.group_id] += std::max<int64_t>(0, l.samples - got);
   }
-  size_t open_groups = 0;
-  for (const auto& gid : group_order_) {
+  std::erase_if(open_group_order_, [&](const std::string& id) {
+    return groups_.at(id).row.status != GroupStatus::kOpen;
+  });
+  const size_t open_groups = open_group_order_.size();
+  for (const auto& gid : open_group_order_) {
     auto& g = groups_.at(gid);
-    if (g.row.status != GroupStatus::kOpen) continue;
-    ++open_groups;
     auto out = outstanding_by_group.find(gid);
     int64_t outstanding = out == outstanding_by_group.end() ? 0 : out->second;
     int64_t needed = g.row.samples - g.accepted - outstanding;
@@ -329,43 +410,56 @@ std::optional<net::Lease> Hub::lease_locked(const std::string& worker_id, int64_
   row.prompt_index = index;
   row.samples = config_.group_size;
   row.created_ms = now_ms;
-  ledger_->transaction([&] {
-    ledger_->put_group(row);
-    ledger_->set_meta("next_prompt", std::to_string(next_prompt_ + 1));
+  write_locked([row, cursor = std::to_string(next_prompt_ + 1)](Ledger& l) {
+    l.put_group(row);
+    l.set_meta("next_prompt", cursor);
   });
   ++next_prompt_;
-  groups_[row.id] = GroupState{row, 0, {}};
-  group_order_.push_back(row.id);
+  add_group_locked(row);
   return make_lease_locked(groups_.at(row.id), worker_id, row.samples, now_ms);
 }
 
 net::LeaseResponse Hub::lease(const std::string& worker_id, const std::string& peer) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  const int64_t t = now();
-  throttle_locked(lease_per_worker_, worker_id, "lease (this worker)");
-  if (!peer.empty()) throttle_locked(lease_per_ip_, peer, "lease (this address)");
   net::LeaseResponse resp;
-  if (stopped_) {
-    resp.retry_after_ms = config_.no_work_retry_ms;
-    return resp;
+  uint64_t ticket = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const int64_t t = now();
+    throttle_locked(lease_per_worker_, worker_id, "lease (this worker)");
+    if (!peer.empty()) throttle_locked(lease_per_ip_, peer, "lease (this address)");
+    if (stopped_) {
+      resp.retry_after_ms = config_.no_work_retry_ms;
+      return resp;
+    }
+    reserve_writes_locked();
+    resp.lease = lease_locked(worker_id, t);
+    if (!resp.lease) resp.retry_after_ms = config_.no_work_retry_ms;
+    ticket = written_locked();
   }
-  resp.lease = lease_locked(worker_id, t);
-  if (!resp.lease) resp.retry_after_ms = config_.no_work_retry_ms;
+  wait_durable(ticket);  // a lease the hub could forget in a crash is never handed out
   return resp;
 }
 
 void Hub::release(const std::string& worker_id, const std::string& lease_id) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto it = leases_.find(lease_id);
-  if (it == leases_.end()) throw RequestError(404, cat("release: unknown lease '", lease_id, "'"));
-  if (it->second.worker_id != worker_id) {
-    throw RequestError(409, cat("release: lease '", lease_id, "' is not yours"));
+  uint64_t ticket = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = leases_.find(lease_id);
+    if (it == leases_.end())
+      throw RequestError(404, cat("release: unknown lease '", lease_id, "'"));
+    if (it->second.worker_id != worker_id) {
+      throw RequestError(409, cat("release: lease '", lease_id, "' is not yours"));
+    }
+    reserve_writes_locked();
+    if (it->second.state == LeaseState::kOpen) {
+      it->second.state = LeaseState::kReleased;
+      open_leases_.erase(lease_id);
+      write_locked([l = it->second](Ledger& ledger) { ledger.put_lease(l); });
+      counters_->leases_released++;
+    }
+    ticket = written_locked();
   }
-  if (it->second.state == LeaseState::kOpen) {
-    it->second.state = LeaseState::kReleased;
-    ledger_->put_lease(it->second);
-    counters_->leases_released++;
-  }
+  wait_durable(ticket);
 }
 
 net::HeartbeatResponse Hub::heartbeat(const std::string& caller, const net::Heartbeat& hb) {
@@ -373,7 +467,20 @@ net::HeartbeatResponse Hub::heartbeat(const std::string& caller, const net::Hear
     throw RequestError(403, cat("heartbeat: worker_id '", hb.worker_id,
                                 "' does not match the session token's worker"));
   }
-  std::lock_guard<std::mutex> lock(mutex_);
+  net::HeartbeatResponse resp;
+  uint64_t ticket = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    reserve_writes_locked();
+    heartbeat_locked(caller, hb, resp);
+    ticket = written_locked();
+  }
+  wait_durable(ticket);
+  return resp;
+}
+
+void Hub::heartbeat_locked(const std::string& caller, const net::Heartbeat& hb,
+                           net::HeartbeatResponse& resp) {
   int64_t t = now();
   expire_locked(t);
   expire_workers_locked(t);
@@ -387,8 +494,7 @@ net::HeartbeatResponse Hub::heartbeat(const std::string& caller, const net::Hear
   w.tokens_per_s = hb.tokens_per_s;
   w.idle_fraction = hb.idle_fraction;
   w.download = hb.download;
-  ledger_->touch_worker(caller, t);
-  net::HeartbeatResponse resp;
+  write_locked([caller, t](Ledger& l) { l.touch_worker(caller, t); });
   resp.latest_version = version_info_locked(std::nullopt).version;
   // Rotation: past half its life the session gets a successor; the worker switches to it and
   // the old token lapses at its own expiry (calls in flight with it still succeed).
@@ -408,12 +514,11 @@ net::HeartbeatResponse Hub::heartbeat(const std::string& caller, const net::Hear
       resp.cancelled.push_back(lid);
     } else if (l.state == LeaseState::kOpen) {
       l.deadline_ms = std::min(t + config_.lease_ttl_ms, l.max_deadline_ms);
-      ledger_->put_lease(l);
+      write_locked([l](Ledger& ledger) { ledger.put_lease(l); });
       resp.renewed.push_back(lid);
     }
     // An expired lease is neither: its late results may still count (docs/protocol.md).
   }
-  return resp;
 }
 
 }  // namespace stoa::hub

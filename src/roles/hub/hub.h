@@ -1,12 +1,15 @@
 // The hub's state machine, without HTTP: workers and their session tokens, groups and leases,
 // rollout intake (validation, reward recomputation, durable ledger insert), versions and the
 // catch-up catalog, and the TrainerPort the trainer loop consumes. HubServer (server.h) maps HTTP
-// requests onto these methods; tests drive them directly. Thread-safe (one mutex; SQLite commits
-// happen under it, which serialises intake — a few ms each — and keeps memory and ledger in step).
+// requests onto these methods; tests drive them directly. Thread-safe: one mutex guards the
+// memory; ledger writes are queued under it, in the order memory changed, and group-committed by
+// a LedgerWriter thread (ledger_writer.h). A call that wrote answers only once its writes are
+// durable, waiting for that after releasing the mutex, so no fsync runs under the mutex.
 #pragma once
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -26,6 +29,7 @@
 #include "pulse/blob_store.h"
 #include "pulse/catalog.h"
 #include "roles/hub/ledger.h"
+#include "roles/hub/ledger_writer.h"
 #include "roles/hub/rate_limit.h"
 #include "roles/hub/rollout_audit.h"
 #include "roles/hub/run_history.h"
@@ -84,6 +88,9 @@ struct HubConfig {
   size_t status_max_workers = 500;          // a /v1/status page holds at most this many
   size_t metrics_max_workers = 200;         // per-worker series in /metrics
   HubLimits limits;
+  // Ledger writes queued for the group commit and not yet durable; over this a request that would
+  // write is answered 503 with Retry-After (the disk is behind), as a full WorkPool is.
+  size_t max_pending_writes = 4096;
   VerifyPolicy verify;  // used once set_auditor() gave the hub a validator
 };
 
@@ -194,6 +201,14 @@ class Hub final : public TrainerPort {
     GroupRow row;
     int64_t accepted = 0;
     std::map<std::string, int64_t> accepted_by_lease;
+    uint64_t complete_ticket = 0;  // the ledger write that completed it: durable before training
+    size_t order = 0;              // index in group_order_ (creation order)
+  };
+  // An accepted rollout whose write is queued but not yet durable: the ledger's reader
+  // connection cannot see it, so idempotency and quarantine look here too.
+  struct UncommittedRollout {
+    std::shared_ptr<const RolloutRow> row;
+    uint64_t ticket = 0;
   };
   struct Counters;
   struct Session {
@@ -204,6 +219,23 @@ class Hub final : public TrainerPort {
 
   int64_t now() const { return deps_.clock_ms(); }
   void restore();
+  // ---- the ledger's group commit ----
+  // A request that will write checks first: 503 + Retry-After when max_pending_writes wait, 500
+  // once the writer has failed.
+  void reserve_writes_locked();
+  // Queues one atomic write (several ledger calls commit together); returns its ticket.
+  uint64_t write_locked(LedgerWriter::Write write);
+  // The ticket covering every write queued so far: a request waits for it outside the lock.
+  uint64_t written_locked() const { return writer_->last_ticket(); }
+  void wait_durable(uint64_t ticket) const { writer_->wait_durable(ticket); }
+  void on_ledger_commit();  // the writer thread, after each commit
+  // The ledger's rows plus the accepted rollouts still in the group commit's queue.
+  std::optional<RolloutRow> rollout_locked(const std::string& id) const;
+  std::vector<RolloutRow> rollouts_of_group_locked(const std::string& group_id) const;
+  void heartbeat_locked(const std::string& caller, const net::Heartbeat& heartbeat,
+                        net::HeartbeatResponse& response);
+  net::RolloutResponse intake_locked(const std::string& caller, const net::RolloutSubmission& m,
+                                     std::string payload);
   void install_tokens();
   void refresh_tokens_locked();
   // The name of the valid (not revoked) token of `scope` that `bearer` is, if any.
@@ -223,6 +255,8 @@ class Hub final : public TrainerPort {
   net::VersionInfo version_info_locked(std::optional<uint64_t> after) const;
   void reload_catalog_locked();
   size_t queued_groups_locked() const;
+  void add_group_locked(const GroupRow& row);    // to groups_, group_order_ and the indexes
+  void set_lease_locked(const LeaseRow& lease);  // to leases_ and open_leases_
   void record_step_history_locked(const StepReport& report);
   // Verification (verification.cpp).
   struct Verification;
@@ -237,7 +271,7 @@ class Hub final : public TrainerPort {
 
   HubConfig config_;
   HubDeps deps_;
-  std::unique_ptr<Ledger> ledger_;
+  std::unique_ptr<Ledger> ledger_;  // reads (under mutex_); writes go through writer_
   mutable std::mutex mutex_;
   std::condition_variable version_cv_;
   std::condition_variable groups_cv_;
@@ -255,8 +289,14 @@ class Hub final : public TrainerPort {
       rollouts_per_ip_;
   std::map<std::string, GroupState> groups_;
   std::vector<std::string> group_order_;  // creation order
+  // Indexes over groups_ and leases_, which keep the whole run: the per-request scans (lease,
+  // heartbeat, take_groups, status) walk only what is open or waiting, not the run's history.
+  // The group lists are pruned lazily (a group leaves them by changing status anywhere).
+  std::vector<std::string> open_group_order_;       // status open when added, creation order
+  mutable std::vector<std::string> complete_list_;  // status complete when added
   std::map<std::string, LeaseRow> leases_;
-  std::set<std::string> pending_;  // handed to the trainer, not yet marked
+  std::set<std::string> open_leases_;  // ids of leases in state open
+  std::set<std::string> pending_;      // handed to the trainer, not yet marked
   std::map<uint64_t, VersionRow> versions_;
   pulse::Catalog catalog_;
   std::vector<int64_t> prompt_order_;
@@ -265,6 +305,11 @@ class Hub final : public TrainerPort {
   std::unique_ptr<Counters> counters_;
   RunHistory history_;
   std::unique_ptr<Verification> verification_;
+  std::map<std::string, UncommittedRollout> uncommitted_rollouts_;  // by rollout id
+  std::deque<uint64_t> completion_tickets_;  // groups completed, not yet durable (ticket order)
+  int64_t last_step_ = 0;                    // the ledger's last step, kept in memory
+  // Last: started after restore(), stopped (drained) first in ~Hub while the rest still exists.
+  std::unique_ptr<LedgerWriter> writer_;
 };
 
 }  // namespace stoa::hub

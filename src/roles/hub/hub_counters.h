@@ -38,6 +38,7 @@ struct Hub::Counters {
   std::map<std::string, int64_t> rate_limited;  // 429s, by limit
   int64_t resume_refused = 0;                   // resumes without the worker's secret
   int64_t workers_expired = 0;
+  int64_t ledger_busy = 0;  // 503s: max_pending_writes were waiting for the disk
 };
 
 // What status(), metrics() and counters() are built from: copied under the hub's lock, turned
@@ -54,6 +55,7 @@ struct Hub::Snapshot {
   size_t offset = 0;
   std::vector<WorkerStats> workers;            // the requested page
   std::map<std::string, double> verification;  // replay counters (verification.cpp), if on
+  LedgerWriterStats ledger;                    // the group commit (ledger_writer.h)
 };
 
 }  // namespace stoa::hub

@@ -73,7 +73,9 @@ void Hub::refresh_tokens_locked() {
   const auto t = std::chrono::steady_clock::now();
   if (t - tokens_checked_ < kTokenRefresh) return;
   tokens_checked_ = t;
-  const int64_t version = ledger_->data_version();  // moves when another process commits
+  // Moves when another connection commits: `stoa hub token`, and also the hub's own group commit
+  // (its own connection), so tokens are re-read at most every kTokenRefresh.
+  const int64_t version = ledger_->data_version();
   if (version == tokens_data_version_) return;
   tokens_data_version_ = version;
   tokens_ = ledger_->join_tokens();
@@ -100,12 +102,15 @@ std::string Hub::issue_session_locked(const std::string& worker_id, const std::s
   sessions_[hash] = Session{worker_id, token_name, expires};
   auto& w = workers_[worker_id];
   w.session_issued_ms = now_ms;
-  if (auto row = ledger_->worker(worker_id)) {
-    row->session_token = hash;
-    row->token_name = token_name;
-    row->session_expires_ms = expires;
-    ledger_->put_worker(*row);
-  }
+  // Read and rewritten inside the group commit: the row there has every earlier queued write.
+  write_locked([worker_id, hash, token_name, expires](Ledger& l) {
+    if (auto row = l.worker(worker_id)) {
+      row->session_token = hash;
+      row->token_name = token_name;
+      row->session_expires_ms = expires;
+      l.put_worker(*row);
+    }
+  });
   return token;
 }
 
@@ -122,12 +127,13 @@ void Hub::throttle_locked(RateLimiter& limiter, const std::string& key, const ch
 
 net::JoinResponse Hub::join(const std::string& bearer, const net::JoinRequest& request,
                             const std::string& peer) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::unique_lock<std::mutex> lock(mutex_);
   const int64_t t = now();
   if (!peer.empty()) throttle_locked(join_per_ip_, peer, "join (this address)");
   refresh_tokens_locked();
   const auto token_name = match_token_locked(bearer, kWorkScope);
   if (!token_name) throw RequestError(401, "join: invalid or revoked join token");
+  reserve_writes_locked();
   expire_workers_locked(t);
   WorkerRow row;
   bool resumed = false;
@@ -166,7 +172,7 @@ net::JoinResponse Hub::join(const std::string& bearer, const net::JoinRequest& r
   const std::string session = net::random_token();
   row.session_token = net::sha256_hex(session);
   row.session_expires_ms = t + config_.session_ttl_ms;
-  ledger_->put_worker(row);
+  write_locked([row](Ledger& l) { l.put_worker(row); });
   sessions_[row.session_token] = Session{row.id, row.token_name, row.session_expires_ms};
   auto& w = workers_[row.id];
   w.id = row.id;
@@ -183,6 +189,9 @@ net::JoinResponse Hub::join(const std::string& bearer, const net::JoinRequest& r
   resp.max_tokens = config_.max_tokens;
   resp.topk = config_.topk;
   resp.task = deps_.task->name();
+  const uint64_t ticket = written_locked();
+  lock.unlock();
+  wait_durable(ticket);  // its identity survives a crash before the worker hears it
   log_info("hub", "worker ", row.id, " (", row.name, ") ", resumed ? "resumed" : "joined",
            " with token '", row.token_name, "'");
   return resp;
@@ -237,12 +246,13 @@ void Hub::expire_workers_locked(int64_t now_ms) {
     if (now_ms - w.last_seen_ms > config_.worker_idle_expiry_ms) gone.push_back(id);
   }
   if (gone.empty()) return;
-  ledger_->transaction([&] {
-    for (const auto& id : gone) {
-      // A worker whose rollouts were accepted keeps its ledger row (the rollouts name it, and
-      // it may still resume with its secret); one that never contributed leaves no trace.
-      if (workers_[id].rollouts_accepted == 0) ledger_->delete_worker(id);
-    }
+  // A worker whose rollouts were accepted keeps its ledger row (the rollouts name it, and it
+  // may still resume with its secret); one that never contributed leaves no trace.
+  std::vector<std::string> forget;
+  for (const auto& id : gone)
+    if (workers_[id].rollouts_accepted == 0) forget.push_back(id);
+  write_locked([forget](Ledger& l) {
+    for (const auto& id : forget) l.delete_worker(id);
   });
   for (const auto& id : gone) {
     log_info("hub", "worker ", id, " (", workers_[id].name, ") expired: no heartbeat for ",
@@ -258,9 +268,14 @@ void Hub::expire_workers_locked(int64_t now_ms) {
 }
 
 void Hub::expire_workers() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  workers_scanned_ms_ = 0;
-  expire_workers_locked(now());
+  uint64_t ticket = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    workers_scanned_ms_ = 0;
+    expire_workers_locked(now());
+    ticket = written_locked();
+  }
+  wait_durable(ticket);
 }
 
 }  // namespace stoa::hub

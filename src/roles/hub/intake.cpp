@@ -57,13 +57,30 @@ net::RolloutResponse Hub::submit(const std::string& caller, const net::RolloutSu
                                 "' does not match the session token's worker"));
   }
   net::validate_structure(m);  // decoders already did; callers may build messages themselves
-  std::lock_guard<std::mutex> lock(mutex_);
-  throttle_locked(rollouts_per_worker_, caller, "rollouts (this worker)");
-  if (!peer.empty()) throttle_locked(rollouts_per_ip_, peer, "rollouts (this address)");
+  std::string payload = net::to_json(m).dump();  // what the ledger stores; no lock needed
+  net::RolloutResponse response;
+  uint64_t ticket = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    throttle_locked(rollouts_per_worker_, caller, "rollouts (this worker)");
+    if (!peer.empty()) throttle_locked(rollouts_per_ip_, peer, "rollouts (this address)");
+    reserve_writes_locked();
+    response = intake_locked(caller, m, std::move(payload));
+    ticket = written_locked();
+  }
+  // "accepted" (and "duplicate", and a rejection that counted an accepted rollout still in the
+  // queue) only once what the answer rests on is durable — waited for without the hub's mutex,
+  // while other requests go on and this write's group commit gathers more.
+  wait_durable(ticket);
+  return response;
+}
+
+net::RolloutResponse Hub::intake_locked(const std::string& caller, const net::RolloutSubmission& m,
+                                        std::string payload) {
   const std::string who = cat("rollout ", m.id);
   // Idempotency first: a retry of an accepted rollout is a duplicate even if its lease has
   // since expired or its group was trained.
-  if (auto prev = ledger_->rollout(m.id)) {
+  if (auto prev = rollout_locked(m.id)) {
     // Another worker's rollout id: a replay of someone else's work (verification.cpp).
     if (verification_ && prev->worker_id != caller) {
       verification_->failed++;
@@ -193,27 +210,34 @@ net::RolloutResponse Hub::submit(const std::string& caller, const net::RolloutSu
   row.max_version = vmax;
   row.tokens = n;
   row.accepted_ms = now();
-  row.payload = net::to_json(m).dump();
+  row.payload = std::move(payload);
   const bool completes = g.accepted + 1 >= g.row.samples;
   LeaseRow lease_after = lease;
   int64_t from_lease = g.accepted_by_lease[m.lease_id] + 1;
   if (lease_after.state == LeaseState::kOpen && from_lease >= lease_after.samples) {
     lease_after.state = LeaseState::kDone;
   }
-  // One transaction: the rollout, the group's completion and the lease's state commit together
-  // (synchronous=FULL: on disk before we answer).
-  ledger_->transaction([&] {
-    ledger_->insert_rollout(row);
-    if (completes) ledger_->set_group_status(g.row.id, GroupStatus::kComplete);
-    if (lease_after.state != lease.state) ledger_->put_lease(lease_after);
-  });
+  // One atomic write: the rollout, the group's completion and the lease's state commit together
+  // (in the next group commit; submit() answers once it is durable).
+  auto shared_row = std::make_shared<const RolloutRow>(std::move(row));
+  const bool lease_changed = lease_after.state != lease.state;
+  const uint64_t ticket =
+      write_locked([shared_row, completes, lease_changed, lease_after](Ledger& l) {
+        l.insert_rollout(*shared_row);
+        if (completes) l.set_group_status(shared_row->group_id, GroupStatus::kComplete);
+        if (lease_changed) l.put_lease(lease_after);
+      });
+  uncommitted_rollouts_[m.id] = UncommittedRollout{shared_row, ticket};
   g.accepted++;
   g.accepted_by_lease[m.lease_id] = from_lease;
-  lit->second = lease_after;
+  set_lease_locked(lease_after);
   if (completes) {
-    g.row.status = GroupStatus::kComplete;
     // Other leases on this group (a reissue raced a late result) can stop: heartbeat cancels.
-    groups_cv_.notify_all();
+    // The trainer gets the group once this write is durable (on_ledger_commit wakes it).
+    g.row.status = GroupStatus::kComplete;
+    g.complete_ticket = ticket;
+    completion_tickets_.push_back(ticket);
+    complete_list_.push_back(g.row.id);
   }
   auto& c = *counters_;
   c.accepted++;
@@ -233,23 +257,30 @@ net::RolloutResponse Hub::submit(const std::string& caller, const net::RolloutSu
 
 std::vector<AcceptedGroup> Hub::take_groups(size_t max_groups, std::chrono::milliseconds wait) {
   std::unique_lock<std::mutex> lock(mutex_);
-  auto ready = [&] {
-    if (stopped_) return true;
-    for (const auto& [id, g] : groups_) {
-      if (g.row.status == GroupStatus::kComplete && !pending_.count(id) &&
-          !held_for_verdict_locked(id))
-        return true;
-    }
-    return false;
+  // Complete, durable (its rows are visible to the ledger's reader), not taken, not held.
+  auto takeable = [&](const std::string& id, const GroupState& g, uint64_t durable) {
+    return g.row.status == GroupStatus::kComplete && g.complete_ticket <= durable &&
+           !pending_.count(id) && !held_for_verdict_locked(id);
   };
-  groups_cv_.wait_for(lock, wait, ready);
+  // The complete groups waiting (queued_groups_locked prunes the list), oldest first.
+  auto candidates = [&] {
+    queued_groups_locked();
+    const uint64_t durable = writer_->durable_ticket();
+    std::vector<const std::string*> ids;
+    for (const auto& id : complete_list_)
+      if (takeable(id, groups_.at(id), durable)) ids.push_back(&id);
+    return ids;
+  };
+  groups_cv_.wait_for(lock, wait, [&] { return stopped_ || !candidates().empty(); });
+  auto ids = candidates();
+  std::sort(ids.begin(), ids.end(), [&](const std::string* a, const std::string* b) {
+    return groups_.at(*a).order < groups_.at(*b).order;
+  });
   std::vector<AcceptedGroup> out;
-  for (const auto& gid : group_order_) {
+  for (const std::string* id : ids) {
     if (out.size() >= max_groups) break;
+    const std::string& gid = *id;
     const auto& g = groups_.at(gid);
-    if (g.row.status != GroupStatus::kComplete || pending_.count(gid) ||
-        held_for_verdict_locked(gid))
-      continue;
     AcceptedGroup ag;
     ag.group_id = gid;
     ag.prompt_id = g.row.prompt_id;
@@ -264,7 +295,7 @@ std::vector<AcceptedGroup> Hub::take_groups(size_t max_groups, std::chrono::mill
 }
 
 void Hub::mark_trained(const std::vector<std::string>& group_ids, const StepReport& report) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::unique_lock<std::mutex> lock(mutex_);
   json rep = {{"step", report.step},
               {"step_seconds", report.step_seconds},
               {"busy_fraction", report.busy_fraction},
@@ -277,14 +308,16 @@ void Hub::mark_trained(const std::vector<std::string>& group_ids, const StepRepo
               {"tokens", report.tokens},
               {"group_ids", group_ids}};
   for (const auto& [k, v] : report.extra) rep["extra"][k] = v;
-  ledger_->transaction([&] {
-    for (const auto& id : group_ids) {
-      STOA_CHECK(groups_.count(id), ErrorKind::kInvalidArgument, "mark_trained: unknown group '",
-                 id, "'");
-      ledger_->set_group_status(id, GroupStatus::kTrained, report.step);
-    }
-    ledger_->put_step(report.step, now(), rep.dump());
+  for (const auto& id : group_ids) {
+    STOA_CHECK(groups_.count(id), ErrorKind::kInvalidArgument, "mark_trained: unknown group '", id,
+               "'");
+  }
+  // The groups and the step commit together: a crash never leaves a step without its groups.
+  write_locked([group_ids, step = report.step, t = now(), text = rep.dump()](Ledger& l) {
+    for (const auto& id : group_ids) l.set_group_status(id, GroupStatus::kTrained, step);
+    l.put_step(step, t, text);
   });
+  last_step_ = std::max(last_step_, report.step);
   for (const auto& id : group_ids) {
     groups_.at(id).row.status = GroupStatus::kTrained;
     groups_.at(id).row.trained_step = report.step;
@@ -298,16 +331,19 @@ void Hub::mark_trained(const std::vector<std::string>& group_ids, const StepRepo
   while (b + 1 < buckets.size() && report.step_seconds > Counters::kStepBounds[b]) ++b;
   buckets[b]++;
   counters_->step_seconds_sum += report.step_seconds;
+  const uint64_t ticket = written_locked();
+  lock.unlock();
+  wait_durable(ticket);
 }
 
 void Hub::mark_dropped(const std::vector<std::string>& group_ids, const std::string& reason) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  ledger_->transaction([&] {
-    for (const auto& id : group_ids) {
-      STOA_CHECK(groups_.count(id), ErrorKind::kInvalidArgument, "mark_dropped: unknown group '",
-                 id, "'");
-      ledger_->set_group_status(id, GroupStatus::kDropped, -1, reason);
-    }
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (const auto& id : group_ids) {
+    STOA_CHECK(groups_.count(id), ErrorKind::kInvalidArgument, "mark_dropped: unknown group '", id,
+               "'");
+  }
+  write_locked([group_ids, reason](Ledger& l) {
+    for (const auto& id : group_ids) l.set_group_status(id, GroupStatus::kDropped, -1, reason);
   });
   for (const auto& id : group_ids) {
     groups_.at(id).row.status = GroupStatus::kDropped;
@@ -315,11 +351,14 @@ void Hub::mark_dropped(const std::vector<std::string>& group_ids, const std::str
     pending_.erase(id);
     counters_->dropped[reason]++;
   }
+  const uint64_t ticket = written_locked();
+  lock.unlock();
+  wait_durable(ticket);
 }
 
 int64_t Hub::last_step() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return ledger_->last_step();
+  return last_step_;
 }
 
 void Hub::stop() {

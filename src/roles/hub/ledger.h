@@ -4,7 +4,9 @@
 // and marking groups trained happens in the same transaction as recording the step, so a hub
 // restarted after kill -9 neither loses an acknowledged rollout nor trains on one twice.
 // The schema is versioned (PRAGMA user_version) and migrated forward on open.
-// Not thread-safe: the Hub serialises access with its own mutex.
+// Not thread-safe: one thread at a time per Ledger. The Hub reads through its own Ledger under
+// its mutex and writes through a LedgerWriter (ledger_writer.h: group commit), which holds a
+// second connection to the same file.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -102,17 +104,19 @@ class Ledger {
   int schema_version() const;
   const std::string& path() const { return path_; }
 
-  // Runs fn inside BEGIN IMMEDIATE ... COMMIT (ROLLBACK and rethrow on an exception).
+  // Runs fn inside BEGIN IMMEDIATE ... COMMIT (ROLLBACK and rethrow on an exception, the
+  // COMMIT's own included: a failed COMMIT can leave the transaction open, and the group commit
+  // retries the whole transaction).
   template <typename Fn>
   void transaction(Fn&& fn) {
     begin();
     try {
       fn();
+      commit();
     } catch (...) {
       rollback();
       throw;
     }
-    commit();
   }
 
   void put_worker(const WorkerRow& row);  // insert or replace

@@ -44,9 +44,10 @@ Hub::Snapshot Hub::snapshot(size_t offset, size_t limit) const {
   s.groups_queued = queued_groups_locked();
   s.workers_total = workers_.size();
   s.versions = versions_.size();
-  for (const auto& [id, l] : leases_) s.leases_open += l.state == LeaseState::kOpen;
+  s.leases_open = static_cast<int64_t>(open_leases_.size());
   s.latest_version = version_info_locked(std::nullopt).version;
-  s.step = ledger_->last_step();
+  s.step = last_step_;
+  s.ledger = writer_->stats();
   s.now_ms = now();
   verification_counters_locked(s.verification);
   s.offset = std::min(offset, workers_.size());
@@ -93,6 +94,13 @@ std::map<std::string, double> counters_of(const Hub::Snapshot& s) {
   m["workers"] = static_cast<double>(s.workers_total);
   m["workers_expired"] = static_cast<double>(c.workers_expired);
   m["resume_refused"] = static_cast<double>(c.resume_refused);
+  m["ledger_writes"] = static_cast<double>(s.ledger.writes);
+  m["ledger_commits"] = static_cast<double>(s.ledger.commits);
+  m["ledger_writes_pending"] = static_cast<double>(s.ledger.pending);
+  m["ledger_largest_commit"] = static_cast<double>(s.ledger.largest_batch);
+  m["ledger_commit_seconds"] = s.ledger.commit_seconds;
+  m["ledger_slowest_commit_seconds"] = s.ledger.slowest_commit_seconds;
+  m["ledger_busy"] = static_cast<double>(c.ledger_busy);
   int64_t limited = 0;
   for (const auto& [r, n] : c.rate_limited) limited += n;
   m["rate_limited"] = static_cast<double>(limited);
@@ -206,6 +214,11 @@ std::string Hub::metrics() const {
   gauge("rate_limited_total", "Requests answered 429 (rate limits)", cm["rate_limited"], "counter");
   gauge("resume_refused_total", "Resumes refused for want of the worker secret",
         cm["resume_refused"], "counter");
+  gauge("ledger_writes_total", "Ledger writes committed", cm["ledger_writes"], "counter");
+  gauge("ledger_commits_total", "Ledger transactions (one fsync each; group commit)",
+        cm["ledger_commits"], "counter");
+  gauge("ledger_writes_pending", "Ledger writes queued for the group commit",
+        cm["ledger_writes_pending"]);
   o << "# HELP stoa_rollouts_total Rollouts submitted, by intake result\n"
        "# TYPE stoa_rollouts_total counter\n";
   o << "stoa_rollouts_total{status=\"accepted\"} " << cm["rollouts_accepted"] << "\n";

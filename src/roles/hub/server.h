@@ -18,8 +18,10 @@ namespace stoa::hub {
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
-  int port = 0;     // 0: any free port (see HubServer::port())
-  int threads = 4;  // request handlers (lease, intake, status); long-polls hold none
+  int port = 0;  // 0: any free port (see HubServer::port())
+  // Request handlers (lease, intake, status); long-polls hold none. A handler that wrote waits
+  // for its group commit (ledger_writer.h) on its thread, so several wait at once at N = 1000.
+  int threads = 16;
   size_t max_body_bytes = 32u << 20;
   int max_long_poll_s = 60;
   int header_timeout_s = 10;  // whole request headers

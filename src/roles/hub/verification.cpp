@@ -128,7 +128,9 @@ bool Hub::held_for_verdict_locked(const std::string& group_id) {
   for (auto it = v.pending.begin(); it != v.pending.end();)
     it = it->second.group_id == group_id ? (++v.timeouts, v.pending.erase(it)) : std::next(it);
   if (config_.verify.train_on_timeout) return false;
-  ledger_->set_group_status(group_id, GroupStatus::kDropped, -1, "verify_timeout");
+  write_locked([group_id](Ledger& l) {
+    l.set_group_status(group_id, GroupStatus::kDropped, -1, "verify_timeout");
+  });
   groups_.at(group_id).row.status = GroupStatus::kDropped;
   groups_.at(group_id).row.drop_reason = "verify_timeout";
   counters_->dropped["verify_timeout"]++;
@@ -146,7 +148,7 @@ void Hub::record_verdict(const std::string& rollout_id, const AuditVerdict& verd
     if (it != v.pending.end()) {
       worker = it->second.worker_id;
       v.pending.erase(it);
-    } else if (auto row = ledger_->rollout(rollout_id)) {
+    } else if (auto row = rollout_locked(rollout_id)) {
       worker = row->worker_id;  // its group timed out meanwhile: the verdict still counts
     }
     if (verdict.pass) {
@@ -176,16 +178,15 @@ void Hub::quarantine_locked(const std::string& worker_id, const std::string& why
     if (g.row.status == GroupStatus::kTrained || g.row.status == GroupStatus::kDropped ||
         pending_.count(gid))
       continue;
-    for (const auto& row : ledger_->rollouts_of_group(gid)) {
+    for (const auto& row : rollouts_of_group_locked(gid)) {
       if (row.worker_id == worker_id) {
         drop.push_back(gid);
         break;
       }
     }
   }
-  ledger_->transaction([&] {
-    for (const auto& gid : drop)
-      ledger_->set_group_status(gid, GroupStatus::kDropped, -1, "quarantined");
+  write_locked([drop](Ledger& l) {
+    for (const auto& gid : drop) l.set_group_status(gid, GroupStatus::kDropped, -1, "quarantined");
   });
   for (const auto& gid : drop) {
     groups_.at(gid).row.status = GroupStatus::kDropped;
