@@ -1,7 +1,7 @@
 // The ledger's replay-verification table (docs/design/verification.md): quarantined workers, so a
 // restarted hub keeps refusing them. Apart from the schema migrations on purpose: the table is
 // created on first use (CREATE TABLE IF NOT EXISTS), which leaves older ledgers readable and the
-// schema version alone. Quarantines are rare, so their writes commit on their own.
+// schema version alone. Quarantines are written through the hub's group commit (LedgerWriter).
 #include <sqlite3.h>
 
 #include "core/error.h"

@@ -74,7 +74,7 @@ std::optional<net::RolloutResponse> Hub::check_seed_locked(const net::RolloutSub
     return reject("bad_seed", cat(who, ": no sampling seed (the lease gave ", lease.samples, ")"));
   Verification& v = *verification_;
   if (lease.issued_ms <= v.started_ms && v.seeds_restored.insert(lease.id).second) {
-    for (const auto& row : ledger_->rollouts_of_group(lease.group_id)) {
+    for (const auto& row : rollouts_of_group_locked(lease.group_id)) {
       if (row.lease_id != lease.id) continue;
       try {
         const auto j = nlohmann::json::parse(row.payload);
@@ -172,7 +172,9 @@ void Hub::quarantine_locked(const std::string& worker_id, const std::string& why
   Verification& v = *verification_;
   if (!v.quarantined.insert(worker_id).second) return;
   log_error("verify", "worker ", worker_id, " quarantined: ", why);
-  ledger_->put_quarantine(worker_id, why, now());  // a restarted hub keeps refusing it
+  write_locked([worker_id, why, at = now()](Ledger& l) {
+    l.put_quarantine(worker_id, why, at);  // a restarted hub keeps refusing it
+  });
   std::vector<std::string> drop;
   for (const auto& [gid, g] : groups_) {
     if (g.row.status == GroupStatus::kTrained || g.row.status == GroupStatus::kDropped ||
