@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string_view>
 
 #include "core/dtype.h"
 #include "core/error.h"
@@ -92,6 +93,51 @@ void unscatter_wide(Tensor& t, const Undo& undo) {
   for (size_t i = tp.positions.size(); i-- > 0;) dst[tp.positions[i]] = undo.bits[i];
 }
 
+// Canonical section header of StateHasher::add (core/hash.cpp): u64 name length, name, u8 dtype,
+// u64 rank, i64 dims — then the data, which may follow in pieces (xxh3 streams).
+void add_section_header(StateHasher& h, std::string_view name, DType dtype, const Shape& shape) {
+  const uint64_t length = name.size();
+  h.add_bytes(&length, sizeof(length));
+  h.add_bytes(name.data(), name.size());
+  const auto code = static_cast<uint8_t>(dtype);
+  h.add_bytes(&code, 1);
+  const uint64_t rank = shape.size();
+  h.add_bytes(&rank, sizeof(rank));
+  for (int64_t d : shape) h.add_bytes(&d, sizeof(d));
+}
+
+// An int8 tensor's hash as it will be after `patches` (in order), read from the engine in
+// chunks of rows: no copy of the tensor, one L2-sized buffer and its f16 scales (1/16 of it).
+Hash128 hash_patched_int8(const engine::Linear& l, std::span<const TensorPatch* const> patches) {
+  const int64_t rows = l.rows(), cols = l.cols(), per_row = cols / kInt8GroupSize;
+  std::vector<uint16_t> scales(static_cast<size_t>(rows * per_row));
+  const int64_t chunk = std::max<int64_t>(1, (int64_t{1} << 18) / cols);
+  std::vector<int8_t> values(static_cast<size_t>(std::min(rows, chunk) * cols));
+  std::vector<std::pair<size_t, size_t>> at(patches.size());  // next group, next point
+  StateHasher h;
+  add_section_header(h, "values", DType::kI8, {rows, cols});
+  for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
+    const int64_t r1 = std::min(rows, r0 + chunk);
+    l.int8_rows(r0, r1, values.data(), scales.data() + r0 * per_row);
+    const auto lo = static_cast<uint64_t>(r0 * cols), hi = static_cast<uint64_t>(r1 * cols);
+    for (size_t p = 0; p < patches.size(); ++p) {
+      const TensorPatch& tp = *patches[p];
+      auto& [g, i] = at[p];
+      for (; g < tp.groups.size() && tp.groups[g] * kInt8GroupSize < hi; ++g) {
+        scales[tp.groups[g]] = tp.group_scales[g];
+        std::memcpy(values.data() + (tp.groups[g] * kInt8GroupSize - lo),
+                    tp.group_values.data() + g * kInt8GroupSize, kInt8GroupSize);
+      }
+      for (; i < tp.positions.size() && tp.positions[i] < hi; ++i)
+        values[tp.positions[i] - lo] = tp.i8[i];
+    }
+    h.add_bytes(values.data(), static_cast<size_t>((r1 - r0) * cols));
+  }
+  add_section_header(h, "scales", DType::kF16, {rows, per_row});
+  h.add_bytes(scales.data(), scales.size() * sizeof(uint16_t));
+  return h.finish();
+}
+
 void check_numel(const std::string& name, int64_t held, const TensorPatch& tp) {
   STOA_CHECK(held == shape_numel(tp.shape), ErrorKind::kInvalidArgument, "patch of ", name, " is ",
              shape_string(tp.shape), ", the engine holds ", held, " values");
@@ -162,6 +208,15 @@ void overlay_patch(StateTensor& t, const TensorPatch& tp) {
                 kInt8GroupSize);
   }
   for (size_t i = 0; i < tp.positions.size(); ++i) values[tp.positions[i]] = tp.i8[i];
+}
+
+Hash128 hash_patched_tensor(const engine::EngineWeights& weights, const pulse::TensorLayout& layout,
+                            std::span<const TensorPatch* const> patches) {
+  if (layout.kind == TensorKind::kInt8)
+    return hash_patched_int8(weights.linear(layout.name), patches);
+  StateTensor t = read_state_tensor(weights, layout);
+  for (const TensorPatch* tp : patches) overlay_patch(t, *tp);
+  return t.compute_hash();
 }
 
 const TensorPatch* find_tensor_patch(const pulse::Patch& patch, const std::string& name) {

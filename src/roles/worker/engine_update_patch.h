@@ -28,6 +28,13 @@ pulse::StateTensor read_state_tensor(const engine::EngineWeights& weights,
 // pulse::apply_patch does, without an undo log: `tensor` is a scratch copy.
 void overlay_patch(pulse::StateTensor& tensor, const pulse::TensorPatch& patch);
 
+// Tensor `layout.name`'s hash (StateTensor::compute_hash, bit for bit) as it will be once
+// `patches` — each a patch of this tensor, in order — are written over the engine's values,
+// without writing them: int8 tensors are read in chunks of rows (no copy of the tensor, one
+// ~256 KB buffer and the tensor's f16 scales), the small bf16/f32 ones copied.
+Hash128 hash_patched_tensor(const engine::EngineWeights& weights, const pulse::TensorLayout& layout,
+                            std::span<const pulse::TensorPatch* const> patches);
+
 // The patch of tensor `name` inside `patch` (sorted by name), or nullptr.
 const pulse::TensorPatch* find_tensor_patch(const pulse::Patch& patch, const std::string& name);
 

@@ -1,6 +1,10 @@
 #include "roles/worker/weight_sync_engine.h"
 
 #include <chrono>
+#include <cstdlib>  // defines __GLIBC__ on glibc
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <thread>
 #include <utility>
 
@@ -8,6 +12,15 @@
 #include "roles/worker/engine_update_patch.h"
 
 namespace stoa::worker {
+
+namespace {
+// Hands the allocator's free pages back to the system (glibc: also those inside the heap).
+void release_free_heap() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+}
+}  // namespace
 
 EngineStore::EngineStore(ModelConfig config) : config_(std::move(config)) {}
 EngineStore::~EngineStore() = default;
@@ -65,19 +78,20 @@ void EngineStore::apply_patch(pulse::Patch patch) {
   }
   pulse::validate_patch(layout_, patch);
   std::map<std::string, Hash128> hashes = hashes_;
+  std::vector<const pulse::TensorPatch*> layers;  // this tensor's pending patches, then tp
   for (const pulse::TensorPatch& tp : patch.tensors) {
-    pulse::StateTensor t;
+    Hash128 got;
     {
       auto reading = read_lock();
       // detach_engine nulls engine_ under the exclusive gate: stable while the shared one is held.
       STOA_CHECK(engine_ != nullptr, ErrorKind::kInvalidArgument,
                  "the worker is stopping: no patch is applied any more");
-      t = read_state_tensor(*engine_, layout_.tensors.at(tp.name));
+      layers.clear();
       for (const pulse::Patch& earlier : pending_)
-        if (const pulse::TensorPatch* e = find_tensor_patch(earlier, tp.name)) overlay_patch(t, *e);
+        if (const pulse::TensorPatch* e = find_tensor_patch(earlier, tp.name)) layers.push_back(e);
+      layers.push_back(&tp);
+      got = hash_patched_tensor(*engine_, layout_.tensors.at(tp.name), layers);
     }
-    overlay_patch(t, tp);
-    const Hash128 got = t.compute_hash();
     STOA_CHECK(got == tp.result_hash, ErrorKind::kIntegrity, "patch ", patch.from_version, "->",
                patch.to_version, ": tensor '", tp.name, "' hashes to ", got.hex(),
                " after applying, the patch says ", tp.result_hash.hex(),
@@ -138,6 +152,11 @@ void EngineStore::anchor_tensor(const std::string& name, pulse::StateTensor tens
     }
   }
   write_state_tensor(*engine_, name, std::move(tensor));
+  // The old panels are freed as each new tensor is packed, but the allocator keeps the holes
+  // resident (aligned allocations rarely fit a hole exactly, so the heap grows instead):
+  // measured +0.71 x the state over an in-place anchor on the CI shape without this, vs one
+  // tensor with it (tests/roles/worker/memory_test.cpp).
+  release_free_heap();
 }
 
 void EngineStore::commit_anchor() {

@@ -60,6 +60,18 @@ TEST_F(EngineStoreTest, StateReadFromTheEngineHashesLikeInt8State) {
     EXPECT_EQ(back.fingerprint(), chain[0].fingerprint());
     for (const auto& [name, t] : chain[0].tensors())
       EXPECT_EQ(back.tensor_hash(name), chain[0].tensor_hash(name)) << name;
+    // The verification's hash of a patched tensor, read in chunks without writing (versions 1
+    // to 3 in order: rescaled groups in 3), is the result's.
+    const pulse::Patch p1 = pulse::make_patch(chain[0], chain[1]);
+    const pulse::Patch p2 = pulse::make_patch(chain[1], chain[3]);
+    for (const pulse::TensorLayout& layout : engine_layouts(e)) {
+      std::vector<const pulse::TensorPatch*> layers;
+      for (const pulse::Patch* p : {&p1, &p2})
+        if (const pulse::TensorPatch* tp = find_tensor_patch(*p, layout.name)) layers.push_back(tp);
+      EXPECT_EQ(hash_patched_tensor(e, layout, layers), chain[3].tensor_hash(layout.name))
+          << layout.name;
+    }
+    EXPECT_TRUE(same_bytes(held(e, 0), chain[0])) << "nothing written";
   }
   EXPECT_EQ(update->state_hash, chain[0].state_hash());
   EXPECT_TRUE(same_bytes(sync.snapshot(), chain[0]));
