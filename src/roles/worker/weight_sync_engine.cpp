@@ -121,9 +121,13 @@ void EngineStore::begin_anchor(const pulse::BlobHeader& header, const Hash128& c
   Incoming in;
   in.version = header.to_version;
   in.config_hash = config_hash;
-  if (in_place)
+  if (in_place) {
     in.in_place = write_lock();  // generation waits until commit or abort
-  else
+    // detach_engine may have run between the check above and the gate.
+    std::lock_guard lock(mutex_);
+    STOA_CHECK(!detached_ && engine_ != nullptr, ErrorKind::kInvalidArgument,
+               "the worker is stopping: no anchor is loaded any more");
+  } else
     in.building =
         std::make_unique<engine::EngineWeights>(engine::EngineWeights::begin_state(config_));
   incoming_.emplace(std::move(in));
