@@ -1,7 +1,5 @@
 #include "engine/engine_weights.h"
 
-#include <set>
-
 #include "core/error.h"
 #include "model/precision_plan.h"
 #include "model/tensor_roles.h"
@@ -57,68 +55,83 @@ EngineWeights EngineWeights::from_model(const ModelWeights& weights, WeightForma
 EngineWeights EngineWeights::from_state(const ModelConfig& config,
                                         std::map<std::string, Int8Matrix> int8,
                                         std::map<std::string, Tensor> f32) {
+  EngineWeights out = begin_state(config);
+  for (const auto& [name, m] : int8)
+    STOA_CHECK(f32.count(name) == 0, ErrorKind::kInvalidArgument, "tensor ", name,
+               " appears both as int8 and as f32 in the state");
+  // Moved out one at a time, so each grid copy is released as soon as its Linear holds it.
+  for (auto& [name, m] : int8) out.add_state_int8(name, std::move(m));
+  for (auto& [name, t] : f32) out.add_state_f32(name, std::move(t));
+  out.finish_state();
+  return out;
+}
+
+EngineWeights EngineWeights::begin_state(const ModelConfig& config) {
   EngineWeights out;
   out.config_ = config;
-  out.format_ = int8.empty() ? WeightFormat::kF32 : WeightFormat::kInt8;
-  std::set<std::string> expected;
-  for (const TensorSpec& spec : expected_tensors(config)) {
-    expected.insert(spec.name);
-    auto qi = int8.find(spec.name);
-    auto fi = f32.find(spec.name);
-    STOA_CHECK(qi != int8.end() || fi != f32.end(), ErrorKind::kNotFound,
-               "int8 state lacks tensor ", spec.name);
-    STOA_CHECK(qi == int8.end() || fi == f32.end(), ErrorKind::kInvalidArgument, "tensor ",
-               spec.name, " appears both as int8 and as f32 in the state");
-    if (qi != int8.end()) {
-      Int8Matrix& m = qi->second;
-      STOA_CHECK(spec.shape.size() == 2 && spec.shape[1] % kInt8GroupSize == 0,
-                 ErrorKind::kInvalidArgument, "tensor ", spec.name, " ", shape_string(spec.shape),
-                 " cannot be int8 (not a matrix on the 32-wide grid)");
-      STOA_CHECK(m.rows == spec.shape[0] && m.cols == spec.shape[1], ErrorKind::kInvalidArgument,
-                 "int8 tensor ", spec.name, " is [", m.rows, ", ", m.cols, "], the config implies ",
-                 shape_string(spec.shape));
-      if (int8_eligible(spec.name, spec.shape)) {
-        out.linears_.emplace(spec.name, Linear::from_int8(std::move(m)));
-      } else {
-        // The router arrives on the int8 grid (PULSE quantizes every grid-shaped matrix) but the
-        // engine computes it in f32, as llama.cpp does: dequantizing is exact.
-        STOA_CHECK(m.values.size() == static_cast<size_t>(m.rows * m.cols) &&
-                       m.scales.size() == static_cast<size_t>(m.rows * m.cols / kInt8GroupSize),
-                   ErrorKind::kInvalidArgument, "int8 tensor ", spec.name, " has ", m.values.size(),
-                   " values and ", m.scales.size(), " scales for [", m.rows, ", ", m.cols, "]");
-        Tensor t(DType::kF32, spec.shape);
-        int8_dequantize(m, t.as<float>());
-        out.linears_.emplace(spec.name, Linear::from_f32(std::move(t)));
-      }
-    } else {
-      const Tensor& given = fi->second;
-      STOA_CHECK(given.shape() == spec.shape, ErrorKind::kInvalidArgument, "tensor ", spec.name,
-                 " has shape ", shape_string(given.shape()), ", the config implies ",
-                 shape_string(spec.shape));
-      STOA_CHECK(given.dtype() == DType::kF32 || given.dtype() == DType::kBF16 ||
-                     given.dtype() == DType::kF16,
-                 ErrorKind::kInvalidArgument, "tensor ", spec.name, " is ",
-                 dtype_name(given.dtype()), ", expected f32, bf16 or f16");
-      // bf16/f16 (how PULSE carries norms) widen to f32 exactly.
-      Tensor t = given.dtype() == DType::kF32 ? std::move(fi->second) : to_f32(given.view());
-      if (spec.shape.size() == 2) {
-        out.linears_.emplace(spec.name, Linear::from_f32(std::move(t)));
-      } else {
-        out.vectors_.emplace(spec.name, std::move(t));
-      }
-    }
-  }
-  for (const auto& [name, m] : int8) {
-    STOA_CHECK(expected.count(name), ErrorKind::kInvalidArgument, "int8 state has tensor ", name,
-               " that ", arch_name(config.arch), " does not use");
-  }
-  for (const auto& [name, t] : f32) {
-    STOA_CHECK(expected.count(name), ErrorKind::kInvalidArgument, "int8 state has tensor ", name,
-               " that ", arch_name(config.arch), " does not use");
-  }
-  (void)out.embedding();
-  (void)out.lm_head();
+  out.format_ = WeightFormat::kF32;  // kInt8 once an int8 tensor arrives
+  for (const TensorSpec& spec : expected_tensors(config))
+    out.pending_.emplace(spec.name, spec.shape);
   return out;
+}
+
+const Shape& EngineWeights::take_pending(const std::string& name) {
+  auto it = pending_.find(name);
+  if (it != pending_.end()) return it->second;
+  STOA_CHECK(linears_.count(name) == 0 && vectors_.count(name) == 0, ErrorKind::kInvalidArgument,
+             "int8 state has tensor ", name, " twice");
+  fail(ErrorKind::kInvalidArgument, "int8 state has tensor ", name, " that ",
+       arch_name(config_.arch), " does not use");
+}
+
+void EngineWeights::add_state_int8(const std::string& name, Int8Matrix m) {
+  const Shape spec_shape = take_pending(name);
+  STOA_CHECK(spec_shape.size() == 2 && spec_shape[1] % kInt8GroupSize == 0,
+             ErrorKind::kInvalidArgument, "tensor ", name, " ", shape_string(spec_shape),
+             " cannot be int8 (not a matrix on the 32-wide grid)");
+  STOA_CHECK(m.rows == spec_shape[0] && m.cols == spec_shape[1], ErrorKind::kInvalidArgument,
+             "int8 tensor ", name, " is [", m.rows, ", ", m.cols, "], the config implies ",
+             shape_string(spec_shape));
+  format_ = WeightFormat::kInt8;
+  if (int8_eligible(name, spec_shape)) {
+    linears_.emplace(name, Linear::from_int8(std::move(m)));
+  } else {
+    // The router arrives on the int8 grid (PULSE quantizes every grid-shaped matrix) but the
+    // engine computes it in f32, as llama.cpp does: dequantizing is exact.
+    STOA_CHECK(m.values.size() == static_cast<size_t>(m.rows * m.cols) &&
+                   m.scales.size() == static_cast<size_t>(m.rows * m.cols / kInt8GroupSize),
+               ErrorKind::kInvalidArgument, "int8 tensor ", name, " has ", m.values.size(),
+               " values and ", m.scales.size(), " scales for [", m.rows, ", ", m.cols, "]");
+    Tensor t(DType::kF32, spec_shape);
+    int8_dequantize(m, t.as<float>());
+    linears_.emplace(name, Linear::from_f32(std::move(t)));
+  }
+  pending_.erase(name);
+}
+
+void EngineWeights::add_state_f32(const std::string& name, Tensor given) {
+  const Shape spec_shape = take_pending(name);
+  STOA_CHECK(given.shape() == spec_shape, ErrorKind::kInvalidArgument, "tensor ", name,
+             " has shape ", shape_string(given.shape()), ", the config implies ",
+             shape_string(spec_shape));
+  STOA_CHECK(
+      given.dtype() == DType::kF32 || given.dtype() == DType::kBF16 || given.dtype() == DType::kF16,
+      ErrorKind::kInvalidArgument, "tensor ", name, " is ", dtype_name(given.dtype()),
+      ", expected f32, bf16 or f16");
+  // bf16/f16 (how PULSE carries norms) widen to f32 exactly.
+  Tensor t = given.dtype() == DType::kF32 ? std::move(given) : to_f32(given.view());
+  if (spec_shape.size() == 2)
+    linears_.emplace(name, Linear::from_f32(std::move(t)));
+  else
+    vectors_.emplace(name, std::move(t));
+  pending_.erase(name);
+}
+
+void EngineWeights::finish_state() {
+  STOA_CHECK(pending_.empty(), ErrorKind::kNotFound, "int8 state lacks tensor ",
+             pending_.empty() ? std::string() : pending_.begin()->first);
+  (void)embedding();
+  (void)lm_head();
 }
 
 const Linear& EngineWeights::linear(const std::string& name) const {

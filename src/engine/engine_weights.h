@@ -37,6 +37,14 @@ class EngineWeights {
   // dequantized, since the engine computes it in f32.
   static EngineWeights from_state(const ModelConfig& config, std::map<std::string, Int8Matrix> int8,
                                   std::map<std::string, Tensor> f32);
+  // The same, tensor by tensor (a worker streaming an anchor from its file: one tensor's grid
+  // copy alive at a time, packed as it arrives): begin_state, then add_state_int8 /
+  // add_state_f32 for every expected tensor once, then finish_state (kNotFound naming a tensor
+  // that never came).
+  static EngineWeights begin_state(const ModelConfig& config);
+  void add_state_int8(const std::string& name, Int8Matrix matrix);
+  void add_state_f32(const std::string& name, Tensor tensor);  // f32, bf16 or f16
+  void finish_state();
 
   EngineWeights(EngineWeights&&) noexcept = default;
   EngineWeights& operator=(EngineWeights&&) noexcept = default;
@@ -73,10 +81,13 @@ class EngineWeights {
  private:
   EngineWeights() = default;
   Linear& int8_linear(const std::string& name);  // kNotFound unless an int8 Linear
+  // The shape the config implies for `name`, which must still be missing (built by state).
+  const Shape& take_pending(const std::string& name);
   ModelConfig config_;
   WeightFormat format_ = WeightFormat::kF32;
   std::map<std::string, Linear> linears_;  // node-based: pointers stay valid across updates
   std::map<std::string, Tensor> vectors_;
+  std::map<std::string, Shape> pending_;  // tensors begin_state still waits for
 };
 
 }  // namespace stoa::engine

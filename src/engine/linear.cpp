@@ -155,6 +155,20 @@ Int8Matrix Linear::int8() const {
   return m;
 }
 
+void Linear::int8_rows(int64_t r0, int64_t r1, int8_t* values, uint16_t* scales) const {
+  STOA_CHECK(int8_ && 0 <= r0 && r0 <= r1 && r1 <= rows_, ErrorKind::kInvalidArgument,
+             "int8 rows [", r0, ", ", r1, ") of a ", int8_ ? "int8" : "f32", " linear with ", rows_,
+             " rows");
+  const int64_t per_row = cols_ / kInt8GroupSize;
+  if (packed_.empty()) {
+    std::copy(q_.values.begin() + r0 * cols_, q_.values.begin() + r1 * cols_, values);
+    std::copy(q_.scales.begin() + r0 * per_row, q_.scales.begin() + r1 * per_row, scales);
+    return;
+  }
+  for (int64_t r = r0; r < r1; ++r)
+    packed_.unpack_row(r, values + (r - r0) * cols_, scales + (r - r0) * per_row);
+}
+
 Tensor& Linear::f32_mutable() {
   STOA_CHECK(!int8_, ErrorKind::kInternal, "linear is int8, not f32");
   return f32_;

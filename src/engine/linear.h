@@ -70,6 +70,9 @@ class Linear {
   // The int8 weights on the row-major grid (throws unless int8): a copy, unpacked from the
   // panels when the Linear holds them packed.
   Int8Matrix int8() const;
+  // Rows [r0, r1) of the same (values: (r1 - r0) * cols, f16 scales: (r1 - r0) * cols / 32),
+  // for a reader that hashes a tensor chunk by chunk instead of copying it whole.
+  void int8_rows(int64_t r0, int64_t r1, int8_t* values, uint16_t* scales) const;
   // In-place weight updates (PULSE patches): same shape; packed weights are repacked.
   void replace_int8(Int8Matrix weight);
   void replace_int8_values(std::span<const int8_t> values);

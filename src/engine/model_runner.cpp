@@ -10,7 +10,10 @@
 namespace stoa::engine {
 
 ModelRunner::ModelRunner(EngineWeights weights, ThreadPool* pool)
-    : weights_(std::make_unique<EngineWeights>(std::move(weights))),
+    : ModelRunner(std::make_unique<EngineWeights>(std::move(weights)), pool) {}
+
+ModelRunner::ModelRunner(std::unique_ptr<EngineWeights> weights, ThreadPool* pool)
+    : weights_(std::move(weights)),
       arch_(make_architecture(*weights_)),
       pool_(pool ? pool : &ThreadPool::global()) {}
 

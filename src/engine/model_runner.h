@@ -68,6 +68,9 @@ class ModelRunner {
  public:
   // `pool` defaults to ThreadPool::global(); it must outlive the runner.
   explicit ModelRunner(EngineWeights weights, ThreadPool* pool = nullptr);
+  // Weights already on the heap keep their address (a worker's weight sync reads them while the
+  // runner computes with them: roles/worker/weight_sync_engine.h).
+  explicit ModelRunner(std::unique_ptr<EngineWeights> weights, ThreadPool* pool = nullptr);
   static ModelRunner from_model(const ModelWeights& weights, WeightFormat format,
                                 ThreadPool* pool = nullptr);
   ModelRunner(ModelRunner&&) noexcept = default;

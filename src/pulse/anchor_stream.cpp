@@ -200,8 +200,7 @@ class StateSink final : public AnchorSink {
 
 }  // namespace
 
-// xxh3-128 of a whole file, read in 1 MiB chunks.
-static Hash128 hash_file(const std::string& path, uint64_t* bytes) {
+Hash128 hash_blob_file(const std::string& path, uint64_t* bytes) {
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"),
                                                        &std::fclose);
   STOA_CHECK(file != nullptr, ErrorKind::kIo, path, ": cannot open: ", std::strerror(errno));
@@ -226,7 +225,7 @@ AnchorInfo stream_anchor_file(const std::string& path, const Hash128* expected_b
     // content address is checked: say so (a refetch can help) rather than report the symptom.
     if (!expected_blob_hash || e.kind() == ErrorKind::kIo) throw;
     uint64_t bytes = 0;
-    const Hash128 got = hash_file(path, &bytes);
+    const Hash128 got = hash_blob_file(path, &bytes);
     if (got == *expected_blob_hash) throw;
     fail(ErrorKind::kIntegrity, "pulse anchor file ", path, ": ", bytes, " bytes hashing to ",
          got.hex(), ", not to the blob's name ", expected_blob_hash->hex(), " (", e.what(), ")");

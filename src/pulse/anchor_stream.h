@@ -43,6 +43,10 @@ struct AnchorInfo {
 AnchorInfo stream_anchor_file(const std::string& path, const Hash128* expected_blob_hash,
                               AnchorSink& sink, const DecodeLimits& limits = {});
 
+// The content address of a blob file (xxh3-128 of its bytes, read in 1 MiB chunks); `bytes` is
+// set to its length. kIo when it cannot be read.
+Hash128 hash_blob_file(const std::string& path, uint64_t* bytes);
+
 // decode_anchor for a file: the state, checked as above.
 Int8State decode_anchor_file(const std::string& path, const Hash128* expected_blob_hash = nullptr,
                              const DecodeLimits& limits = {});

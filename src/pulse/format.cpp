@@ -61,13 +61,20 @@ std::vector<uint8_t> seal_blob(const BlobHeader& header, std::span<const uint8_t
 }
 
 DecodeLimits patch_limits_for(const Int8State& state) {
+  std::vector<TensorLayout> layouts;
+  layouts.reserve(state.size());
+  for (const auto& [name, t] : state.tensors()) layouts.push_back({name, t.kind, t.shape});
+  return patch_limits_for(layouts);
+}
+
+DecodeLimits patch_limits_for(const std::vector<TensorLayout>& tensors) {
   uint64_t bound = 4096;
-  for (const auto& [name, t] : state.tensors()) {
-    uint64_t n = static_cast<uint64_t>(t.numel());
-    uint64_t groups = static_cast<uint64_t>(t.groups());
-    bound += 128 + name.size() + 8 * t.shape.size();  // section head and coding headers
-    bound += n * (8 + 4);                             // 8-byte gaps + an f32/bf16/int8 value
-    bound += groups * (8 + 2 + kInt8GroupSize);       // group gap, scale, values
+  for (const TensorLayout& t : tensors) {
+    const auto n = static_cast<uint64_t>(shape_numel(t.shape));
+    const uint64_t groups = t.kind == TensorKind::kInt8 ? n / kInt8GroupSize : 0;
+    bound += 128 + t.name.size() + 8 * t.shape.size();  // section head and coding headers
+    bound += n * (8 + 4);                               // 8-byte gaps + an f32/bf16/int8 value
+    bound += groups * (8 + 2 + kInt8GroupSize);         // group gap, scale, values
   }
   return DecodeLimits{bound};
 }

@@ -51,6 +51,8 @@ struct DecodeLimits {
 // 8-byte gaps, every group re-scaled, plus the section heads): what a worker passes to
 // decode_patch so that a hostile size field cannot make it allocate more than that.
 DecodeLimits patch_limits_for(const Int8State& state);
+// The same bound from the tensors' layouts (a receiver that holds no Int8State).
+DecodeLimits patch_limits_for(const std::vector<TensorLayout>& tensors);
 
 // Reads and checks the envelope: magic, format version, kind, header hash, that the blob is
 // exactly header + payload_size bytes, and the payload hash. Throws kBadFormat / kIntegrity

@@ -8,6 +8,7 @@
 // such points into the group.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,14 @@ Patch make_patch(const Int8State& from, const Int8State& to);
 // names, kinds and shapes, sorted in-bounds positions and groups, value counts. Throws kBadFormat
 // (kIntegrity for a fingerprint or version mismatch) naming the tensor; touches nothing.
 void validate_patch(const Int8State& state, const Patch& patch);
+// The same checks for a receiver that holds its weights in another layout (a worker whose
+// engine is its one copy): the version, fingerprint and every tensor's kind and shape.
+struct HeldLayout {
+  uint64_t version = 0;
+  Hash128 fingerprint;
+  std::map<std::string, TensorLayout> tensors;
+};
+void validate_patch(const HeldLayout& held, const Patch& patch);
 
 // Applies `patch` to `state` all or nothing: validates, scatter-assigns with an undo log, checks
 // every touched tensor's hash and the whole-state hash, and on any mismatch restores every byte

@@ -20,33 +20,35 @@ static void check_sorted_below(const std::vector<uint64_t>& v, uint64_t limit,
   }
 }
 
-void validate_patch(const Int8State& state, const Patch& patch) {
-  STOA_CHECK(patch.fingerprint == state.fingerprint(), ErrorKind::kIntegrity, "patch ",
-             patch.from_version, "->", patch.to_version, " is for another model (fingerprint ",
-             patch.fingerprint.hex(), ", state has ", state.fingerprint().hex(), ")");
-  STOA_CHECK(patch.from_version == state.version(), ErrorKind::kIntegrity, "patch ",
-             patch.from_version, "->", patch.to_version, " does not apply to version ",
-             state.version());
+// The checks of validate_patch; `layout_of(name)` is the held tensor's layout or nullptr.
+template <typename LayoutOf>
+static void validate_against(uint64_t version, const Hash128& fingerprint, LayoutOf layout_of,
+                             const Patch& patch) {
+  STOA_CHECK(patch.fingerprint == fingerprint, ErrorKind::kIntegrity, "patch ", patch.from_version,
+             "->", patch.to_version, " is for another model (fingerprint ", patch.fingerprint.hex(),
+             ", state has ", fingerprint.hex(), ")");
+  STOA_CHECK(patch.from_version == version, ErrorKind::kIntegrity, "patch ", patch.from_version,
+             "->", patch.to_version, " does not apply to version ", version);
   STOA_CHECK(patch.to_version > patch.from_version, ErrorKind::kBadFormat, "patch ",
              patch.from_version, "->", patch.to_version, " does not move forward");
   for (size_t i = 0; i < patch.tensors.size(); ++i) {
     const TensorPatch& tp = patch.tensors[i];
     STOA_CHECK(i == 0 || tp.name > patch.tensors[i - 1].name, ErrorKind::kBadFormat,
                "patch: tensors are not sorted by name at '", tp.name, "'");
-    STOA_CHECK(state.has(tp.name), ErrorKind::kBadFormat, "patch names tensor '", tp.name,
+    const TensorLayout* t = layout_of(tp.name);
+    STOA_CHECK(t != nullptr, ErrorKind::kBadFormat, "patch names tensor '", tp.name,
                "' which the model does not have");
-    const StateTensor& t = state.at(tp.name);
-    STOA_CHECK(t.kind == tp.kind && t.shape == tp.shape, ErrorKind::kBadFormat, "patch: tensor '",
+    STOA_CHECK(t->kind == tp.kind && t->shape == tp.shape, ErrorKind::kBadFormat, "patch: tensor '",
                tp.name, "' is ", tensor_kind_name(tp.kind), " ", shape_string(tp.shape),
-               " in the patch but ", tensor_kind_name(t.kind), " ", shape_string(t.shape),
+               " in the patch but ", tensor_kind_name(t->kind), " ", shape_string(t->shape),
                " in the model");
-    uint64_t numel = static_cast<uint64_t>(t.numel());
+    const auto numel = static_cast<uint64_t>(shape_numel(t->shape));
     check_sorted_below(tp.positions, numel, tp.name, "position");
     if (tp.kind == TensorKind::kInt8) {
       STOA_CHECK(tp.i8.size() == tp.positions.size() && tp.bf16.empty() && tp.f32.empty(),
                  ErrorKind::kBadFormat, "patch: tensor '", tp.name, "' has ", tp.i8.size(),
                  " int8 values for ", tp.positions.size(), " positions");
-      check_sorted_below(tp.groups, static_cast<uint64_t>(t.groups()), tp.name, "group");
+      check_sorted_below(tp.groups, numel / kInt8GroupSize, tp.name, "group");
       STOA_CHECK(tp.group_scales.size() == tp.groups.size() &&
                      tp.group_values.size() == tp.groups.size() * kInt8GroupSize,
                  ErrorKind::kBadFormat, "patch: tensor '", tp.name,
@@ -61,6 +63,29 @@ void validate_patch(const Int8State& state, const Patch& patch) {
                  " positions (and must have no groups)");
     }
   }
+}
+
+void validate_patch(const Int8State& state, const Patch& patch) {
+  TensorLayout scratch;
+  validate_against(
+      state.version(), state.fingerprint(),
+      [&](const std::string& name) -> const TensorLayout* {
+        if (!state.has(name)) return nullptr;
+        const StateTensor& t = state.at(name);
+        scratch = {name, t.kind, t.shape};
+        return &scratch;
+      },
+      patch);
+}
+
+void validate_patch(const HeldLayout& held, const Patch& patch) {
+  validate_against(
+      held.version, held.fingerprint,
+      [&](const std::string& name) -> const TensorLayout* {
+        auto it = held.tensors.find(name);
+        return it == held.tensors.end() ? nullptr : &it->second;
+      },
+      patch);
 }
 
 namespace {

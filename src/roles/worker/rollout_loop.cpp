@@ -54,6 +54,12 @@ class RolloutLoop {
         max_tokens_(c.joined.max_tokens > 0 ? c.joined.max_tokens : 4096),
         samples_(static_cast<size_t>(o_.slots)) {}
 
+  // The engine's weights may be the sync's one copy (EngineStore): the sync stops reading them
+  // before the runner that owns them goes.
+  ~RolloutLoop() { sync_.detach_engine(); }
+  RolloutLoop(const RolloutLoop&) = delete;
+  RolloutLoop& operator=(const RolloutLoop&) = delete;
+
   void run(const std::atomic<bool>& stop);
 
  private:
@@ -87,12 +93,17 @@ class RolloutLoop {
 
 // Safe point: no pass is running, so the weights may change under every sequence.
 void RolloutLoop::take_weights() {
-  // Patches scatter into the engine in place; an anchor (or too many patches) comes as tensors.
+  // With the engine as the sync's one copy (EngineStore) the update is already in the engine
+  // when take_update returns, and the first one hands over the weights built from the anchor.
+  // Otherwise patches scatter into the engine in place and an anchor comes as tensors.
   auto update = sync_.take_update(UpdateForm::kPatches);
   if (!update) return;
   if (!model_) {
-    model_ = std::make_unique<engine::ModelRunner>(engine_weights_from_update(c_.config, *update),
-                                                   c_.pool);
+    std::unique_ptr<engine::EngineWeights> weights =
+        update->engine ? std::move(update->engine)
+                       : std::make_unique<engine::EngineWeights>(
+                             engine_weights_from_update(c_.config, *update));
+    model_ = std::make_unique<engine::ModelRunner>(std::move(weights), c_.pool);
     episode::RunnerLimits limits;
     limits.slots = o_.slots;
     limits.capacity = max_tokens_;
@@ -273,7 +284,14 @@ void RolloutLoop::run(const std::atomic<bool>& stop) {
       gauges_.idle_fraction = idle_ms / std::max(1.0, ms_since(t_start));
       continue;
     }
-    runner_->step();  // one batched pass over every running rollout
+    if (!sync_.engine_usable()) {  // an anchor failed part-way: wait for the next one
+      std::this_thread::sleep_for(50ms);
+      continue;
+    }
+    {
+      const auto pass = sync_.pass_lock();  // an anchor written in place waits for the pass
+      runner_->step();                      // one batched pass over every running rollout
+    }
     gauges_.idle_fraction = idle_ms / std::max(1.0, ms_since(t_start));
   }
 }

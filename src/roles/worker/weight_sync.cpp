@@ -10,7 +10,9 @@
 #include "net/spool_download.h"
 #include "pulse/anchor_stream.h"
 #include "pulse/format.h"
+#include "pulse/model_view.h"
 #include "pulse/patch.h"
+#include "roles/worker/weight_sync_engine.h"
 
 namespace stoa::worker {
 namespace fs = std::filesystem;
@@ -77,12 +79,18 @@ std::optional<net::BlobDownload> HubBlobSource::download_progress() const {
 }
 
 WeightSync::WeightSync(BlobSource& source, std::optional<Hash128> expected_config_hash)
-    : source_(source), expected_config_(expected_config_hash) {}
+    : WeightSync(source, expected_config_hash, std::make_unique<StateStore>()) {}
+
+WeightSync::WeightSync(BlobSource& source, const ModelConfig& config)
+    : WeightSync(source, pulse::config_hash(config), std::make_unique<EngineStore>(config)) {}
+
+WeightSync::WeightSync(BlobSource& source, std::optional<Hash128> expected_config_hash,
+                       std::unique_ptr<ResidentStore> store)
+    : source_(source), store_(std::move(store)), expected_config_(expected_config_hash) {}
 
 std::optional<uint64_t> WeightSync::version() const {
-  std::lock_guard lock(mutex_);
-  if (!have_state_) return std::nullopt;
-  return state_.version();
+  if (!store_->has_state()) return std::nullopt;
+  return store_->version();
 }
 
 std::optional<uint64_t> WeightSync::latest_seen() const {
@@ -106,32 +114,11 @@ std::string WeightSync::last_error() const {
 }
 
 pulse::Int8State WeightSync::snapshot() const {
-  std::lock_guard lock(mutex_);
-  return state_;
+  return store_->snapshot();
 }
 
 std::optional<WeightUpdate> WeightSync::take_update(UpdateForm form) {
-  std::lock_guard lock(mutex_);
-  if (!have_state_ || !update_pending_) return std::nullopt;
-  WeightUpdate update;
-  update.version = state_.version();
-  update.state_hash = state_.state_hash();
-  update.full = full_pending_;
-  const bool as_patches = form == UpdateForm::kPatches && !full_pending_ && patches_held_;
-  if (as_patches) {
-    update.patches = std::move(patches_);
-  } else if (full_pending_) {
-    for (const auto& [name, tensor] : state_.tensors()) update.tensors.emplace_back(name, tensor);
-  } else {
-    for (const std::string& name : touched_) update.tensors.emplace_back(name, state_.at(name));
-  }
-  full_pending_ = false;
-  update_pending_ = false;
-  touched_.clear();
-  patches_.clear();
-  patches_held_ = true;
-  patch_values_ = 0;
-  return update;
+  return store_->take_update(form);
 }
 
 static std::vector<uint8_t> read_whole_file(const std::string& path) {
@@ -159,7 +146,19 @@ WeightSync::Fetched WeightSync::fetch_verified(const net::BlobRef& ref, bool all
           counters_.bytes_fetched += size;
         }
         // An anchor stays on disk: the streaming decoder checks its content address as it reads.
+        // When it will be written over the held weights, the whole file is proven first, so a
+        // transfer error is refetched instead of costing the weights.
         if (ref.kind == "anchor") {
+          if (store_->anchor_overwrites_state()) {
+            uint64_t bytes = 0;
+            const Hash128 got = pulse::hash_blob_file(*file, &bytes);
+            if (!(got == want)) {
+              source_.discard(ref.hash);
+              fail(ErrorKind::kIntegrity, "blob ", ref.hash, " (anchor ", ref.to_version,
+                   "): ", bytes, " bytes received hashing to ", got.hex(),
+                   ", not to the requested name");
+            }
+          }
           fetched.path = *file;
           return fetched;
         }
@@ -189,96 +188,127 @@ WeightSync::Fetched WeightSync::fetch_verified(const net::BlobRef& ref, bool all
   }
 }
 
-void WeightSync::apply_blob(const net::BlobRef& ref, const Fetched& blob) {
-  const std::string what = cat("blob ", ref.hash);
-  if (!blob.path.empty()) {
-    // Streamed from its spool file: the content address, every tensor hash, the state hash and
-    // the fingerprint are checked as it is read; the file goes either way (a refetch restarts).
-    pulse::Int8State fresh;
-    try {
+namespace {
+// Thrown by the anchor sink when the anchor holds exactly the state already held.
+struct SameState {};
+}  // namespace
+
+// An anchor's tensors on their way into the store, after the envelope checks the route and the
+// worker's model impose (kind, versions, config hash, fingerprint) — made before the first
+// tensor is read, so a wrong anchor never touches the held weights.
+class AnchorToStore final : public pulse::AnchorSink {
+ public:
+  AnchorToStore(WeightSync& sync, const net::BlobRef& ref) : sync_(sync), ref_(ref) {}
+  void begin(const pulse::BlobHeader& header, const Hash128& config_hash) override {
+    const std::string what = cat("blob ", ref_.hash);
+    ResidentStore& store = *sync_.store_;
+    STOA_CHECK(header.kind == pulse::BlobKind::kAnchor, ErrorKind::kIntegrity, what,
+               ": the route promised an anchor, the envelope holds a ",
+               pulse::blob_kind_name(header.kind));
+    STOA_CHECK(header.from_version == ref_.from_version && header.to_version == ref_.to_version &&
+                   ref_.from_version == ref_.to_version,
+               ErrorKind::kIntegrity, what, ": anchor is at version ", header.to_version,
+               ", the route promised ", ref_.from_version, "->", ref_.to_version);
+    std::optional<Hash128> expected;
+    {
+      std::lock_guard lock(sync_.mutex_);
+      expected = sync_.expected_config_;
+    }
+    if (expected)
+      STOA_CHECK(config_hash == *expected, ErrorKind::kIntegrity, what,
+                 ": anchor is for another model (config hash ", config_hash.hex(),
+                 ", this worker runs ", expected->hex(), ")");
+    if (store.has_state()) {
+      STOA_CHECK(header.fingerprint == store.fingerprint(), ErrorKind::kIntegrity, what,
+                 ": anchor fingerprint differs from the model this worker holds");
+      // The same state again (a fallback to the anchor already held): nothing changes, so the
+      // engine must not reload every tensor.
+      if (header.to_version == store.version() && header.state_hash == store.state_hash())
+        throw SameState{};
+    }
+    config_hash_ = config_hash;
+    store.begin_anchor(header, config_hash);
+    began_ = true;
+  }
+  void tensor(const std::string& name, pulse::StateTensor t, const Hash128& hash) override {
+    sync_.store_->anchor_tensor(name, std::move(t), hash);
+  }
+  bool began() const { return began_; }
+  const Hash128& config_hash() const { return config_hash_; }
+
+ private:
+  WeightSync& sync_;
+  const net::BlobRef& ref_;
+  bool began_ = false;
+  Hash128 config_hash_;
+};
+
+void WeightSync::apply_anchor(const net::BlobRef& ref, const Fetched& blob) {
+  AnchorToStore sink(*this, ref);
+  try {
+    if (!blob.path.empty()) {
+      // Streamed from its spool file: the content address, every tensor hash, the state hash
+      // and the fingerprint are checked as it is read.
       Hash128 want;
       Hash128::parse(ref.hash, &want);  // checked by fetch_verified
-      fresh = pulse::decode_anchor_file(blob.path, &want);
-    } catch (...) {
-      source_.discard(ref.hash);
-      throw;
+      pulse::stream_anchor_file(blob.path, &want, sink);
+    } else {
+      const pulse::BlobHeader header = pulse::read_header(blob.bytes, cat("blob ", ref.hash));
+      // decode_anchor checks every tensor hash, the state hash and the fingerprint field.
+      pulse::Int8State fresh;
+      if (header.kind == pulse::BlobKind::kAnchor) fresh = pulse::decode_anchor(blob.bytes);
+      sink.begin(header, fresh.config_hash());
+      for (const auto& [name, t] : fresh.tensors()) sink.tensor(name, t, fresh.tensor_hash(name));
     }
-    source_.discard(ref.hash);
-    STOA_CHECK(fresh.version() == ref.to_version && ref.from_version == ref.to_version,
-               ErrorKind::kIntegrity, what, ": anchor is at version ", fresh.version(),
-               ", the route promised ", ref.from_version, "->", ref.to_version);
-    return apply_anchor(ref, std::move(fresh));
+    store_->commit_anchor();
+  } catch (const SameState&) {
+    if (!blob.path.empty()) source_.discard(ref.hash);
+    std::lock_guard lock(mutex_);
+    ++counters_.blobs_applied;
+    return;
+  } catch (...) {
+    if (sink.began()) store_->abort_anchor();
+    // The file goes either way (a refetch restarts).
+    if (!blob.path.empty()) source_.discard(ref.hash);
+    throw;
   }
+  if (!blob.path.empty()) source_.discard(ref.hash);
+  std::lock_guard lock(mutex_);
+  if (!expected_config_) expected_config_ = sink.config_hash();
+  ++counters_.blobs_applied;
+}
+
+void WeightSync::apply_blob(const net::BlobRef& ref, const Fetched& blob) {
+  const std::string what = cat("blob ", ref.hash);
+  if (ref.kind == "anchor") return apply_anchor(ref, blob);
   const std::vector<uint8_t>& bytes = blob.bytes;
   pulse::BlobHeader header = pulse::read_header(bytes, what);
   STOA_CHECK(header.from_version == ref.from_version && header.to_version == ref.to_version,
              ErrorKind::kIntegrity, what, ": envelope says versions ", header.from_version, "->",
              header.to_version, ", the route promised ", ref.from_version, "->", ref.to_version);
-  if (ref.kind == "anchor") {
-    STOA_CHECK(header.kind == pulse::BlobKind::kAnchor, ErrorKind::kIntegrity, what,
-               ": the route promised an anchor, the envelope holds a ",
-               pulse::blob_kind_name(header.kind));
-    // decode_anchor checks every tensor hash, the state hash and the fingerprint field.
-    return apply_anchor(ref, pulse::decode_anchor(bytes));
-  }
   STOA_CHECK(ref.kind == "patch" && header.kind == pulse::BlobKind::kPatch, ErrorKind::kIntegrity,
              what, ": route kind '", ref.kind, "' and envelope kind ",
              pulse::blob_kind_name(header.kind), " disagree");
-  STOA_CHECK(have_state_, ErrorKind::kInvalidArgument, what,
+  STOA_CHECK(store_->has_state(), ErrorKind::kInvalidArgument, what,
              ": a patch route needs a state to start from");
-  // The sync thread is the only writer, so reading state_ without the lock is safe here; the
-  // limits bound what a hostile size field can make us allocate.
-  pulse::Patch patch = pulse::decode_patch(bytes, pulse::patch_limits_for(state_));
+  // The limits bound what a hostile size field can make us allocate.
+  pulse::Patch patch = pulse::decode_patch(bytes, store_->patch_limits());
+  store_->apply_patch(std::move(patch));  // all or nothing; checks fingerprint and hashes
   std::lock_guard lock(mutex_);
-  pulse::apply_patch(state_, patch);  // all or nothing; checks fingerprint and hashes
-  for (const pulse::TensorPatch& t : patch.tensors) touched_.insert(t.name);
-  if (!full_pending_ && patches_held_) {
-    patch_values_ += patch.values_written();
-    patches_held_ = patch_values_ <= static_cast<uint64_t>(state_.numel()) / 8;
-    if (patches_held_)
-      patches_.push_back(std::move(patch));
-    else
-      patches_.clear();
-  }
-  update_pending_ = true;
-  ++counters_.blobs_applied;
-}
-
-void WeightSync::apply_anchor(const net::BlobRef& ref, pulse::Int8State fresh) {
-  const std::string what = cat("blob ", ref.hash);
-  if (expected_config_)
-    STOA_CHECK(fresh.config_hash() == *expected_config_, ErrorKind::kIntegrity, what,
-               ": anchor is for another model (config hash ", fresh.config_hash().hex(),
-               ", this worker runs ", expected_config_->hex(), ")");
-  else
-    expected_config_ = fresh.config_hash();
-  std::lock_guard lock(mutex_);
-  if (have_state_)
-    STOA_CHECK(fresh.fingerprint() == state_.fingerprint(), ErrorKind::kIntegrity, what,
-               ": anchor fingerprint differs from the model this worker holds");
-  // The same state again (a fallback to the anchor we already hold): nothing changes, so the
-  // engine must not reload every tensor.
-  if (have_state_ && fresh.version() == state_.version() &&
-      fresh.state_hash() == state_.state_hash()) {
-    ++counters_.blobs_applied;
-    return;
-  }
-  state_ = std::move(fresh);
-  have_state_ = true;
-  full_pending_ = true;
-  update_pending_ = true;
-  touched_.clear();
-  patches_.clear();
-  patches_held_ = true;
-  patch_values_ = 0;
   ++counters_.blobs_applied;
 }
 
 void WeightSync::apply_route(const std::vector<net::BlobRef>& route, bool allow_refetch) {
-  for (const net::BlobRef& ref : route) {
-    Fetched blob = fetch_verified(ref, allow_refetch);
+  // Every blob is fetched and proven by its content address before the first is applied: an
+  // anchor written over the engine's weights cannot be undone, so a route that would break on
+  // a bad transfer breaks before it touches them. (Patches are small; anchors stay on disk.)
+  std::vector<Fetched> blobs;
+  blobs.reserve(route.size());
+  for (const net::BlobRef& ref : route) blobs.push_back(fetch_verified(ref, allow_refetch));
+  for (size_t i = 0; i < route.size(); ++i) {
+    const net::BlobRef& ref = route[i];
     try {
-      apply_blob(ref, blob);
+      apply_blob(ref, blobs[i]);
     } catch (const Error& e) {
       if (!allow_refetch) throw;
       // A blob that hashed right but would not apply was sent wrong by the hub (or our state is
@@ -292,6 +322,7 @@ void WeightSync::apply_route(const std::vector<net::BlobRef>& route, bool allow_
       log_warn("sync", e.what(), "; fetching it again");
       apply_blob(ref, fetch_verified(ref, false));
     }
+    blobs[i] = Fetched{};
   }
 }
 
@@ -306,14 +337,16 @@ bool WeightSync::step(std::chrono::seconds timeout) {
   if (!info.version || (before && *before >= *info.version)) return false;
 
   auto check_final = [&](const net::VersionInfo& target) {
-    std::lock_guard lock(mutex_);
-    STOA_CHECK(have_state_ && state_.version() == *target.version, ErrorKind::kIntegrity,
-               "sync: the route ended at version ", have_state_ ? state_.version() : 0,
-               ", not the announced ", *target.version);
-    if (!target.state_hash.empty())
-      STOA_CHECK(state_.state_hash().hex() == target.state_hash, ErrorKind::kIntegrity,
-                 "sync: state hash at version ", *target.version, " is ", state_.state_hash().hex(),
+    const std::optional<uint64_t> held = version();
+    STOA_CHECK(held && *held == *target.version, ErrorKind::kIntegrity,
+               "sync: the route ended at version ", held.value_or(0), ", not the announced ",
+               *target.version);
+    if (!target.state_hash.empty()) {
+      const Hash128 hash = store_->state_hash();
+      STOA_CHECK(hash.hex() == target.state_hash, ErrorKind::kIntegrity,
+                 "sync: state hash at version ", *target.version, " is ", hash.hex(),
                  ", the hub announced ", target.state_hash);
+    }
   };
   try {
     apply_route(info.blobs, true);
@@ -328,24 +361,9 @@ bool WeightSync::step(std::chrono::seconds timeout) {
     log_warn("sync", "route to version ", *info.version, " refused: ", e.what(),
              "; catching up from an anchor");
   }
-  // The fallback: a cold plan starts with an anchor, which replaces whatever state we had. If it
-  // fails part-way it must not leave us further behind than we were (the newest anchor can be
-  // older than a state reached by patches): the state held before is put back in that case.
-  struct Saved {
-    pulse::Int8State state;
-    std::set<std::string> touched;
-    bool full_pending, update_pending;
-    std::vector<pulse::Patch> patches;
-    bool patches_held;
-    uint64_t patch_values;
-  };
-  std::optional<Saved> saved;
-  {
-    std::lock_guard lock(mutex_);
-    if (have_state_)
-      saved = Saved{state_,   touched_,      full_pending_, update_pending_,
-                    patches_, patches_held_, patch_values_};
-  }
+  // The fallback: a cold plan starts with an anchor. Its blobs are all proven before the anchor
+  // replaces the held state (apply_route), so a corrupt transfer leaves the state where it was;
+  // one that fails after its anchor loaded leaves the last version it verified.
   try {
     {
       std::lock_guard lock(mutex_);
@@ -358,25 +376,16 @@ bool WeightSync::step(std::chrono::seconds timeout) {
     check_final(cold);
     std::lock_guard lock(mutex_);
     latest_seen_ = cold.version;
-    return !before || state_.version() != *before;
+    return !before || version() != before;
   } catch (const Error& e) {
-    std::lock_guard lock(mutex_);
-    ++counters_.failed_syncs;
-    last_error_ = e.what();
-    // Not past the saved version: put it back (at the same version the state is the same —
-    // both verified — and restoring the flags spares the engine a needless full reload).
-    if (saved && (!have_state_ || state_.version() <= saved->state.version())) {
-      state_ = std::move(saved->state);
-      touched_ = std::move(saved->touched);
-      full_pending_ = saved->full_pending;
-      update_pending_ = saved->update_pending;
-      patches_ = std::move(saved->patches);
-      patches_held_ = saved->patches_held;
-      patch_values_ = saved->patch_values;
-      have_state_ = true;
+    const std::optional<uint64_t> held = version();
+    {
+      std::lock_guard lock(mutex_);
+      ++counters_.failed_syncs;
+      last_error_ = e.what();
     }
     log_error("sync", "anchor fallback failed: ", e.what(), "; keeping version ",
-              have_state_ ? std::to_string(state_.version()) : std::string("none"));
+              held ? std::to_string(*held) : std::string("none"));
     return false;
   }
 }

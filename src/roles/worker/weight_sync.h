@@ -11,22 +11,30 @@
 // anchor is refused too, keep the current state and report the failure — a worker with stale
 // but correct weights is useful (staleness is bounded by the hub), one with wrong weights is not.
 //
+// Where the verified state lives is a ResidentStore (weight_sync_store.h): on a worker the
+// engine's own weights (EngineStore, weight_sync_engine.h: one resident copy), else an
+// Int8State of the sync's own (StateStore: tests, tools). Every blob of a route is fetched and
+// proven by its content address before the first is applied, since an anchor written over the
+// engine's weights cannot be undone; a route that fails after that leaves the state at the last
+// version it verified (correct weights, possibly older than before the route).
+//
 // Threading: step() runs on the sync thread; the generation thread calls take_update() at a safe
-// point between decode steps. One mutex guards the state: take_update copies only the tensors
-// touched since the last take, so the generation thread holds the lock briefly.
+// point between decode steps (and, with an EngineStore, holds pass_lock() during each pass).
 #pragma once
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
 #include "core/hash.h"
+#include "model/config.h"
 #include "net/protocol.h"
 #include "pulse/int8_state.h"
 #include "pulse/patch.h"
+#include "roles/worker/weight_sync_store.h"
 
 namespace stoa::net {
 class HubClient;
@@ -82,29 +90,16 @@ struct SyncCounters {
   uint64_t failed_syncs = 0;  // the ladder ran out; the state stayed where it was
 };
 
-// A batch of changes for the engine: `full` after an anchor (every tensor), else the tensors
-// patched since the last take — or, taken as kPatches, the verified patches themselves, which
-// the engine scatters in place (engine_update.h: no tensor copies, no repack). The StateTensor
-// copies are taken under the sync lock.
-struct WeightUpdate {
-  uint64_t version = 0;
-  Hash128 state_hash;
-  bool full = false;
-  std::vector<std::pair<std::string, pulse::StateTensor>> tensors;
-  std::vector<pulse::Patch> patches;  // in order; set only for UpdateForm::kPatches
-};
-enum class UpdateForm {
-  kTensors,  // copies of the touched tensors
-  // The patches applied since the last take, when they are all still held (tensors otherwise:
-  // after an anchor, or when they grew past 1/8 of the state's values).
-  kPatches,
-};
-
 class WeightSync {
  public:
   // expected_config_hash: pulse::config_hash of the model the worker runs (nullopt: accept the
-  // first anchor's and then hold every later blob to it).
+  // first anchor's and then hold every later blob to it). The state is the sync's own Int8State.
   WeightSync(BlobSource& source, std::optional<Hash128> expected_config_hash);
+  // A worker's sync: the engine's weights for `config` are the one copy (EngineStore); the
+  // first take_update after the first anchor hands them over (WeightUpdate::engine).
+  WeightSync(BlobSource& source, const ModelConfig& config);
+  WeightSync(BlobSource& source, std::optional<Hash128> expected_config_hash,
+             std::unique_ptr<ResidentStore> store);
 
   // One round: long-polls the hub for a version above the one held (at most `timeout`) and
   // catches up. Returns true when the verified version advanced. Throws only for transport
@@ -118,15 +113,21 @@ class WeightSync {
   SyncCounters counters() const;
   std::string last_error() const;
 
-  // The changes since the last take (nullopt when the engine is current).
+  // The changes since the last take (nullopt when the engine is current). With an EngineStore
+  // they are written into the engine by this call (the generation thread's safe point).
   std::optional<WeightUpdate> take_update(UpdateForm form = UpdateForm::kTensors);
+  // Generation thread: hold during each decode pass; false while the engine must not compute.
+  std::shared_lock<std::shared_mutex> pass_lock() { return store_->pass_lock(); }
+  bool engine_usable() const { return store_->engine_usable(); }
+  // Generation thread, before the runner that holds the engine goes away.
+  void detach_engine() { store_->detach_engine(); }
 
-  // For tests and the resume path: the verified state itself (copy, under the lock).
+  // For tests and the resume path: the verified state itself (a copy; read out of the engine
+  // with an EngineStore).
   pulse::Int8State snapshot() const;
 
  private:
-  // Applies one route (anchor and/or patches) to a working state. Throws on any refusal; on
-  // return the state is at the route's last version and `touched` lists what changed.
+  // Applies one route (anchor and/or patches) to the store. Throws on any refusal.
   void apply_route(const std::vector<net::BlobRef>& route, bool allow_refetch);
   // A blob held whole in memory (patches; every blob of a source without files) or, for an
   // anchor from a spooling source, the path of its file (verified while it is decoded).
@@ -136,21 +137,13 @@ class WeightSync {
   };
   Fetched fetch_verified(const net::BlobRef& ref, bool allow_refetch);
   void apply_blob(const net::BlobRef& ref, const Fetched& blob);
-  void apply_anchor(const net::BlobRef& ref, pulse::Int8State fresh);
+  void apply_anchor(const net::BlobRef& ref, const Fetched& blob);
+  friend class AnchorToStore;
 
   BlobSource& source_;
+  std::unique_ptr<ResidentStore> store_;
+  mutable std::mutex mutex_;  // guards what follows
   std::optional<Hash128> expected_config_;
-  mutable std::mutex mutex_;
-  pulse::Int8State state_;
-  bool have_state_ = false;
-  bool full_pending_ = false;
-  std::set<std::string> touched_;
-  bool update_pending_ = false;
-  // The patches applied since the last take (for UpdateForm::kPatches); dropped, with
-  // patches_held_ false, once they would cost more than copying the touched tensors.
-  std::vector<pulse::Patch> patches_;
-  bool patches_held_ = true;
-  uint64_t patch_values_ = 0;
   std::optional<uint64_t> latest_seen_;
   uint64_t max_staleness_ = 0;
   SyncCounters counters_;

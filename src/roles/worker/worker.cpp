@@ -109,7 +109,7 @@ WorkerStats run_worker(const WorkerOptions& o, const std::atomic<bool>& stop) {
   // ---- background threads: weight sync, heartbeat, rollout streamer ----
   // Blobs download to <state dir>/blobs and resume from there (after a drop or a restart).
   HubBlobSource source(hub, (fs::path(state_dir) / "blobs").string());
-  WeightSync sync(source, pulse::config_hash(config));
+  WeightSync sync(source, config);  // the engine's weights are the one resident copy
   LeaseBook book;
   WorkerGauges gauges;
   gauges.download = [&source] { return source.download_progress(); };
