@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "core/error.h"
+#include "kernels/fixed_math_span.h"
 
 namespace stoa::engine {
 namespace {
@@ -18,12 +19,33 @@ struct ByValueDesc {
   }
 };
 
-double log_sum_exp(const std::vector<double>& z, const std::vector<int32_t>& ids) {
-  double m = -INFINITY;
-  for (int32_t id : ids) m = std::max(m, z[static_cast<size_t>(id)]);
-  double sum = 0;
-  for (int32_t id : ids) sum += std::exp(z[static_cast<size_t>(id)] - m);
-  return m + std::log(sum);
+// The log-sum-exp of z over `ids`, summed in the order of `ids` (kernels::fixed_logsumexp's
+// fixed 32-partial-sum order); `zs` receives z gathered in that order.
+double log_sum_exp(const std::vector<double>& z, const std::vector<int32_t>& ids,
+                   std::vector<double>& zs) {
+  zs.resize(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) zs[i] = z[static_cast<size_t>(ids[i])];
+  return kernels::fixed_logsumexp(zs.data(), zs.size());
+}
+
+// Exps are computed a chunk at a time (vectorised, the same bits as one at a time) so that a
+// running sum that stops early does not pay for the whole vocabulary.
+constexpr size_t kExpChunk = 256;
+
+// How many leading entries of `zs` (descending) reach probability mass `top_p`: the running sum
+// of fixed_exp(zs[i] - lse), in order, first >= top_p (all of them if rounding never gets there).
+size_t nucleus_size(const std::vector<double>& zs, double lse, double top_p) {
+  double e[kExpChunk];
+  double mass = 0;
+  for (size_t i = 0; i < zs.size(); i += kExpChunk) {
+    const size_t n = std::min(kExpChunk, zs.size() - i);
+    kernels::fixed_exp_array(zs.data() + i, lse, n, e);
+    for (size_t j = 0; j < n; ++j) {
+      mass += e[j];
+      if (mass >= top_p) return i + j + 1;
+    }
+  }
+  return zs.size();
 }
 
 }  // namespace
@@ -72,27 +94,15 @@ std::vector<TokenLogprob> sampling_distribution(std::span<const float> logits,
     ids.resize(static_cast<size_t>(params.top_k));
     sorted = true;
   }
+  std::vector<double> zs;
   if (params.top_p < 1) {
     if (!sorted) std::sort(ids.begin(), ids.end(), ByValueDesc{&z});
-    sorted = true;
-    const double lse = log_sum_exp(z, ids);
-    double mass = 0;
-    size_t keep = ids.size();
-    for (size_t i = 0; i < ids.size(); ++i) {
-      mass += std::exp(z[static_cast<size_t>(ids[i])] - lse);
-      if (mass >= params.top_p) {
-        keep = i + 1;
-        break;
-      }
-    }
-    ids.resize(keep);
+    const double lse = log_sum_exp(z, ids, zs);
+    ids.resize(nucleus_size(zs, lse, params.top_p));
   }
-  const double lse = log_sum_exp(z, ids);
-  std::vector<TokenLogprob> out;
-  out.reserve(ids.size());
-  for (int32_t id : ids) {
-    out.push_back({id, static_cast<float>(z[static_cast<size_t>(id)] - lse)});
-  }
+  const double lse = log_sum_exp(z, ids, zs);
+  std::vector<TokenLogprob> out(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) out[i] = {ids[i], static_cast<float>(zs[i] - lse)};
   return out;
 }
 
@@ -101,10 +111,16 @@ double positional_uniform(uint64_t seed, uint64_t position) {
 }
 
 size_t pick_index(const std::vector<TokenLogprob>& dist, double u) {
+  double p[kExpChunk];
   double cum = 0;
-  for (size_t i = 0; i < dist.size(); ++i) {
-    cum += std::exp(static_cast<double>(dist[i].logprob));
-    if (u < cum) return i;
+  for (size_t i = 0; i < dist.size(); i += kExpChunk) {
+    const size_t n = std::min(kExpChunk, dist.size() - i);
+    for (size_t j = 0; j < n; ++j) p[j] = static_cast<double>(dist[i + j].logprob);
+    kernels::fixed_exp_array(p, 0.0, n, p);
+    for (size_t j = 0; j < n; ++j) {
+      cum += p[j];
+      if (u < cum) return i + j;
+    }
   }
   return dist.size() - 1;  // rounding can leave the total a hair under 1
 }
