@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 
 #include "core/error.h"
+#include "kernels/fixed_math_span.h"
 
 namespace stoa::engine {
 namespace {
@@ -18,12 +18,33 @@ struct ByValueDesc {
   }
 };
 
-double log_sum_exp(const std::vector<double>& z, const std::vector<int32_t>& ids) {
-  double m = -INFINITY;
-  for (int32_t id : ids) m = std::max(m, z[static_cast<size_t>(id)]);
-  double sum = 0;
-  for (int32_t id : ids) sum += std::exp(z[static_cast<size_t>(id)] - m);
-  return m + std::log(sum);
+// The log-sum-exp of z over `ids`, summed in the order of `ids` (kernels::fixed_logsumexp's
+// fixed 32-partial-sum order); `zs` receives z gathered in that order.
+double log_sum_exp(const std::vector<double>& z, const std::vector<int32_t>& ids,
+                   std::vector<double>& zs) {
+  zs.resize(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) zs[i] = z[static_cast<size_t>(ids[i])];
+  return kernels::fixed_logsumexp(zs.data(), zs.size());
+}
+
+// Exps are computed a chunk at a time (vectorised, the same bits as one at a time) so that a
+// running sum that stops early does not pay for the whole vocabulary.
+constexpr size_t kExpChunk = 256;
+
+// How many leading entries of `zs` (descending) reach probability mass `top_p`: the running sum
+// of fixed_exp(zs[i] - lse), in order, first >= top_p (all of them if rounding never gets there).
+size_t nucleus_size(const std::vector<double>& zs, double lse, double top_p) {
+  double e[kExpChunk];
+  double mass = 0;
+  for (size_t i = 0; i < zs.size(); i += kExpChunk) {
+    const size_t n = std::min(kExpChunk, zs.size() - i);
+    kernels::fixed_exp_array(zs.data() + i, lse, n, e);
+    for (size_t j = 0; j < n; ++j) {
+      mass += e[j];
+      if (mass >= top_p) return i + j + 1;
+    }
+  }
+  return zs.size();
 }
 
 }  // namespace
@@ -39,9 +60,28 @@ void validate_sampling_params(const SamplingParams& p) {
              "sampling top_logprobs must be >= 0, got ", p.top_logprobs);
 }
 
-std::vector<TokenLogprob> sampling_distribution(std::span<const float> logits,
-                                                const SamplingParams& params) {
+namespace {
+
+// Per-thread working memory of the sampler: a vocabulary-sized vector allocated per token was
+// fresh pages from the kernel every time (measured 1 Dec: page faults and zeroing took ~60 % of
+// a V = 32768 sample on the shared VM, the exps ~2 %).
+struct Scratch {
+  std::vector<double> z;           // logits / T by id
+  std::vector<int32_t> ids;        // the support, in the order its sums run
+  std::vector<double> zs;          // z gathered in that order
+  std::vector<TokenLogprob> dist;  // Sampler::sample's distribution
+};
+
+Scratch& scratch() {
+  thread_local Scratch s;
+  return s;
+}
+
+// sampling_distribution into `out` (cleared first), on `s`'s buffers.
+void distribution_into(std::span<const float> logits, const SamplingParams& params, Scratch& s,
+                       std::vector<TokenLogprob>& out) {
   validate_sampling_params(params);
+  out.clear();
   const int64_t V = static_cast<int64_t>(logits.size());
   STOA_CHECK(V > 0, ErrorKind::kInvalidArgument, "cannot sample from empty logits");
   for (int64_t i = 0; i < V; ++i) {
@@ -54,16 +94,19 @@ std::vector<TokenLogprob> sampling_distribution(std::span<const float> logits,
     for (int32_t i = 1; i < V; ++i) {
       if (logits[static_cast<size_t>(i)] > logits[static_cast<size_t>(best)]) best = i;
     }
-    return {TokenLogprob{best, 0.0f}};
+    out.push_back({best, 0.0f});
+    return;
   }
 
-  std::vector<double> z(static_cast<size_t>(V));
-  for (int64_t i = 0; i < V; ++i)
+  std::vector<double>& z = s.z;
+  std::vector<int32_t>& ids = s.ids;
+  z.resize(static_cast<size_t>(V));
+  ids.clear();
+  for (int64_t i = 0; i < V; ++i)  // (a loop of its own, so that it vectorises)
     z[static_cast<size_t>(i)] = logits[static_cast<size_t>(i)] / params.temperature;
-  std::vector<int32_t> ids(static_cast<size_t>(V));
-  std::iota(ids.begin(), ids.end(), 0);
   // -inf logits (masked tokens) are outside the support.
-  std::erase_if(ids, [&](int32_t id) { return std::isinf(z[static_cast<size_t>(id)]); });
+  for (int64_t i = 0; i < V; ++i)
+    if (!std::isinf(z[static_cast<size_t>(i)])) ids.push_back(static_cast<int32_t>(i));
   STOA_CHECK(!ids.empty(), ErrorKind::kInvalidArgument, "every logit is -inf");
 
   bool sorted = false;
@@ -74,25 +117,21 @@ std::vector<TokenLogprob> sampling_distribution(std::span<const float> logits,
   }
   if (params.top_p < 1) {
     if (!sorted) std::sort(ids.begin(), ids.end(), ByValueDesc{&z});
-    sorted = true;
-    const double lse = log_sum_exp(z, ids);
-    double mass = 0;
-    size_t keep = ids.size();
-    for (size_t i = 0; i < ids.size(); ++i) {
-      mass += std::exp(z[static_cast<size_t>(ids[i])] - lse);
-      if (mass >= params.top_p) {
-        keep = i + 1;
-        break;
-      }
-    }
-    ids.resize(keep);
+    const double lse = log_sum_exp(z, ids, s.zs);
+    ids.resize(nucleus_size(s.zs, lse, params.top_p));
   }
-  const double lse = log_sum_exp(z, ids);
-  std::vector<TokenLogprob> out;
+  const double lse = log_sum_exp(z, ids, s.zs);
   out.reserve(ids.size());
-  for (int32_t id : ids) {
-    out.push_back({id, static_cast<float>(z[static_cast<size_t>(id)] - lse)});
-  }
+  for (size_t i = 0; i < ids.size(); ++i)
+    out.push_back({ids[i], static_cast<float>(s.zs[i] - lse)});
+}
+
+}  // namespace
+
+std::vector<TokenLogprob> sampling_distribution(std::span<const float> logits,
+                                                const SamplingParams& params) {
+  std::vector<TokenLogprob> out;
+  distribution_into(logits, params, scratch(), out);
   return out;
 }
 
@@ -101,10 +140,16 @@ double positional_uniform(uint64_t seed, uint64_t position) {
 }
 
 size_t pick_index(const std::vector<TokenLogprob>& dist, double u) {
+  double p[kExpChunk];
   double cum = 0;
-  for (size_t i = 0; i < dist.size(); ++i) {
-    cum += std::exp(static_cast<double>(dist[i].logprob));
-    if (u < cum) return i;
+  for (size_t i = 0; i < dist.size(); i += kExpChunk) {
+    const size_t n = std::min(kExpChunk, dist.size() - i);
+    for (size_t j = 0; j < n; ++j) p[j] = static_cast<double>(dist[i + j].logprob);
+    kernels::fixed_exp_array(p, 0.0, n, p);
+    for (size_t j = 0; j < n; ++j) {
+      cum += p[j];
+      if (u < cum) return i + j;
+    }
   }
   return dist.size() - 1;  // rounding can leave the total a hair under 1
 }
@@ -115,7 +160,9 @@ Sampler::Sampler(SamplingParams params, uint64_t seed, uint64_t stream, DrawMode
 }
 
 SampledToken Sampler::sample(std::span<const float> logits, uint64_t position) {
-  std::vector<TokenLogprob> dist = sampling_distribution(logits, params_);
+  Scratch& s = scratch();
+  std::vector<TokenLogprob>& dist = s.dist;
+  distribution_into(logits, params_, s, dist);
   SampledToken out;
   // One draw per token, even when greedy, so a run's random stream does not depend on which
   // steps happened to be deterministic.

@@ -7,6 +7,13 @@
 // Order of operations (as in Hugging Face and vLLM): z = logits / T; keep the top_k largest z
 // (ties to the lower id); keep the smallest prefix, by descending probability, whose mass
 // reaches top_p; renormalise.
+//
+// One arithmetic on every machine (docs/design/verification.md, "The same bits everywhere"): the
+// distribution and the draw are a pure function of (logit bits, params, seed, position). z is
+// logit / T in double (IEEE division); the log-sum-exp is kernels::fixed_logsumexp over the
+// support in its order (our own exp and log, a fixed 32-partial-sum order whatever the SIMD
+// width); a log-prob is float(z - lse); top-p's running mass and the draw's cumulative sum add
+// kernels::fixed_exp values one by one in the distribution's order. No libm, no FMA.
 #pragma once
 #include <cstdint>
 #include <span>

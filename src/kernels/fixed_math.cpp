@@ -10,6 +10,8 @@
 namespace stoa::kernels {
 namespace {
 
+using namespace fixed_math_detail;
+
 double from_bits(uint64_t u) {
   double d;
   std::memcpy(&d, &u, sizeof d);
@@ -29,39 +31,24 @@ double pow2(int64_t n) {
 
 // Round to the nearest integer (ties to even) by the 1.5 * 2^52 shifter: exact for |x| < 2^51.
 double round_nearest(double x) {
-  constexpr double kShifter = 6755399441055744.0;
   return (x + kShifter) - kShifter;
 }
-
-// ln 2 split: the high part has 32 significant bits, so n * kLn2Hi is exact for |n| < 2^20.
-constexpr double kLn2Hi = 6.93147180369123816490e-01;
-constexpr double kLn2Lo = 1.90821492927058770002e-10;
-constexpr double kInvLn2 = 1.44269504088896338700e+00;
 
 }  // namespace
 
 double fixed_exp(double x) {
   if (x != x) return x;
-  if (x > 709.78) return std::numeric_limits<double>::infinity();
-  if (x < -708.0) return 0.0;
+  if (x > kExpHi) return std::numeric_limits<double>::infinity();
+  if (x < kExpLo) return 0.0;
   const double n = round_nearest(x * kInvLn2);
   const double r = (x - n * kLn2Hi) - n * kLn2Lo;  // |r| <= 0.35
-  // Taylor series to r^13 / 13! (the next term is below 2^-60 relative).
-  double p = 1.0 / 6227020800.0;
-  p = p * r + 1.0 / 479001600.0;
-  p = p * r + 1.0 / 39916800.0;
-  p = p * r + 1.0 / 3628800.0;
-  p = p * r + 1.0 / 362880.0;
-  p = p * r + 1.0 / 40320.0;
-  p = p * r + 1.0 / 5040.0;
-  p = p * r + 1.0 / 720.0;
-  p = p * r + 1.0 / 120.0;
-  p = p * r + 1.0 / 24.0;
-  p = p * r + 1.0 / 6.0;
-  p = p * r + 0.5;
-  p = p * r + 1.0;
-  p = p * r + 1.0;
-  return p * pow2(static_cast<int64_t>(n));
+  // Taylor series to r^13 / 13! (the next term is below 2^-60 relative), Horner.
+  double p = kExpTaylor[0];
+  for (size_t k = 1; k < kExpTaylor.size(); ++k) p = p * r + kExpTaylor[k];
+  // p * 2^n; n = 1024 (x above 1023.5 ln 2) as (p * 2) * 2^1023, both exact scalings. The
+  // vector version (fixed_math_span.cpp) runs this same sequence in every lane.
+  const double extra = n > 1023.0 ? 2.0 : 1.0;
+  return (p * extra) * pow2(static_cast<int64_t>(n > 1023.0 ? 1023.0 : n));
 }
 
 double fixed_log(double x) {
