@@ -13,13 +13,22 @@ set(CMAKE_CXX_COMPILER ${stoa_cross_triple}-g++)
 set(ENV{PKG_CONFIG_LIBDIR} "/usr/lib/${stoa_cross_triple}/pkgconfig:/usr/share/pkgconfig")
 set(ENV{PKG_CONFIG_PATH} "")
 
-# Test binaries run under qemu-user; ctest prefixes every test command with this. The loader and
-# the arm64 libraries are found through multiarch (/lib/ld-linux-aarch64.so.1); -L covers the
-# cross toolchain's own libc copy when the multiarch libc6:arm64 is absent. QEMU_CPU (env) picks
-# the emulated CPU: cortex-a57 (plain NEON), cortex-a76 (+dotprod), max (+i8mm, SVE2).
+# Test binaries run under qemu-user; ctest prefixes every test command with this. QEMU_CPU (env)
+# picks the emulated CPU: cortex-a57 (plain NEON), cortex-a76 (+dotprod), max (+i8mm, SVE2).
+# The loader and the libraries must come from ONE glibc build. With the multiarch libc6:arm64
+# installed (scripts/setup --arm64) qemu takes the binary's interpreter, /lib/ld-linux-aarch64.so.1,
+# from the host's multiarch tree, as binfmt_misc does for the children a test starts; `-L` would
+# take the cross toolchain's own ld.so (2.36-8cross1 on Debian 12) while that ld.so still loads
+# the multiarch libc.so.6 (2.36-9+deb12u14): the mixed pair made the first pthread_create walk a
+# corrupt stack-cache list forever (test_engine "hung" under qemu, 1 Dec). -L is kept only for a
+# machine without the multiarch libc, where the cross toolchain's copy is the only arm64 glibc.
 find_program(STOA_QEMU_AARCH64 NAMES qemu-aarch64-static qemu-aarch64)
 if(STOA_QEMU_AARCH64)
-  set(CMAKE_CROSSCOMPILING_EMULATOR ${STOA_QEMU_AARCH64} -L /usr/${stoa_cross_triple})
+  if(EXISTS /lib/ld-linux-aarch64.so.1 AND EXISTS /usr/lib/${stoa_cross_triple}/libc.so.6)
+    set(CMAKE_CROSSCOMPILING_EMULATOR ${STOA_QEMU_AARCH64})
+  else()
+    set(CMAKE_CROSSCOMPILING_EMULATOR ${STOA_QEMU_AARCH64} -L /usr/${stoa_cross_triple})
+  endif()
 endif()
 
 # libxapian-dev is not Multi-Arch: same (installing its arm64 copy would remove the host's), so
