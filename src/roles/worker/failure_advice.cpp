@@ -3,6 +3,7 @@
 #include <netdb.h>
 #include <sys/socket.h>
 
+#include <cctype>
 #include <map>
 
 #include "core/error.h"
@@ -152,7 +153,9 @@ FailureAdvice advise(const std::exception& error, const std::string& hub_url) {
 }
 
 std::string format_advice(const FailureAdvice& a) {
-  return "stoa work: " + a.what + "\n  What to do: " + a.to_do + ".\n  Details: " + a.detail + "\n";
+  std::string what = a.what;  // "the hub at ..." opens the sentence: "The hub at ..."
+  if (!what.empty()) what[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(what[0])));
+  return "stoa work: " + what + "\n  What to do: " + a.to_do + ".\n  Details: " + a.detail + "\n";
 }
 
 std::string rejection_in_words(const std::string& reason) {

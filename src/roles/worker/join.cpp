@@ -43,8 +43,13 @@ net::JoinResponse join_hub(net::HubClient& hub, const std::string& join_token,
   const net::JoinResponse joined = [&] {
     const auto deadline = Clock::now() + std::chrono::seconds(join_timeout_s);
     auto back_off = [&](int attempt, const std::exception& why) {
-      log_warn("worker", "join: ", why.what(), "; retrying");
-      if (on_retry) on_retry(why);
+      // The progress report words it for the volunteer; the log keeps it for --verbose.
+      if (on_retry) {
+        log_info("worker", "join: ", why.what(), "; retrying");
+        on_retry(why);
+      } else {
+        log_warn("worker", "join: ", why.what(), "; retrying");
+      }
       const auto wait = std::chrono::milliseconds(std::min(5000, 250 << std::min(attempt, 5)));
       for (auto t = 0ms; t < wait && !stop && Clock::now() < deadline; t += 50ms)
         std::this_thread::sleep_for(50ms);

@@ -64,12 +64,11 @@ void ProgressReport::join_retry(const std::string& why, int timeout_s) {
   const auto now = Clock::now();
   if (last_retry_line_ != Clock::time_point{} && now - last_retry_line_ < kRetryEvery) return;
   last_retry_line_ = now;
-  if (why.find("HTTP 429") != std::string::npos) {
+  if (why.find("kept asking this worker to wait") != std::string::npos) {
     say("The hub is busy and asked this worker to wait (rate limit); waiting, then trying again");
     return;
   }
-  say(cat("Cannot reach the hub yet (", why.substr(0, 160), "); trying again for up to ", timeout_s,
-          " s"));
+  say(cat("Cannot join the hub yet: ", why, " Trying again for up to ", timeout_s, " s"));
 }
 
 void ProgressReport::joined(const std::string& worker_id, const std::string& name, bool resumed,
