@@ -2,11 +2,15 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
+#include <string>
 
 #include "cli/command.h"
 #include "core/log.h"
 #include "net/hub_client.h"
+#include "net/join_string.h"
+#include "roles/worker/failure_advice.h"
 #include "roles/worker/worker.h"
 
 namespace stoa::cli {
@@ -18,17 +22,24 @@ void stop_work_on_signal(int) {
 }  // the loop notices at its next pass
 
 // Exit status: 0 stopped cleanly (signal or --minutes), 3 the hub refused the join (wrong
-// token: retrying cannot help), 1 any other error (message on stderr). docs/design/worker.md.
-int run(const worker::WorkerOptions& o) {
+// token: retrying cannot help), 1 any other error. Every error is told on stderr in plain words
+// with what to do (roles/worker/failure_advice.h; the catalogue is docs/volunteer.md).
+int run(const worker::WorkerOptions& o, bool verbose) {
+  // The volunteer reads the progress lines on stdout; the detailed log is for --verbose (or an
+  // explicit STOA_LOG); warnings and errors always show.
+  if (!verbose && !std::getenv("STOA_LOG") && log_level() < LogLevel::kWarn)
+    set_log_level(LogLevel::kWarn);
   std::signal(SIGINT, stop_work_on_signal);
   std::signal(SIGTERM, stop_work_on_signal);
   std::signal(SIGPIPE, SIG_IGN);  // a hub that hangs up mid-request is an error, not a death
+  std::string hub_url = o.hub_url;
   try {
+    if (!o.join_string.empty()) hub_url = net::parse_join_string(o.join_string).url;
     const worker::WorkerStats s = worker::run_worker(o, g_stop);
     (void)s;
-  } catch (const net::JoinRefused& e) {
-    std::fprintf(stderr, "stoa work: %s\n", e.what());
-    return 3;
+  } catch (const std::exception& e) {
+    std::fputs(worker::format_advice(worker::advise(e, hub_url)).c_str(), stderr);
+    return dynamic_cast<const net::JoinRefused*>(&e) ? 3 : 1;
   }
   return 0;
 }
@@ -65,12 +76,19 @@ CommandRegistration reg(
       app.add_option("--grace", o->shutdown_grace_s,
                      "seconds to finish rollouts on SIGINT/SIGTERM before releasing leases")
           ->capture_default_str();
-      return [o] {
+      app.add_option("--max-memory", o->max_memory_mb,
+                     "MB of memory the worker may use (0: what the machine has free); a model "
+                     "that needs more is refused before its download")
+          ->capture_default_str();
+      auto verbose = std::make_shared<bool>(false);
+      app.add_flag("--verbose,-v", *verbose,
+                   "the detailed log on stderr (as STOA_LOG=info) besides the progress lines");
+      return [o, verbose] {
         if (o->join_string.empty() && o->hub_url.empty()) {
           std::fprintf(stderr, "stoa work: give --join STRING, or --hub URL and --token TOKEN\n");
           return 2;
         }
-        return run(*o);
+        return run(*o, *verbose);
       };
     });
 

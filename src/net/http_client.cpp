@@ -191,7 +191,10 @@ HttpResponse HttpClient::send(const std::string& method, const std::string& path
     HttpResponse out{res->status, std::move(res->body), res->get_header_value("Content-Type")};
     if (out.status == 429) wait_429 = retry_after(*res);
     release(std::move(client));
-    last = cat(method, " ", base_url_, path, ": HTTP ", out.status, " ", out.body.substr(0, 200));
+    last =
+        cat(method, " ", base_url_, path, ": HTTP ", out.status,
+            wait_429.count() > 0 ? cat(" (rate limited: waiting ", wait_429.count(), " ms)") : "",
+            " ", out.body.substr(0, 200));
     if (wait_429.count() > 0) {
       // Not processed by the hub (rate limited): safe to send again, idempotent or not.
       ++throttled_;

@@ -238,7 +238,8 @@ Process& Cluster::start_worker_joined(const std::string& name, const std::string
 
 Process& Cluster::launch_worker(const std::string& name, const std::vector<std::string>& hub,
                                 const std::vector<std::string>& extra, const std::string& netns) {
-  std::vector<std::string> args = {"work"};
+  // --verbose: the tests read the detailed log (stderr); the progress lines go to stdout.
+  std::vector<std::string> args = {"work", "--verbose"};
   args.insert(args.end(), hub.begin(), hub.end());
   for (const auto& a :
        {std::string("--model"), assets().model.string(), std::string("--index"),

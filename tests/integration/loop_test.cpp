@@ -81,6 +81,14 @@ TEST(Loop, WorkersTrainFollowVersionsAndTheHubSurvivesBadClients) {
       },
       150s);
   ASSERT_TRUE(trained) << c.status().dump() << "\n" << c.logs();
+  // Busy workers report a real rate (tokens over the last 30 s), not 0 between rollouts.
+  EXPECT_TRUE(wait_until(
+      [&] {
+        return c.worker_status("w1").value("tokens_per_s", 0.0) > 0 &&
+               c.worker_status("w2").value("tokens_per_s", 0.0) > 0;
+      },
+      30s))
+      << c.status().dump();
   auto s = c.status();
   EXPECT_GE(s["latest_version"].get<int64_t>(), 3);
   // Late or stale results may be turned away by the documented rules; anything else means the
@@ -138,6 +146,10 @@ TEST(Loop, WorkersTrainFollowVersionsAndTheHubSurvivesBadClients) {
   ASSERT_TRUE(st.has_value()) << "a refused worker must exit";
   EXPECT_EQ(*st, 3) << intruder.err();
   EXPECT_NE(intruder.err().find("refused"), std::string::npos) << intruder.err();
+  // ... in words a volunteer can act on (roles/worker/failure_advice.h).
+  EXPECT_NE(intruder.err().find("does not accept the join token"), std::string::npos)
+      << intruder.err();
+  EXPECT_NE(intruder.err().find("new join string"), std::string::npos) << intruder.err();
 
   // Malformed requests: 4xx with a JSON error each, never a crash.
   const int p = c.port();
@@ -174,6 +186,11 @@ TEST(Loop, WorkersTrainFollowVersionsAndTheHubSurvivesBadClients) {
   for (const char* w : {"w1", "w2"}) {
     const std::string log = c.worker(w).err();
     EXPECT_NE(log.find("stopped:"), std::string::npos) << log;
+    // The volunteer's progress lines (stdout): joined, weights, rollouts, the summary.
+    const std::string said = c.worker(w).out();
+    for (const char* line : {"Connecting to the hub at 127.0.0.1:", "Joined as w-",
+                             "ready (the full model, applied in", "Stopped. ", "rollouts sent "})
+      EXPECT_NE(said.find(line), std::string::npos) << line << " missing from:\n" << said;
   }
   // No group ever holds more than G rollouts; no group is trained twice.
   auto v = read_ledger(c.ledger_path());

@@ -126,7 +126,8 @@ RlResult run_rl_phase(const RlOptions& o, const DemoPaths& p, const std::string&
                                       "--threads",   std::to_string(o.worker_threads),
                                       "--slots",     std::to_string(o.worker_slots),
                                       "--seed",      seed,
-                                      "--grace",     "20"},
+                                      "--grace",     "20",
+                                      "--verbose"},  // the worker logs keep the detailed log
                                      logged_to(logs + "/worker-" + name + ".log")));
   }
 

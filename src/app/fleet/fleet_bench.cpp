@@ -189,6 +189,7 @@ json run_config(const FleetBenchOptions& o, const std::string& exe, const fleet:
     const std::string name = "w" + std::to_string(i);
     ChildSpec spec;
     spec.args = {"work",
+                 "--verbose",  // the switch times are read from the detailed log
                  "--hub",
                  proxies[i]->url(),
                  "--token",

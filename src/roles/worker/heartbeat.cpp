@@ -6,10 +6,10 @@
 #include <utility>
 
 #include "core/log.h"
+#include "roles/worker/token_rate.h"
 
 namespace stoa::worker {
 namespace {
-using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 }  // namespace
 
@@ -28,8 +28,9 @@ HeartbeatThread::HeartbeatThread(net::HubClient& hub, std::string worker_id,
 
 void HeartbeatThread::loop() {
   const auto interval = std::chrono::seconds(std::max(1, interval_s_ / 2));
-  auto last_tokens = gauges_.tokens_generated.load();
-  auto last = Clock::now();
+  // Over ~30 s, not per beat: a beat that fell between two leases would report 0 (token_rate.h).
+  RollingRate rate(std::chrono::seconds(30));
+  rate.sample(gauges_.tokens_generated);
   while (!stop_) {
     for (auto waited = 0ms; waited < interval && !stop_; waited += 100ms)
       std::this_thread::sleep_for(100ms);
@@ -39,16 +40,16 @@ void HeartbeatThread::loop() {
     if (gauges_.have_engine) hb.version = gauges_.engine_version.load();
     hb.leases = book_.lease_ids();
     hb.tokens_generated = gauges_.tokens_generated;
-    const double secs = std::chrono::duration<double>(Clock::now() - last).count();
-    hb.tokens_per_s = secs > 0 ? (hb.tokens_generated - last_tokens) / secs : 0;
+    hb.tokens_per_s = rate.sample(hb.tokens_generated);
     hb.idle_fraction = gauges_.idle_fraction;
     if (gauges_.download) hb.download = gauges_.download();
-    last_tokens = hb.tokens_generated;
-    last = Clock::now();
     try {
       book_.mark_cancelled(hub_.heartbeat(hb).cancelled);
     } catch (const std::exception& e) {
       log_warn("worker", "heartbeat: ", e.what());
+      // Every later call would be refused too: the rollout loop stops the worker.
+      if (std::string(e.what()).find("quarantined") != std::string::npos)
+        gauges_.fatal.set(e.what());
     }
   }
   ++done_;

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -14,14 +15,38 @@
 
 namespace stoa::worker {
 
-// What the rollout loop publishes for the heartbeat (written by the loop, read by the thread).
+// Why the worker cannot go on (quarantined by the hub, weights for another model): set by any
+// thread; the rollout loop stops the worker with it (the first reason set wins).
+class FatalReason {
+ public:
+  void set(const std::string& why) const {
+    std::lock_guard lock(mutex_);
+    if (why_.empty()) why_ = why;
+  }
+  std::optional<std::string> get() const {
+    std::lock_guard lock(mutex_);
+    if (why_.empty()) return std::nullopt;
+    return why_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  mutable std::string why_;
+};
+
+// What the rollout loop publishes for the heartbeat and the progress report (written by the
+// loop, read by their threads).
 struct WorkerGauges {
-  std::atomic<uint64_t> tokens_generated{0};
+  std::atomic<uint64_t> tokens_generated{0};  // counted as each token is sampled
   std::atomic<uint64_t> engine_version{0};
   std::atomic<bool> have_engine{false};
   std::atomic<double> idle_fraction{0};
+  std::atomic<int64_t> rollouts_running{0};
   // The blob download in progress, if any (set once before the threads start).
   std::function<std::optional<net::BlobDownload>()> download;
+  // Called on the generation thread when the engine took new weights (set before the start).
+  std::function<void(uint64_t version, bool anchor, double apply_ms)> on_weights;
+  FatalReason fatal;
 };
 
 class HeartbeatThread {

@@ -26,7 +26,9 @@ std::string read_text(const fs::path& p) {
 
 net::JoinResponse join_hub(net::HubClient& hub, const std::string& join_token,
                            const std::string& name, int threads, const std::string& state_dir,
-                           int join_timeout_s, const std::atomic<bool>& stop) {
+                           int join_timeout_s, const std::atomic<bool>& stop,
+                           const std::function<void(const std::exception& why)>& on_retry,
+                           bool* resumed) {
   fs::create_directories(state_dir);
   const fs::path id_file = fs::path(state_dir) / "worker_id";
   const fs::path secret_file = fs::path(state_dir) / "worker_secret";
@@ -40,10 +42,27 @@ net::JoinResponse join_hub(net::HubClient& hub, const std::string& join_token,
   }
   const net::JoinResponse joined = [&] {
     const auto deadline = Clock::now() + std::chrono::seconds(join_timeout_s);
+    auto back_off = [&](int attempt, const std::exception& why) {
+      // The progress report words it for the volunteer; the log keeps it for --verbose.
+      if (on_retry) {
+        log_info("worker", "join: ", why.what(), "; retrying");
+        on_retry(why);
+      } else {
+        log_warn("worker", "join: ", why.what(), "; retrying");
+      }
+      const auto wait = std::chrono::milliseconds(std::min(5000, 250 << std::min(attempt, 5)));
+      for (auto t = 0ms; t < wait && !stop && Clock::now() < deadline; t += 50ms)
+        std::this_thread::sleep_for(50ms);
+    };
     for (int attempt = 0;; ++attempt) {
       try {
         return hub.join(join_token, join_req);
       } catch (const net::JoinRefused& e) {
+        // Rate limited (the client already waited out each Retry-After): not a refusal.
+        if (e.status() == 429 && !stop && Clock::now() < deadline) {
+          back_off(attempt, e);
+          continue;
+        }
         // The hub knows this id under another secret (the state dir was copied or the secret
         // lost): join as a new worker rather than not at all.
         if (e.status() != 403 || join_req.resume_id.empty()) throw;
@@ -54,10 +73,7 @@ net::JoinResponse join_hub(net::HubClient& hub, const std::string& join_token,
         continue;
       } catch (const Error& e) {
         if (e.kind() != ErrorKind::kNetwork || stop || Clock::now() >= deadline) throw;
-        log_warn("worker", "join: ", e.what(), "; retrying");
-        const auto wait = std::chrono::milliseconds(std::min(5000, 250 << std::min(attempt, 5)));
-        for (auto t = 0ms; t < wait && !stop && Clock::now() < deadline; t += 50ms)
-          std::this_thread::sleep_for(50ms);
+        back_off(attempt, e);
       }
     }
   }();
@@ -70,6 +86,7 @@ net::JoinResponse join_hub(net::HubClient& hub, const std::string& join_token,
   }
   log_info("worker", name, " joined as ", joined.worker_id,
            join_req.resume_id.empty() ? "" : " (resumed)");
+  if (resumed) *resumed = !join_req.resume_id.empty();
   return joined;
 }
 

@@ -3,6 +3,8 @@
 // resume_secret so the worker's open leases stay valid).
 #pragma once
 #include <atomic>
+#include <exception>
+#include <functional>
 #include <string>
 
 #include "net/hub_client.h"
@@ -10,11 +12,15 @@
 namespace stoa::worker {
 
 // A worker started together with its hub (stoa demo, stoa bench fleet) may come up first, and a
-// hub restarting after a crash is briefly away: transport errors are retried with back-off for
-// join_timeout_s (kNetwork past that, or once `stop` is set). A refusal (net::JoinRefused: wrong
-// token) is final. Writes the worker id the hub assigned to <state_dir>/worker_id.
+// hub restarting after a crash is briefly away: transport errors, and a hub that keeps answering
+// 429 (rate limited) past the HTTP client's own waits, are retried with back-off for
+// join_timeout_s (the last error past that, or once `stop` is set). A refusal (net::JoinRefused:
+// wrong token) is final. Writes the worker id the hub assigned to <state_dir>/worker_id.
+// `on_retry`, when set, hears the error behind each retry (the progress report words it).
 net::JoinResponse join_hub(net::HubClient& hub, const std::string& join_token,
                            const std::string& name, int threads, const std::string& state_dir,
-                           int join_timeout_s, const std::atomic<bool>& stop);
+                           int join_timeout_s, const std::atomic<bool>& stop,
+                           const std::function<void(const std::exception& why)>& on_retry = {},
+                           bool* resumed = nullptr);
 
 }  // namespace stoa::worker

@@ -98,6 +98,7 @@ void RolloutLoop::take_weights() {
   // Otherwise patches scatter into the engine in place and an anchor comes as tensors.
   auto update = sync_.take_update(UpdateForm::kPatches);
   if (!update) return;
+  const auto t_apply = Clock::now();
   if (!model_) {
     std::unique_ptr<engine::EngineWeights> weights =
         update->engine ? std::move(update->engine)
@@ -136,6 +137,7 @@ void RolloutLoop::take_weights() {
   gauges_.have_engine = true;
   ++stats_.weight_switches;
   log_info("worker", "generating with version ", engine_version_, update->full ? " (anchor)" : "");
+  if (gauges_.on_weights) gauges_.on_weights(engine_version_, update->full, ms_since(t_apply));
 }
 
 // Drops cancelled groups' rollouts and prompts (the group is complete or closed: nothing to add).
@@ -271,11 +273,17 @@ void RolloutLoop::run(const std::atomic<bool>& stop) {
       log_info("worker", "stopping: finishing rollouts in progress (up to ", o_.shutdown_grace_s,
                " s)");
     }
+    // A worker the hub quarantined, or whose weights are for another model, can do nothing
+    // useful: stop it with the reason (progress_report.h words it for the volunteer).
+    if (const auto fatal = gauges_.fatal.get()) fail(ErrorKind::kIntegrity, *fatal);
+    if (!runner_ && sync_.last_error().find("is for another model") != std::string::npos)
+      fail(ErrorKind::kIntegrity, sync_.last_error());
     take_weights();
     if (runner_) drop_cancelled();
     if (runner_ && !draining_) fill_slots();
     book_.forget_finished();
     const int64_t active = running();
+    gauges_.rollouts_running = active;
     if (draining_ && (active == 0 || Clock::now() >= drain_deadline)) break;
     if (active == 0) {
       const auto t0 = Clock::now();

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include "core/error.h"
@@ -17,9 +18,12 @@
 #include "net/hub_client.h"
 #include "net/join_string.h"
 #include "pulse/model_view.h"
+#include "roles/worker/failure_advice.h"
 #include "roles/worker/heartbeat.h"
 #include "roles/worker/join.h"
 #include "roles/worker/lease_book.h"
+#include "roles/worker/memory_check.h"
+#include "roles/worker/progress_report.h"
 #include "roles/worker/rollout_loop.h"
 #include "roles/worker/rollout_streamer.h"
 #include "roles/worker/sync_thread.h"
@@ -48,6 +52,18 @@ class StopThreadsOnThrow {
   std::atomic<bool>& stop_;
   net::HubClient& hub_;
   bool armed_ = true;
+};
+class StopReportOnExit {
+ public:
+  explicit StopReportOnExit(std::optional<ProgressReport>& report) : report_(report) {}
+  ~StopReportOnExit() {
+    if (report_) report_->stop();
+  }
+  StopReportOnExit(const StopReportOnExit&) = delete;
+  StopReportOnExit& operator=(const StopReportOnExit&) = delete;
+
+ private:
+  std::optional<ProgressReport>& report_;
 };
 }  // namespace
 
@@ -88,6 +104,21 @@ WorkerStats run_worker(const WorkerOptions& o, const std::atomic<bool>& stop) {
 
   // ---- join (resuming the previous identity when the state dir has one) ----
   const std::string state_dir = o.state_dir.empty() ? (".stoa-worker-" + o.name) : o.state_dir;
+  std::optional<ProgressReport> report;
+  if (o.progress) report.emplace();
+  // Room for the model before anything is downloaded: the int8 weights in memory and their
+  // download in the state dir.
+  fs::create_directories(state_dir);
+  const MemoryNeed need = memory_needed(config);
+  const auto memory = memory_available(
+      o.max_memory_mb > 0 ? std::optional<uint64_t>(static_cast<uint64_t>(o.max_memory_mb * 1e6))
+                          : std::nullopt);
+  const auto disk = disk_free(state_dir);
+  if (report) report->room_checked(need.total(), memory, need.weights_bytes, disk);
+  if (memory) check_memory(need, *memory);
+  STOA_CHECK(!disk || *disk >= need.weights_bytes, ErrorKind::kIo, "not enough disk space in ",
+             state_dir, " for the model's download: it needs about ",
+             human_bytes(need.weights_bytes), ", ", human_bytes(disk.value_or(0)), " is free");
   net::HttpClientOptions http_options;
   std::string hub_url = o.hub_url, join_token = o.join_token;
   if (!o.join_string.empty()) {
@@ -97,8 +128,17 @@ WorkerStats run_worker(const WorkerOptions& o, const std::atomic<bool>& stop) {
     http_options.pin_sha256 = js.sha256;  // the hub's certificate, whoever signed it
   }
   net::HubClient hub(hub_url, http_options);
-  const net::JoinResponse joined =
-      join_hub(hub, join_token, o.name, o.threads, state_dir, o.join_timeout_s, stop);
+  if (report) report->connecting(hub_url, http_options.pin_sha256);
+  bool resumed = false;
+  const net::JoinResponse joined = join_hub(
+      hub, join_token, o.name, o.threads, state_dir, o.join_timeout_s, stop,
+      [&](const std::exception& why) {
+        if (report) report->join_retry(advise(why, hub_url).what, o.join_timeout_s);
+      },
+      &resumed);
+  if (report)
+    report->joined(joined.worker_id, o.name, resumed, joined.task,
+                   !http_options.pin_sha256.empty());
   STOA_CHECK(joined.vocab_size == config.vocab_size, ErrorKind::kInvalidArgument,
              "stoa work: the hub's vocabulary has ", joined.vocab_size, " tokens, ", o.model_dir,
              " has ", config.vocab_size);
@@ -113,8 +153,24 @@ WorkerStats run_worker(const WorkerOptions& o, const std::atomic<bool>& stop) {
   LeaseBook book;
   WorkerGauges gauges;
   gauges.download = [&source] { return source.download_progress(); };
-  RolloutStreamer streamer([&](const net::RolloutSubmission& r) { return hub.submit(r); },
-                           (fs::path(state_dir) / "spool").string());
+  // The hub's answer is told to the volunteer here (the streamer's thread starts at once, with
+  // the spool's rollouts: a callback set after construction would race it).
+  RolloutStreamer streamer(
+      [&](const net::RolloutSubmission& r) {
+        net::RolloutResponse answer = hub.submit(r);
+        if (report) report->rollout_answered(r, answer);
+        return answer;
+      },
+      (fs::path(state_dir) / "spool").string());
+  if (report) {
+    gauges.on_weights = [&report](uint64_t version, bool anchor, double ms) {
+      report->weights_applied(version, anchor, ms);
+    };
+    report->start(gauges, [&sync] { return sync.last_error(); });
+  }
+  // The report's thread reads the gauges and the sync: it stops before they go, however
+  // run_worker is left.
+  StopReportOnExit stop_report_on_exit(report);
   std::atomic<bool> threads_stop{false};
   std::atomic<int> threads_done{0};  // sync + heartbeat, for a bounded shutdown
   SyncThread sync_thread(sync, threads_stop, threads_done);
@@ -136,6 +192,7 @@ WorkerStats run_worker(const WorkerOptions& o, const std::atomic<bool>& stop) {
       log_warn("worker", "release ", w->lease.lease_id, ": ", e.what());
     }
   }
+  if (report) report->stopping(o.shutdown_grace_s);
   streamer.stop(true, std::chrono::seconds(o.shutdown_grace_s));
   threads_stop = true;
   // A live hub answers the sync's long-poll within its 5 s; a dead one would keep the threads
@@ -152,6 +209,10 @@ WorkerStats run_worker(const WorkerOptions& o, const std::atomic<bool>& stop) {
            c.duplicate, " duplicate, ", c.rejected, " rejected, ", streamer.pending(),
            " left in the spool), ", stats.tokens_generated, " tokens, ", stats.weight_switches,
            " weight switches, idle ", stats.idle_fraction);
+  if (report) {
+    report->stop();
+    report->stopped(stats.tokens_generated, stats.idle_fraction);
+  }
   return stats;
 }
 

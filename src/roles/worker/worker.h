@@ -30,6 +30,8 @@ struct WorkerOptions {
   uint64_t seed = 0;          // 0: from the clock
   int shutdown_grace_s = 20;  // on stop: finish rollouts this long, then release the rest
   int join_timeout_s = 60;    // keep retrying an unreachable hub this long at start
+  double max_memory_mb = 0;   // > 0: refuse a model that needs more (memory_check.h)
+  bool progress = true;       // plain-words progress lines on stdout (progress_report.h)
 };
 
 struct WorkerStats {
@@ -42,8 +44,10 @@ struct WorkerStats {
 };
 
 // Runs until `stop` is set (SIGINT/SIGTERM) or max_minutes; returns the stats. Throws on a
-// configuration error (bad model dir), net::JoinRefused when the hub refuses the join, and
-// kNetwork when the hub stays unreachable for join_timeout_s.
+// configuration error (bad model dir), net::JoinRefused when the hub refuses the join, kNetwork
+// when the hub stays unreachable for join_timeout_s, kIo when the model does not fit in memory
+// or on disk, kIntegrity when the hub quarantines the worker or sends another model's weights
+// (failure_advice.h words each for the volunteer).
 WorkerStats run_worker(const WorkerOptions& options, const std::atomic<bool>& stop);
 
 }  // namespace stoa::worker
