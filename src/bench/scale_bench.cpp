@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -247,36 +248,40 @@ int run_scale_bench(const ScaleBenchOptions& o) {
   const std::string url = "http://127.0.0.1:" + std::to_string(server.port());
   WorkerLog wlog;
   const auto worker_start = Clock::now();
-  ChildProcess worker({self,          "work",
-                       "--hub",       url,
-                       "--token",     hc.join_token,
-                       "--model",     model_dir.string(),
-                       "--index",     (dir / "index").string(),
-                       "--threads",   std::to_string(o.threads),
-                       "--slots",     "2",
-                       "--state-dir", (dir / "worker").string(),
-                       "--name",      "scale-bench",
-                       "--seed",      "1"},
-                      [&](const std::string& line) { wlog.line(line); });
-  wlog.set_pid(worker.pid());
-  RssSampler sampler(worker.pid(), std::chrono::milliseconds(20));
-  const WorkerLog::Event loaded = wlog.wait_for(1, o.timeout_s);
-  const json anchor_load = phase(loaded.memory.hwm_bytes,
-                                 std::chrono::duration<double>(loaded.at - worker_start).count());
-  sampler.take_peak();
-  const auto generate_deadline = Clock::now() + timeout;
-  while (groups_taken == 0) {
-    STOA_CHECK(Clock::now() < generate_deadline && process_alive(worker.pid()),
-               ErrorKind::kInternal,
-               "stoa bench scale: no complete group from the worker; its "
-               "last lines:\n",
-               wlog.tail());
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  std::unique_ptr<ChildProcess> worker;
+  std::unique_ptr<RssSampler> sampler;
+  json anchor_load = nullptr, generate = nullptr, patch_apply = nullptr;
+  if (o.worker) {
+    worker = std::make_unique<ChildProcess>(
+        std::vector<std::string>{self,          "work",
+                                 "--hub",       url,
+                                 "--token",     hc.join_token,
+                                 "--model",     model_dir.string(),
+                                 "--index",     (dir / "index").string(),
+                                 "--threads",   std::to_string(o.threads),
+                                 "--slots",     "2",
+                                 "--state-dir", (dir / "worker").string(),
+                                 "--name",      "scale-bench",
+                                 "--seed",      "1"},
+        [&](const std::string& line) { wlog.line(line); });
+    wlog.set_pid(worker->pid());
+    sampler = std::make_unique<RssSampler>(worker->pid(), std::chrono::milliseconds(20));
+    const WorkerLog::Event loaded = wlog.wait_for(1, o.timeout_s);
+    anchor_load = phase(loaded.memory.hwm_bytes,
+                        std::chrono::duration<double>(loaded.at - worker_start).count());
+    sampler->take_peak();
+    const auto generate_deadline = Clock::now() + timeout;
+    while (groups_taken == 0) {
+      STOA_CHECK(
+          Clock::now() < generate_deadline && process_alive(worker->pid()), ErrorKind::kInternal,
+          "stoa bench scale: no complete group from the worker; its last lines:\n", wlog.tail());
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    const ProcessMemory after_generate = read_process_memory(worker->pid());
+    generate =
+        phase(phase_peak(loaded.memory.hwm_bytes, after_generate.hwm_bytes, sampler->take_peak()),
+              std::chrono::duration<double>(Clock::now() - loaded.at).count());
   }
-  const ProcessMemory after_generate = read_process_memory(worker.pid());
-  const json generate =
-      phase(phase_peak(loaded.memory.hwm_bytes, after_generate.hwm_bytes, sampler.take_peak()),
-            std::chrono::duration<double>(Clock::now() - loaded.at).count());
 
   // ---- one PULSE version, made tensor by tensor, published as a patch ----
   SimulatedVersionOptions vo;
@@ -290,8 +295,8 @@ int run_scale_bench(const ScaleBenchOptions& o) {
                                         patch_blob.size()};
   catalog.add(patch_entry);
   catalog.save(catalog_path);
-  const ProcessMemory before_patch = read_process_memory(worker.pid());
-  sampler.take_peak();
+  const ProcessMemory before_patch = worker ? read_process_memory(worker->pid()) : ProcessMemory{};
+  if (sampler) sampler->take_peak();
   const auto published_at = Clock::now();
   {
     pulse::Published p;
@@ -299,14 +304,21 @@ int run_scale_bench(const ScaleBenchOptions& o) {
     p.patch = patch_entry;
     hub.publish_version(p, version.patch.result_state_hash);
   }
-  const WorkerLog::Event patched = wlog.wait_for(2, o.timeout_s);
-  const double apply_seconds = std::chrono::duration<double>(patched.at - published_at).count();
-  const json patch_apply =
-      phase(phase_peak(before_patch.hwm_bytes, patched.memory.hwm_bytes, sampler.take_peak()),
-            apply_seconds);
-  const uint64_t worker_peak = read_process_memory(worker.pid()).hwm_bytes;
-  worker.signal(SIGTERM);
-  const ChildResult worker_end = worker.wait(std::chrono::seconds(60));
+  json apply_seconds = nullptr, worker_peak = nullptr, worker_exit = nullptr;
+  if (worker) {
+    const WorkerLog::Event patched = wlog.wait_for(2, o.timeout_s);
+    const double seconds = std::chrono::duration<double>(patched.at - published_at).count();
+    apply_seconds = seconds;
+    patch_apply =
+        phase(phase_peak(before_patch.hwm_bytes, patched.memory.hwm_bytes, sampler->take_peak()),
+              seconds);
+    const uint64_t peak = read_process_memory(worker->pid()).hwm_bytes;
+    sampler.reset();
+    worker->signal(SIGTERM);
+    const ChildResult end = worker->wait(std::chrono::seconds(60));
+    worker_peak = std::max(peak, end.max_rss_bytes);
+    worker_exit = end.exit_status;
+  }
 
   // ---- a resumed download of the anchor through the cutting proxy ----
   const uint64_t cut_bytes = static_cast<uint64_t>(o.cut_mb * 1024 * 1024);
@@ -342,8 +354,8 @@ int run_scale_bench(const ScaleBenchOptions& o) {
                    {"anchor_load", anchor_load},
                    {"generate", generate},
                    {"patch_apply", patch_apply}}},
-                 {"worker_peak_rss_bytes", std::max(worker_peak, worker_end.max_rss_bytes)},
-                 {"worker_exit_status", worker_end.exit_status},
+                 {"worker_peak_rss_bytes", worker_peak},
+                 {"worker_exit_status", worker_exit},
                  {"worker_threads", o.threads},
                  {"pulse",
                   {{"changed_fraction", changed_fraction},
@@ -376,12 +388,16 @@ int run_scale_bench(const ScaleBenchOptions& o) {
                 static_cast<double>(anchor.int8_bytes) / 1e9);
     for (const char* name : {"make_model", "anchor_load", "generate", "patch_apply"}) {
       const json& p = report["phases"][name];
+      if (p.is_null()) {
+        std::printf("  %-12s not run (--no-worker)\n", name);
+        continue;
+      }
       std::printf("  %-12s peak RSS %8.1f MB  %8.2f s\n", name,
                   p["peak_rss_bytes"].get<double>() / 1e6, p["seconds"].get<double>());
     }
-    std::printf("  pulse: %.4f%% changed, patch %zu B, make %.2f s CPU, applied in %.2f s\n",
+    std::printf("  pulse: %.4f%% changed, patch %zu B, make %.2f s CPU, applied in %s s\n",
                 100 * changed_fraction, patch_blob.size(),
-                version.make_cpu_seconds + encode_seconds, apply_seconds);
+                version.make_cpu_seconds + encode_seconds, apply_seconds.dump().c_str());
     std::printf("  download: %llu B blob, %llu B through the proxy, %llu cuts\n",
                 static_cast<unsigned long long>(anchor.entry.bytes),
                 static_cast<unsigned long long>(proxy.bytes_to_client()),

@@ -27,6 +27,7 @@ struct ScaleBenchOptions {
   double lr = 2e-6;         // the simulated AdamW step
   double cut_mb = 64;       // the proxy cuts each connection after this many MB
   double timeout_s = 7200;  // per waited-for event
+  bool worker = true;       // false: no worker (its phases are null): the trainer side only
   bool json = false;
 };
 

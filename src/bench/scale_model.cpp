@@ -22,6 +22,10 @@ ModelConfig scale_config(const std::string& preset, int layers) {
   c.num_layers = layers;
   c.layer_kinds.resize(static_cast<size_t>(layers));
   c.num_dense_layers = std::min<int64_t>(c.num_dense_layers, layers);
+  // The GGUF metadata of a model without attention has no KV heads, which readers refuse.
+  STOA_CHECK(std::count(c.layer_kinds.begin(), c.layer_kinds.end(), LayerKind::kAttention) > 0,
+             ErrorKind::kInvalidArgument, "stoa bench scale: the first ", layers, " layers of ",
+             preset, " have no attention layer; cut after one (--layers larger)");
   validate_model_config(c, preset + " cut to " + std::to_string(layers) + " layers");
   return c;
 }

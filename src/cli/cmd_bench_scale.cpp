@@ -28,6 +28,9 @@ CommandRegistration bench_cmd(
           ->capture_default_str();
       app.add_option("--timeout", opts->timeout_s, "seconds to wait for each worker event")
           ->capture_default_str();
+      app.add_flag("--no-worker{false}", opts->worker,
+                   "no worker process (its phases are null): the model, the anchor, the PULSE "
+                   "make and the download only");
       app.add_flag("--json", opts->json, "print JSON");
       return [opts] { return bench::run_scale_bench(*opts); };
     });
