@@ -34,15 +34,10 @@ std::vector<uint8_t> zstd_compress(std::span<const uint8_t> data, int level) {
   return out;
 }
 
-std::vector<uint8_t> seal_blob(const BlobHeader& header, std::span<const uint8_t> raw, int level) {
-  BlobHeader h = header;
-  std::vector<uint8_t> payload = zstd_compress(raw, level);
-  h.payload_size = payload.size();
-  h.raw_size = raw.size();
-  h.payload_hash = hash_bytes(payload.data(), payload.size());
-  std::vector<uint8_t> blob;
-  blob.reserve(kHeaderSize + payload.size());
-  ByteWriter w(&blob);
+std::vector<uint8_t> blob_header_bytes(const BlobHeader& h) {
+  std::vector<uint8_t> head;
+  head.reserve(kHeaderSize);
+  ByteWriter w(&head);
   w.bytes(kMagic, 8);
   w.u16(kFormatVersion);
   w.u8(static_cast<uint8_t>(h.kind));
@@ -55,8 +50,18 @@ std::vector<uint8_t> seal_blob(const BlobHeader& header, std::span<const uint8_t
   w.u64(h.payload_size);
   w.u64(h.raw_size);
   put_hash(w, h.payload_hash);
-  put_hash(w, hash_bytes(blob.data(), blob.size()));
-  w.bytes(payload.data(), payload.size());
+  put_hash(w, hash_bytes(head.data(), head.size()));
+  return head;
+}
+
+std::vector<uint8_t> seal_blob(const BlobHeader& header, std::span<const uint8_t> raw, int level) {
+  BlobHeader h = header;
+  std::vector<uint8_t> payload = zstd_compress(raw, level);
+  h.payload_size = payload.size();
+  h.raw_size = raw.size();
+  h.payload_hash = hash_bytes(payload.data(), payload.size());
+  std::vector<uint8_t> blob = blob_header_bytes(h);
+  blob.insert(blob.end(), payload.begin(), payload.end());
   return blob;
 }
 
@@ -165,6 +170,12 @@ static void put_tensor_head(ByteWriter& w, const std::string& name, TensorKind k
   w.u8(static_cast<uint8_t>(shape.size()));
   for (int64_t d : shape) w.u64(static_cast<uint64_t>(d));
   put_hash(w, hash);
+}
+
+void append_tensor_head(std::vector<uint8_t>* out, const std::string& name, TensorKind kind,
+                        const Shape& shape, const Hash128& hash) {
+  ByteWriter w(out);
+  put_tensor_head(w, name, kind, shape, hash);
 }
 
 struct TensorHead {

@@ -78,6 +78,14 @@ std::vector<uint8_t> seal_blob(const BlobHeader& header, std::span<const uint8_t
 std::vector<uint8_t> open_blob(std::span<const uint8_t> blob, BlobHeader* header,
                                const DecodeLimits& limits = {});
 
+// The 112-byte envelope of `header` (its sizes and payload hash as given; the header hash is
+// computed): for writers that stream the payload and write the envelope last (anchor_writer.h).
+std::vector<uint8_t> blob_header_bytes(const BlobHeader& header);
+// Appends a tensor's section head (name, kind, shape, content hash) as patches and anchors
+// carry it.
+void append_tensor_head(std::vector<uint8_t>* out, const std::string& name, TensorKind kind,
+                        const Shape& shape, const Hash128& hash);
+
 // The uncompressed payload of a patch (exposed for the position-coding measurements).
 std::vector<uint8_t> patch_payload(const Patch& patch, PositionCoding coding);
 // zstd helpers (level as given); decompression checks the exact size.

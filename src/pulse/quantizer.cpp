@@ -25,7 +25,7 @@ bool should_rescale(float amax, uint16_t frozen, uint16_t fresh, const RescaleRu
 // silently drop a NaN, and the grid must never carry one). Works on the bit patterns: for
 // non-negative floats integer order is float order, and inf/NaN are the patterns >= 0x7f800000;
 // an integer max reduction also vectorises.
-static float group_amax(const float* g) {
+float group_amax(const float* g) {
   int32_t m = 0;
   for (int64_t i = 0; i < kInt8GroupSize; ++i) {
     int32_t b = static_cast<int32_t>(f32_bits(g[i]) & 0x7fffffffu);

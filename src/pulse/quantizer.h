@@ -38,6 +38,9 @@ struct RescaleRule {
 // (both f16 bits) must be re-scaled.
 bool should_rescale(float amax, uint16_t frozen, uint16_t fresh, const RescaleRule& rule);
 
+// A group's largest magnitude, NaN when any of its kInt8GroupSize values is not finite.
+float group_amax(const float* group);
+
 // Bit-identical to core's int8_quantize_group for finite inputs (tested), but vectorisable: the
 // quantiser runs over every weight at every version, so it dominates the encode time.
 void quantize_group_exact(const float* group, uint16_t scale_bits, int8_t* out);
