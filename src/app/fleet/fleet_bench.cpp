@@ -38,8 +38,8 @@
 #include "app/fleet/fleet_assets.h"
 #include "app/fleet/fleet_link.h"
 #include "app/fleet/fleet_metrics.h"
-#include "app/fleet/version_observer.h"
 #include "app/fleet/fleet_process.h"
+#include "app/fleet/version_observer.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "net/http_client.h"
@@ -190,26 +190,16 @@ json run_config(const FleetBenchOptions& o, const std::string& exe, const fleet:
     ChildSpec spec;
     spec.args = {"work",
                  "--verbose",  // the switch times are read from the detailed log
-                 "--hub",
-                 proxies[i]->url(),
-                 "--token",
-                 kToken,
-                 "--model",
-                 a.model,
-                 "--index",
-                 a.index,
-                 "--name",
-                 name,
-                 "--state-dir",
-                 dir + "/" + name,
-                 "--threads",
-                 std::to_string(o.worker_threads),
-                 "--slots",
-                 std::to_string(o.slots),
-                 "--seed",
-                 std::to_string(i + 1),
-                 "--grace",
-                 "2"};
+                 "--hub",       proxies[i]->url(),
+                 "--token",     kToken,
+                 "--model",     a.model,
+                 "--index",     a.index,
+                 "--name",      name,
+                 "--state-dir", dir + "/" + name,
+                 "--threads",   std::to_string(o.worker_threads),
+                 "--slots",     std::to_string(o.slots),
+                 "--seed",      std::to_string(i + 1),
+                 "--grace",     "2"};
     spec.log_path = dir + "/" + name + ".log";
     if (c.home && links) spec.netns = links->links()[i].netns;
     workers.push_back(std::make_unique<Child>());
