@@ -31,6 +31,7 @@
 #include "roles/hub/hub.h"
 #include "roles/hub/server.h"
 #include "roles/hub/validation_queue.h"
+#include "roles/verify/replay_hub_setup.h"
 #include "roles/verify/replay_validator.h"
 #include "roles/verify/test_worker.h"
 
@@ -64,30 +65,13 @@ class RemoteValidationTest : public ::testing::Test {
     v2 = pulse::int8_view_of(w2, 2, &quantizer);
 
     hc.ledger_path = *dir / "ledger.sqlite";
-    hc.join_token = "join-secret";
+    testing::set_replay_test_hub(hc);
     hc.operator_token = kOperatorToken;
-    hc.group_size = 2;
-    hc.max_staleness = 4;
-    hc.max_tokens = 1024;
-    hc.sampling.temperature = 1.0f;
-    hc.sampling.max_new_tokens = 12;
-    hc.sampling.max_turns = 2;
-    hc.sampling.max_observation_tokens = 48;
-    hc.verify.fraction = 1.0;
     hc.verify.remote = true;
     deps.task = task.get();
     deps.codec = &codec;
     deps.vocab_size = config.vocab_size;
-    for (const auto& [id, q] : std::vector<std::pair<std::string, std::string>>{
-             {"q1", "Mutations in which gene cause Velor syndrome"},
-             {"q2", "What treats Melvar fever"}}) {
-      env::QaItem item;
-      item.id = id;
-      item.question = q;
-      item.golden_answers = {"KRAV3"};
-      item.split = "train";
-      deps.prompts.push_back(item);
-    }
+    deps.prompts = testing::replay_test_prompts(2);
     prompts = deps.prompts;
     deps.store = store.get();
     hub = std::make_unique<hub::Hub>(hc, deps);

@@ -25,6 +25,7 @@
 #include "pulse/publisher.h"
 #include "roles/hub/hub.h"
 #include "roles/verify/hub_validator.h"
+#include "roles/verify/replay_hub_setup.h"
 #include "roles/verify/replay_validator.h"
 #include "roles/verify/test_worker.h"
 
@@ -57,30 +58,12 @@ class ReplayTest : public ::testing::Test {
 
     hub::HubConfig hc;
     hc.ledger_path = *dir / "ledger.sqlite";
-    hc.join_token = "join-secret";
-    hc.group_size = 2;
-    hc.max_staleness = 4;
-    hc.max_tokens = 1024;
-    hc.sampling.temperature = 1.0f;
-    hc.sampling.max_new_tokens = 12;
-    hc.sampling.max_turns = 2;
-    hc.sampling.max_observation_tokens = 48;
-    hc.verify.fraction = 1.0;  // every rollout
+    testing::set_replay_test_hub(hc);
     hub::HubDeps deps;
     deps.task = task.get();
     deps.codec = &codec;
     deps.vocab_size = config.vocab_size;
-    for (const auto& [id, q] : std::vector<std::pair<std::string, std::string>>{
-             {"q1", "Mutations in which gene cause Velor syndrome"},
-             {"q2", "What treats Melvar fever"},
-             {"q3", "Where is Tamorin expressed"}}) {
-      env::QaItem item;
-      item.id = id;
-      item.question = q;
-      item.golden_answers = {"KRAV3"};
-      item.split = "train";
-      deps.prompts.push_back(item);
-    }
+    deps.prompts = testing::replay_test_prompts(3);
     prompts = deps.prompts;
     deps.store = store.get();
     hub = std::make_unique<hub::Hub>(hc, deps);
