@@ -104,8 +104,12 @@ class CuttingProxy {
       if (n <= 0) break;
       size_t send_n = static_cast<size_t>(n);
       bool cut = false;
-      if (to_client && cut_ > 0 && c->sent + send_n >= cut_) {
-        send_n = static_cast<size_t>(cut_ - c->sent);
+      // One read of the limit: a test may lower it while this connection is past the new value
+      // (then nothing more is sent), which must not wrap around into a huge send.
+      const uint64_t limit = cut_.load();
+      const uint64_t already = c->sent.load();
+      if (to_client && limit > 0 && already + send_n >= limit) {
+        send_n = already >= limit ? 0 : static_cast<size_t>(limit - already);
         cut = true;
       }
       if (send_n > 0 && ::send(to, buf, send_n, MSG_NOSIGNAL) != static_cast<ssize_t>(send_n))
