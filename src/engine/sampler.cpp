@@ -47,6 +47,48 @@ size_t nucleus_size(const std::vector<double>& zs, double lse, double top_p) {
   return zs.size();
 }
 
+// The nucleus of an unsorted support: its leading entries in descending order, as many as reach
+// `top_p` under the normaliser `lse`, left sorted at the front of `ids` (the count is returned).
+// A nucleus is usually a few dozen tokens of a vocabulary of 10^4-10^5, so instead of sorting the
+// whole support (3.7 ms a token at V = 32768, measured 1 Dec) the descending order is built a
+// block at a time: nth_element brings the next block's members forward, a sort orders just them,
+// and their mass is added to the running sum. The order and the sums are those of a full sort
+// (ByValueDesc is a total order), so the result is bit-identical to sorting everything first.
+size_t nucleus_of_unsorted(const std::vector<double>& z, std::vector<int32_t>& ids, double lse,
+                           double top_p, std::vector<double>& zs) {
+  constexpr size_t kFirstBlock = 64;
+  const ByValueDesc desc{&z};
+  double e[kExpChunk];
+  double mass = 0;
+  double last_p = 1;  // the probability of ids[done - 1]: no later id is more likely
+  size_t done = 0;    // ids[0, done) are sorted and every later id is below them
+  for (size_t end = std::min(kFirstBlock, ids.size()); done < ids.size();) {
+    const auto first = ids.begin() + static_cast<std::ptrdiff_t>(done);
+    const auto last = ids.begin() + static_cast<std::ptrdiff_t>(end);
+    if (end < ids.size()) std::nth_element(first, last, ids.end(), desc);
+    std::sort(first, last, desc);
+    zs.resize(end - done);
+    for (size_t i = done; i < end; ++i) zs[i - done] = z[static_cast<size_t>(ids[i])];
+    for (size_t i = 0; i < zs.size(); i += kExpChunk) {
+      const size_t n = std::min(kExpChunk, zs.size() - i);
+      kernels::fixed_exp_array(zs.data() + i, lse, n, e);
+      for (size_t j = 0; j < n; ++j) {
+        mass += e[j];
+        if (mass >= top_p) return done + i + j + 1;
+      }
+      last_p = e[n - 1];
+    }
+    // The next block: four times this one, and at least the ids the missing mass needs when
+    // each brings at most last_p (a flat distribution's nucleus is thousands of ids).
+    const double needed = last_p > 0 ? (top_p - mass) / last_p : static_cast<double>(ids.size());
+    const size_t grow = std::max(
+        4 * (end - done), static_cast<size_t>(std::min(needed, static_cast<double>(ids.size()))));
+    done = end;
+    end = std::min(ids.size(), done + grow);
+  }
+  return ids.size();
+}
+
 }  // namespace
 
 void validate_sampling_params(const SamplingParams& p) {
@@ -116,9 +158,11 @@ void distribution_into(std::span<const float> logits, const SamplingParams& para
     sorted = true;
   }
   if (params.top_p < 1) {
-    if (!sorted) std::sort(ids.begin(), ids.end(), ByValueDesc{&z});
+    // Top-p's probabilities are normalised over the support in its order before the cut: id
+    // order, or descending after top-k (the sum's order fixes its bits).
     const double lse = log_sum_exp(z, ids, s.zs);
-    ids.resize(nucleus_size(s.zs, lse, params.top_p));
+    ids.resize(sorted ? nucleus_size(s.zs, lse, params.top_p)
+                      : nucleus_of_unsorted(z, ids, lse, params.top_p, s.zs));
   }
   const double lse = log_sum_exp(z, ids, s.zs);
   out.reserve(ids.size());

@@ -12,8 +12,9 @@
 // distribution and the draw are a pure function of (logit bits, params, seed, position). z is
 // logit / T in double (IEEE division); the log-sum-exp is kernels::fixed_logsumexp over the
 // support in its order (our own exp and log, a fixed 32-partial-sum order whatever the SIMD
-// width); a log-prob is float(z - lse); top-p's running mass and the draw's cumulative sum add
-// kernels::fixed_exp values one by one in the distribution's order. No libm, no FMA.
+// width); a log-prob is float(z - lse); top-p's running mass (normalised by the log-sum-exp of
+// the support before the cut: in id order, or descending after top-k) and the draw's cumulative
+// sum add kernels::fixed_exp values one by one in the distribution's order. No libm, no FMA.
 #pragma once
 #include <cstdint>
 #include <span>

@@ -82,8 +82,10 @@ std::vector<TokenLogprob> reference_distribution(std::span<const float> logits,
     ids.resize(static_cast<size_t>(p.top_k));
   }
   if (p.top_p < 1) {
-    std::sort(ids.begin(), ids.end(), desc);
+    // Normalised over the support in its order before the cut (id order, or descending after
+    // top-k), then cut in descending order.
     const double lse = reference_lse(z, ids);
+    std::sort(ids.begin(), ids.end(), desc);
     double mass = 0;
     size_t keep = ids.size();
     for (size_t k = 0; k < ids.size(); ++k) {
