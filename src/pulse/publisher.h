@@ -1,13 +1,22 @@
 // The sender's loop: each new version of the int8 view becomes a patch from the previous one,
 // every anchor_every versions also a full anchor; blobs go into the content-addressed store, the
 // catalog beside them is updated, and the retention policy prunes what no catch-up route needs.
-// The hub (a later issue) serves the store; this class is what its trainer side calls.
+// The hub serves the store; this class is what its trainer side calls.
+//
+// The publisher keeps one int8 view: the last published version's. The trainer's path makes the
+// next version from its f32 masters straight into that view, tensor by tensor (VersionMaker:
+// the patch is recorded as the view changes; anchors are written from the view by
+// AnchorFileWriter), so the trainer never holds an f32 copy of its model nor a second int8 state.
+// The blobs and the catalog are byte for byte those of publishing int8_view_of(masters) whole
+// (tested over anchors and a restart).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "core/tensor.h"
 #include "pulse/blob_store.h"
 #include "pulse/catalog.h"
 #include "pulse/format.h"
@@ -28,20 +37,41 @@ struct Published {
   std::vector<Hash128> pruned;
 };
 
+// One master tensor: its name, shape and numel(shape) f32 values (valid during the call).
+using MasterSink =
+    std::function<void(const std::string& name, const Shape& shape, const float* values)>;
+// Hands every master tensor of the model to `take` once, one at a time (any order; the trainer's
+// is name order).
+using MasterStream = std::function<void(const MasterSink& take)>;
+
 class Publisher {
  public:
   // Loads the catalog from <store dir>/catalog.json when present.
   Publisher(BlobStore& store, PublisherOptions options);
 
-  // Publishes the next version (state.version() must be above every published one). The first
-  // version published by this object is always an anchor (there is no previous view to diff).
+  // Publishes `version` (above every published one) made from the masters, on the view's frozen
+  // grid with Int8Quantizer's rescale rule. The first version published by this object (no view
+  // yet, e.g. after a restart) puts them on a fresh grid and is always an anchor. If it throws
+  // (a non-finite master, a tensor the view lacks, a full disk), nothing is published and the
+  // view is dropped: the next version starts afresh, as after a restart.
+  Published publish(uint64_t version, const Hash128& config_hash, const MasterStream& masters);
+  // Publishes a whole int8 state (tests, and tools that hold one); same rules and bytes.
   Published publish(Int8State state);
 
   const Catalog& catalog() const { return catalog_; }
+  // The view at the last published version (null before the first).
   const Int8State* current() const { return current_ ? &*current_ : nullptr; }
   std::string catalog_path() const;
 
  private:
+  void check_newer(uint64_t version) const;
+  Patch update_view(uint64_t version, const Hash128& config_hash, const MasterStream& masters);
+  CatalogEntry write_anchor(const Int8State& view);
+  // Adds the version's blobs to the catalog, saves it and prunes.
+  Published record(uint64_t version, std::optional<CatalogEntry> patch,
+                   std::optional<CatalogEntry> anchor);
+  bool anchor_due(uint64_t version, bool first) const;
+
   BlobStore& store_;
   PublisherOptions options_;
   Catalog catalog_;

@@ -74,8 +74,8 @@ TensorPatch VersionMaker::int8_section(StateTensor& view, const float* master) {
   return tp;
 }
 
-void VersionMaker::tensor(const std::string& name, StateTensor& view, const Hash128& view_hash,
-                          const float* master) {
+Hash128 VersionMaker::tensor(const std::string& name, StateTensor& view, const Hash128& view_hash,
+                             const float* master) {
   STOA_CHECK(!hashes_.count(name), ErrorKind::kInvalidArgument, "version maker: tensor '", name,
              "' given twice");
   const size_t n = static_cast<size_t>(view.numel());
@@ -99,14 +99,16 @@ void VersionMaker::tensor(const std::string& name, StateTensor& view, const Hash
   layouts_.push_back({name, view.kind, view.shape});
   if (tp.values_written() == 0) {
     hashes_[name] = view_hash;
-    return;
+    return view_hash;
   }
   tp.name = name;
   tp.kind = view.kind;
   tp.shape = view.shape;
   tp.result_hash = view.compute_hash();
   hashes_[name] = tp.result_hash;
+  const Hash128 result = tp.result_hash;
   sections_.push_back(std::move(tp));
+  return result;
 }
 
 Patch VersionMaker::finish() {
@@ -122,6 +124,34 @@ Patch VersionMaker::finish() {
   patch.tensors = std::move(sections_);
   sections_.clear();
   return patch;
+}
+
+StateTensor fresh_view_tensor(const std::string& name, const Shape& shape, const float* master) {
+  StateTensor t;
+  t.kind = tensor_kind_for(name, shape);
+  t.shape = shape;
+  const size_t n = static_cast<size_t>(shape_numel(shape));
+  STOA_CHECK(all_finite(master, n), ErrorKind::kInvalidArgument, "version maker: tensor '", name,
+             "' has a non-finite master value");
+  if (t.kind == TensorKind::kInt8) {
+    Int8Matrix& q = t.q;
+    q.rows = shape[0];
+    q.cols = shape[1];
+    q.values.resize(n);
+    q.scales.resize(n / kInt8GroupSize);
+    for (size_t g = 0; g < q.scales.size(); ++g) {
+      const float* x = master + g * kInt8GroupSize;
+      q.scales[g] = f32_to_f16(group_amax(x) / 127.0f);
+      quantize_group_exact(x, q.scales[g], q.values.data() + g * kInt8GroupSize);
+    }
+  } else if (t.kind == TensorKind::kBf16) {
+    t.bf16.resize(n);
+    for (size_t i = 0; i < n; ++i) t.bf16[i] = f32_to_bf16(master[i]);
+  } else {
+    t.f32.resize(n);
+    if (n) std::memcpy(t.f32.data(), master, n * sizeof(float));
+  }
+  return t;
 }
 
 }  // namespace stoa::pulse

@@ -30,11 +30,11 @@ class VersionMaker {
                RescaleRule rule = {});
 
   // `view` is tensor `name` of the int8 view at from_version (its hash `view_hash`), `master`
-  // its numel() new f32 master values. On return `view` is the tensor at to_version. Every
-  // tensor of the model must be given once (any order). Throws kInvalidArgument for a
-  // non-finite master value, leaving `view` unchanged.
-  void tensor(const std::string& name, StateTensor& view, const Hash128& view_hash,
-              const float* master);
+  // its numel() new f32 master values. On return `view` is the tensor at to_version; returns
+  // its hash. Every tensor of the model must be given once (any order). Throws
+  // kInvalidArgument for a non-finite master value, leaving `view` unchanged.
+  Hash128 tensor(const std::string& name, StateTensor& view, const Hash128& view_hash,
+                 const float* master);
 
   // The patch from_version -> to_version (tensors sorted by name).
   Patch finish();
@@ -51,5 +51,10 @@ class VersionMaker {
   std::vector<TensorPatch> sections_;
   VersionMakeStats stats_;
 };
+
+// Tensor `name` of shape `shape` at the first version of a view, from its f32 masters: on a fresh
+// grid (Q8_0 scales, f16(amax / 127) per group) or in the bf16 / f32 carrier — the bits of
+// Int8Quantizer's first quantize (tested). Throws kInvalidArgument for a non-finite value.
+StateTensor fresh_view_tensor(const std::string& name, const Shape& shape, const float* master);
 
 }  // namespace stoa::pulse

@@ -418,4 +418,20 @@ void Trainer::copy_weights_to(ModelWeights* out) const {
   impl_->model->copy_to(out);
 }
 
+void Trainer::for_each_weight(
+    const std::function<void(const std::string&, const Shape&, const float*)>& take) const {
+  const PolicyModel& model = *impl_->model;
+  std::vector<size_t> order(model.names().size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return model.names()[a] < model.names()[b]; });
+  for (size_t i : order) {
+    // A no-op (the parameter itself) for an f32 master on the CPU.
+    torch::Tensor host =
+        model.parameters()[i].detach().to(torch::kCPU, torch::kFloat32).contiguous();
+    const Shape shape(host.sizes().begin(), host.sizes().end());
+    take(model.names()[i], shape, host.data_ptr<float>());
+  }
+}
+
 }  // namespace stoa::train

@@ -8,6 +8,7 @@
 //   trainer.save_checkpoint(dir);  auto again = Trainer::resume(dir, options);
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -86,6 +87,11 @@ class Trainer {
 
   ModelWeights weights() const;                   // f32 copy (HF names)
   void copy_weights_to(ModelWeights* out) const;  // reuses out's buffers when shapes match
+  // Every f32 master tensor once, in name order, one at a time: `take(name, shape, values)` sees
+  // the parameter's own storage when it is on the CPU, else one tensor's host copy (freed after
+  // the call). What a version is made from without a second copy of the model (pulse/publisher.h).
+  void for_each_weight(
+      const std::function<void(const std::string&, const Shape&, const float*)>& take) const;
   // Hugging Face model directory (config.json + model.safetensors) at `dtype`.
   void save_model(const std::string& dir, DType dtype = DType::kF32) const;
 

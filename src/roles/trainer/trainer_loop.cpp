@@ -58,6 +58,7 @@ TrainerLoop::TrainerLoop(hub::TrainerPort& port, pulse::BlobStore& store,
     trainer_ = std::make_unique<train::Trainer>(initial, train_options, options_.ranks);
   }
   last_step_ = port_.last_step();
+  config_hash_ = pulse::config_hash(trainer_->config());
   publisher_ = std::make_unique<pulse::Publisher>(store_, options_.publisher);
   if (!options_.log_path.empty()) {
     try {
@@ -74,11 +75,11 @@ TrainerLoop::~TrainerLoop() = default;
 uint64_t TrainerLoop::publish() {
   const auto latest = port_.latest_version();
   const uint64_t next = latest ? *latest + 1 : 0;
-  trainer_->copy_weights_to(&scratch_);
-  pulse::Int8State state = pulse::int8_view_of(scratch_, next, &quantizer_);
-  const Hash128 hash = state.state_hash();
-  pulse::Published published = publisher_->publish(std::move(state));
-  port_.publish_version(published, hash);
+  // The masters go one tensor at a time into the publisher's int8 view: no f32 copy of the model.
+  const pulse::Published published = publisher_->publish(
+      next, config_hash_,
+      [this](const pulse::MasterSink& take) { trainer_->for_each_weight(take); });
+  port_.publish_version(published, publisher_->current()->state_hash());
   last_patch_bytes_ = published.patch ? published.patch->bytes : 0;
   last_anchor_bytes_ = published.anchor ? published.anchor->bytes : 0;
   version_ = next;

@@ -1,6 +1,7 @@
 // The trainer loop inside the hub process: take complete groups from the ledger (TrainerPort),
-// apply the staleness policy, take one DPPO step, publish the next version (f32 → int8 view →
-// PULSE patch, anchors every N), record the step in the ledger, checkpoint.
+// apply the staleness policy, take one DPPO step, publish the next version (the f32 masters, tensor
+// by tensor, into the publisher's one int8 view → PULSE patch, anchors every N), record the step
+// in the ledger, checkpoint.
 //
 // Crash safety ("no rollout is trained on twice"): a step's groups are marked trained in the
 // ledger (one durable transaction) BEFORE the checkpoint that contains the step is written. A
@@ -32,7 +33,6 @@
 #include "model/weights.h"
 #include "pulse/blob_store.h"
 #include "pulse/publisher.h"
-#include "pulse/quantizer.h"
 #include "roles/hub/trainer_port.h"
 #include "roles/trainer/step_batch.h"
 #include "roles/trainer/step_log.h"
@@ -102,8 +102,7 @@ class TrainerLoop {
   pulse::BlobStore& store_;
   TrainerLoopOptions options_;
   std::unique_ptr<train::Trainer> trainer_;
-  ModelWeights scratch_;  // f32 weights copied out for quantisation (buffers reused)
-  pulse::Int8Quantizer quantizer_;
+  Hash128 config_hash_;  // of the trainer's model config: part of every blob's fingerprint
   std::unique_ptr<pulse::Publisher> publisher_;
   std::vector<hub::AcceptedGroup> carry_;  // taken from the port, not yet trained or dropped
   bool resumed_ = false;

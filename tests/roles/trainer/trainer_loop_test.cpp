@@ -14,6 +14,8 @@
 
 #include "model/presets.h"
 #include "pulse/catalog.h"
+#include "pulse/format.h"
+#include "pulse/model_view.h"
 #include "roles/hub/hub_fixture.h"
 #include "roles/trainer/trainer_loop.h"
 
@@ -131,6 +133,13 @@ TEST_F(TrainerLoopTest, StepsPublishVersionsAndLogEveryStep) {
   auto catalog = pulse::Catalog::load((dir / "blobs" / "catalog.json").string());
   EXPECT_EQ(catalog.latest_version(), 2u);
   EXPECT_FALSE(catalog.plan(std::nullopt, 2).empty());
+  // Version 0, made from the masters the trainer hands over one tensor at a time, is the int8
+  // view of the initial weights, byte for byte.
+  const auto anchor0 = catalog.newest_anchor(0);
+  ASSERT_TRUE(anchor0.has_value());
+  pulse::Int8Quantizer fresh;
+  EXPECT_TRUE(store->get(anchor0->hash) ==
+              pulse::encode_anchor(pulse::int8_view_of(initial, 0, &fresh)));
 }
 
 TEST_F(TrainerLoopTest, UniformGroupsAreClosedWithTheStepButNotRun) {
