@@ -17,7 +17,7 @@ struct Hub::Verification {
   struct Pending {
     std::string group_id;
     std::string worker_id;
-    std::string kernel_target;  // as the rollout recorded it (verified_by_target)
+    std::string kernel_target;  // as the rollout recorded it (for by_target)
     int64_t deadline_ms = 0;
   };
   std::map<std::string, Pending> pending;                // rollout id -> what waits on it
