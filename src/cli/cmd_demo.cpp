@@ -96,6 +96,10 @@ CommandRegistration reg(
                      "docs/design/verification.md)")
           ->check(CLI::Range(0.0, 1.0))
           ->capture_default_str();
+      app.add_option("--worker-kernel-targets", o->rl.worker_kernel_targets,
+                     "force the workers' SIMD kernel targets, round-robin: a comma list (e.g. "
+                     "AVX3_DL,AVX2,SSE4) or all (every target this machine has); default: each "
+                     "worker on its CPU's best (`stoa work --kernel-target`)");
       return [o] { return app::run_demo(*o); };
     });
 

@@ -8,6 +8,7 @@
 
 #include "cli/command.h"
 #include "core/log.h"
+#include "kernels/targets.h"
 #include "net/hub_client.h"
 #include "net/join_string.h"
 #include "roles/worker/failure_advice.h"
@@ -42,6 +43,26 @@ int run(const worker::WorkerOptions& o, bool verbose) {
     return dynamic_cast<const net::JoinRefused*>(&e) ? 3 : 1;
   }
   return 0;
+}
+
+// Forces `name` for every kernel of the process (the engine and the sampler) before any engine is
+// built: the weight layout (packed or grid) follows the target. False, said on stderr with the
+// targets this machine has, when it has none by that name.
+bool force_kernel_target(const std::string& name) {
+  const int64_t target = kernels::find_target(name);
+  if (target == 0) {
+    std::fprintf(stderr,
+                 "stoa work: --kernel-target %s: this machine has no such kernel target; it has: "
+                 "%s\n",
+                 name.c_str(), kernels::available_target_names().c_str());
+    return false;
+  }
+  const std::string best = kernels::target_name(kernels::active_target());
+  kernels::force_target(target);
+  std::printf("Kernel target: %s (forced; this machine's best is %s)\n",
+              kernels::target_name(kernels::active_target()).c_str(), best.c_str());
+  std::fflush(stdout);
+  return true;
 }
 
 CommandRegistration reg(
@@ -80,14 +101,20 @@ CommandRegistration reg(
                      "MB of memory the worker may use (0: what the machine has free); a model "
                      "that needs more is refused before its download")
           ->capture_default_str();
+      auto kernel_target = std::make_shared<std::string>();
+      app.add_option("--kernel-target", *kernel_target,
+                     "run the kernels on this SIMD target instead of the CPU's best (e.g. "
+                     "AVX2, SSE4; names as the rollouts record them): rollouts are bit-identical "
+                     "on every target, so a fleet can mix them");
       auto verbose = std::make_shared<bool>(false);
       app.add_flag("--verbose,-v", *verbose,
                    "the detailed log on stderr (as STOA_LOG=info) besides the progress lines");
-      return [o, verbose] {
+      return [o, verbose, kernel_target] {
         if (o->join_string.empty() && o->hub_url.empty()) {
           std::fprintf(stderr, "stoa work: give --join STRING, or --hub URL and --token TOKEN\n");
           return 2;
         }
+        if (!kernel_target->empty() && !force_kernel_target(*kernel_target)) return 2;
         return run(*o, *verbose);
       };
     });

@@ -18,4 +18,10 @@ int64_t active_target();
 // thread-safe: call it only while no kernel runs.
 void force_target(int64_t target);
 
+// The available target called `name` (as target_name() prints it, in any case); 0 when this
+// build and CPU have none by that name (`stoa work --kernel-target`).
+int64_t find_target(const std::string& name);
+// target_name() of every available target, best first, joined by ", " (for error messages).
+std::string available_target_names();
+
 }  // namespace stoa::kernels

@@ -14,11 +14,14 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "app/demo/demo_report.h"
 #include "app/demo/demo_rl.h"
 #include "app/demo/demo_setup.h"
+#include "app/demo/worker_targets.h"
 #include "core/error.h"
 #include "core/source_root.h"
 #include "model/arch_registry.h"
@@ -71,6 +74,8 @@ int run_demo(DemoOptions o) {
     o.setup.warm_start = o.warm_start;
     o.setup.warm_start_required = true;
   }
+  // A kernel target this machine lacks is refused before the setup's minutes, not after them.
+  (void)parse_kernel_targets(o.rl.worker_kernel_targets, available_kernel_targets());
   o.rl.seed = o.setup.seed;
   o.rl.episode.max_observation_tokens = o.setup.max_observation_tokens;
   if (o.fresh) fs::remove_all(o.setup.dir);
@@ -115,6 +120,8 @@ int run_demo(DemoOptions o) {
         evaluate_pass1(p, rl.final_model, "test", 0, o.rl.episode, p.logs, "test-after", say);
   }
   s["total_seconds"] = seconds_since(t_start);
+  std::istringstream lines(verification_summary_lines(s));
+  for (std::string line; std::getline(lines, line);) say(line);
   say("summary:");
   std::printf("%s\n", s.dump(2).c_str());
   if (!o.json_summary.empty()) {

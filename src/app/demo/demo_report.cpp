@@ -84,6 +84,53 @@ std::string sft_progress_line(const nlohmann::json& j) {
   return buf;
 }
 
+nlohmann::json verification_cost(const nlohmann::json& c, double generation_cpu_s) {
+  const double submitted = c.value("rollouts_accepted", 0.0) + c.value("rollouts_rejected", 0.0);
+  const double verified = c.value("rollouts_verified", 0.0);
+  const double validation_cpu_s = c.value("verification_cpu_seconds", 0.0);
+  const double generation_per = submitted > 0 ? generation_cpu_s / submitted : 0.0;
+  const double validation_per = verified > 0 ? validation_cpu_s / verified : 0.0;
+  return {{"generation_cpu_s", generation_cpu_s},
+          {"generation_cpu_s_per_rollout", generation_per},
+          {"validation_cpu_s", validation_cpu_s},
+          {"validation_cpu_s_per_rollout", validation_per},
+          {"validation_cpu_fraction", generation_per > 0 ? validation_per / generation_per : 0.0}};
+}
+
+std::string verification_summary_lines(const nlohmann::json& s) {
+  if (!s.contains("generation_cpu_s")) return "";
+  std::ostringstream o;
+  o.setf(std::ios::fixed);
+  const double verified = s.value("rollouts_verified", 0.0);
+  if (verified > 0) {
+    o.precision(0);
+    o << "verification: " << verified << " rollouts replayed, "
+      << s.value("verification_failures", 0.0) << " failed, " << s.value("workers_quarantined", 0.0)
+      << " workers quarantined";
+    if (s.contains("rollouts_verified_by_target") && !s["rollouts_verified_by_target"].empty()) {
+      o << "; by kernel target (pass/fail):";
+      for (const auto& [target, n] : s["rollouts_verified_by_target"].items())
+        o << " " << target << " " << n.value("pass", 0.0) << "/" << n.value("fail", 0.0);
+    }
+    o << "\n";
+  }
+  o.precision(1);
+  o << "cpu: generation " << s.value("generation_cpu_s", 0.0) << " CPU-s";
+  o.precision(4);
+  o << " (" << s.value("generation_cpu_s_per_rollout", 0.0) << " a rollout)";
+  if (verified > 0) {
+    o.precision(1);
+    o << ", validation " << s.value("validation_cpu_s", 0.0) << " CPU-s";
+    o.precision(4);
+    o << " (" << s.value("validation_cpu_s_per_rollout", 0.0) << " a replayed rollout)";
+    o.precision(1);
+    o << ": validation per rollout = " << 100.0 * s.value("validation_cpu_fraction", 0.0)
+      << " % of generation";
+  }
+  o << "\n";
+  return o.str();
+}
+
 nlohmann::json read_comparable_results(const std::string& path, const nlohmann::json& key) {
   std::ifstream in(path);
   if (!in.good()) return nullptr;

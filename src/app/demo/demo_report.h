@@ -29,6 +29,20 @@ using trainer::kRewardWindow;
 // are skipped; a figure over no steps is 0.
 nlohmann::json summarize_step_log(const std::string& steps_jsonl);
 
+// What replay verification cost against what generation cost, from the hub's counters
+// (/v1/status "counters": rollouts_verified, verification_cpu_seconds, rollouts_accepted,
+// rollouts_rejected) and the worker processes' own CPU seconds (their rusage): generation_cpu_s,
+// validation_cpu_s, each per rollout (generation over the rollouts submitted — accepted or
+// rejected, both were generated —, validation over the rollouts replayed) and
+// validation_cpu_fraction, the second over the first (issue 19's target: <= 0.10). A figure over
+// no rollouts is 0.
+nlohmann::json verification_cost(const nlohmann::json& counters, double generation_cpu_s);
+
+// The plain-words lines of the summary for replay verification and its cost: the verdicts (by
+// kernel target when the summary has rollouts_verified_by_target) and the CPU figures of
+// verification_cost. Empty when the summary has no generation_cpu_s.
+std::string verification_summary_lines(const nlohmann::json& summary);
+
 // An earlier results file (`stoa experiment ablations`' ablations.json) if its "comparability"
 // object equals `key` (same warm start and budget), so its rows may stand beside a new run's;
 // null when the file is missing, unreadable, not JSON or from another setting.

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "app/demo/demo_report.h"
+#include "app/demo/worker_targets.h"
 #include "core/error.h"
 #include "core/process.h"
 #include "core/process_run.h"
@@ -86,6 +87,9 @@ void write_run_config(const RlOptions& o, const DemoPaths& p, const std::string&
 RlResult run_rl_phase(const RlOptions& o, const DemoPaths& p, const std::string& model_dir,
                       const std::string& run_dir, const std::string& logs, const Say& say,
                       const std::atomic<bool>& interrupted) {
+  // A name this machine lacks fails here, before anything starts.
+  const std::vector<std::string> kernel_targets = assign_kernel_targets(
+      parse_kernel_targets(o.worker_kernel_targets, available_kernel_targets()), o.workers);
   fs::remove_all(run_dir);
   clear_phase_logs(logs);
   fs::create_directories(run_dir);
@@ -109,26 +113,36 @@ RlResult run_rl_phase(const RlOptions& o, const DemoPaths& p, const std::string&
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(100));  // hub.json fully written
   const std::string url = read_json(hub_json).at("url").get<std::string>();
-  say("rl: hub at " + url + "; starting " + std::to_string(o.workers) + " workers");
+  std::string forced;
+  for (size_t i = 0; i < kernel_targets.size(); ++i) {
+    forced += i ? ", w" : " (kernel targets: w";
+    forced += std::to_string(i + 1);
+    forced += ' ';
+    forced += kernel_targets[i];
+    if (i + 1 == kernel_targets.size()) forced += ')';
+  }
+  say("rl: hub at " + url + "; starting " + std::to_string(o.workers) + " workers" + forced);
 
   std::vector<Process> workers;
   for (int i = 0; i < o.workers; ++i) {
     std::string name = std::to_string(i + 1);
     name.insert(0, 1, 'w');  // (not "w" + ...: GCC 12 -O3 warns a false -Wrestrict on that)
     const std::string seed = std::to_string(o.seed * 1000 + static_cast<uint64_t>(i) + 1);
-    workers.push_back(Process::start({exe,           "work",
-                                      "--hub",       url,
-                                      "--token",     token,
-                                      "--model",     model_dir,
-                                      "--index",     p.index,
-                                      "--name",      name,
-                                      "--state-dir", run_dir + "/worker-" + name,
-                                      "--threads",   std::to_string(o.worker_threads),
-                                      "--slots",     std::to_string(o.worker_slots),
-                                      "--seed",      seed,
-                                      "--grace",     "20",
-                                      "--verbose"},  // the worker logs keep the detailed log
-                                     logged_to(logs + "/worker-" + name + ".log")));
+    std::vector<std::string> argv{exe,           "work",
+                                  "--hub",       url,
+                                  "--token",     token,
+                                  "--model",     model_dir,
+                                  "--index",     p.index,
+                                  "--name",      name,
+                                  "--state-dir", run_dir + "/worker-" + name,
+                                  "--threads",   std::to_string(o.worker_threads),
+                                  "--slots",     std::to_string(o.worker_slots),
+                                  "--seed",      seed,
+                                  "--grace",     "20",
+                                  "--verbose"};  // the worker logs keep the detailed log
+    if (!kernel_targets.empty())
+      argv.insert(argv.end(), {"--kernel-target", kernel_targets[static_cast<size_t>(i)]});
+    workers.push_back(Process::start(argv, logged_to(logs + "/worker-" + name + ".log")));
   }
 
   net::HttpClient http(url);
@@ -170,6 +184,9 @@ RlResult run_rl_phase(const RlOptions& o, const DemoPaths& p, const std::string&
                   : "rl: time is up; stopping workers (they finish or release their leases)");
   for (auto& w : workers) w.signal(SIGTERM);
   for (auto& w : workers) w.stop(std::chrono::seconds(40));
+  // Reaped now (a worker that died early was reaped when it was noticed): their own CPU time.
+  for (auto& w : workers) r.worker_cpu_seconds += w.cpu_seconds();
+  r.worker_kernel_targets = kernel_targets;
   try {
     const net::HttpResponse res = http.get("/v1/status");
     if (res.status == 200) r.last_status = nlohmann::json::parse(res.body);
@@ -257,7 +274,9 @@ double evaluate_pass1(const DemoPaths& p, const std::string& model, const std::s
   return pass1;
 }
 
-nlohmann::json rl_summary(const RlOptions& o, const RlResult& r, const std::string& run_dir) {
+// The phase's figures from its step log and the hub's counters.
+static nlohmann::json phase_figures(const RlOptions& o, const RlResult& r,
+                                    const std::string& run_dir) {
   const nlohmann::json steps = summarize_step_log(run_dir + "/steps.jsonl");
   const nlohmann::json counters =
       r.last_status.contains("counters") ? r.last_status["counters"] : nlohmann::json::object();
@@ -300,6 +319,26 @@ nlohmann::json rl_summary(const RlOptions& o, const RlResult& r, const std::stri
           {"max_staleness", o.max_staleness},
           {"anchor_every", o.anchor_every},
           {"full_weight_sync", o.anchor_every == 1 && o.keep_anchors == 1}};
+}
+
+nlohmann::json rl_summary(const RlOptions& o, const RlResult& r, const std::string& run_dir) {
+  nlohmann::json summary = phase_figures(o, r, run_dir);
+  const nlohmann::json& status = r.last_status;
+  summary.update(
+      verification_cost(status.contains("counters") ? status["counters"] : nlohmann::json::object(),
+                        r.worker_cpu_seconds));
+  summary["rollouts_verified_by_target"] =
+      status.is_object() && status.contains("verification")
+          ? status["verification"].value("by_target", nlohmann::json::object())
+          : nlohmann::json::object();
+  nlohmann::json targets = nlohmann::json::object();
+  for (size_t i = 0; i < r.worker_kernel_targets.size(); ++i) {
+    std::string name = std::to_string(i + 1);
+    name.insert(0, 1, 'w');  // (GCC 12's false -Wrestrict on "w" + ..., as above)
+    targets[name] = r.worker_kernel_targets[i];
+  }
+  summary["worker_kernel_targets"] = targets;
+  return summary;
 }
 
 }  // namespace stoa::app

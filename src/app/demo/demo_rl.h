@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -61,6 +62,9 @@ struct RlOptions {
   // Replay verification ([verify] of the run config): the fraction of rollouts the hub replays
   // (0: off; 1: every rollout). docs/design/verification.md.
   double verify = 0;
+  // `stoa demo --worker-kernel-targets`: "" (every worker on its CPU's best target), "all", or a
+  // comma list of kernel targets, assigned to the workers round-robin (worker_targets.h).
+  std::string worker_kernel_targets;
 };
 
 struct RlResult {
@@ -68,6 +72,11 @@ struct RlResult {
   double seconds = 0;          // RL wall clock (workers started → everything stopped)
   double worker_idle_fraction = 0;
   int workers_failed = 0;
+  // The kernel target each worker was forced onto (empty: none forced).
+  std::vector<std::string> worker_kernel_targets;
+  // The worker processes' own user + system CPU seconds (wait4's rusage when they exited):
+  // what generation cost, measured.
+  double worker_cpu_seconds = 0;
   std::string final_model;  // <run_dir>/checkpoint/model, with the tokenizer copied in
 };
 

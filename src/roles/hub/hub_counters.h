@@ -1,5 +1,6 @@
 // Private to the Hub's .cpp files: the counters behind /metrics, /v1/status and the summary.
 #pragma once
+#include <array>
 #include <map>
 #include <optional>
 #include <set>
@@ -55,7 +56,8 @@ struct Hub::Snapshot {
   size_t offset = 0;
   std::vector<WorkerStats> workers;            // the requested page
   std::map<std::string, double> verification;  // replay counters (verification.cpp), if on
-  LedgerWriterStats ledger;                    // the group commit (ledger_writer.h)
+  std::map<std::string, std::array<int64_t, 2>> verified_by_target;  // {pass, fail}, if on
+  LedgerWriterStats ledger;  // the group commit (ledger_writer.h)
 };
 
 }  // namespace stoa::hub

@@ -83,7 +83,7 @@ net::RolloutResponse Hub::intake_locked(const std::string& caller, const net::Ro
   if (auto prev = rollout_locked(m.id)) {
     // Another worker's rollout id: a replay of someone else's work (verification.cpp).
     if (verification_ && prev->worker_id != caller) {
-      verification_->failed++;
+      verification_->count(m.kernel_target, false);
       quarantine_locked(caller, cat(who, " was accepted from worker ", prev->worker_id));
       return reject("rollout_id_taken", cat(who, ": accepted from another worker"));
     }

@@ -5,6 +5,7 @@
 
 #include "roles/hub/hub.h"
 #include "roles/hub/hub_counters.h"
+#include "roles/hub/verification_state.h"
 
 namespace stoa::hub {
 
@@ -50,6 +51,7 @@ Hub::Snapshot Hub::snapshot(size_t offset, size_t limit) const {
   s.ledger = writer_->stats();
   s.now_ms = now();
   verification_counters_locked(s.verification);
+  if (verification_) s.verified_by_target = verification_->by_target;
   s.offset = std::min(offset, workers_.size());
   auto it = workers_.begin();
   std::advance(it, static_cast<std::ptrdiff_t>(s.offset));
@@ -156,6 +158,14 @@ json Hub::status(size_t offset, size_t limit) const {
   j["step"] = snap.step;
   j["counters"] = counters_of(snap);
   j["staleness_histogram"] = c.staleness;
+  if (!snap.verification.empty()) {
+    // Verdicts by the kernel target each rollout was generated on (workers may force one:
+    // `stoa work --kernel-target`); replay is exact across targets, so honest ones all pass.
+    json by_target = json::object();
+    for (const auto& [target, counts] : snap.verified_by_target)
+      by_target[target] = {{"pass", counts[0]}, {"fail", counts[1]}};
+    j["verification"] = {{"by_target", by_target}};
+  }
   j["leases_open"] = snap.leases_open;
   json workers = json::array();
   for (const auto& w : snap.workers) {

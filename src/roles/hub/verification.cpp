@@ -110,7 +110,7 @@ void Hub::audit_locked(const net::RolloutSubmission& m, const GroupState& g, siz
     ++v.skipped_queue_full;
     return;
   }
-  v.pending[m.id] = {g.row.id, m.worker_id, now() + config_.verify.max_wait_ms};
+  v.pending[m.id] = {g.row.id, m.worker_id, m.kernel_target, now() + config_.verify.max_wait_ms};
 }
 
 // Whether group `group_id` must not go to the trainer yet. A verdict overdue by the policy's
@@ -144,17 +144,19 @@ void Hub::record_verdict(const std::string& rollout_id, const AuditVerdict& verd
     Verification& v = *verification_;
     v.cpu_seconds += verdict.cpu_seconds;
     auto it = v.pending.find(rollout_id);
-    std::string worker;
+    std::string worker, kernel_target;
     if (it != v.pending.end()) {
       worker = it->second.worker_id;
+      kernel_target = it->second.kernel_target;
       v.pending.erase(it);
     } else if (auto row = rollout_locked(rollout_id)) {
       worker = row->worker_id;  // its group timed out meanwhile: the verdict still counts
+      const auto j = nlohmann::json::parse(row->payload, nullptr, false);
+      if (j.is_object() && j.contains("kernel_target") && j["kernel_target"].is_string())
+        kernel_target = j["kernel_target"].get<std::string>();
     }
-    if (verdict.pass) {
-      ++v.passed;
-    } else {
-      ++v.failed;
+    v.count(kernel_target, verdict.pass);
+    if (!verdict.pass) {
       log_error("verify", "rollout ", rollout_id, " of worker ", worker,
                 " FAILED replay at position ", verdict.position, " (", verdict.what,
                 "): ", verdict.detail);
@@ -215,13 +217,25 @@ std::string Hub::verification_metrics_locked() const {
   const int64_t passed = verification_ ? verification_->passed : 0;
   const int64_t failed = verification_ ? verification_->failed : 0;
   const size_t quarantined = verification_ ? verification_->quarantined.size() : 0;
-  return cat("# HELP stoa_rollouts_verified_total Rollouts replayed by a validator, by verdict.\n",
-             "# TYPE stoa_rollouts_verified_total counter\n",
-             "stoa_rollouts_verified_total{result=\"pass\"} ", passed, "\n",
-             "stoa_rollouts_verified_total{result=\"fail\"} ", failed, "\n",
-             "# HELP stoa_workers_quarantined Workers refused after a failing replay.\n",
-             "# TYPE stoa_workers_quarantined gauge\n", "stoa_workers_quarantined ", quarantined,
-             "\n");
+  std::string out = cat(
+      "# HELP stoa_rollouts_verified_total Rollouts replayed by a validator, by verdict.\n",
+      "# TYPE stoa_rollouts_verified_total counter\n",
+      "stoa_rollouts_verified_total{result=\"pass\"} ", passed, "\n",
+      "stoa_rollouts_verified_total{result=\"fail\"} ", failed, "\n",
+      "# HELP stoa_workers_quarantined Workers refused after a failing replay.\n",
+      "# TYPE stoa_workers_quarantined gauge\n", "stoa_workers_quarantined ", quarantined, "\n");
+  // A family of its own rather than a `target` label on stoa_rollouts_verified_total, whose
+  // {result} series dashboards and alerts already read. Labels are plain names (target_label).
+  out +=
+      "# HELP stoa_rollouts_verified_by_target_total Rollouts replayed by a validator, by the "
+      "kernel target they were generated on and by verdict.\n"
+      "# TYPE stoa_rollouts_verified_by_target_total counter\n";
+  if (verification_)
+    for (const auto& [target, counts] : verification_->by_target)
+      for (size_t fail = 0; fail < 2; ++fail)
+        out += cat("stoa_rollouts_verified_by_target_total{target=\"", target, "\",result=\"",
+                   fail ? "fail" : "pass", "\"} ", counts[fail], "\n");
+  return out;
 }
 
 }  // namespace stoa::hub

@@ -1,5 +1,6 @@
 // Private to the Hub's .cpp files: the state behind replay verification (verification.cpp).
 #pragma once
+#include <array>
 #include <cstdint>
 #include <map>
 #include <set>
@@ -16,6 +17,7 @@ struct Hub::Verification {
   struct Pending {
     std::string group_id;
     std::string worker_id;
+    std::string kernel_target;  // as the rollout recorded it (for by_target)
     int64_t deadline_ms = 0;
   };
   std::map<std::string, Pending> pending;                // rollout id -> what waits on it
@@ -30,6 +32,26 @@ struct Hub::Verification {
   int64_t skipped_queue_full = 0;
   int64_t timeouts = 0;
   double cpu_seconds = 0;  // validation CPU time over every verdict
+  // Verdicts by the kernel target the rollout was generated on: {pass, fail}. The name comes
+  // from the worker, so it is kept to a short [A-Za-z0-9_] name ("unknown" when missing, "other"
+  // when malformed or past kMaxTargets distinct names): a worker can neither inject text into
+  // /metrics nor grow this map without bound.
+  static constexpr size_t kMaxTargets = 16;
+  std::map<std::string, std::array<int64_t, 2>> by_target;
+  // Counts one verdict (passed / failed and by_target).
+  void count(const std::string& kernel_target, bool pass) {
+    ++(pass ? passed : failed);
+    ++by_target[target_label(kernel_target)][pass ? 0 : 1];
+  }
+  std::string target_label(const std::string& name) const {
+    if (name.empty()) return "unknown";
+    bool plain = name.size() <= 32;
+    for (char c : name)
+      plain &=
+          (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+    if (!plain || (!by_target.count(name) && by_target.size() >= kMaxTargets - 1)) return "other";
+    return name;
+  }
   explicit Verification(RolloutAuditor* a, uint64_t seed) : auditor(a), sampler(seed, 0x5e1f) {}
 };
 

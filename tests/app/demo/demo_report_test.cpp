@@ -121,3 +121,42 @@ TEST(DemoReport, ProgressLineNamesStepVersionRewardAndWorkers) {
 
 }  // namespace
 }  // namespace stoa::app
+
+namespace stoa::app {
+namespace {
+
+TEST(DemoReport, ValidationCostIsPerReplayedRolloutAgainstPerGeneratedRollout) {
+  const nlohmann::json counters = {{"rollouts_accepted", 90.0},
+                                   {"rollouts_rejected", 10.0},
+                                   {"rollouts_verified", 50.0},
+                                   {"verification_cpu_seconds", 2.5}};
+  const nlohmann::json c = verification_cost(counters, 40.0);
+  EXPECT_DOUBLE_EQ(c["generation_cpu_s"].get<double>(), 40.0);
+  EXPECT_DOUBLE_EQ(c["generation_cpu_s_per_rollout"].get<double>(), 0.4);  // 40 / (90 + 10)
+  EXPECT_DOUBLE_EQ(c["validation_cpu_s"].get<double>(), 2.5);
+  EXPECT_DOUBLE_EQ(c["validation_cpu_s_per_rollout"].get<double>(), 0.05);  // 2.5 / 50
+  EXPECT_DOUBLE_EQ(c["validation_cpu_fraction"].get<double>(), 0.125);
+  // Nothing generated or replayed: zeros, never a division by zero.
+  const nlohmann::json none = verification_cost(nlohmann::json::object(), 0.0);
+  EXPECT_EQ(none["validation_cpu_fraction"].get<double>(), 0.0);
+  EXPECT_EQ(none["generation_cpu_s_per_rollout"].get<double>(), 0.0);
+
+  nlohmann::json summary = c;
+  summary["rollouts_verified"] = 50.0;
+  summary["verification_failures"] = 0.0;
+  summary["workers_quarantined"] = 0.0;
+  summary["rollouts_verified_by_target"] = {{"AVX2", {{"pass", 20}, {"fail", 0}}},
+                                            {"AVX3_DL", {{"pass", 30}, {"fail", 0}}}};
+  const std::string lines = verification_summary_lines(summary);
+  EXPECT_NE(lines.find("50 rollouts replayed, 0 failed, 0 workers quarantined"), std::string::npos)
+      << lines;
+  EXPECT_NE(lines.find("AVX2 20/0 AVX3_DL 30/0"), std::string::npos) << lines;
+  EXPECT_NE(lines.find("generation 40.0 CPU-s (0.4000 a rollout), validation 2.5 CPU-s (0.0500 a "
+                       "replayed rollout): validation per rollout = 12.5 % of generation"),
+            std::string::npos)
+      << lines;
+  EXPECT_EQ(verification_summary_lines(nlohmann::json::object()), "");
+}
+
+}  // namespace
+}  // namespace stoa::app
