@@ -111,6 +111,20 @@ void Linear::set_int8_value(int64_t position, int8_t v) {
     packed_.set_value(position / cols_, position % cols_, v);
 }
 
+void Linear::exchange_int8_values(std::span<const uint64_t> positions, const int8_t* values,
+                                  int8_t* old) {
+  if (!packed_.empty()) return packed_.exchange_values(positions, values, old);
+  constexpr size_t kAhead = 16;  // the grid's addresses need no arithmetic: prefetch a few ahead
+  int8_t* grid = q_.values.data();
+  const size_t n = positions.size();
+  for (size_t i = 0; i < n; ++i) {
+    if (i + kAhead < n) __builtin_prefetch(grid + positions[i + kAhead], 1);
+    int8_t& v = grid[positions[i]];
+    if (old) old[i] = v;
+    v = values[i];
+  }
+}
+
 uint16_t Linear::int8_scale(int64_t group) const {
   const int64_t per_row = cols_ / kInt8GroupSize;
   return packed_.empty() ? q_.scales[static_cast<size_t>(group)]
@@ -148,10 +162,7 @@ Int8Matrix Linear::int8() const {
   m.cols = cols_;
   m.values.resize(static_cast<size_t>(rows_ * cols_));
   m.scales.resize(static_cast<size_t>(rows_ * cols_ / kInt8GroupSize));
-  for (int64_t r = 0; r < rows_; ++r) {
-    packed_.unpack_row(r, m.values.data() + r * cols_,
-                       m.scales.data() + r * (cols_ / kInt8GroupSize));
-  }
+  packed_.unpack_rows(0, rows_, m.values.data(), m.scales.data());
   return m;
 }
 
@@ -165,8 +176,7 @@ void Linear::int8_rows(int64_t r0, int64_t r1, int8_t* values, uint16_t* scales)
     std::copy(q_.scales.begin() + r0 * per_row, q_.scales.begin() + r1 * per_row, scales);
     return;
   }
-  for (int64_t r = r0; r < r1; ++r)
-    packed_.unpack_row(r, values + (r - r0) * cols_, scales + (r - r0) * per_row);
+  packed_.unpack_rows(r0, r1, values, scales);
 }
 
 Tensor& Linear::f32_mutable() {

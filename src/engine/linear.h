@@ -71,7 +71,8 @@ class Linear {
   // panels when the Linear holds them packed.
   Int8Matrix int8() const;
   // Rows [r0, r1) of the same (values: (r1 - r0) * cols, f16 scales: (r1 - r0) * cols / 32),
-  // for a reader that hashes a tensor chunk by chunk instead of copying it whole.
+  // for a reader that hashes a tensor chunk by chunk instead of copying it whole. Packed: read
+  // panel by panel (kernels::PackedInt8::unpack_rows), fastest for whole 16-row panels.
   void int8_rows(int64_t r0, int64_t r1, int8_t* values, uint16_t* scales) const;
   // In-place weight updates (PULSE patches): same shape; packed weights are repacked.
   void replace_int8(Int8Matrix weight);
@@ -83,6 +84,10 @@ class Linear {
   void set_int8_value(int64_t position, int8_t v);
   uint16_t int8_scale(int64_t group) const;
   void set_int8_scale(int64_t group, uint16_t bits);
+  // A patch's points in place: for each i in order, old[i] (when old is not null) = the value
+  // at flat position positions[i], which then becomes values[i]. Unchecked, as set_int8_value;
+  // the points' cache misses are overlapped (prefetched a batch ahead), not waited for one by one.
+  void exchange_int8_values(std::span<const uint64_t> positions, const int8_t* values, int8_t* old);
   Tensor& f32_mutable();
   // Bytes held (the packed panels pad rows to 16 and scale blocks to 64 B).
   size_t nbytes() const;

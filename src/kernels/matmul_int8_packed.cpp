@@ -10,6 +10,9 @@
 #include <new>
 #include <stdexcept>
 #include <string>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "kernels/half.h"
 #include "kernels/matmul_int8_arm.h"
@@ -282,6 +285,75 @@ void PackedInt8::unpack_row(int64_t r, int8_t* values, uint16_t* scales) const {
 constexpr size_t kLanes = static_cast<size_t>(kPanelRows);
 constexpr size_t kBlock = static_cast<size_t>(kQ8Block);
 
+// The 16 rows' values of one block of a panel (512 bytes: 8 lines, line k holding dword k of
+// rows 0..15) written to out + j * cols (row j's 32 values): a 4 x 4 dword transpose per quarter
+// line pair. Baseline x86-64 SSE2 (this part of the file is compiled once, for the baseline).
+#if defined(__SSE2__)
+static void unpack_block_of_16_rows(const uint8_t* block, int8_t* out, size_t cols) {
+  const __m128i bias = _mm_set1_epi8(static_cast<char>(0x80));
+  for (size_t half = 0; half < 2; ++half) {    // dwords k = 4 * half .. 4 * half + 3
+    for (size_t quad = 0; quad < 4; ++quad) {  // rows 4 * quad .. 4 * quad + 3
+      __m128i line[4];
+      for (size_t i = 0; i < 4; ++i)
+        line[i] = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(
+                                    block + (4 * half + i) * 64 + 16 * quad)),
+                                bias);
+      const __m128i lo01 = _mm_unpacklo_epi32(line[0], line[1]);
+      const __m128i lo23 = _mm_unpacklo_epi32(line[2], line[3]);
+      const __m128i hi01 = _mm_unpackhi_epi32(line[0], line[1]);
+      const __m128i hi23 = _mm_unpackhi_epi32(line[2], line[3]);
+      const __m128i row[4] = {_mm_unpacklo_epi64(lo01, lo23), _mm_unpackhi_epi64(lo01, lo23),
+                              _mm_unpacklo_epi64(hi01, hi23), _mm_unpackhi_epi64(hi01, hi23)};
+      for (size_t t = 0; t < 4; ++t)
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(out + (4 * quad + t) * cols + 16 * half),
+                         row[t]);
+    }
+  }
+}
+#endif
+
+void PackedInt8::unpack_rows(int64_t r0, int64_t r1, int8_t* values, uint16_t* scales) const {
+  if (r0 < 0 || r0 > r1 || r1 > rows_)
+    bad("PackedInt8::unpack_rows: rows [" + std::to_string(r0) + ", " + std::to_string(r1) +
+        ") outside [0, " + std::to_string(rows_) + ")");
+  const auto cols = static_cast<size_t>(cols_);
+  const size_t groups = cols / kBlock;
+  for (int64_t first = r0; first < r1;) {
+    const int64_t p = first / kPanelRows;
+    const int64_t last = std::min(r1, (p + 1) * kPanelRows);  // this panel's rows [first, last)
+    const uint8_t* panel = bytes_.get() + static_cast<size_t>(p) * panel_bytes_;
+    const auto lane0 = static_cast<size_t>(first - p * kPanelRows);
+    const auto lanes = static_cast<size_t>(last - first);
+    int8_t* out = values + static_cast<size_t>(first - r0) * cols;
+    for (size_t g = 0; g < groups; ++g) {
+      const uint8_t* block = panel + packed_value_offset(g, 0, 0);
+#if defined(__SSE2__)
+      if (lanes == kLanes) {
+        unpack_block_of_16_rows(block, out + g * kBlock, cols);
+        continue;
+      }
+#endif
+      for (size_t k = 0; k < kBlock / 4; ++k) {
+        const uint8_t* src = block + packed_value_offset(0, k, lane0);
+        int8_t* dst = out + g * kBlock + 4 * k;
+        for (size_t j = 0; j < lanes; ++j) {
+          uint32_t word;
+          std::memcpy(&word, src + 4 * j, sizeof(word));
+          word ^= 0x80808080u;  // the +128 bias of every byte
+          std::memcpy(dst + j * cols, &word, sizeof(word));
+        }
+      }
+    }
+    const uint16_t* packed_scales =
+        reinterpret_cast<const uint16_t*>(panel + packed_scales_offset(groups));
+    uint16_t* scale_out = scales + static_cast<size_t>(first - r0) * groups;
+    for (size_t j = 0; j < lanes; ++j)
+      for (size_t g = 0; g < groups; ++g)
+        scale_out[j * groups + g] = packed_scales[g * kLanes + lane0 + j];
+    first = last;
+  }
+}
+
 static size_t value_byte(size_t panel_bytes, int64_t r, int64_t c) {
   const auto rr = static_cast<size_t>(r), cc = static_cast<size_t>(c);
   return rr / kLanes * panel_bytes +
@@ -310,6 +382,34 @@ uint16_t PackedInt8::scale(int64_t r, int64_t g) const {
 
 void PackedInt8::set_scale(int64_t r, int64_t g, uint16_t bits) {
   std::memcpy(bytes_.get() + scale_byte(panel_bytes_, cols_, r, g), &bits, sizeof(bits));
+}
+
+void PackedInt8::exchange_values(std::span<const uint64_t> positions, const int8_t* values,
+                                 int8_t* old) {
+  constexpr size_t kAhead = 32;  // points located and prefetched ahead of the writes
+  const size_t n = positions.size();
+  const auto cols = static_cast<uint64_t>(cols_);
+  uint8_t* base = bytes_.get();
+  size_t at[2][kAhead] = {};
+  auto locate = [&](size_t from, size_t* out) {
+    const size_t m = std::min(kAhead, n - from);
+    for (size_t j = 0; j < m; ++j) {
+      const uint64_t pos = positions[from + j];
+      out[j] = value_byte(panel_bytes_, static_cast<int64_t>(pos / cols),
+                          static_cast<int64_t>(pos % cols));
+      __builtin_prefetch(base + out[j], 1);
+    }
+  };
+  if (n > 0) locate(0, at[0]);
+  for (size_t from = 0, b = 0; from < n; from += kAhead, b ^= 1) {
+    if (from + kAhead < n) locate(from + kAhead, at[b ^ 1]);
+    const size_t m = std::min(kAhead, n - from);
+    for (size_t j = 0; j < m; ++j) {
+      uint8_t& byte = base[at[b][j]];
+      if (old) old[from + j] = static_cast<int8_t>(byte ^ 0x80u);
+      byte = static_cast<uint8_t>(static_cast<uint8_t>(values[from + j]) ^ 0x80u);
+    }
+  }
 }
 
 bool packed_w8a8_preferred() {

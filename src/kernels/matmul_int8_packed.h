@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
+#include <span>
 
 #include "kernels/matmul_int8.h"
 
@@ -48,12 +49,22 @@ class PackedInt8 {
   // The inverse of pack for row r: its cols values and cols/32 f16 scales, bit for bit (so a
   // caller may keep only the packed copy).
   void unpack_row(int64_t r, int8_t* values, uint16_t* scales) const;
+  // Rows [r0, r1) as unpack_row gives them, one after another ((r1 - r0) * cols values and
+  // (r1 - r0) * cols / 32 scales), read panel by panel: each 64-byte line of a block holds one
+  // dword of each of 16 rows, so a line is read once and its 16 dwords go to their rows (row by
+  // row, every line is visited 16 times for 4 bytes). What a reader hashing a tensor uses.
+  void unpack_rows(int64_t r0, int64_t r1, int8_t* values, uint16_t* scales) const;
   // One element in place, no repack (a PULSE patch scatters into the panels): value (r, c) and
   // the f16 scale bits of block g of row r. Unchecked: the caller keeps r, c, g in range.
   int8_t value(int64_t r, int64_t c) const;
   void set_value(int64_t r, int64_t c, int8_t v);
   uint16_t scale(int64_t r, int64_t g) const;
   void set_scale(int64_t r, int64_t g, uint16_t bits);
+  // Many elements in place, by flat position p = r * cols + c: for each i in order, old[i] (when
+  // old is not null) = the value at positions[i], which then becomes values[i]. Unchecked, as
+  // set_value. A patch's points lie far apart, so each is a cache miss: the addresses of the
+  // next batch are computed and prefetched while this one is written, overlapping the misses.
+  void exchange_values(std::span<const uint64_t> positions, const int8_t* values, int8_t* old);
 
  private:
   struct Free {

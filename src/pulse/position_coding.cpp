@@ -89,6 +89,43 @@ void encode_positions(std::span<const uint64_t> positions, uint64_t cols, Positi
   fail(ErrorKind::kInvalidArgument, "unknown position coding ", static_cast<int>(coding));
 }
 
+// kFixed / kShuffled with the width known at compile time (the hot loop of a patch's decode: a
+// 0.5% patch of the 8.9 GB model holds ~45 M positions). Writes out[i] for every gap of `bytes`
+// (n = bytes.size() / W gaps); returns the index of the first position outside [0, numel), or n.
+template <int W, bool Shuffled>
+static uint64_t gaps_to_positions(std::span<const uint8_t> bytes, uint64_t numel, uint64_t* out) {
+  const size_t n = bytes.size() / W;
+  const uint8_t* b = bytes.data();
+  uint64_t next = 0;  // the smallest position the next one may take (previous + 1)
+  for (size_t i = 0; i < n; ++i) {
+    uint64_t g = 0;
+    for (int k = 0; k < W; ++k)
+      g |= static_cast<uint64_t>(Shuffled ? b[static_cast<size_t>(k) * n + i]
+                                          : b[i * W + static_cast<size_t>(k)])
+           << (8 * k);
+    if (next >= numel || g >= numel - next) return i;
+    out[i] = next + g;
+    next = out[i] + 1;
+  }
+  return n;
+}
+
+// The same for a width read from the blob (1, 2, 4 or 8; checked by the caller).
+template <bool Shuffled>
+static uint64_t fixed_gaps_to_positions(std::span<const uint8_t> bytes, int width, uint64_t numel,
+                                        uint64_t* out) {
+  switch (width) {
+    case 1:
+      return gaps_to_positions<1, Shuffled>(bytes, numel, out);
+    case 2:
+      return gaps_to_positions<2, Shuffled>(bytes, numel, out);
+    case 4:
+      return gaps_to_positions<4, Shuffled>(bytes, numel, out);
+    default:
+      return gaps_to_positions<8, Shuffled>(bytes, numel, out);
+  }
+}
+
 std::vector<uint64_t> decode_positions(std::span<const uint8_t> coded, uint64_t count,
                                        uint64_t numel, uint64_t cols, PositionCoding coding,
                                        const std::string& what) {
@@ -120,17 +157,13 @@ std::vector<uint64_t> decode_positions(std::span<const uint8_t> coded, uint64_t 
         r.bad(cat("position width ", width, " is not 1, 2, 4 or 8"));
       r.need(count, static_cast<uint64_t>(width), "positions");
       auto bytes = r.take(count * static_cast<uint64_t>(width), "positions");
-      bool shuffled = coding == PositionCoding::kShuffled;
-      size_t n = static_cast<size_t>(count);
-      for (size_t i = 0; i < n; ++i) {
-        uint64_t g = 0;
-        for (int b = 0; b < width; ++b) {
-          uint8_t byte = shuffled ? bytes[static_cast<size_t>(b) * n + i]
-                                  : bytes[i * static_cast<size_t>(width) + static_cast<size_t>(b)];
-          g |= static_cast<uint64_t>(byte) << (8 * b);
-        }
-        push(g);
-      }
+      const bool shuffled = coding == PositionCoding::kShuffled;
+      out.resize(static_cast<size_t>(count));
+      const uint64_t bad_at = shuffled
+                                  ? fixed_gaps_to_positions<true>(bytes, width, numel, out.data())
+                                  : fixed_gaps_to_positions<false>(bytes, width, numel, out.data());
+      if (bad_at < count)
+        r.bad(cat("position ", bad_at, " lies outside the tensor of ", numel, " elements"));
       break;
     }
     case PositionCoding::kRowCol: {

@@ -162,6 +162,69 @@ TEST(PackedW8A8, UnpackRowIsThePackedRow) {
   }
 }
 
+// unpack_rows gives the same bits as unpack_row for any row range (whole panels, partial ones at
+// either end, an empty range) and refuses a range outside the matrix.
+TEST(PackedW8A8, UnpackRowsIsEveryUnpackedRow) {
+  for (const auto& [rows, cols] :
+       {std::pair<int64_t, int64_t>{37, 96}, {16, 32}, {5, 256}, {64, 2048}}) {
+    Problem p = make_problem(rows, cols, 0, 37);
+    p.w.values[0] = -128;
+    p.w.values[p.w.values.size() - 1] = 127;
+    const PackedInt8 packed = PackedInt8::pack(p.view());
+    const int64_t per_row = cols / 32;
+    for (const auto& [r0, r1] : {std::pair<int64_t, int64_t>{0, rows},
+                                 {1, rows},
+                                 {3, 4},
+                                 {0, std::min<int64_t>(rows, 17)},
+                                 {rows / 2, rows},
+                                 {2, 2}}) {
+      std::vector<int8_t> values(static_cast<size_t>((r1 - r0) * cols));
+      std::vector<uint16_t> scales(static_cast<size_t>((r1 - r0) * per_row));
+      packed.unpack_rows(r0, r1, values.data(), scales.data());
+      EXPECT_EQ(0, std::memcmp(values.data(), p.w.values.data() + r0 * cols, values.size()))
+          << rows << "x" << cols << " rows [" << r0 << ", " << r1 << ")";
+      EXPECT_EQ(0, std::memcmp(scales.data(), p.w.scales.data() + r0 * per_row,
+                               scales.size() * sizeof(uint16_t)))
+          << rows << "x" << cols << " rows [" << r0 << ", " << r1 << ")";
+    }
+    std::vector<int8_t> values(static_cast<size_t>(rows * cols));
+    std::vector<uint16_t> scales(static_cast<size_t>(rows * per_row));
+    EXPECT_THROW(packed.unpack_rows(0, rows + 1, values.data(), scales.data()),
+                 std::invalid_argument);
+    EXPECT_THROW(packed.unpack_rows(-1, 2, values.data(), scales.data()), std::invalid_argument);
+  }
+}
+
+// exchange_values writes a scattered set of points (more than one prefetch batch) and hands
+// back exactly the values it overwrote; writing those back restores every byte.
+TEST(PackedW8A8, ExchangeValuesWritesThePointsAndReturnsTheOldOnes) {
+  const int64_t rows = 37, cols = 96;
+  Problem p = make_problem(rows, cols, 0, 41);
+  PackedInt8 packed = PackedInt8::pack(p.view());
+  std::vector<uint64_t> positions;
+  std::vector<int8_t> values;
+  for (uint64_t at = 3; at < static_cast<uint64_t>(rows * cols); at += 7) {
+    positions.push_back(at);
+    values.push_back(static_cast<int8_t>(static_cast<int>(at % 251) - 125));
+  }
+  ASSERT_GT(positions.size(), 64u);
+  std::vector<int8_t> old(positions.size());
+  packed.exchange_values(positions, values.data(), old.data());
+  Int8Matrix want = p.w;
+  for (size_t i = 0; i < positions.size(); ++i) {
+    EXPECT_EQ(old[i], p.w.values[positions[i]]) << i;
+    want.values[positions[i]] = values[i];
+  }
+  std::vector<int8_t> got(static_cast<size_t>(rows * cols));
+  std::vector<uint16_t> scales(static_cast<size_t>(rows * cols / 32));
+  packed.unpack_rows(0, rows, got.data(), scales.data());
+  EXPECT_EQ(got, want.values);
+  packed.exchange_values(positions, old.data(), nullptr);
+  packed.unpack_rows(0, rows, got.data(), scales.data());
+  EXPECT_EQ(got, p.w.values);
+  EXPECT_EQ(scales, p.w.scales);
+}
+
 // Batch invariance: a row's bits alone, in batches of 7 and 40, under row splits that cut
 // panels (each part writes only its rows), and batch 1 under the same splits.
 TEST(PackedW8A8, BatchAndRowSplitInvariantAndWritesOnlyItsRows) {

@@ -48,8 +48,7 @@ void scatter(engine::EngineWeights& weights, const pulse::TensorPatch& tp) {
       for (int64_t j = 0; j < kInt8GroupSize; ++j)
         l.set_int8_value(g * kInt8GroupSize + j, tp.group_values[k * kInt8GroupSize + j]);
     }
-    for (size_t i = 0; i < tp.positions.size(); ++i)
-      l.set_int8_value(static_cast<int64_t>(tp.positions[i]), tp.i8[i]);
+    l.exchange_int8_values(tp.positions, tp.i8.data(), nullptr);
     return;
   }
   Tensor& t = weights.f32_mutable(tp.name);

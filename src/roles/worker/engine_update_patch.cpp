@@ -54,17 +54,13 @@ void scatter_int8(engine::Linear& l, const TensorPatch& tp, Undo& undo) {
       l.set_int8_value(at, tp.group_values[k * kInt8GroupSize + static_cast<size_t>(j)]);
     }
   }
-  for (size_t i = 0; i < points; ++i) {
-    const auto at = static_cast<int64_t>(tp.positions[i]);
-    undo.i8[i] = l.int8_value(at);
-    l.set_int8_value(at, tp.i8[i]);
-  }
+  l.exchange_int8_values(tp.positions, tp.i8.data(), undo.i8.data());
 }
 
 void unscatter_int8(engine::Linear& l, const Undo& undo) {
   const TensorPatch& tp = *undo.patch;
-  for (size_t i = tp.positions.size(); i-- > 0;)
-    l.set_int8_value(static_cast<int64_t>(tp.positions[i]), undo.i8[i]);
+  // A validated patch's positions are distinct: restoring them in any order is exact.
+  l.exchange_int8_values(tp.positions, undo.i8.data(), nullptr);
   for (size_t k = tp.groups.size(); k-- > 0;) {
     const auto g = static_cast<int64_t>(tp.groups[k]);
     l.set_int8_scale(g, undo.group_scales[k]);
@@ -108,30 +104,38 @@ void add_section_header(StateHasher& h, std::string_view name, DType dtype, cons
 
 // An int8 tensor's hash as it will be after `patches` (in order), read from the engine in
 // chunks of rows: no copy of the tensor, one L2-sized buffer and its f16 scales (1/16 of it).
+// Both buffers are the calling thread's, kept from tensor to tensor (a patch touches nearly
+// every tensor: fresh ones would be allocated and page-faulted in for each).
 Hash128 hash_patched_int8(const engine::Linear& l, std::span<const TensorPatch* const> patches) {
   const int64_t rows = l.rows(), cols = l.cols(), per_row = cols / kInt8GroupSize;
-  std::vector<uint16_t> scales(static_cast<size_t>(rows * per_row));
-  const int64_t chunk = std::max<int64_t>(1, (int64_t{1} << 18) / cols);
-  std::vector<int8_t> values(static_cast<size_t>(std::min(rows, chunk) * cols));
+  thread_local std::vector<uint16_t> scale_buffer;
+  thread_local std::vector<int8_t> value_buffer;
+  scale_buffer.resize(std::max(scale_buffer.size(), static_cast<size_t>(rows * per_row)));
+  const std::span<uint16_t> scales(scale_buffer.data(), static_cast<size_t>(rows * per_row));
+  // ~256 KB of rows, whole 16-row panels (engine/linear.h: a packed Linear unpacks those fastest).
+  const int64_t chunk = std::max<int64_t>(16, (int64_t{1} << 18) / cols / 16 * 16);
+  value_buffer.resize(
+      std::max(value_buffer.size(), static_cast<size_t>(std::min(rows, chunk) * cols)));
+  int8_t* const values = value_buffer.data();
   std::vector<std::pair<size_t, size_t>> at(patches.size());  // next group, next point
   StateHasher h;
   add_section_header(h, "values", DType::kI8, {rows, cols});
   for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
     const int64_t r1 = std::min(rows, r0 + chunk);
-    l.int8_rows(r0, r1, values.data(), scales.data() + r0 * per_row);
+    l.int8_rows(r0, r1, values, scales.data() + r0 * per_row);
     const auto lo = static_cast<uint64_t>(r0 * cols), hi = static_cast<uint64_t>(r1 * cols);
     for (size_t p = 0; p < patches.size(); ++p) {
       const TensorPatch& tp = *patches[p];
       auto& [g, i] = at[p];
       for (; g < tp.groups.size() && tp.groups[g] * kInt8GroupSize < hi; ++g) {
         scales[tp.groups[g]] = tp.group_scales[g];
-        std::memcpy(values.data() + (tp.groups[g] * kInt8GroupSize - lo),
+        std::memcpy(values + (tp.groups[g] * kInt8GroupSize - lo),
                     tp.group_values.data() + g * kInt8GroupSize, kInt8GroupSize);
       }
       for (; i < tp.positions.size() && tp.positions[i] < hi; ++i)
         values[tp.positions[i] - lo] = tp.i8[i];
     }
-    h.add_bytes(values.data(), static_cast<size_t>((r1 - r0) * cols));
+    h.add_bytes(values, static_cast<size_t>((r1 - r0) * cols));
   }
   add_section_header(h, "scales", DType::kF16, {rows, per_row});
   h.add_bytes(scales.data(), scales.size() * sizeof(uint16_t));
