@@ -24,14 +24,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::same_bytes;
 
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& name) {
-    path = fs::temp_directory_path() / cat("stoa_pulse_", name, "_", ::getpid());
-    fs::remove_all(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
+using testing::TempDir;
 
 // What the trainer hands the publisher (Trainer::for_each_weight): every master, in name order.
 MasterStream masters_of(const ModelWeights& w) {

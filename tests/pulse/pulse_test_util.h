@@ -1,7 +1,11 @@
 // Shared fixtures for the PULSE tests: small int8 views produced from simulated AdamW training.
 #pragma once
+#include <unistd.h>
+
 #include <cstring>
+#include <filesystem>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "bench/adam_sim.h"
@@ -12,6 +16,17 @@
 #include "pulse/quantizer.h"
 
 namespace stoa::pulse::testing {
+
+// A directory under the system temp dir, empty at the start and removed at the end.
+struct TempDir {
+  std::filesystem::path path;
+  explicit TempDir(const std::string& name) {
+    path = std::filesystem::temp_directory_path() /
+           ("stoa_pulse_" + name + "_" + std::to_string(::getpid()));
+    std::filesystem::remove_all(path);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+};
 
 // Byte-for-byte equality of two states (values, scales, bf16, f32, version), beyond the hashes.
 inline bool same_bytes(const Int8State& a, const Int8State& b) {

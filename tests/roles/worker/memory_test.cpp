@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -27,6 +28,7 @@
 #include "pulse/patch.h"
 #include "pulse/pulse_test_util.h"
 #include "roles/worker/weight_sync.h"
+#include "support/peak_memory.h"
 
 namespace stoa::worker {
 namespace {
@@ -115,48 +117,21 @@ pulse::Patch step_in_place(pulse::Int8State& state, uint32_t one_in, uint64_t se
   return patch;
 }
 
-int64_t status_kib(const char* field) {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind(field, 0) == 0) return std::stoll(line.substr(std::strlen(field) + 1));
-  return -1;
-}
-
-// Runs `prepare` then `body` in a child; returns the bytes its peak RSS rose during `body`
-// above its RSS when `body` started, or -1 when something threw.
+// Runs `prepare` then `body` in a child (support/peak_memory.h); returns the bytes its peak RSS
+// rose during `body` above its RSS when `body` started (-1 when something threw) and how long
+// `body` took.
 struct ChildResult {
   int64_t growth = -1;
   double seconds = 0;
 };
 ChildResult in_child(const std::function<void()>& prepare, const std::function<void()>& body) {
-  int fds[2];
-  if (::pipe(fds) != 0) return {};
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::close(fds[0]);
-    ChildResult r;
-    try {
-      prepare();
-      std::ofstream("/proc/self/clear_refs") << "5";  // reset VmHWM to the current RSS
-      const int64_t start = status_kib("VmRSS:");
-      const auto t0 = std::chrono::steady_clock::now();
-      body();
-      r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      r.growth = (status_kib("VmHWM:") - start) * 1024;
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "child: %s\n", e.what());
-    }
-    (void)!::write(fds[1], &r, sizeof(r));
-    std::_Exit(0);
-  }
-  ::close(fds[1]);
-  ChildResult r;
-  if (::read(fds[0], &r, sizeof(r)) != sizeof(r)) r = {};
-  ::close(fds[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return r;
+  const stoa::testing::ChildPeak peak =
+      stoa::testing::child_peak(prepare, [&](std::array<double, 8>& out) {
+        const auto t0 = std::chrono::steady_clock::now();
+        body();
+        out[0] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      });
+  return {peak.growth, peak.figures[0]};
 }
 
 // The hub's side from files: every blob a spool file (so anchors stream from disk, as on a
