@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace stoa {
@@ -33,6 +34,14 @@ constexpr std::optional<Enum> enum_from_name(const EnumName<Enum> (&table)[N],
     if (name == row.name) return row.value;
   }
   return std::nullopt;
+}
+
+// Every row's name, joined by ", " (an error message's list of what is accepted).
+template <class Enum, std::size_t N>
+std::string enum_names_joined(const EnumName<Enum> (&table)[N]) {
+  std::string out;
+  for (const EnumName<Enum>& row : table) out += (out.empty() ? "" : ", ") + std::string(row.name);
+  return out;
 }
 
 }  // namespace stoa

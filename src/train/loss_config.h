@@ -1,7 +1,8 @@
 // Policy-loss configuration (torch-free). Every variant shares one per-token loss,
 //   ℓ_t = −A_t · sg(min(p_t/μ_t, C)) · M_t · log p_t,
-// and differs only in its trust-region mask M_t and ratio cap C (reference.md §1); the table in
-// losses.cpp maps each kind to its mask, so adding a variant is one entry there and one here.
+// and differs only in its trust-region mask M_t and ratio cap C (reference.md §1). Adding a
+// variant is three local entries: its LossKind here, its mask in losses.cpp's table, and its name
+// in train_options.cpp's kLossKindNames (from which the parser and its error message read).
 #pragma once
 #include <cstdint>
 #include <limits>

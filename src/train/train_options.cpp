@@ -23,9 +23,8 @@ const char* loss_kind_name(LossKind kind) {
 
 LossKind parse_loss_kind(const std::string& name) {
   if (auto kind = enum_from_name(kLossKindNames, name)) return *kind;
-  fail(ErrorKind::kInvalidArgument, "unknown loss '", name,
-       "' (dppo-binary-tv, dppo-binary-kl, dppo-topk-tv, dppo-topk-kl, ppo-clip, truncated-is, "
-       "on-policy-pg)");
+  fail(ErrorKind::kInvalidArgument, "unknown loss '", name, "' (",
+       enum_names_joined(kLossKindNames), ")");
 }
 
 bool loss_needs_topk(LossKind kind) {
