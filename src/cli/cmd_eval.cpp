@@ -22,11 +22,10 @@
 #include "engine/sampler.h"
 #include "env/dataset.h"
 #include "env/episode.h"
+#include "env/model_codec.h"
 #include "env/tasks/search/bm25_index.h"
 #include "env/tasks/search/search_task.h"
 #include "env/token_codec.h"
-#include "env/tokenizer_codec.h"
-#include "model/tokenizer.h"
 #include "model/weights.h"
 #include "roles/episode/episode_runner.h"
 
@@ -74,26 +73,10 @@ int run(const Options& o) {
 
   ModelWeights weights = load_model_dir(o.model);
   const ModelConfig config = weights.config;
-  // The model's own tokenizer when it has one; a byte-level codec for tokenizer-less test
-  // models (ids 0..255 must then be in the vocabulary).
-  std::unique_ptr<env::TokenCodec> codec;
-  // Ids past the codec's vocabulary decode to nothing, so sampling is restricted to the ids the
-  // codec knows (a model's embedding table is often padded past its tokenizer).
-  int64_t sample_vocab = config.vocab_size;
-  const std::string tok_path = o.model + "/tokenizer.json";
-  if (std::filesystem::exists(tok_path)) {
-    Tokenizer tok = Tokenizer::from_file(tok_path);
-    STOA_CHECK(tok.vocab_size() <= config.vocab_size, ErrorKind::kBadFormat, "eval: tokenizer ",
-               tok_path, " has ", tok.vocab_size(), " tokens but the model's vocabulary is ",
-               config.vocab_size);
-    sample_vocab = tok.vocab_size();
-    codec = std::make_unique<env::TokenizerCodec>(std::move(tok));
-  } else {
-    STOA_CHECK(config.vocab_size >= 256, ErrorKind::kBadFormat, "eval: ", o.model,
-               " has no tokenizer.json and a vocabulary under 256 (byte-level fallback)");
-    codec = std::make_unique<env::ByteCodec>();
-    sample_vocab = 256;
-  }
+  // The workers' rule (env/model_codec.h): what is scored is what a worker would generate.
+  env::ModelCodec model_codec = env::load_model_codec(o.model, config, "eval");
+  const std::unique_ptr<env::TokenCodec> codec = std::move(model_codec.codec);
+  const int64_t sample_vocab = model_codec.sample_vocab;
   engine::ModelRunner model = engine::ModelRunner::from_model(
       weights, o.int8 ? engine::WeightFormat::kInt8 : engine::WeightFormat::kF32);
   weights = ModelWeights();
@@ -170,6 +153,9 @@ int run(const Options& o) {
   };
   hooks.on_end = [&](episode::FinishedEpisode&& f) {
     const Running& s = running[static_cast<size_t>(f.id)];
+    // A score over episodes the task could not run would be wrong: stop and say why.
+    STOA_CHECK(f.end != episode::EpisodeEnd::kTaskFailed, ErrorKind::kNetwork,
+               "eval: the task failed: ", f.failure);
     // Out of context: the episode ends where it is (its reward is whatever it has answered).
     if (f.end == episode::EpisodeEnd::kOverflow) overflow[s.item] = 1;
     finish(s, *f.episode);

@@ -20,13 +20,13 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "env/dataset.h"
+#include "env/model_codec.h"
 #include "env/tasks/builtin_tasks.h"
 #include "env/token_codec.h"
-#include "env/tokenizer_codec.h"
-#include "model/tokenizer.h"
 #include "model/weights.h"
 #include "pulse/blob_store.h"
 #include "roles/hub/hub.h"
+#include "roles/hub/run_files.h"
 #include "roles/hub/server.h"
 #include "roles/hub/tls_identity.h"
 #include "roles/run/run_config.h"
@@ -63,26 +63,19 @@ int run_hub_and_trainer(const std::string& config_path, int64_t max_steps,
   std::filesystem::remove(hub_json);
 
   ModelWeights initial = load_model_dir(c.model_dir);
-  std::unique_ptr<env::TokenCodec> codec;
-  // The ids a worker samples from (roles/worker/worker.cpp's rule): what a replay samples from.
-  int64_t sample_vocab = 256;
-  const std::string tok_path = c.model_dir + "/tokenizer.json";
-  if (std::filesystem::exists(tok_path)) {
-    Tokenizer tok = Tokenizer::from_file(tok_path);
-    sample_vocab = std::min<int64_t>(initial.config.vocab_size, tok.vocab_size());
-    codec = std::make_unique<env::TokenizerCodec>(std::move(tok));
-  } else {
-    STOA_CHECK(initial.config.vocab_size >= 256, ErrorKind::kBadFormat, "run: ", c.model_dir,
-               " has no tokenizer.json and a vocabulary under 256 (byte-level fallback)");
-    codec = std::make_unique<env::ByteCodec>();
-  }
-  // The run serves PaperSearchQA-shaped data, so its task is "search"; workers build the task
-  // this name stands for (the join reply carries it) from the same registry.
-  const std::unique_ptr<env::Task> task = env::make_task("search", {{"index", c.index_dir}});
+  // The workers' rule (env/model_codec.h): prompts, decoding and the ids a replay samples from.
+  env::ModelCodec model_codec = env::load_model_codec(c.model_dir, initial.config, "run");
+  const std::unique_ptr<env::TokenCodec> codec = std::move(model_codec.codec);
+  const int64_t sample_vocab = model_codec.sample_vocab;
+  // The task the run names; workers and validators build the same one from the join reply's
+  // name and the run's share of its options.
+  const std::unique_ptr<env::Task> task = env::make_task(c.task, c.task_options);
   pulse::BlobStore store(c.run_dir + "/blobs");
+  pulse::BlobStore run_files_store(c.run_dir + "/files");
 
   hub::HubDeps deps;
   deps.task = task.get();
+  deps.task_options = env::builtin_tasks().run_options(c.task, c.task_options);
   deps.codec = codec.get();
   deps.vocab_size = initial.config.vocab_size;
   deps.prompts = env::load_qa(c.data_dir + "/train.jsonl", env::BadLinePolicy::kFatal);
@@ -92,6 +85,8 @@ int run_hub_and_trainer(const std::string& config_path, int64_t max_steps,
                "'");
   }
   deps.store = &store;
+  deps.run_files_store = &run_files_store;
+  deps.run_files = hub::publish_run_files(c.model_dir, run_files_store);
   if (c.train.max_sequence_tokens == 0) c.train.max_sequence_tokens = c.hub.max_tokens;
 
   hub::Hub hub(c.hub, deps);

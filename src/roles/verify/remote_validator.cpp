@@ -13,11 +13,10 @@
 #include "core/log.h"
 #include "core/rng.h"
 #include "env/dataset.h"
+#include "env/model_codec.h"
 #include "env/tasks/builtin_tasks.h"
 #include "env/token_codec.h"
-#include "env/tokenizer_codec.h"
 #include "model/config.h"
-#include "model/tokenizer.h"
 #include "net/hub_client.h"
 #include "net/validation_protocol.h"
 #include "pulse/catalog.h"
@@ -50,7 +49,6 @@ struct Setup {
   ModelConfig config;
   std::unique_ptr<env::TokenCodec> codec;
   int64_t sample_vocab = 0;
-  std::unique_ptr<env::Task> task;
 };
 
 Setup load_setup(const RemoteValidatorOptions& o) {
@@ -58,21 +56,9 @@ Setup load_setup(const RemoteValidatorOptions& o) {
              "stoa validate: --model DIR (the run's config.json) is required");
   Setup s;
   s.config = load_model_config(o.model_dir + "/config.json");
-  s.sample_vocab = s.config.vocab_size;
-  const std::string tok_path = o.model_dir + "/tokenizer.json";
-  if (fs::exists(tok_path)) {
-    Tokenizer tok = Tokenizer::from_file(tok_path);
-    s.sample_vocab = std::min<int64_t>(s.sample_vocab, tok.vocab_size());
-    s.codec = std::make_unique<env::TokenizerCodec>(std::move(tok));
-  } else {
-    STOA_CHECK(s.config.vocab_size >= 256, ErrorKind::kBadFormat, "stoa validate: ", o.model_dir,
-               " has no tokenizer.json and a vocabulary under 256 (byte-level fallback)");
-    s.sample_vocab = 256;
-    s.codec = std::make_unique<env::ByteCodec>();
-  }
-  env::TaskOptions task_options;
-  if (!o.index_dir.empty()) task_options.set("index", o.index_dir);
-  s.task = env::make_task("search", task_options);  // the task `stoa run` serves
+  env::ModelCodec mc = env::load_model_codec(o.model_dir, s.config, "stoa validate");
+  s.codec = std::move(mc.codec);
+  s.sample_vocab = mc.sample_vocab;
   return s;
 }
 
@@ -172,8 +158,9 @@ RemoteValidatorStats run_remote_validator(const RemoteValidatorOptions& o,
   VersionStates states(
       client.mirror(), 3,
       {[&] { client.refresh_catalog(); }, [&](const pulse::CatalogEntry& e) { client.fetch(e); }});
+  std::unique_ptr<env::Task> task;  // the validator reads it: destroyed after it
   std::unique_ptr<ReplayValidator> validator;
-  std::string validator_key;  // the settings the validator was built with
+  std::string validator_key;  // the settings the validator and the task were built with
   RemoteValidatorStats stats;
   Rng jitter(static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()), 7);
   double backoff_s = 0.5;
@@ -213,10 +200,17 @@ RemoteValidatorStats run_remote_validator(const RemoteValidatorOptions& o,
       }
     }
     const ReplaySettings rs = settings_for(*job, setup);
-    const std::string key = net::to_json(job->sampling).dump() + std::to_string(job->max_tokens);
+    // The task the hub names, with the run's options and this machine's own (where its tools
+    // are); rebuilt only when the hub's settings change.
+    const std::string key = net::to_json(job->sampling).dump() + std::to_string(job->max_tokens) +
+                            job->task + nlohmann::json(job->task_options).dump();
     if (!validator || key != validator_key) {
-      validator = std::make_unique<ReplayValidator>(setup.config, *setup.task, *setup.codec, rs,
-                                                    states, o.threads);
+      const env::TaskRegistry& tasks = env::builtin_tasks();
+      validator.reset();
+      task = tasks.make(job->task, tasks.with_local(job->task, env::TaskOptions(job->task_options),
+                                                    o.task_options));
+      validator = std::make_unique<ReplayValidator>(setup.config, *task, *setup.codec, rs, states,
+                                                    o.threads);
       validator_key = key;
     }
     const Verdict v = validator->check(job->rollout, env::qa_item_from_json(job->problem),

@@ -12,20 +12,21 @@
 #include "core/log.h"
 #include "core/rng.h"
 #include "core/thread_pool.h"
+#include "env/model_codec.h"
 #include "env/tasks/builtin_tasks.h"
-#include "env/tokenizer_codec.h"
-#include "model/tokenizer.h"
 #include "net/hub_client.h"
 #include "net/join_string.h"
 #include "pulse/model_view.h"
 #include "roles/worker/failure_advice.h"
 #include "roles/worker/heartbeat.h"
+#include "roles/worker/hub_task.h"
 #include "roles/worker/join.h"
 #include "roles/worker/lease_book.h"
 #include "roles/worker/memory_check.h"
 #include "roles/worker/progress_report.h"
 #include "roles/worker/rollout_loop.h"
 #include "roles/worker/rollout_streamer.h"
+#include "roles/worker/run_files.h"
 #include "roles/worker/sync_thread.h"
 #include "roles/worker/weight_sync.h"
 
@@ -70,55 +71,39 @@ class StopReportOnExit {
 WorkerStats run_worker(const WorkerOptions& o, const std::atomic<bool>& stop) {
   STOA_CHECK(!o.hub_url.empty() || !o.join_string.empty(), ErrorKind::kInvalidArgument,
              "stoa work: --join STRING (or --hub URL with --token) is required");
-  STOA_CHECK(
-      !o.model_dir.empty(), ErrorKind::kInvalidArgument,
-      "stoa work: --model DIR (config.json + tokenizer.json of the run's model) is required");
   STOA_CHECK(o.slots >= 1, ErrorKind::kInvalidArgument, "stoa work: --slots must be >= 1");
-
-  const ModelConfig config = load_model_config(o.model_dir + "/config.json");
-  // The same rule as `stoa run` (the hub renders prompts and decodes transcripts with it): the
-  // model dir's tokenizer.json, else the byte-level codec. Sampling is restricted to the ids the
-  // codec can decode — an embedding table padded past the tokenizer would otherwise produce
-  // tokens the hub cannot decode and rejects (bad_token_id).
-  std::unique_ptr<env::TokenCodec> codec_ptr;
-  int64_t sample_vocab = config.vocab_size;
-  const std::string tok_path = o.model_dir + "/tokenizer.json";
-  if (fs::exists(tok_path)) {
-    Tokenizer tok = Tokenizer::from_file(tok_path);
-    sample_vocab = std::min<int64_t>(sample_vocab, tok.vocab_size());
-    codec_ptr = std::make_unique<env::TokenizerCodec>(std::move(tok));
-  } else {
-    STOA_CHECK(config.vocab_size >= 256, ErrorKind::kBadFormat, "stoa work: ", o.model_dir,
-               " has no tokenizer.json and a vocabulary under 256 (byte-level fallback)");
-    sample_vocab = 256;
-    codec_ptr = std::make_unique<env::ByteCodec>();
-  }
-  const env::TokenCodec& codec = *codec_ptr;
-  // The task is the one the hub names at join; these options say where its tools are.
-  env::TaskOptions task_options;
-  if (!o.index_dir.empty()) task_options.set("index", o.index_dir);
-  if (!o.search_url.empty()) task_options.set("search_url", o.search_url);
   std::unique_ptr<ThreadPool> own_pool;
   if (o.threads > 0) own_pool = std::make_unique<ThreadPool>(o.threads);
   ThreadPool* pool = own_pool ? own_pool.get() : &ThreadPool::global();
-
-  // ---- join (resuming the previous identity when the state dir has one) ----
   const std::string state_dir = o.state_dir.empty() ? (".stoa-worker-" + o.name) : o.state_dir;
   std::optional<ProgressReport> report;
   if (o.progress) report.emplace();
-  // Room for the model before anything is downloaded: the int8 weights in memory and their
-  // download in the state dir.
   fs::create_directories(state_dir);
-  const MemoryNeed need = memory_needed(config);
-  const auto memory = memory_available(
-      o.max_memory_mb > 0 ? std::optional<uint64_t>(static_cast<uint64_t>(o.max_memory_mb * 1e6))
-                          : std::nullopt);
-  const auto disk = disk_free(state_dir);
-  if (report) report->room_checked(need.total(), memory, need.weights_bytes, disk);
-  if (memory) check_memory(need, *memory);
-  STOA_CHECK(!disk || *disk >= need.weights_bytes, ErrorKind::kIo, "not enough disk space in ",
-             state_dir, " for the model's download: it needs about ",
-             human_bytes(need.weights_bytes), ", ", human_bytes(disk.value_or(0)), " is free");
+
+  // The model's config and codec — the hub renders prompts and decodes transcripts by the same
+  // rule (env/model_codec.h) — and room for the model before its weights are downloaded: the
+  // int8 weights in memory and their download in the state dir. With --model before joining;
+  // without, once the join reply has named the run's files and they are fetched.
+  std::string model_dir = o.model_dir;
+  ModelConfig config;
+  env::ModelCodec model_codec;
+  auto prepare_model = [&] {
+    config = load_model_config(model_dir + "/config.json");
+    model_codec = env::load_model_codec(model_dir, config, "stoa work");
+    const MemoryNeed need = memory_needed(config);
+    const auto memory = memory_available(
+        o.max_memory_mb > 0 ? std::optional<uint64_t>(static_cast<uint64_t>(o.max_memory_mb * 1e6))
+                            : std::nullopt);
+    const auto disk = disk_free(state_dir);
+    if (report) report->room_checked(need.total(), memory, need.weights_bytes, disk);
+    if (memory) check_memory(need, *memory);
+    STOA_CHECK(!disk || *disk >= need.weights_bytes, ErrorKind::kIo, "not enough disk space in ",
+               state_dir, " for the model's download: it needs about ",
+               human_bytes(need.weights_bytes), ", ", human_bytes(disk.value_or(0)), " is free");
+  };
+  if (!model_dir.empty()) prepare_model();
+
+  // ---- join (resuming the previous identity when the state dir has one) ----
   net::HttpClientOptions http_options;
   std::string hub_url = o.hub_url, join_token = o.join_token;
   if (!o.join_string.empty()) {
@@ -139,11 +124,32 @@ WorkerStats run_worker(const WorkerOptions& o, const std::atomic<bool>& stop) {
   if (report)
     report->joined(joined.worker_id, o.name, resumed, joined.task,
                    !http_options.pin_sha256.empty());
+  if (model_dir.empty()) {
+    const RunFilesFetched files =
+        fetch_run_files(hub, joined.run_files, (fs::path(state_dir) / "model").string());
+    log_info("worker", "the run's model files in ", files.dir, " (", files.bytes_fetched,
+             " bytes fetched)");
+    model_dir = files.dir;
+    prepare_model();
+  }
+  const int64_t sample_vocab = model_codec.sample_vocab;
+  const env::TokenCodec& codec = *model_codec.codec;
   STOA_CHECK(joined.vocab_size == config.vocab_size, ErrorKind::kInvalidArgument,
-             "stoa work: the hub's vocabulary has ", joined.vocab_size, " tokens, ", o.model_dir,
+             "stoa work: the hub's vocabulary has ", joined.vocab_size, " tokens, ", model_dir,
              " has ", config.vocab_size);
-  // Throws, listing the tasks this worker knows, when the hub runs another one.
-  const std::unique_ptr<env::Task> task_ptr = env::make_task(joined.task, task_options);
+  // The task the hub names. With options of this machine's own (where its tools are: an index,
+  // a server) it is built here from the registry with the run's options — throwing, with the
+  // tasks this worker knows, when the hub runs another one; without, the hub runs it for this
+  // worker (hub_task.h) and nothing of the task is needed here.
+  std::unique_ptr<env::Task> task_ptr;
+  if (o.task_options.empty()) {
+    task_ptr = std::make_unique<HubTask>(hub, joined.task, joined.stop_strings);
+  } else {
+    const env::TaskRegistry& tasks = env::builtin_tasks();
+    task_ptr = tasks.make(
+        joined.task,
+        tasks.with_local(joined.task, env::TaskOptions(joined.task_options), o.task_options));
+  }
   const env::Task& task = *task_ptr;
 
   // ---- background threads: weight sync, heartbeat, rollout streamer ----

@@ -1,0 +1,33 @@
+// The one rule by which every role turns a model directory into the codec its prompts are
+// rendered and its transcripts decoded with, and the ids it may sample. The worker samples, the
+// hub decodes what it sampled, a validator replays it and `stoa eval` scores it: exact replay
+// holds only while all four agree, so they all call this and nothing else.
+//
+// The rule: the directory's tokenizer.json when there is one, else one token per byte (test
+// models without a tokenizer; their vocabulary must then hold ids 0..255). Sampling is limited
+// to the ids the codec can decode — an embedding table is often padded past the tokenizer
+// (Qwen3: 151,936 rows, 151,669 tokens), and a token no codec can decode would be rejected by
+// the hub. A tokenizer larger than the model's vocabulary is refused: its ids past the embedding
+// table would index outside it.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "env/token_codec.h"
+#include "model/config.h"
+
+namespace stoa::env {
+
+struct ModelCodec {
+  std::unique_ptr<TokenCodec> codec;
+  int64_t sample_vocab = 0;  // ids [0, sample_vocab) may be sampled
+};
+
+// kBadFormat (naming `who` and the directory) for a tokenizer larger than config.vocab_size or,
+// without a tokenizer, a vocabulary under 256; whatever Tokenizer::from_file throws for a bad
+// tokenizer.json.
+ModelCodec load_model_codec(const std::string& model_dir, const ModelConfig& config,
+                            const std::string& who);
+
+}  // namespace stoa::env
