@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "cli/command.h"
+#include "cli/task_option_flags.h"
 #include "roles/verify/remote_validator.h"
 
 namespace stoa::cli {
@@ -60,7 +61,8 @@ CommandRegistration reg(
       app.add_option("--model", o->model_dir,
                      "directory with the run's config.json (and tokenizer.json)")
           ->required();
-      app.add_option("--index", o->index_dir, "the run's search index directory");
+      auto task_flags = std::make_shared<TaskOptionFlags>();
+      task_flags->add_to(app);
       app.add_option("--name", o->name, "validator name")->capture_default_str();
       app.add_option("--state-dir", o->state_dir, "blob mirror (default .stoa-validate-<name>)");
       app.add_option("--threads", o->threads, "engine threads")->capture_default_str();
@@ -68,7 +70,10 @@ CommandRegistration reg(
           ->capture_default_str();
       app.add_option("--max-jobs", o->max_jobs, "stop after this many verdicts (0: never)")
           ->capture_default_str();
-      return [o, token_file] { return run(*o, *token_file); };
+      return [o, token_file, task_flags] {
+        o->task_options = task_flags->options();
+        return run(*o, *token_file);
+      };
     });
 
 }  // namespace

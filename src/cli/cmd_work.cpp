@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cli/command.h"
+#include "cli/task_option_flags.h"
 #include "core/log.h"
 #include "kernels/targets.h"
 #include "net/hub_client.h"
@@ -77,11 +78,10 @@ CommandRegistration reg(
       join->excludes(hub)->excludes(token);
       hub->needs(token);
       app.add_option("--model", o->model_dir,
-                     "directory with the run's config.json and tokenizer.json (weights come "
-                     "from the hub)")
-          ->required();
-      app.add_option("--index", o->index_dir, "local search index directory");
-      app.add_option("--search-url", o->search_url, "retrieval server URL");
+                     "directory with the run's config.json and tokenizer.json (default: "
+                     "fetched from the hub into the state dir; weights always come from the hub)");
+      auto task_flags = std::make_shared<TaskOptionFlags>();
+      task_flags->add_to(app);
       app.add_option("--name", o->name, "worker name")->capture_default_str();
       app.add_option("--state-dir", o->state_dir,
                      "worker id and rollout spool (default .stoa-worker-<name>)");
@@ -109,7 +109,8 @@ CommandRegistration reg(
       auto verbose = std::make_shared<bool>(false);
       app.add_flag("--verbose,-v", *verbose,
                    "the detailed log on stderr (as STOA_LOG=info) besides the progress lines");
-      return [o, verbose, kernel_target] {
+      return [o, verbose, kernel_target, task_flags] {
+        o->task_options = task_flags->options();
         if (o->join_string.empty() && o->hub_url.empty()) {
           std::fprintf(stderr, "stoa work: give --join STRING, or --hub URL and --token TOKEN\n");
           return 2;

@@ -13,9 +13,20 @@
 #include <string_view>
 #include <vector>
 
+#include "core/error.h"
 #include "env/dataset.h"
 
 namespace stoa::env {
+
+// What a task throws when what it stands on failed rather than the model's text: a server it
+// calls is unreachable, answers an error, a malformed or oversized reply, misses its deadline,
+// or answers the same (problem, action) differently. Not a worker's fault: the hub's replay
+// verification reports it as the environment's (roles/hub/rollout_audit.h kEnvironmentVerdict)
+// and holds nothing against the rollout's author.
+class EnvironmentError : public Error {
+ public:
+  explicit EnvironmentError(const std::string& message) : Error(ErrorKind::kNetwork, message) {}
+};
 
 // What the model did in one turn.
 enum class ActionKind {

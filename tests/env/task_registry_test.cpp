@@ -10,6 +10,7 @@
 #include "env/answer_match.h"
 #include "env/episode.h"
 #include "env/task_registry.h"
+#include "env/tasks/builtin_tasks.h"
 
 namespace stoa::env {
 namespace {
@@ -204,6 +205,47 @@ TEST(TaskRegistry, RegistrationAndOptionErrors) {
   EXPECT_THROW(numbers.get_int("t", "empty", 3), Error);
   EXPECT_EQ(numbers.get("absent", "x"), "x");
   EXPECT_TRUE(numbers.has("n"));
+}
+
+// A task's keys: the run's are shared by every machine (the hub sends them), the local ones are
+// each machine's own, and a machine may not override the run's.
+TEST(TaskRegistry, RunOptionsAndEachMachinesOwn) {
+  TaskRegistry registry;
+  registry.add(
+      "calculator",
+      [](const TaskOptions& o) { return std::make_unique<CalculatorTask>(o.get("prefix")); },
+      TaskKeys{.accepted = {"prefix", "server"}, .local = {"server"}, .paths = {}});
+  const TaskOptions hubs{{"prefix", "Q: "}, {"server", "http://hub-only:1"}};
+  const TaskOptions run = registry.run_options("calculator", hubs);
+  EXPECT_EQ(run, (TaskOptions{{"prefix", "Q: "}})) << "the hub's own server is not sent";
+  const TaskOptions mine =
+      registry.with_local("calculator", run, TaskOptions{{"server", "http://mine:2"}});
+  EXPECT_EQ(mine, (TaskOptions{{"prefix", "Q: "}, {"server", "http://mine:2"}}));
+  try {
+    registry.with_local("calculator", run, TaskOptions{{"prefix", "A: "}});
+    FAIL() << "a worker overrode the run's option";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("'prefix' is the run's"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("may set only: server"), std::string::npos) << e.what();
+  }
+  // Checked without building; the registry checks the keys before the factory runs.
+  EXPECT_NO_THROW(registry.check_options("calculator", hubs));
+  EXPECT_THROW(registry.check_options("calculator", TaskOptions{{"sever", "x"}}), Error);
+  EXPECT_THROW(registry.make("calculator", TaskOptions{{"sever", "x"}}), Error);
+  EXPECT_THROW(registry.check_options("chess", {}), Error);
+  // A local or path key must be an accepted one.
+  EXPECT_THROW(registry.add(
+                   "bad", [](const TaskOptions&) { return std::make_unique<CalculatorTask>(""); },
+                   TaskKeys{.accepted = {"a"}, .local = {"b"}, .paths = {}}),
+               Error);
+  // The built-in tasks declare theirs: search's index and server are each machine's own, its
+  // topk the run's; every option of "http" (where its environment is) is the hub's own.
+  const TaskRegistry& builtin = builtin_tasks();
+  EXPECT_EQ(builtin.names(), (std::vector<std::string>{"http", "search"}));
+  EXPECT_EQ(builtin.run_options("search", {{"index", "/i"}, {"topk", "5"}}),
+            (TaskOptions{{"topk", "5"}}));
+  EXPECT_EQ(builtin.keys("search").paths, std::vector<std::string>{"index"});
 }
 
 }  // namespace

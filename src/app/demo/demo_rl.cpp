@@ -53,7 +53,8 @@ void write_run_config(const RlOptions& o, const DemoPaths& p, const std::string&
   c.run_dir = run_dir;
   c.model_dir = model_dir;
   c.data_dir = p.data;
-  c.index_dir = p.index;
+  c.task = "search";
+  c.task_options.set("index", p.index);
   c.server.host = "127.0.0.1";
   c.server.port = 0;
   c.hub.join_token = token;

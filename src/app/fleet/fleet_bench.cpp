@@ -94,7 +94,8 @@ std::string write_run_toml(const FleetBenchOptions& o, const fleet::Assets& a, c
   rc.run_dir = dir + "/run";
   rc.model_dir = a.model;
   rc.data_dir = a.data;
-  rc.index_dir = a.index;
+  rc.task = "search";
+  rc.task_options.set("index", a.index);
   rc.hub.join_token = kToken;
   rc.hub.group_size = 4;
   rc.hub.seed = 1;

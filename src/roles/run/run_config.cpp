@@ -14,6 +14,7 @@
 #include <toml++/toml.h>
 
 #include "core/error.h"
+#include "env/tasks/builtin_tasks.h"
 
 namespace stoa::run {
 namespace fs = std::filesystem;
@@ -71,16 +72,55 @@ class Section {
 
 // [hub] <limit>_per_s / <limit>_burst: the hub's token buckets (hub::HubLimits).
 std::vector<std::pair<std::string, hub::RateLimit*>> rate_limits(hub::HubLimits& l) {
-  return {{"join_per_ip", &l.join_per_ip},
-          {"lease_per_worker", &l.lease_per_worker},
-          {"lease_per_ip", &l.lease_per_ip},
-          {"rollouts_per_worker", &l.rollouts_per_worker},
-          {"rollouts_per_ip", &l.rollouts_per_ip}};
+  return {{"join_per_ip", &l.join_per_ip},         {"lease_per_worker", &l.lease_per_worker},
+          {"lease_per_ip", &l.lease_per_ip},       {"rollouts_per_worker", &l.rollouts_per_worker},
+          {"rollouts_per_ip", &l.rollouts_per_ip}, {"task_per_worker", &l.task_per_worker}};
 }
 
 std::string resolve(const std::string& base, const std::string& p) {
   if (p.empty() || fs::path(p).is_absolute() || base.empty()) return p;
   return (fs::path(base) / p).lexically_normal().string();
+}
+
+std::string joined_task_names() {
+  std::string out;
+  for (const auto& n : env::builtin_tasks().names()) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+// [task]: every value as the string the task's options hold (TOML numbers and booleans in
+// their TOML spelling); the task's path options resolved against the file's directory.
+env::TaskOptions read_task_table(const toml::table* table, const std::string& task,
+                                 const std::string& source, const std::string& base_dir) {
+  env::TaskOptions options;
+  if (!table) return options;
+  for (const auto& [k, v] : *table) {
+    const std::string key(k.str());
+    std::string value;
+    if (auto s = v.value_exact<std::string>()) {
+      value = *s;
+    } else if (auto i = v.value_exact<int64_t>()) {
+      value = std::to_string(*i);
+    } else if (auto b = v.value_exact<bool>()) {
+      value = *b ? "true" : "false";
+    } else if (auto d = v.value_exact<double>()) {
+      char buf[64];
+      value.assign(buf, std::to_chars(buf, buf + sizeof(buf), *d).ptr);
+    } else {
+      fail(ErrorKind::kInvalidArgument, source, ": [task] ", key,
+           " must be a string, a number or a boolean");
+    }
+    options.set(key, value);
+  }
+  try {
+    const env::TaskRegistry& registry = env::builtin_tasks();
+    registry.check_options(task, options);
+    for (const auto& key : registry.keys(task).paths)
+      if (options.has(key)) options.set(key, resolve(base_dir, options.get(key)));
+  } catch (const Error& e) {
+    fail(ErrorKind::kInvalidArgument, source, ": ", e.what());
+  }
+  return options;
 }
 
 }  // namespace
@@ -96,13 +136,14 @@ RunConfig parse_run_config(const std::string& text, const std::string& source,
         << e.source().begin.column;
     fail(ErrorKind::kBadFormat, source, ": invalid TOML: ", msg.str());
   }
-  static const std::set<std::string> kSections = {"run",     "hub",   "sampling",
+  static const std::set<std::string> kSections = {"run",     "task",  "hub",   "sampling",
                                                   "trainer", "pulse", "verify"};
   for (const auto& [k, v] : root) {
     const std::string key(k.str());
     STOA_CHECK(kSections.count(key) && v.is_table(), ErrorKind::kInvalidArgument, source,
                ": unknown section or key '", key,
-               "' (expected [run], [hub], [sampling], [trainer], [pulse], [verify])");
+               "' (expected [run], [task], [hub], [sampling], [trainer], [pulse], [verify]; "
+               "docs/run-config.md)");
   }
   RunConfig c;
   c.run_dir = "run";
@@ -112,16 +153,21 @@ RunConfig parse_run_config(const std::string& text, const std::string& source,
   run.get("dir", c.run_dir);
   run.get("model", c.model_dir);
   run.get("data", c.data_dir);
-  run.get("index", c.index_dir);
+  run.get("task", c.task);
   run.get("max_steps", c.loop.max_steps);
   run.check_unknown();
   STOA_CHECK(!c.model_dir.empty(), ErrorKind::kInvalidArgument, source,
              ": [run] model is required");
   STOA_CHECK(!c.data_dir.empty(), ErrorKind::kInvalidArgument, source, ": [run] data is required");
+  STOA_CHECK(!c.task.empty(), ErrorKind::kInvalidArgument, source,
+             ": [run] task is required (known tasks: ", joined_task_names(), ")");
+  STOA_CHECK(env::builtin_tasks().contains(c.task), ErrorKind::kInvalidArgument, source,
+             ": [run] task '", c.task, "' is not a known task (known tasks: ", joined_task_names(),
+             ")");
   c.run_dir = resolve(base_dir, c.run_dir);
   c.model_dir = resolve(base_dir, c.model_dir);
   c.data_dir = resolve(base_dir, c.data_dir);
-  c.index_dir = c.index_dir.empty() ? c.data_dir + "/index" : resolve(base_dir, c.index_dir);
+  c.task_options = read_task_table(root["task"].as_table(), c.task, source, base_dir);
 
   Section hub(root["hub"].as_table(), "hub", source);
   hub.get("host", c.server.host);
@@ -347,8 +393,20 @@ std::string to_toml(const RunConfig& c) {
   w.put("dir", c.run_dir);
   w.put("model", c.model_dir);
   w.put("data", c.data_dir);
-  w.put("index", c.index_dir);
+  w.put("task", c.task);
   w.put("max_steps", toml_integer(c.loop.max_steps, "run", "max_steps"));
+  // Options are strings to the task: written as TOML strings, they read back the same.
+  if (!c.task_options.empty()) {
+    w.section("task");
+    for (const auto& [key, value] : c.task_options.values()) {
+      STOA_CHECK(!key.empty() && key.find_first_not_of("abcdefghijklmnopqrstuvwxyz"
+                                                       "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") ==
+                                     std::string::npos,
+                 ErrorKind::kInvalidArgument, "run config: [task] option name '", key,
+                 "' is not a bare TOML key");
+      w.put(key.c_str(), value);
+    }
+  }
   w.section("hub");
   w.put("host", c.server.host);
   w.put("port", toml_integer(c.server.port, "hub", "port"));

@@ -5,13 +5,16 @@
 // range-checked by the options it lands in. Paths are relative to the TOML file's directory.
 //
 //   [run]      dir (ledger, blobs, checkpoint, steps.jsonl), model (initial HF model dir),
-//              data (train.jsonl), index (default <data>/index), max_steps
+//              data (train.jsonl), task (a name in env/tasks/builtin_tasks.h), max_steps
+//   [task]     the task's options (strings, numbers or booleans; the task says which it
+//              accepts and which are paths — resolved like the others); e.g. search: index
 //   [hub]      host, port, join_token, tls_cert, tls_key, threads, group_size, lease_ttl_s,
 //              lease_max_s, max_open_groups, max_queued_groups (default: groups_per_step ×
 //              ceil(max_staleness / 2)), max_tokens, topk, seed,
 //              heartbeat_interval_s (workers heartbeat twice per interval), operator_token,
 //              session_ttl_s, worker_expiry_s, and per rate limit (join_per_ip, lease_per_worker,
-//              lease_per_ip, rollouts_per_worker, rollouts_per_ip) <limit>_per_s, <limit>_burst,
+//              lease_per_ip, rollouts_per_worker, rollouts_per_ip, task_per_worker) <limit>_per_s,
+//              <limit>_burst,
 //              header_timeout_s, body_timeout_s, idle_timeout_s, max_connections_per_ip
 //   [sampling] temperature, top_p, top_k, max_new_tokens, max_turns, max_observation_tokens
 //   [trainer]  device, threads, lr, weight_decay, max_grad_norm, warmup_steps,
@@ -20,12 +23,14 @@
 //              gather_timeout_ms, max_staleness, checkpoint_every
 //   [pulse]    anchor_every, keep_anchors
 //   [verify]   enabled, fraction, first_rollouts, max_wait_s, train_on_timeout, threads,
-//              max_queue (replay verification: docs/design/verification.md)
+//              max_queue, remote, job_lease_s (replay verification: docs/design/verification.md)
+// docs/run-config.md lists every key with its default (a test checks it against this parser).
 #pragma once
 #include <cstddef>
 #include <optional>
 #include <string>
 
+#include "env/task_registry.h"
 #include "roles/hub/hub.h"
 #include "roles/hub/server.h"
 #include "roles/trainer/trainer_loop.h"
@@ -37,7 +42,10 @@ struct RunConfig {
   std::string run_dir;
   std::string model_dir;
   std::string data_dir;
-  std::string index_dir;
+  std::string task;  // the registry's name ([run] task, required)
+  // [task]: the task's options, paths resolved; the hub sends the run's share of them to workers
+  // (TaskRegistry::run_options) and keeps the local ones (where its own tools are) for itself.
+  env::TaskOptions task_options;
   hub::HubConfig hub;  // ledger_path filled from run_dir
   hub::ServerOptions server;
   train::TrainOptions train;

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "env/task_registry.h"
 
 namespace stoa::verify {
 
@@ -24,8 +25,10 @@ struct RemoteValidatorOptions {
   std::string pin_sha256;  // HTTPS: the hub certificate's SHA-256 ("" : the CA file/system)
   std::string ca_file;     // HTTPS: a CA file to trust
   std::string model_dir;   // the run's config.json (+ tokenizer.json)
-  std::string index_dir;   // the search task's index (the hub's, for the observations)
-  std::string state_dir;   // the blob mirror (default .stoa-validate-<name>)
+  // This machine's options of the run's task (where its tools are: env::TaskKeys::local); the
+  // task and the run's options come with each job.
+  env::TaskOptions task_options;
+  std::string state_dir;  // the blob mirror (default .stoa-validate-<name>)
   std::string name = "validator";
   int threads = 1;            // engine threads
   int wait_s = 20;            // long-poll for a job

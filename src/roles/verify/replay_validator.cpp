@@ -11,6 +11,7 @@
 #include "core/thread_pool.h"
 #include "engine/sampler.h"
 #include "env/episode.h"
+#include "roles/hub/rollout_audit.h"
 #include "roles/worker/engine_update.h"
 #include "roles/worker/rollout_record.h"
 
@@ -87,6 +88,8 @@ Verdict ReplayValidator::check(const net::RolloutSubmission& rollout, const env:
   try {
     v = check_observations(rollout, problem, prompt_length);
     if (v.what.empty()) v = check_model(rollout, prompt_length);
+  } catch (const env::EnvironmentError& e) {
+    v = fail(-1, hub::kEnvironmentVerdict, e.what());  // the task's failure, not the worker's
   } catch (const Error& e) {
     v = fail(-1, "unreplayable", e.what());
   }

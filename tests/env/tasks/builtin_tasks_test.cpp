@@ -24,7 +24,7 @@ QaItem velor_problem() {
 TEST(BuiltinTasks, SearchByNameMatchesTheHandBuiltTask) {
   testing::TempDir dir("builtin_search");
   build_bm25_index(testing::small_corpus(), dir.path());
-  EXPECT_EQ(builtin_tasks().names(), std::vector<std::string>{"search"});
+  EXPECT_EQ(builtin_tasks().names(), (std::vector<std::string>{"http", "search"}));
 
   std::unique_ptr<Task> by_name = make_task("search", {{"index", dir.path()}, {"topk", "2"}});
   ASSERT_NE(by_name, nullptr);
@@ -58,7 +58,7 @@ TEST(BuiltinTasks, UnknownTaskNameIsAClearError) {
     FAIL() << "an unknown task was built";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kNotFound);
-    EXPECT_STREQ(e.what(), "unknown task 'calculator' (known tasks: search)");
+    EXPECT_STREQ(e.what(), "unknown task 'calculator' (known tasks: http, search)");
   }
 }
 

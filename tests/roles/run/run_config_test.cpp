@@ -11,6 +11,7 @@ const char* kMinimal = R"(
 [run]
 model = "model"
 data = "data"
+task = "search"
 [hub]
 join_token = "t"
 )";
@@ -19,7 +20,8 @@ TEST(RunConfig, DefaultsAndPathsRelativeToTheFile) {
   auto c = parse_run_config(kMinimal, "run.toml", "/runs/a");
   EXPECT_EQ(c.model_dir, "/runs/a/model");
   EXPECT_EQ(c.data_dir, "/runs/a/data");
-  EXPECT_EQ(c.index_dir, "/runs/a/data/index");
+  EXPECT_EQ(c.task, "search");
+  EXPECT_TRUE(c.task_options.empty()) << "a task's options are its own: the run adds none";
   EXPECT_EQ(c.hub.ledger_path, "/runs/a/run/ledger.sqlite");
   EXPECT_EQ(c.loop.checkpoint_dir, "/runs/a/run/checkpoint");
   EXPECT_EQ(c.loop.log_path, "/runs/a/run/steps.jsonl");
@@ -58,8 +60,11 @@ TEST(RunConfig, EverySectionIsRead) {
 dir = "/abs/run"
 model = "m"
 data = "d"
-index = "idx"
+task = "search"
 max_steps = 7
+[task]
+index = "idx"
+topk = 4
 [hub]
 port = 8123
 join_token = "secret"
@@ -86,7 +91,8 @@ keep_anchors = 2
 )",
                             "x.toml", "/base");
   EXPECT_EQ(c.run_dir, "/abs/run");
-  EXPECT_EQ(c.index_dir, "/base/idx");
+  EXPECT_EQ(c.task_options.get("index"), "/base/idx") << "a path option, resolved";
+  EXPECT_EQ(c.task_options.get("topk"), "4") << "a TOML integer, as the task's string";
   EXPECT_EQ(c.loop.max_steps, 7);
   EXPECT_EQ(c.server.port, 8123);
   EXPECT_EQ(c.hub.group_size, 8);
@@ -128,7 +134,24 @@ TEST(RunConfig, BadInputIsRefusedNamingFileAndKey) {
   expect_error(std::string(kMinimal) + "[trainer]\ngroups_per_step = -2\n", "groups_per_step");
   expect_error(std::string(kMinimal) + "[pulse]\nanchor_every = 0\n", "anchor_every");
   expect_error("[run]\ndata = \"d\"\n[hub]\njoin_token = \"t\"\n", "model");
-  expect_error("[run]\nmodel = \"m\"\ndata = \"d\"\n", "join_token");
+  expect_error("[run]\nmodel = \"m\"\ndata = \"d\"\ntask = \"search\"\n", "join_token");
+}
+
+TEST(RunConfig, TheTaskIsNamedAndItsOptionsChecked) {
+  const std::string no_task = "[run]\nmodel = \"m\"\ndata = \"d\"\n[hub]\njoin_token = \"t\"\n";
+  // Absent or unknown: the error lists the tasks this build knows.
+  expect_error(no_task, "known tasks: http, search");
+  expect_error("[run]\nmodel = \"m\"\ndata = \"d\"\ntask = \"chess\"\n[hub]\njoin_token = \"t\"\n",
+               "'chess' is not a known task (known tasks: http, search)");
+  // An option the task does not accept: named, with the accepted ones.
+  expect_error(std::string(kMinimal) + "[task]\nindx = \"i\"\n",
+               "unknown option 'indx' (accepted: index, search_url, topk)");
+  expect_error(std::string(kMinimal) + "[task]\nindex = [1, 2]\n", "[task] index");
+  // The search index is the task's option now, not the run's.
+  expect_error(
+      "[run]\nmodel = \"m\"\ndata = \"d\"\ntask = \"search\"\nindex = \"i\"\n[hub]\n"
+      "join_token = \"t\"\n",
+      "unknown key 'index' in [run]");
   expect_error("[run\nmodel = 1", "invalid TOML");
 }
 

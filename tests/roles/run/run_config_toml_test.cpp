@@ -16,7 +16,8 @@ void expect_same(const RunConfig& a, const RunConfig& b) {
   EXPECT_EQ(a.run_dir, b.run_dir);
   EXPECT_EQ(a.model_dir, b.model_dir);
   EXPECT_EQ(a.data_dir, b.data_dir);
-  EXPECT_EQ(a.index_dir, b.index_dir);
+  EXPECT_EQ(a.task, b.task);
+  EXPECT_EQ(a.task_options.values(), b.task_options.values());
   EXPECT_EQ(a.max_queued_groups, b.max_queued_groups);
 
   EXPECT_EQ(a.hub.ledger_path, b.hub.ledger_path);
@@ -109,7 +110,9 @@ RunConfig every_key_set() {
   c.run_dir = "/runs/x/run";
   c.model_dir = "/models/m";
   c.data_dir = "/data/d";
-  c.index_dir = "/data/d/bm25";
+  c.task = "search";
+  c.task_options.set("index", "/data/d/bm25");
+  c.task_options.set("topk", "5");
   c.loop.max_steps = 17;
   c.server.host = "0.0.0.0";
   c.server.port = 8123;
@@ -190,6 +193,7 @@ TEST(RunConfigToml, DefaultsRoundTripAndDerivedValuesStayDerived) {
   c.model_dir = "/m";
   c.data_dir = "/d";
   c.run_dir = "/r";
+  c.task = "search";
   c.hub.join_token = "t";
   c.loop.groups_per_step = 3;
   c.loop.staleness.max_staleness = 4;
@@ -197,7 +201,7 @@ TEST(RunConfigToml, DefaultsRoundTripAndDerivedValuesStayDerived) {
   EXPECT_FALSE(r.max_queued_groups.has_value());
   EXPECT_EQ(r.hub.max_queued_groups, 6u) << "3 groups per step x ceil(4 / 2), as when unwritten";
   EXPECT_TRUE(std::isinf(r.train.loss.ratio_cap));
-  EXPECT_EQ(r.index_dir, "/d/index");
+  EXPECT_TRUE(r.task_options.empty());
   expect_same(parse_run_config(to_toml(r), "rt2.toml", ""), r);
 }
 

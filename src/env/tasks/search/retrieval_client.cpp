@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "env/task.h"
 
 namespace stoa::env {
 
@@ -39,10 +40,13 @@ std::vector<std::vector<RetrievedDoc>> RetrievalClient::search(
   nlohmann::json request = {{"queries", queries}, {"topk", topk}, {"return_scores", true}};
   auto body = request.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   auto res = client.Post(path_, body, "application/json");
-  STOA_CHECK(res, ErrorKind::kNetwork, "retrieval server ", origin_, path_,
-             " unreachable: ", httplib::to_string(res.error()));
-  STOA_CHECK(res->status == 200, ErrorKind::kNetwork, "retrieval server ", origin_, path_,
-             " answered HTTP ", res->status, ": ", res->body.substr(0, 300));
+  // The server's failures are the environment's, not a worker's (env/task.h).
+  if (!res)
+    throw EnvironmentError(cat("retrieval server ", origin_, path_,
+                               " unreachable: ", httplib::to_string(res.error())));
+  if (res->status != 200)
+    throw EnvironmentError(cat("retrieval server ", origin_, path_, " answered HTTP ", res->status,
+                               ": ", res->body.substr(0, 300)));
   nlohmann::json reply = nlohmann::json::parse(res->body, nullptr, false);
   STOA_CHECK(!reply.is_discarded() && reply.is_object() && reply.contains("result") &&
                  reply["result"].is_array() && reply["result"].size() == queries.size(),

@@ -53,8 +53,14 @@ double SearchTask::reward(std::string_view response_text,
   return exact_match_reward(response_text, golden_answers);
 }
 
+TaskKeys search_task_keys() {
+  return {.accepted = {"index", "search_url", "topk"},
+          .local = {"index", "search_url"},
+          .paths = {"index"}};
+}
+
 std::unique_ptr<Task> make_search_task(const TaskOptions& options) {
-  options.expect_only("search", {"index", "search_url", "topk"});
+  options.expect_only("search", search_task_keys().accepted);
   const std::string index = options.get("index"), url = options.get("search_url");
   STOA_CHECK(index.empty() != url.empty(), ErrorKind::kInvalidArgument,
              "task 'search': give exactly one of the options index (a BM25 index directory) "

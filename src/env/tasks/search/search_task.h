@@ -35,5 +35,8 @@ class SearchTask final : public Task {
 // index`) or search_url (a Search-R1 retrieval server, `stoa search serve`) — exactly one — and
 // topk (documents per search, default 3).
 std::unique_ptr<Task> make_search_task(const TaskOptions& options);
+// index and search_url say where this machine's retriever is (each machine its own); topk is the
+// run's (it changes the observations, so the hub's replay must use the worker's value).
+TaskKeys search_task_keys();
 
 }  // namespace stoa::env
