@@ -98,11 +98,20 @@ VersionInfo HubClient::version(std::optional<uint64_t> after, std::chrono::secon
 }
 
 std::vector<uint8_t> HubClient::blob(const std::string& hash_hex) {
+  return fetch_verified("/v1/blobs/", hash_hex);
+}
+
+std::vector<uint8_t> HubClient::run_file(const std::string& hash_hex) {
+  return fetch_verified("/v1/files/", hash_hex);
+}
+
+std::vector<uint8_t> HubClient::fetch_verified(const std::string& route,
+                                               const std::string& hash_hex) {
   Hash128 want;
   STOA_CHECK(Hash128::parse(hash_hex, &want), ErrorKind::kInvalidArgument, "blob hash '", hash_hex,
              "' is not 32 hex digits");
   auto r = with_session(
-      [&] { return http_.get("/v1/blobs/" + hash_hex, true, std::chrono::milliseconds(300000)); });
+      [&] { return http_.get(route + hash_hex, true, std::chrono::milliseconds(300000)); });
   check_ok(r, cat("blob ", hash_hex));
   std::vector<uint8_t> bytes(r.body.begin(), r.body.end());
   Hash128 got = hash_bytes(bytes.data(), bytes.size());
@@ -149,6 +158,30 @@ HeartbeatResponse HubClient::heartbeat(const Heartbeat& heartbeat) {
   auto resp = heartbeat_response_from_json(parse_response(r, "heartbeat"));
   if (!resp.session_token.empty()) adopt_session(resp.session_token);  // rotation
   return resp;
+}
+
+std::string HubClient::task_prompt(const std::string& prompt_id) {
+  auto r = with_session([&] {
+    return http_.post_json("/v1/task/prompt",
+                           to_json(TaskPromptRequest{worker_id(), prompt_id}).dump(), true);
+  });
+  return task_prompt_reply_from_json(parse_response(r, "task prompt"));
+}
+
+TaskStepReply HubClient::task_step(const std::string& prompt_id, const std::string& action,
+                                   bool tools_allowed) {
+  auto r = with_session([&] {
+    return http_.post_json("/v1/task/step",
+                           to_json(TaskStepRequest{worker_id(), prompt_id, action, tools_allowed})
+                               .dump(-1, ' ', false, json::error_handler_t::replace),
+                           true);
+  });
+  try {
+    return task_step_reply_from_json(parse_response(r, "task step"));
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::kNetwork) throw;
+    throw Error(ErrorKind::kNetwork, cat("the hub's task step answer: ", e.what()));
+  }
 }
 
 }  // namespace stoa::net

@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "net/http_client.h"
 #include "net/protocol.h"
+#include "net/task_protocol.h"
 
 namespace stoa::net {
 
@@ -49,12 +50,19 @@ class HubClient {
   // Fetches a blob; verifies its bytes hash to `hash_hex` (throws kIntegrity otherwise, so the
   // caller re-fetches or falls back to an anchor).
   std::vector<uint8_t> blob(const std::string& hash_hex);
+  // One of the run's model files (GET /v1/files/{hash}), verified like a blob.
+  std::vector<uint8_t> run_file(const std::string& hash_hex);
   LeaseResponse lease();
   void release(const std::string& lease_id);
   // Accepted, duplicate or rejected (422) all come back as a RolloutResponse; anything else
   // throws kNetwork.
   RolloutResponse submit(const RolloutSubmission& rollout);
   HeartbeatResponse heartbeat(const Heartbeat& heartbeat);
+  // The run's task through the hub (net/task_protocol.h), for a problem this worker holds a lease
+  // on. Retried like the other idempotent calls (the answers are pure functions of the request).
+  std::string task_prompt(const std::string& prompt_id);
+  TaskStepReply task_step(const std::string& prompt_id, const std::string& action,
+                          bool tools_allowed);
 
   HttpClient& http() { return http_; }
   uint64_t session_renewals() const { return renewals_; }
@@ -64,6 +72,8 @@ class HubClient {
   // call started) and sends it once more.
   HttpResponse with_session(const std::function<HttpResponse()>& call);
   JoinResponse join_locked(const std::string& join_token, const JoinRequest& request);
+  // GET route + hash_hex, the bytes checked against the hash (kIntegrity otherwise).
+  std::vector<uint8_t> fetch_verified(const std::string& route, const std::string& hash_hex);
   void adopt_session(const std::string& token);
 
   HttpClient http_;

@@ -4,11 +4,13 @@
 
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 #include <limits>
 #include <type_traits>
 
 #include "core/enum_names.h"
 #include "core/error.h"
+#include "core/hash.h"
 
 namespace stoa::net {
 namespace {
@@ -102,6 +104,23 @@ std::optional<uint64_t> opt_u64(const json& j, const char* msg, const char* fiel
 
 }  // namespace
 
+std::map<std::string, std::string> task_options_field(const json& j, const char* msg,
+                                                      const char* field) {
+  std::map<std::string, std::string> out;
+  auto it = j.find(field);
+  if (it == j.end() || it->is_null()) return out;
+  STOA_CHECK(it->is_object() && it->size() <= kMaxTaskOptions, ErrorKind::kInvalidArgument, msg,
+             ": field '", field, "' is not an object of at most ", kMaxTaskOptions, " strings");
+  for (const auto& [key, value] : it->items()) {
+    STOA_CHECK(value.is_string() && key.size() <= 64 &&
+                   value.get_ref<const std::string&>().size() <= kMaxTaskOptionBytes,
+               ErrorKind::kInvalidArgument, msg, ": field '", field, "' entry '", key.substr(0, 64),
+               "' is not a string of at most ", kMaxTaskOptionBytes, " bytes");
+    out.emplace(key, value.get<std::string>());
+  }
+  return out;
+}
+
 constexpr EnumName<IntakeStatus> kIntakeStatusNames[] = {{IntakeStatus::kAccepted, "accepted"},
                                                          {IntakeStatus::kDuplicate, "duplicate"},
                                                          {IntakeStatus::kRejected, "rejected"}};
@@ -132,6 +151,15 @@ JoinRequest join_request_from_json(const json& j) {
   return m;
 }
 
+namespace {
+json run_files_json(const std::vector<RunFile>& files) {
+  json out = json::array();
+  for (const auto& f : files)
+    out.push_back({{"name", f.name}, {"hash", f.hash}, {"bytes", f.bytes}});
+  return out;
+}
+}  // namespace
+
 json to_json(const JoinResponse& m) {
   return {{"protocol", m.protocol},
           {"worker_id", m.worker_id},
@@ -142,7 +170,10 @@ json to_json(const JoinResponse& m) {
           {"vocab_size", m.vocab_size},
           {"max_tokens", m.max_tokens},
           {"topk", m.topk},
-          {"task", m.task}};
+          {"task", m.task},
+          {"task_options", m.task_options},
+          {"stop_strings", m.stop_strings},
+          {"run_files", run_files_json(m.run_files)}};
 }
 JoinResponse join_response_from_json(const json& j) {
   const char* msg = "join response";
@@ -158,6 +189,39 @@ JoinResponse join_response_from_json(const json& j) {
   m.max_tokens = req<int64_t>(j, msg, "max_tokens");
   m.topk = opt<int32_t>(j, msg, "topk", 0);
   m.task = opt<std::string>(j, msg, "task", "");
+  m.task_options = task_options_field(j, msg, "task_options");
+  if (j.contains("stop_strings") && !j.at("stop_strings").is_null()) {
+    const json& stops = j.at("stop_strings");
+    STOA_CHECK(stops.is_array() && stops.size() <= 16, ErrorKind::kInvalidArgument, msg,
+               ": stop_strings is not a list of at most 16 strings");
+    for (const auto& s : stops) {
+      STOA_CHECK(s.is_string() && !s.get_ref<const std::string&>().empty() &&
+                     s.get_ref<const std::string&>().size() <= 64,
+                 ErrorKind::kInvalidArgument, msg,
+                 ": a stop string is not a string of 1 to 64 bytes");
+      m.stop_strings.push_back(s.get<std::string>());
+    }
+  }
+  if (j.contains("run_files") && !j.at("run_files").is_null()) {
+    const json& files = j.at("run_files");
+    STOA_CHECK(files.is_array() && files.size() <= std::size(kRunFileNames),
+               ErrorKind::kInvalidArgument, msg, ": run_files is not a list of at most ",
+               std::size(kRunFileNames), " files");
+    for (const auto& f : files) {
+      RunFile file;
+      file.name = req<std::string>(f, msg, "name");
+      file.hash = req<std::string>(f, msg, "hash");
+      file.bytes = req<uint64_t>(f, msg, "bytes");
+      bool known = false;
+      for (const char* name : kRunFileNames) known = known || file.name == name;
+      Hash128 parsed;
+      STOA_CHECK(known && Hash128::parse(file.hash, &parsed) && file.bytes <= kMaxRunFileBytes,
+                 ErrorKind::kInvalidArgument, msg, ": run file '", file.name.substr(0, 64),
+                 "' is not one a worker takes (a known name, a 32-hex-digit hash, at most ",
+                 kMaxRunFileBytes, " bytes)");
+      m.run_files.push_back(std::move(file));
+    }
+  }
   return m;
 }
 

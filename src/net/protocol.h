@@ -4,6 +4,7 @@
 // HTTP layer can answer 400 with that message; it never crashes on malformed input.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,6 +25,20 @@ struct JoinRequest {
   // A known resume_id without the matching secret is refused (403).
   std::string resume_secret;
 };
+// A file of the run's model directory that a worker needs besides the weights (config.json,
+// tokenizer.json, tokenizer_config.json, ...), served content-addressed at GET /v1/files/{hash}.
+struct RunFile {
+  std::string name;  // a bare file name from kRunFileNames
+  std::string hash;  // xxh3-128 hex of its bytes
+  uint64_t bytes = 0;
+};
+// The only names a hub may hand out: a worker writes them into its own directory, so a hostile
+// hub can neither pick a path nor a file the worker would execute.
+inline constexpr const char* kRunFileNames[] = {
+    "config.json",         "tokenizer.json",         "tokenizer_config.json",
+    "chat_template.jinja", "generation_config.json", "special_tokens_map.json"};
+constexpr uint64_t kMaxRunFileBytes = 64ull << 20;
+
 struct JoinResponse {
   int protocol = kProtocolVersion;
   std::string worker_id;
@@ -37,7 +52,22 @@ struct JoinResponse {
   int64_t max_tokens = 0;  // a rollout's whole transcript may not exceed this
   int32_t topk = 0;        // how many top-K log-probs per position the hub wants (0: none)
   std::string task;        // "search", ...
+  // The run's options of the task (env::TaskRegistry::run_options: those every machine shares;
+  // the worker adds its own, such as where its tools are).
+  std::map<std::string, std::string> task_options;
+  // The task's stop strings: a worker that runs the task through the hub (net/task_protocol.h)
+  // stops its turns at these.
+  std::vector<std::string> stop_strings;
+  // What a worker started without --model downloads before anything else.
+  std::vector<RunFile> run_files;
 };
+constexpr size_t kMaxTaskOptions = 64;
+constexpr size_t kMaxTaskOptionBytes = 4096;
+// `field` of `j` as a task's options: absent or null → empty; anything but an object of at most
+// kMaxTaskOptions strings (keys ≤ 64, values ≤ kMaxTaskOptionBytes bytes) is kInvalidArgument, so a
+// hostile peer's reply can neither grow memory nor smuggle in a non-string.
+std::map<std::string, std::string> task_options_field(const nlohmann::json& j, const char* msg,
+                                                      const char* field);
 
 // ---- GET /v1/version?after=N&timeout=S (long-poll) ----
 // One blob a worker must fetch (GET /v1/blobs/{hash}) and apply, in order.

@@ -50,7 +50,9 @@ json to_json(const ValidationJob& m) {
           {"prompt_length", m.prompt_length},
           {"sampling", to_json(m.sampling)},
           {"max_tokens", m.max_tokens},
-          {"deadline_ms", m.deadline_ms}};
+          {"deadline_ms", m.deadline_ms},
+          {"task", m.task},
+          {"task_options", m.task_options}};
 }
 
 json to_json(const ValidationLeaseResponse& m) {
@@ -84,6 +86,8 @@ ValidationJob validation_job_from_json(const json& j) {
   m.sampling = sampling_params_from_json(field(j, msg, "sampling"));
   m.max_tokens = int_field(j, msg, "max_tokens");
   m.deadline_ms = int_field(j, msg, "deadline_ms");
+  m.task = string_field(j, msg, "task");
+  m.task_options = task_options_field(j, msg, "task_options");
   STOA_CHECK(m.prompt_length > 0 && static_cast<size_t>(m.prompt_length) <= m.rollout.tokens.size(),
              ErrorKind::kInvalidArgument, msg, ": prompt_length ", m.prompt_length,
              " outside the rollout's ", m.rollout.tokens.size(), " tokens");

@@ -26,6 +26,8 @@ struct ValidationJob {
   SamplingParams sampling;    // the hub's sampling settings (identical for every lease)
   int64_t max_tokens = 0;     // the decode capacity (the hub's max_tokens)
   int64_t deadline_ms = 0;    // ms left to answer; afterwards the job goes back to the queue
+  std::string task;           // the run's task and its shared options (as at join)
+  std::map<std::string, std::string> task_options;
 };
 struct ValidationLeaseResponse {
   std::optional<ValidationJob> job;  // nullopt: nothing to validate within wait_s

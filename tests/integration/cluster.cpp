@@ -169,6 +169,8 @@ Cluster::Cluster(const std::string& name, const RunSpec& spec) : spec_(spec) {
   c.run_dir = (dir_ / "run").string();
   c.model_dir = a.model.string();
   c.data_dir = a.data.string();
+  c.task = "search";
+  c.task_options.set("index", (a.data / "index").string());
   c.hub.join_token = kToken;
   c.server.port = spec.port;
   c.server.threads = 16;
@@ -242,11 +244,15 @@ Process& Cluster::launch_worker(const std::string& name, const std::vector<std::
   std::vector<std::string> args = {"work", "--verbose"};
   args.insert(args.end(), hub.begin(), hub.end());
   for (const auto& a :
-       {std::string("--model"), assets().model.string(), std::string("--index"),
-        (assets().data / "index").string(), std::string("--name"), name, std::string("--state-dir"),
+       {std::string("--name"), name, std::string("--state-dir"),
         (dir_ / ("state-" + name)).string(), std::string("--threads"), std::string("1"),
         std::string("--slots"), std::string("2"), std::string("--grace"), std::string("5")})
     args.push_back(a);
+  if (!spec_.bare_workers) {
+    for (const auto& a : {std::string("--model"), assets().model.string(), std::string("--index"),
+                          (assets().data / "index").string()})
+      args.push_back(a);
+  }
   args.insert(args.end(), extra.begin(), extra.end());
   auto& slot = workers_[name];
   if (slot) slot->signal(SIGKILL);

@@ -77,6 +77,9 @@ struct RunSpec {
   int max_staleness = 4;
   int anchor_every = 4;
   int keep_anchors = 2;
+  // Workers as a volunteer starts them: nothing but how to reach the hub — no --model (the run's
+  // files come from the hub) and no task options (the task runs through the hub).
+  bool bare_workers = false;
   std::function<void(run::RunConfig&)> adjust;  // any other setting, applied last
 };
 

@@ -71,6 +71,9 @@ TEST(QuickstartFleet, AWorkerOnAnotherMachineJoinsOverTlsWithTheJoinStringAlone)
 
   RunSpec spec;
   spec.adjust = [&](run::RunConfig& c) { c.server.host = machines.hub_ip; };
+  // The volunteer has the worker binary and the join string, nothing else: the run's model files
+  // come from the hub, and the search task runs on the hub.
+  spec.bare_workers = true;
   Cluster cluster("quickstart_fleet", spec);
   cluster.start_hub(60s, machines.hub_ns);
 
@@ -95,6 +98,8 @@ TEST(QuickstartFleet, AWorkerOnAnotherMachineJoinsOverTlsWithTheJoinStringAlone)
   const LedgerView ledger = read_ledger(cluster.ledger_path());
   EXPECT_GE(ledger.steps, 2);
   EXPECT_GE(ledger.rollout_worker.size(), 2u) << "the volunteer's rollouts were accepted";
+  EXPECT_TRUE(fs::exists(cluster.dir() / "state-volunteer" / "model" / "tokenizer.json"))
+      << "the run's tokenizer came from the hub";
 
   // The same join string with another certificate's fingerprint: the worker refuses the hub.
   std::string forged = join;

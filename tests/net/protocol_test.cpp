@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "net/protocol.h"
+#include "net/task_protocol.h"
 
 namespace stoa::net {
 namespace {
@@ -141,6 +142,69 @@ TEST(Protocol, OtherMessagesRoundTrip) {
   auto rj = to_json(rr);
   EXPECT_TRUE(rj.contains("error"));
   EXPECT_EQ(rollout_response_from_json(rj).reason, "stale");
+}
+
+// What a worker needs of the run (task, its options and stop strings, the model's files) rides on
+// the join reply, bounded: a hostile hub can neither grow a worker's memory nor name a path.
+TEST(Protocol, JoinReplyCarriesTheRunAndIsBounded) {
+  JoinResponse j;
+  j.worker_id = "w";
+  j.session_token = "t";
+  j.vocab_size = 5;
+  j.max_tokens = 9;
+  j.task = "http";
+  j.task_options = {{"topk", "3"}};
+  j.stop_strings = {"</calc>", "</answer>"};
+  j.run_files = {{"config.json", std::string(32, 'a'), 120},
+                 {"tokenizer.json", std::string(32, 'b'), 9}};
+  const JoinResponse back = join_response_from_json(json::parse(to_json(j).dump()));
+  EXPECT_EQ(back.task_options, j.task_options);
+  EXPECT_EQ(back.stop_strings, j.stop_strings);
+  ASSERT_EQ(back.run_files.size(), 2u);
+  EXPECT_EQ(back.run_files[1].name, "tokenizer.json");
+  EXPECT_EQ(back.run_files[0].bytes, 120u);
+  auto refused = [&](const std::function<void(json&)>& spoil) {
+    json bad = to_json(j);
+    spoil(bad);
+    EXPECT_THROW(join_response_from_json(bad), Error) << bad.dump();
+  };
+  refused([](json& b) { b["run_files"][0]["name"] = "../../.bashrc"; });
+  refused([](json& b) { b["run_files"][0]["name"] = "model.safetensors"; });
+  refused([](json& b) { b["run_files"][0]["hash"] = "not-hex"; });
+  refused([](json& b) { b["run_files"][0]["bytes"] = uint64_t{1} << 40; });
+  refused([](json& b) { b["task_options"]["k"] = 3; });
+  refused([](json& b) { b["task_options"]["k"] = std::string(5000, 'x'); });
+  refused([](json& b) {
+    for (int i = 0; i < 70; ++i) b["task_options"]["k" + std::to_string(i)] = "v";
+  });
+  refused([](json& b) { b["stop_strings"] = json::array({""}); });
+  refused([](json& b) { b["stop_strings"] = json::array({std::string(65, 's')}); });
+}
+
+TEST(Protocol, TaskThroughTheHubMessages) {
+  const TaskStepRequest req{"w", "p", "<calc>1+1</calc>", false};
+  const TaskStepRequest rb = task_step_request_from_json(json::parse(to_json(req).dump()));
+  EXPECT_EQ(rb.action, req.action);
+  EXPECT_FALSE(rb.tools_allowed);
+  TaskStepReply reply;
+  reply.kind = "tool";
+  reply.tool = "calc";
+  reply.observation_head = "<result>";
+  reply.observation_body = "2";
+  reply.observation_tail = "</result>";
+  const TaskStepReply back = task_step_reply_from_json(json::parse(to_json(reply).dump()));
+  EXPECT_EQ(back.observation_body, "2");
+  EXPECT_EQ(back.observation_tail, "</result>");
+  EXPECT_THROW(task_step_request_from_json(json{{"worker_id", "w"},
+                                                {"prompt_id", "p"},
+                                                {"action", std::string(300000, 'a')},
+                                                {"tools_allowed", true}}),
+               Error);
+  EXPECT_THROW(task_step_request_from_json(json{{"worker_id", "w"}, {"prompt_id", "p"}}), Error);
+  EXPECT_THROW(task_step_reply_from_json(json{{"kind", "dance"}, {"done", false}}), Error);
+  EXPECT_THROW(task_step_reply_from_json(json{{"kind", "tool"}, {"done", "no"}}), Error);
+  EXPECT_EQ(task_prompt_reply_from_json(json{{"prompt", "Q"}}), "Q");
+  EXPECT_THROW(task_prompt_reply_from_json(json{{"prompt", 1}}), Error);
 }
 
 TEST(Protocol, StructuralErrorsNameTheField) {

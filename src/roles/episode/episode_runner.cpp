@@ -93,7 +93,14 @@ void EpisodeRunner::end_turn(int64_t id, bool by_capacity) {
   Running& r = episodes_[static_cast<size_t>(id)];
   if (by_capacity) return finish(id, EpisodeEnd::kOverflow);
   const auto t0 = std::chrono::steady_clock::now();
-  r.last = r.episode->step(r.turn);
+  try {
+    r.last = r.episode->step(r.turn);
+  } catch (const env::EnvironmentError& e) {
+    // What the task stands on failed (its server, the hub serving it): this episode cannot go
+    // on, the others can.
+    r.failure = e.what();
+    return finish(id, EpisodeEnd::kTaskFailed);
+  }
   r.tool_ms +=
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   r.turn.clear();
@@ -116,6 +123,7 @@ void EpisodeRunner::finish(int64_t id, EpisodeEnd end) {
   f.last = std::move(r.last);
   f.end = end;
   f.tool_ms = r.tool_ms;
+  f.failure = std::move(r.failure);
   decoder_.discard(id);
   r = Running{};
   --running_;

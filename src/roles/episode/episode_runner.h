@@ -52,9 +52,10 @@ struct EpisodeSampling {
 };
 
 enum class EpisodeEnd {
-  kDone,       // the task ended it (an answer, or the final turn)
-  kTruncated,  // the transcript budget (max_tokens) is spent
-  kOverflow,   // the next turn does not fit the decoder's capacity
+  kDone,        // the task ended it (an answer, or the final turn)
+  kTruncated,   // the transcript budget (max_tokens) is spent
+  kOverflow,    // the next turn does not fit the decoder's capacity
+  kTaskFailed,  // the task could not decide the turn (env::EnvironmentError): nothing to submit
 };
 
 struct FinishedEpisode {
@@ -62,7 +63,8 @@ struct FinishedEpisode {
   std::unique_ptr<env::Episode> episode;
   env::Decision last;  // the task's decision on the last turn taken (none: default)
   EpisodeEnd end = EpisodeEnd::kDone;
-  double tool_ms = 0;  // time spent in Episode::step (the task and its tools)
+  std::string failure;  // kTaskFailed: what the task said
+  double tool_ms = 0;   // time spent in Episode::step (the task and its tools)
 };
 
 struct RunnerHooks {
@@ -107,6 +109,7 @@ class EpisodeRunner {
     int64_t turn_budget = 0;
     env::Decision last;
     double tool_ms = 0;
+    std::string failure;
   };
   // The turn budget for an episode of `length` tokens: 0 when the transcript budget is spent.
   int64_t turn_budget(const Running& r) const;

@@ -24,6 +24,7 @@
 #include "core/error.h"
 #include "env/dataset.h"
 #include "env/task.h"
+#include "env/task_registry.h"
 #include "env/token_codec.h"
 #include "net/protocol.h"
 #include "pulse/blob_store.h"
@@ -62,6 +63,9 @@ struct HubLimits {
   RateLimit lease_per_ip{5000, 20000};
   RateLimit rollouts_per_worker{200, 2000};
   RateLimit rollouts_per_ip{5000, 20000};
+  // The task served through the hub (task_proxy.h): a call per turn per sample, and one prompt
+  // per lease; an honest worker with 16 slots and 1-second turns makes ~16 a second.
+  RateLimit task_per_worker{100, 1000};
 };
 
 struct HubConfig {
@@ -97,10 +101,17 @@ struct HubConfig {
 // What the hub serves and computes rewards with; all must outlive the Hub.
 struct HubDeps {
   const env::Task* task = nullptr;
+  // The run's share of the task's options (env::TaskRegistry::run_options), sent to workers with
+  // the task's name at join and to validators with each job.
+  env::TaskOptions task_options;
   const env::TokenCodec* codec = nullptr;
   int64_t vocab_size = 0;
   std::vector<env::QaItem> prompts;   // the training split
   pulse::BlobStore* store = nullptr;  // blobs + <dir>/catalog.json (written by the Publisher)
+  // The run's model files a worker needs besides the weights (net::RunFile), content-addressed in
+  // their own store (never pruned with PULSE's blobs), served at GET /v1/files/{hash}. Null: none.
+  pulse::BlobStore* run_files_store = nullptr;
+  std::vector<net::RunFile> run_files;
   std::function<int64_t()> clock_ms;  // defaults to the system clock (tests inject one)
 };
 
@@ -194,7 +205,14 @@ class Hub final : public TrainerPort {
   void expire_leases();
 
   const HubConfig& config() const { return config_; }
+  const HubDeps& deps() const { return deps_; }
+  int64_t now_ms() const { return now(); }
+  // The problem of `prompt_id` when `worker_id` holds an open lease on one of its groups
+  // (task_proxy.cpp: the task served through the hub answers only about leased problems).
+  std::optional<env::QaItem> leased_problem(const std::string& worker_id,
+                                            const std::string& prompt_id) const;
   pulse::BlobStore& store() { return *deps_.store; }
+  pulse::BlobStore* run_files_store() { return deps_.run_files_store; }
 
  private:
   struct GroupState {
@@ -266,6 +284,7 @@ class Hub final : public TrainerPort {
   void audit_locked(const net::RolloutSubmission& m, const GroupState& g, size_t prompt_length);
   bool held_for_verdict_locked(const std::string& group_id);
   void quarantine_locked(const std::string& worker_id, const std::string& why);
+  void drop_group_locked(const std::string& group_id, const std::string& reason);
   void verification_counters_locked(std::map<std::string, double>& m) const;
   std::string verification_metrics_locked() const;
 

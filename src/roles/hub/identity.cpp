@@ -189,6 +189,9 @@ net::JoinResponse Hub::join(const std::string& bearer, const net::JoinRequest& r
   resp.max_tokens = config_.max_tokens;
   resp.topk = config_.topk;
   resp.task = deps_.task->name();
+  resp.task_options = deps_.task_options.values();
+  resp.stop_strings = deps_.task->stop_strings();
+  resp.run_files = deps_.run_files;
   const uint64_t ticket = written_locked();
   lock.unlock();
   wait_durable(ticket);  // its identity survives a crash before the worker hears it

@@ -38,6 +38,11 @@ struct AuditJob {
 };
 
 // The verdict on one job: what Hub::record_verdict takes.
+// A verdict's `what` when the run's task itself failed during the replay (env::EnvironmentError:
+// an environment server down, or answering the same (problem, action) differently): the hub
+// drops the group but holds nothing against the worker.
+inline constexpr const char* kEnvironmentVerdict = "environment";
+
 struct AuditVerdict {
   bool pass = false;
   int64_t position = -1;  // first differing token position

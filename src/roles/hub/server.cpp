@@ -1,6 +1,7 @@
 #include "roles/hub/server.h"
 
 #include "core/log.h"
+#include "net/task_protocol.h"
 #include "roles/hub/dashboard.h"
 
 namespace stoa::hub {
@@ -76,7 +77,11 @@ std::optional<uint64_t> query_u64(const RequestContext& req, const char* name) {
 }  // namespace
 
 HubServer::HubServer(Hub& hub, ServerOptions options)
-    : hub_(hub), options_(std::move(options)), blobs_(hub.store()) {
+    : hub_(hub),
+      options_(std::move(options)),
+      blobs_(hub.store()),
+      tasks_(hub, hub.config().limits.task_per_worker) {
+  if (hub.run_files_store()) run_files_ = std::make_unique<BlobServing>(*hub.run_files_store());
   HttpServerOptions o;
   o.host = options_.host;
   o.port = options_.port;
@@ -153,9 +158,13 @@ HandlerOutcome HubServer::route(const RequestContext& req) {
       return json_reply(
           net::to_json(hub_.join(token, net::join_request_from_json(body), req.peer_ip)));
     }
-    const std::string blob_prefix = "/v1/blobs/";
-    if (get && p.compare(0, blob_prefix.size(), blob_prefix) == 0 &&
-        p.size() > blob_prefix.size() && p.find('/', blob_prefix.size()) == std::string::npos) {
+    // GET /v1/blobs/{hash} (PULSE anchors and patches) and GET /v1/files/{hash} (the run's model
+    // files): streamed from disk; a blob corrupted on the hub's disk is answered 500, never sent.
+    for (const char* prefix : {"/v1/blobs/", "/v1/files/"}) {
+      const std::string blob_prefix = prefix;
+      if (!get || p.compare(0, blob_prefix.size(), blob_prefix) != 0 ||
+          p.size() <= blob_prefix.size() || p.find('/', blob_prefix.size()) != std::string::npos)
+        continue;
       if (!hub_.is_validator(bearer(req))) hub_.authenticate(bearer(req));  // or a validator's
       std::string hex = p.substr(blob_prefix.size());
       Hash128 hash;
@@ -163,8 +172,9 @@ HandlerOutcome HubServer::route(const RequestContext& req) {
         throw RequestError(
             400, cat("blob name '", hex.substr(0, 64), "' is not 32 hex digits (xxh3-128)"));
       }
-      // Streams from disk; a blob corrupted on the hub's disk is answered 500, never sent.
-      return blobs_.serve(hash, req);
+      if (blob_prefix == "/v1/blobs/") return blobs_.serve(hash, req);
+      if (!run_files_) throw RequestError(404, "this hub serves no run files");
+      return run_files_->serve(hash, req);
     }
     if (post && p == "/v1/lease") {
       auto worker = hub_.authenticate(bearer(req));
@@ -184,6 +194,16 @@ HandlerOutcome HubServer::route(const RequestContext& req) {
       auto m = net::rollout_submission_from_json(net::parse_body(req.body, "rollout"));
       auto r = hub_.submit(worker, m, req.peer_ip);
       return json_reply(net::to_json(r), r.status == net::IntakeStatus::kRejected ? 422 : 200);
+    }
+    if (post && p == "/v1/task/prompt") {
+      auto worker = hub_.authenticate(bearer(req));
+      auto m = net::task_prompt_request_from_json(net::parse_body(req.body, "task prompt"));
+      return json_reply(json{{"prompt", tasks_.prompt(worker, m)}});
+    }
+    if (post && p == "/v1/task/step") {
+      auto worker = hub_.authenticate(bearer(req));
+      auto m = net::task_step_request_from_json(net::parse_body(req.body, "task step"));
+      return json_reply(net::to_json(tasks_.step(worker, m)));
     }
     if (post && p == "/v1/heartbeat") {
       auto worker = hub_.authenticate(bearer(req));

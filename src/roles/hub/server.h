@@ -12,6 +12,7 @@
 #include "roles/hub/blob_serving.h"
 #include "roles/hub/http_server.h"
 #include "roles/hub/hub.h"
+#include "roles/hub/task_proxy.h"
 #include "roles/hub/validation_queue.h"
 
 namespace stoa::hub {
@@ -60,8 +61,10 @@ class HubServer {
   Hub& hub_;
   ServerOptions options_;
   BlobServing blobs_;
+  std::unique_ptr<BlobServing> run_files_;  // null when the hub serves no run files
   std::unique_ptr<HttpServer> http_;
   ValidationQueue* validation_ = nullptr;
+  TaskProxy tasks_;
 };
 
 }  // namespace stoa::hub

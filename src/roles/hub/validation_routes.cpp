@@ -23,7 +23,8 @@ HttpReply reply(const json& j, int status = 200) {
   return r;
 }
 
-net::ValidationJob wire_job(const ValidationQueue::Leased& l, const HubConfig& config) {
+net::ValidationJob wire_job(const ValidationQueue::Leased& l, const HubConfig& config,
+                            const HubDeps& deps) {
   net::ValidationJob j;
   j.job_id = l.job_id;
   j.rollout = l.job.rollout;
@@ -32,6 +33,8 @@ net::ValidationJob wire_job(const ValidationQueue::Leased& l, const HubConfig& c
   j.sampling = config.sampling;
   j.max_tokens = config.max_tokens;
   j.deadline_ms = l.deadline_ms;
+  j.task = deps.task->name();
+  j.task_options = deps.task_options.values();
   return j;
 }
 
@@ -55,7 +58,7 @@ HandlerOutcome HubServer::validation_route(const RequestContext& req, const std:
     const HubConfig& config = hub_.config();
     auto answer = [this, &config](const std::optional<ValidationQueue::Leased>& l) {
       net::ValidationLeaseResponse r;
-      if (l) r.job = wire_job(*l, config);
+      if (l) r.job = wire_job(*l, config, hub_.deps());
       r.queued = static_cast<int64_t>(validation_->stats().queued);
       return reply(net::to_json(r));
     };

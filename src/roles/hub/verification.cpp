@@ -144,19 +144,31 @@ void Hub::record_verdict(const std::string& rollout_id, const AuditVerdict& verd
     Verification& v = *verification_;
     v.cpu_seconds += verdict.cpu_seconds;
     auto it = v.pending.find(rollout_id);
-    std::string worker, kernel_target;
+    std::string worker, kernel_target, group_id;
     if (it != v.pending.end()) {
       worker = it->second.worker_id;
       kernel_target = it->second.kernel_target;
+      group_id = it->second.group_id;
       v.pending.erase(it);
     } else if (auto row = rollout_locked(rollout_id)) {
       worker = row->worker_id;  // its group timed out meanwhile: the verdict still counts
+      group_id = row->group_id;
       const auto j = nlohmann::json::parse(row->payload, nullptr, false);
       if (j.is_object() && j.contains("kernel_target") && j["kernel_target"].is_string())
         kernel_target = j["kernel_target"].get<std::string>();
     }
-    v.count(kernel_target, verdict.pass);
-    if (!verdict.pass) {
+    if (!verdict.pass && verdict.what == kEnvironmentVerdict) {
+      // The run's task failed during the replay (an environment down or contradicting itself):
+      // nothing is known against the worker, and nothing is known for the rollout either, so its
+      // group is not trained.
+      ++v.environment_failures;
+      log_warn("verify", "rollout ", rollout_id, " of worker ", worker,
+               " could not be replayed: the run's task failed: ", verdict.detail);
+      if (!group_id.empty()) drop_group_locked(group_id, "environment");
+    } else {
+      v.count(kernel_target, verdict.pass);
+    }
+    if (!verdict.pass && verdict.what != kEnvironmentVerdict) {
       log_error("verify", "rollout ", rollout_id, " of worker ", worker,
                 " FAILED replay at position ", verdict.position, " (", verdict.what,
                 "): ", verdict.detail);
@@ -189,16 +201,25 @@ void Hub::quarantine_locked(const std::string& worker_id, const std::string& why
       }
     }
   }
-  write_locked([drop](Ledger& l) {
-    for (const auto& gid : drop) l.set_group_status(gid, GroupStatus::kDropped, -1, "quarantined");
+  for (const auto& gid : drop) drop_group_locked(gid, "quarantined");
+}
+
+// Drops a group the trainer has not taken (one already handed over is past recall), durably,
+// and forgets the verdicts it waited for.
+void Hub::drop_group_locked(const std::string& group_id, const std::string& reason) {
+  auto g = groups_.find(group_id);
+  if (g == groups_.end() || g->second.row.status == GroupStatus::kTrained ||
+      g->second.row.status == GroupStatus::kDropped || pending_.count(group_id))
+    return;
+  write_locked([group_id, reason](Ledger& l) {
+    l.set_group_status(group_id, GroupStatus::kDropped, -1, reason);
   });
-  for (const auto& gid : drop) {
-    groups_.at(gid).row.status = GroupStatus::kDropped;
-    groups_.at(gid).row.drop_reason = "quarantined";
-    counters_->dropped["quarantined"]++;
-    for (auto it = v.pending.begin(); it != v.pending.end();)
-      it = it->second.group_id == gid ? v.pending.erase(it) : std::next(it);
-  }
+  g->second.row.status = GroupStatus::kDropped;
+  g->second.row.drop_reason = reason;
+  counters_->dropped[reason]++;
+  Verification& v = *verification_;
+  for (auto it = v.pending.begin(); it != v.pending.end();)
+    it = it->second.group_id == group_id ? v.pending.erase(it) : std::next(it);
 }
 
 void Hub::verification_counters_locked(std::map<std::string, double>& m) const {
@@ -211,6 +232,7 @@ void Hub::verification_counters_locked(std::map<std::string, double>& m) const {
   m["verification_skipped_queue_full"] = static_cast<double>(v.skipped_queue_full);
   m["verification_timeouts"] = static_cast<double>(v.timeouts);
   m["verification_cpu_seconds"] = v.cpu_seconds;
+  m["verification_environment_failures"] = static_cast<double>(v.environment_failures);
 }
 
 std::string Hub::verification_metrics_locked() const {

@@ -66,7 +66,8 @@ class RolloutLoop {
   void take_weights();
   void drop_cancelled();
   void fill_slots();
-  void start_sample(const std::shared_ptr<LeaseWork>& w);
+  // False when the task could not render the prompt (the lease was given back).
+  bool start_sample(const std::shared_ptr<LeaseWork>& w);
   void on_token(int64_t id, const engine::SampledToken& t);
   void on_turn(int64_t id, const env::Decision& d);
   void on_end(episode::FinishedEpisode&& f);
@@ -173,16 +174,34 @@ void RolloutLoop::fill_slots() {
       }
     }
     if (!w) break;
-    start_sample(w);
+    if (!start_sample(w)) {
+      // The task is failing: ask for work again later rather than spin on lease and release.
+      next_lease_ = Clock::now() + std::chrono::seconds(2);
+      break;
+    }
   }
 }
 
-void RolloutLoop::start_sample(const std::shared_ptr<LeaseWork>& w) {
+bool RolloutLoop::start_sample(const std::shared_ptr<LeaseWork>& w) {
   const net::SamplingParams& ls = w->lease.sampling;
   env::EpisodeConfig ec;
   ec.max_turns = ls.max_turns;
   ec.max_observation_tokens = ls.max_observation_tokens;
-  auto ep = std::make_unique<env::Episode>(c_.task, w->problem, c_.codec, ec);
+  std::unique_ptr<env::Episode> ep;
+  try {
+    ep = std::make_unique<env::Episode>(c_.task, w->problem, c_.codec, ec);
+  } catch (const env::EnvironmentError& e) {
+    // The prompt could not be rendered (the task's server, or the hub serving the task, failed):
+    // the group goes back to the hub for another worker or a later try.
+    log_warn("worker", "lease ", w->lease.lease_id, " given back: the task failed: ", e.what());
+    book_.mark_cancelled({w->lease.lease_id});
+    try {
+      hub_.release(w->lease.lease_id);
+    } catch (const std::exception& released) {
+      log_warn("worker", "release ", w->lease.lease_id, ": ", released.what());
+    }
+    return false;
+  }
   STOA_CHECK(ep->tokens() == w->lease.prompt_tokens, ErrorKind::kInvalidArgument, "lease ",
              w->lease.lease_id, ": the hub's prompt (", w->lease.prompt_tokens.size(),
              " tokens) differs from this worker's rendering (", ep->tokens().size(),
@@ -222,6 +241,7 @@ void RolloutLoop::start_sample(const std::shared_ptr<LeaseWork>& w) {
     w->prompt = -1;
     std::erase(prompted_, w);
   }
+  return true;
 }
 
 void RolloutLoop::on_token(int64_t id, const engine::SampledToken& t) {
@@ -239,6 +259,14 @@ void RolloutLoop::on_turn(int64_t id, const env::Decision& d) {
 
 void RolloutLoop::on_end(episode::FinishedEpisode&& f) {
   Sample& s = samples_[static_cast<size_t>(f.id)];
+  if (f.end == episode::EpisodeEnd::kTaskFailed) {
+    // Nothing to submit: the hub re-issues the missing sample once the lease ends.
+    log_warn("worker", "a rollout of lease ", s.work->lease.lease_id,
+             " was given up: the task failed: ", f.failure);
+    book_.ended(*s.work);
+    s = Sample{};
+    return;
+  }
   // Out of transcript budget: submitted truncated, without an answer.
   const bool answered =
       f.end == episode::EpisodeEnd::kDone && f.last.action == env::ActionKind::kAnswer;

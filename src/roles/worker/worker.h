@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <string>
 
+#include "env/task_registry.h"
+
 namespace stoa::worker {
 
 struct WorkerOptions {
@@ -19,10 +21,12 @@ struct WorkerOptions {
   std::string join_token;
   std::string join_string;  // or: URL + token + certificate pin in one (net/join_string.h)
   std::string name = "worker";
-  std::string
-      model_dir;  // config.json + tokenizer.json of the run's model (weights come from the hub)
-  std::string index_dir;      // local search index, or
-  std::string search_url;     // a retrieval server
+  // config.json + tokenizer.json of the run's model; empty: fetched from the hub into
+  // <state dir>/model (run_files.h). The weights always come from the hub.
+  std::string model_dir;
+  // This machine's options of the run's task (where its tools are: TaskKeys::local); the run's
+  // own options come with the join reply.
+  env::TaskOptions task_options;
   std::string state_dir;      // worker id and rollout spool, for resuming after a restart
   int threads = 0;            // engine threads (0: the global pool's default)
   int slots = 4;              // rollouts generated together

@@ -1,0 +1,87 @@
+// A task without C++ and without anything on the volunteers' machines, end to end with real
+// processes: the reference Python environment (envs/arithmetic) beside `stoa run`, whose run
+// config names the "http" task; two `stoa work` workers given no task options, so every prompt
+// and every turn goes through the hub (/v1/task/*), which calls the environment; verification
+// replays every rollout, calling the environment again. Trainer steps happen, every replay
+// passes, nobody is quarantined.
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include "integration/cluster.h"
+
+namespace stoa::integration {
+namespace {
+
+fs::path source_dir() {
+  const char* dir = std::getenv("STOA_SOURCE_DIR");
+  return dir ? fs::path(dir) : fs::path(__FILE__).parent_path().parent_path().parent_path();
+}
+
+// `python3 envs/arithmetic/arithmetic_env.py ARGS...` as a child of this test.
+std::unique_ptr<stoa::Process> python_env(const std::vector<std::string>& args,
+                                          const fs::path& log) {
+  const std::string python = find_executable("python3");
+  if (python.empty()) throw std::runtime_error("python3 is needed (scripts/setup installs it)");
+  std::vector<std::string> argv = {python,
+                                   (source_dir() / "envs/arithmetic/arithmetic_env.py").string()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  ProcessOptions o = logged_to(log.string(), true);
+  o.die_with_parent = true;
+  return std::make_unique<stoa::Process>(stoa::Process::start(argv, o));
+}
+
+TEST(HttpTask, WorkersWithoutToolsTrainOnAPythonEnvironmentThroughTheHub) {
+  if (!have_stoa_run()) GTEST_SKIP() << "this build has no `stoa run` (no libtorch)";
+  const fs::path root = fs::temp_directory_path() / ("stoa_http_task_" + std::to_string(getpid()));
+  fs::remove_all(root);
+  fs::create_directories(root);
+  ASSERT_EQ(python_env({"data", "--out", (root / "data").string(), "--train", "64", "--val", "8"},
+                       root / "data.log")
+                ->wait(),
+            0)
+      << read_file(root / "data.log");
+  const fs::path port_file = root / "env.port";
+  auto env =
+      python_env({"serve", "--port", "0", "--port-file", port_file.string()}, root / "env.log");
+  ASSERT_TRUE(wait_until([&] { return fs::exists(port_file); }, 20s))
+      << read_file(root / "env.log");
+  int port = 0;
+  std::ifstream(port_file) >> port;
+  ASSERT_GT(port, 0);
+
+  RunSpec spec;
+  spec.bare_workers = true;
+  spec.max_new_tokens = 16;
+  spec.adjust = [&](run::RunConfig& c) {
+    c.task = "http";
+    c.task_options = env::TaskOptions{{"url", "http://127.0.0.1:" + std::to_string(port)}};
+    c.data_dir = (root / "data").string();
+    c.hub.max_tokens = 1024;  // the arithmetic prompt is longer than the search one in this BPE
+    c.hub.verify.enabled = true;
+    c.hub.verify.fraction = 1.0;  // every rollout replayed: the environment is called again
+    c.hub.verify.first_rollouts = 1'000'000;
+  };
+  Cluster cluster("http_task", spec);
+  cluster.start_hub();
+  cluster.start_worker("w1");
+  cluster.start_worker("w2");
+  const bool trained = wait_until(
+      [&] { return cluster.step() >= 2 && cluster.counter("rollouts_verified") >= 4; }, 180s);
+  EXPECT_TRUE(trained) << "steps " << cluster.step() << ", verified "
+                       << cluster.counter("rollouts_verified") << "\n"
+                       << cluster.logs();
+  EXPECT_EQ(cluster.counter("verification_failures"), 0) << cluster.logs();
+  EXPECT_EQ(cluster.counter("verification_environment_failures"), 0) << cluster.logs();
+  EXPECT_EQ(cluster.counter("workers_quarantined"), 0) << cluster.logs();
+  // The workers ran the task through the hub: they were given no task option and their turns
+  // carry the environment's observations (or its correction of an invalid action).
+  const LedgerView ledger = read_ledger(cluster.ledger_path());
+  EXPECT_GE(ledger.rollout_group.size(), 4u);
+  cluster.stop_all();
+  env.reset();
+  fs::remove_all(root);
+}
+
+}  // namespace
+}  // namespace stoa::integration
