@@ -1,21 +1,28 @@
 // kill -9 the hub/trainer process and restart it on the same run directory and port: it resumes
 // from the checkpoint and the ledger, every rollout that got an HTTP 200 before the kill is still
-// in the ledger, no group is trained twice, and the worker (which never restarted) syncs to the
-// restarted trainer's first version — an anchor, since the PULSE grid is not checkpointed — and
-// goes on. A scripted client submits rollouts alongside and records every acknowledged id. The
-// worker is started before the hub listens (its join retries).
+// in the ledger, no group is trained twice, and the worker (which never restarted) follows the
+// restarted trainer with patches: the restart's first version is a patch from the published int8
+// view, rebuilt from the blob store, so the worker downloads no anchor. The worker reaches the hub
+// through a byte-counting proxy; the bytes it downloads across the restart are printed. A
+// scripted client submits rollouts alongside and records every acknowledged id. The worker is
+// started before the hub listens (its join retries).
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <mutex>
 #include <set>
 #include <thread>
+#include <utility>
+#include <vector>
 
+#include "app/fleet/delay_proxy.h"
 #include "core/error.h"
 #include "integration/cluster.h"
 #include "net/hub_client.h"
+#include "pulse/catalog.h"
 
 namespace stoa::integration {
 namespace {
@@ -123,16 +130,35 @@ class ScriptedClient {
   std::string error_;
 };
 
+// The worker's weight switches logged from byte `from` on ("generating with version N", with
+// " (anchor)" when the switch loaded a full anchor): version -> anchor?, in log order.
+std::vector<std::pair<uint64_t, bool>> weight_switches(const std::string& log, size_t from = 0) {
+  static const std::string key = "generating with version ";
+  std::vector<std::pair<uint64_t, bool>> out;
+  for (size_t p = log.find(key, from); p != std::string::npos; p = log.find(key, p + 1)) {
+    const size_t eol = log.find('\n', p);
+    if (eol == std::string::npos) break;  // a line still being written
+    const std::string line = log.substr(p, eol - p);
+    out.emplace_back(std::stoull(line.substr(key.size())),
+                     line.find("(anchor)") != std::string::npos);
+  }
+  return out;
+}
+
 TEST(HubKill, RestartResumesAndKeepsEveryAcknowledgedRollout) {
   if (!have_stoa_run()) GTEST_SKIP() << "`stoa run` is absent (a torch-OFF build): skipped";
   RunSpec spec;
   spec.port = free_port();
   ASSERT_GT(spec.port, 0);
-  spec.anchor_every = 50;  // only the run's first version and the restart's are anchors
+  spec.anchor_every = 50;  // only the run's first version is an anchor: the rest are patches
   Cluster c("hub_kill", spec);
+  // Everything the worker receives passes the proxy (no delay, no rate limit) and is counted.
+  app::fleet::DelayProxyOptions po;
+  po.target_port = spec.port;
+  app::fleet::DelayProxy proxy(po);
   // The worker starts first (as `stoa demo` / `stoa bench fleet` may start them): its join
   // retries until the hub listens.
-  c.start_worker("w1", "http://127.0.0.1:" + std::to_string(spec.port));
+  c.start_worker("w1", proxy.url());
   std::this_thread::sleep_for(1000ms);
   const std::string url = c.start_hub();
   ScriptedClient scripted(url);
@@ -147,6 +173,11 @@ TEST(HubKill, RestartResumesAndKeepsEveryAcknowledgedRollout) {
       << c.status().dump() << "\nscripted: " << scripted.last_error() << c.logs();
   const int64_t w1_before = c.worker_status("w1").value("rollouts_accepted", 0);
   c.kill_hub();
+  const size_t log_at_kill = c.worker("w1").err().size();
+  const uint64_t down_at_kill = proxy.counters().bytes_to_client;
+  const auto switches_before = weight_switches(c.worker("w1").err());
+  ASSERT_FALSE(switches_before.empty()) << c.worker("w1").err();
+  const uint64_t held = switches_before.back().first;  // what the worker generates with
   const std::set<std::string> acked_at_kill = scripted.acknowledged();
   const LedgerView at_kill = read_ledger(c.ledger_path());
   for (const auto& id : acked_at_kill)
@@ -164,7 +195,43 @@ TEST(HubKill, RestartResumesAndKeepsEveryAcknowledgedRollout) {
       << "the restarted trainer must publish a fresh version above every published one";
   EXPECT_NE(c.hub().err().find("resumed from checkpoint"), std::string::npos) << c.hub().err();
 
-  // The worker follows the restarted trainer (from an anchor) and its rollouts count again.
+  EXPECT_NE(c.hub().err().find("continues the published int8 view of version"), std::string::npos)
+      << c.hub().err();
+  EXPECT_EQ(c.hub().err().find("starts a fresh int8 grid"), std::string::npos) << c.hub().err();
+
+  // The worker follows the restarted trainer with patches: every switch after the kill, the
+  // first one at or past the restart's version included, is no anchor.
+  ASSERT_TRUE(wait_until(
+      [&] {
+        const auto after = weight_switches(c.worker("w1").err(), log_at_kill);
+        return !after.empty() && after.back().first >= restart_version;
+      },
+      60s))
+      << c.worker("w1").err() << c.logs();
+  const uint64_t down = proxy.counters().bytes_to_client - down_at_kill;
+  const auto switches_after = weight_switches(c.worker("w1").err(), log_at_kill);
+  for (const auto& [version, anchor] : switches_after)
+    EXPECT_FALSE(anchor) << "version " << version << " was loaded from an anchor after the restart";
+  const pulse::Catalog catalog =
+      pulse::Catalog::load((c.run_dir() / "blobs" / "catalog.json").string());
+  uint64_t route_bytes = 0;
+  for (const auto& e : catalog.plan(held, switches_after.back().first)) {
+    EXPECT_EQ(e.kind, pulse::BlobKind::kPatch);
+    route_bytes += e.bytes;
+  }
+  const auto anchor = catalog.newest_anchor(switches_after.back().first);
+  ASSERT_TRUE(anchor.has_value());
+  std::printf(
+      "hub restart: worker held version %llu, generates with %llu after it; downloaded %llu "
+      "bytes across the restart (every response on the wire), of which %llu bytes of patches; "
+      "an anchor of this model is %llu bytes\n",
+      static_cast<unsigned long long>(held),
+      static_cast<unsigned long long>(switches_after.back().first),
+      static_cast<unsigned long long>(down), static_cast<unsigned long long>(route_bytes),
+      static_cast<unsigned long long>(anchor->bytes));
+  EXPECT_LT(down, anchor->bytes) << "the worker downloaded more than an anchor across the restart";
+
+  // Training goes on and the worker's rollouts count again.
   ASSERT_TRUE(wait_until(
       [&] {
         auto w = c.worker_status("w1");
@@ -174,25 +241,13 @@ TEST(HubKill, RestartResumesAndKeepsEveryAcknowledgedRollout) {
       },
       150s))
       << c.status().dump() << c.logs();
-  // The restart's first version is an anchor, so the worker's first switch to it or past it is
-  // a full reload (the log names the version the route ended at, an anchor plus any patches).
-  {
-    const std::string log = c.worker("w1").err();
-    const std::string key = "generating with version ";
-    bool anchored = false;
-    for (size_t p = log.find(key); p != std::string::npos && !anchored; p = log.find(key, p + 1)) {
-      const std::string line = log.substr(p, log.find('\n', p) - p);
-      const uint64_t v = std::stoull(line.substr(key.size()));
-      if (v >= restart_version) anchored = line.find("(anchor)") != std::string::npos;
-    }
-    EXPECT_TRUE(anchored) << log;
-  }
   const size_t acked_after = scripted.acknowledged().size();
   EXPECT_TRUE(wait_until([&] { return scripted.acknowledged().size() > acked_after; }, 60s))
       << "the scripted client never got through again: " << scripted.last_error();
 
   scripted.stop();
   c.stop_all();
+  proxy.stop();
   const LedgerView v = read_ledger(c.ledger_path());
   for (const auto& id : scripted.acknowledged())
     EXPECT_TRUE(v.rollout_group.count(id)) << "acknowledged rollout " << id << " lost";

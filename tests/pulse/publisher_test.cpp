@@ -54,12 +54,13 @@ TEST(PulsePublisherStream, BlobsAndCatalogAreThoseOfWholeStatesOverAnchorsAndARe
   std::mt19937_64 rng(5);
   int anchors = 0, patches = 0, pruned = 0;
   // Two lives of the trainer: the second starts from the catalog on disk and no view (a restart
-  // from a checkpoint), as TrainerLoop does, with a fresh quantizer for the reference.
+  // from a checkpoint), as TrainerLoop does; both publishers rebuild the view at 4 from their
+  // store and go on with a patch, so the reference quantizer's grid carries over the restart.
   const std::pair<uint64_t, uint64_t> lives[] = {{0, 4}, {5, 9}};
+  Int8Quantizer quantizer;
+  std::optional<Int8State> previous;
   for (const auto& [first, last] : lives) {
-    Int8Quantizer quantizer;
     Publisher whole(whole_store, options), streamed(streamed_store, options);
-    std::optional<Int8State> previous;
     for (uint64_t v = first; v <= last; ++v) {
       SCOPED_TRACE(cat("version ", v));
       if (v > 0) step(w, v, rng);
@@ -68,6 +69,9 @@ TEST(PulsePublisherStream, BlobsAndCatalogAreThoseOfWholeStatesOverAnchorsAndARe
       const Published got = streamed.publish(v, config, masters_of(w));
       EXPECT_EQ(got.patch.has_value(), previous.has_value());
       EXPECT_EQ(got.anchor.has_value(), !previous || v % 3 == 0);
+      EXPECT_EQ(got.rebuilt_from,
+                v == first && v > 0 ? std::optional<uint64_t>(v - 1) : std::nullopt);
+      EXPECT_EQ(want.rebuilt_from, got.rebuilt_from);
       EXPECT_TRUE(got.patch == want.patch);
       EXPECT_TRUE(got.anchor == want.anchor);
       EXPECT_EQ(got.pruned, want.pruned);
@@ -87,8 +91,8 @@ TEST(PulsePublisherStream, BlobsAndCatalogAreThoseOfWholeStatesOverAnchorsAndARe
       previous = std::move(state);
     }
   }
-  EXPECT_EQ(anchors, 5);  // 0, 3, 5 (the restart), 6, 9
-  EXPECT_EQ(patches, 8);
+  EXPECT_EQ(anchors, 4);  // 0, 3, 6, 9: the restart at 5 is a patch
+  EXPECT_EQ(patches, 9);
   EXPECT_GT(pruned, 0);
   EXPECT_TRUE(read_file((whole_dir.path / "catalog.json").string()) ==
               read_file((streamed_dir.path / "catalog.json").string()));
@@ -98,13 +102,15 @@ TEST(PulsePublisherStream, BlobsAndCatalogAreThoseOfWholeStatesOverAnchorsAndARe
                 e.path().filename().string().size() == 32u);
 }
 
-TEST(PulsePublisherStream, AVersionThatFailsPublishesNothingAndTheNextIsAFreshAnchor) {
+TEST(PulsePublisherStream, AVersionThatFailsPublishesNothingAndTheNextGoesOnFromTheStore) {
   TempDir dir("publisher_fail");
   BlobStore store(dir.path.string());
   Publisher publisher(store, PublisherOptions{10, RetentionPolicy{3}, {}});
   ModelWeights w = random_weights(preset_config("tiny-lfm2moe"), 3);
   const Hash128 config = config_hash(w.config);
+  Int8Quantizer quantizer;  // the reference: a grid that never stops
   publisher.publish(0, config, masters_of(w));
+  const Int8State state0 = int8_view_of(w, 0, &quantizer);
   std::mt19937_64 rng(1);
   step(w, 1, rng);
   // The last tensor in name order: every other one is already updated in the view when it throws.
@@ -116,20 +122,28 @@ TEST(PulsePublisherStream, AVersionThatFailsPublishesNothingAndTheNextIsAFreshAn
   EXPECT_EQ(publisher.catalog().latest_version(), 0u);
   EXPECT_EQ(store.list().size(), 1u);  // the anchor at 0
   last.as<float>()[0] = kept;
-  // A model with a tensor missing is refused too (the view needs every tensor).
-  publisher.publish(1, config, masters_of(w));
+  // The next publish rebuilds the view at 0 from the store and goes on with a patch.
+  const Published one = publisher.publish(1, config, masters_of(w));
+  EXPECT_EQ(one.rebuilt_from, 0u);
+  EXPECT_FALSE(one.anchor.has_value());
+  ASSERT_TRUE(one.patch.has_value());
+  const Int8State state1 = int8_view_of(w, 1, &quantizer);
+  EXPECT_TRUE(store.get(one.patch->hash) == encode_patch(make_patch(state0, state1)));
+  // A model with a tensor missing is refused (the view needs every tensor).
   const MasterStream all_but_the_first = [&w](const MasterSink& take) {
     for (auto it = std::next(w.tensors.begin()); it != w.tensors.end(); ++it)
       take(it->first, it->second.shape(), it->second.as<const float>());
   };
   EXPECT_THROW(publisher.publish(2, config, all_but_the_first), Error);
   EXPECT_EQ(publisher.catalog().latest_version(), 1u);
-  // After a failure the next version starts afresh: an anchor on a fresh grid, no patch.
-  const Published next = publisher.publish(2, config, masters_of(w));
-  EXPECT_FALSE(next.patch.has_value());
-  ASSERT_TRUE(next.anchor.has_value());
-  Int8Quantizer fresh;
-  EXPECT_TRUE(store.get(next.anchor->hash) == encode_anchor(int8_view_of(w, 2, &fresh)));
+  // After that failure too the next version goes on from the store's view at 1.
+  step(w, 2, rng);
+  const Published two = publisher.publish(2, config, masters_of(w));
+  EXPECT_EQ(two.rebuilt_from, 1u);
+  EXPECT_FALSE(two.anchor.has_value());
+  ASSERT_TRUE(two.patch.has_value());
+  EXPECT_TRUE(store.get(two.patch->hash) ==
+              encode_patch(make_patch(state1, int8_view_of(w, 2, &quantizer))));
   for (const auto& e : fs::directory_iterator(dir.path))
     EXPECT_TRUE(e.path().filename() == "catalog.json" ||
                 e.path().filename().string().size() == 32u);

@@ -73,13 +73,22 @@ TrainerLoop::TrainerLoop(hub::TrainerPort& port, pulse::BlobStore& store,
 TrainerLoop::~TrainerLoop() = default;
 
 uint64_t TrainerLoop::publish() {
-  const auto latest = port_.latest_version();
+  // Above every version either record knows: the ledger's, and the catalog's (a kill between
+  // the publisher saving its catalog and the ledger recording the version leaves the catalog one
+  // ahead; the publisher refuses a version it already published).
+  std::optional<uint64_t> latest = port_.latest_version();
+  if (const auto published = publisher_->catalog().latest_version())
+    latest = std::max(latest.value_or(0), *published);
   const uint64_t next = latest ? *latest + 1 : 0;
   // The masters go one tensor at a time into the publisher's int8 view: no f32 copy of the model.
   const pulse::Published published = publisher_->publish(
       next, config_hash_,
       [this](const pulse::MasterSink& take) { trainer_->for_each_weight(take); });
   port_.publish_version(published, publisher_->current()->state_hash());
+  if (published.rebuilt_from)
+    log_info("trainer", "version ", next, " continues the published int8 view of version ",
+             *published.rebuilt_from, " (a patch, ", published.patch ? published.patch->bytes : 0,
+             " bytes)");
   last_patch_bytes_ = published.patch ? published.patch->bytes : 0;
   last_anchor_bytes_ = published.anchor ? published.anchor->bytes : 0;
   version_ = next;

@@ -7,9 +7,12 @@
 // ledger (one durable transaction) BEFORE the checkpoint that contains the step is written. A
 // kill -9 between the two loses that step's update (the restarted trainer resumes from the older
 // checkpoint and those groups stay closed) — at-most-once, never twice. With checkpoint_every = 1
-// the window is one step. Versions are numbered by the ledger, not by the trainer's step count:
-// a restarted trainer always publishes a fresh version (latest + 1) from the weights it actually
-// holds, so no worker keeps generating with a lost step's weights for longer than one sync.
+// the window is one step. Versions are numbered by the ledger and the catalog, not by the
+// trainer's step count: a restarted trainer always publishes a fresh version (one above every
+// published one) from the weights it actually holds, so no worker keeps generating with a lost
+// step's weights for longer than one sync. That version is a patch from the published int8 view,
+// which the publisher rebuilds from the blob store (pulse/publisher.h): workers that held a
+// version before the restart catch up with patches, not a re-download.
 //
 // Training never waits for a particular worker: a step trains on whatever complete groups exist
 // once `gather_timeout` has passed with at least `min_groups` of them.
@@ -78,7 +81,8 @@ class TrainerLoop {
               const train::TrainOptions& train_options, TrainerLoopOptions options);
   ~TrainerLoop();
 
-  // Publishes the weights this process holds as a new version (latest + 1, or 0 on a fresh run).
+  // Publishes the weights this process holds as a new version (one above every version the ledger
+  // or the catalog holds, or 0 on a fresh run).
   // Call once before stepping; step_once calls it if not done.
   void start();
   // Gathers groups (up to gather_timeout), drops stale ones, trains, publishes, checkpoints.

@@ -4,8 +4,7 @@
 
 #include "core/error.h"
 #include "pulse/catalog.h"
-#include "pulse/format.h"
-#include "pulse/patch.h"
+#include "pulse/state_rebuild.h"
 
 namespace stoa::verify {
 
@@ -43,21 +42,12 @@ const pulse::Int8State& VersionStates::at(uint64_t version) {
     }
   }
   if (!from) route = catalog.plan(std::nullopt, version);
+  if (mirror_.fetch_blob)
+    for (const pulse::CatalogEntry& e : route)
+      if (!store_.contains(e.hash)) mirror_.fetch_blob(e);
   pulse::Int8State state;
   if (from) state = kept_.at(*from);
-  for (const pulse::CatalogEntry& e : route) {
-    if (mirror_.fetch_blob && !store_.contains(e.hash)) mirror_.fetch_blob(e);
-    const std::vector<uint8_t> bytes = store_.get(e.hash);  // checks the content hash
-    if (e.kind == pulse::BlobKind::kAnchor) {
-      pulse::Int8State anchor = pulse::decode_anchor(bytes);
-      if (state.size() > 0)
-        STOA_CHECK(anchor.fingerprint() == state.fingerprint(), ErrorKind::kIntegrity,
-                   "verify: anchor at version ", e.to_version, " is for another model");
-      state = std::move(anchor);
-    } else {
-      pulse::apply_patch(state, pulse::decode_patch(bytes, pulse::patch_limits_for(state)));
-    }
-  }
+  pulse::apply_route(state, store_, route);
   STOA_CHECK(state.version() == version, ErrorKind::kNotFound, "verify: the route to version ",
              version, " ended at ", state.version());
   while (kept_.size() >= keep_) kept_.erase(kept_.begin());  // the oldest go first

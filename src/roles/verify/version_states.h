@@ -1,8 +1,9 @@
 // The int8 weights of any published version, rebuilt from the hub's own PULSE blobs (an anchor,
-// then patches, through the catalog the publisher keeps beside them): the same bytes every worker
-// reconstructs, so a replay runs on exactly what the worker ran. States are rebuilt on demand and
-// the last few are kept, because replays cluster around the newest versions (the staleness window)
-// and a patch forward from a kept state is much cheaper than a route from an anchor.
+// then patches, through the catalog the publisher keeps beside them: pulse/state_rebuild.h, which
+// the publisher's restart uses too): the same bytes every worker reconstructs, so a replay runs on
+// exactly what the worker ran. States are rebuilt on demand and the last few are kept, because
+// replays cluster around the newest versions (the staleness window) and a patch forward from a kept
+// state is much cheaper than a route from an anchor.
 #pragma once
 #include <cstdint>
 #include <functional>

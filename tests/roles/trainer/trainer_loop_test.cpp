@@ -16,6 +16,7 @@
 #include "pulse/catalog.h"
 #include "pulse/format.h"
 #include "pulse/model_view.h"
+#include "pulse/publisher.h"
 #include "roles/hub/hub_fixture.h"
 #include "roles/trainer/trainer_loop.h"
 
@@ -245,6 +246,42 @@ TEST_F(TrainerLoopTest, RestartResumesFromCheckpointAndTrainsNothingTwice) {
   }
   EXPECT_EQ(hub->last_step(), l2.last_step());
   EXPECT_EQ(l2.trainer().step_count(), 2 + (l2.last_step() - 3));
+}
+
+// A kill after the publisher saved its blobs and catalog but before the ledger recorded the
+// version leaves the catalog one version ahead of the ledger. The restarted loop publishes above
+// both, and as a patch from the newest published view (rebuilt from the store), not an anchor:
+// a worker that held any of these versions follows with patches.
+TEST_F(TrainerLoopTest, ARestartPublishesAboveTheCatalogAsAPatchFromThePublishedView) {
+  loop_opts.publisher.anchor_every = 50;  // only version 0 is due an anchor
+  open_hub();
+  {
+    auto& l = open_loop();
+    fill_groups(2);
+    ASSERT_TRUE(l.step_once().has_value());
+  }
+  loop.reset();
+  const uint64_t ledger_latest = *hub->latest_version();
+  {
+    // The publish the kill interrupted: in the store and its catalog, never in the ledger.
+    pulse::Publisher interrupted(*store, loop_opts.publisher);
+    const pulse::Published p =
+        interrupted.publish(ledger_latest + 1, pulse::config_hash(initial.config),
+                            [this](const pulse::MasterSink& take) {
+                              for (const auto& [name, t] : initial.tensors)
+                                take(name, t.shape(), t.as<const float>());
+                            });
+    ASSERT_EQ(p.rebuilt_from, ledger_latest);
+  }
+  open_hub();
+  auto& l2 = open_loop();
+  EXPECT_EQ(l2.version(), ledger_latest + 2)
+      << "above the catalog's version, not only the ledger's";
+  const auto catalog = pulse::Catalog::load((dir / "blobs" / "catalog.json").string());
+  EXPECT_EQ(catalog.latest_version(), ledger_latest + 2);
+  for (const auto& e : catalog.plan(ledger_latest, ledger_latest + 2))
+    EXPECT_EQ(e.kind, pulse::BlobKind::kPatch) << e.from_version << "->" << e.to_version;
+  EXPECT_EQ(catalog.newest_anchor(ledger_latest + 2)->to_version, 0u) << "the restart is no anchor";
 }
 
 TEST_F(TrainerLoopTest, ResumeSurvivesACrashInsideCheckpointReplacement) {
