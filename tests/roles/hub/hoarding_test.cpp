@@ -12,8 +12,8 @@ namespace stoa::hub::testing {
 namespace {
 
 constexpr int64_t kTickMs = 100;
-constexpr int64_t kGenerateMs = 1000;  // the honest worker's generation time per group
-constexpr int64_t kHeartbeatMs = 2000;
+constexpr int64_t kGenerateMs = 1000;   // the honest worker's generation time per group
+constexpr int64_t kHeartbeatMs = 3000;  // under the fixture's 10 s lease TTL
 
 class Hoarding : public HubFixture {
  protected:
@@ -109,10 +109,10 @@ class Hoarding : public HubFixture {
 };
 
 TEST_F(Hoarding, AnHonestWorkerKeepsItsThroughputAgainst50HoardingSybils) {
-  const Result alone = simulate(0, 5'000, 30'000);
+  const Result alone = simulate(0, 5'000, 20'000);
   TearDown();
   SetUp();
-  const Result crowded = simulate(50, 30'000, 30'000);
+  const Result crowded = simulate(50, 20'000, 20'000);
   const double ratio = crowded.honest_per_s / alone.honest_per_s;
   std::printf(
       "hoarding: honest worker alone %.2f rollouts/s, with 50 hoarding Sybils %.2f rollouts/s "
@@ -128,7 +128,7 @@ TEST_F(Hoarding, WithoutRevocationTheSybilsStarveTheHonestWorker) {
   // found. If this passed with fair leasing off, the test above would prove nothing.
   config.hoard_min_tokens_per_s = 0;
   config.lease_caps = {0, 0, 0};
-  const Result crowded = simulate(50, 30'000, 30'000);
+  const Result crowded = simulate(50, 30'000, 10'000);
   std::printf("hoarding, fair leasing off: honest worker %.2f rollouts/s\n", crowded.honest_per_s);
   EXPECT_LT(crowded.honest_per_s, 0.5);
 }
