@@ -240,6 +240,19 @@ std::string Hub::metrics() const {
   gauge("trainer_step", "Last trainer step recorded", st["step"].get<double>(), "counter");
   gauge("queue_depth_groups", "Complete groups waiting for the trainer", cm["groups_queued"]);
   gauge("leases_open", "Open leases", st["leases_open"].get<double>());
+  // Fair leasing (lease_fairness.h): requests refused or leases taken back, by why.
+  o << "# HELP stoa_lease_refusals_total Lease requests answered no work now, by cause\n"
+       "# TYPE stoa_lease_refusals_total counter\n"
+    << "stoa_lease_refusals_total{cause=\"cap\"} " << cm["leases_capped"] << "\n"
+    << "stoa_lease_refusals_total{cause=\"waiting_order\"} " << cm["leases_deferred"] << "\n";
+  o << "# HELP stoa_leases_revoked_total Leases taken back from workers, by cause\n"
+       "# TYPE stoa_leases_revoked_total counter\n"
+    << "stoa_leases_revoked_total{cause=\"hoarded\"} " << cm["leases_revoked"] << "\n"
+    << "stoa_leases_revoked_total{cause=\"preempted\"} " << cm["leases_preempted"] << "\n";
+  gauge("workers_hoarding", "Workers whose lease was revoked, none accepted since",
+        cm["workers_hoarding"]);
+  gauge("verification_enabled", "1 when rollouts are sampled for replay verification",
+        st["verification"]["enabled"].get<bool>() ? 1.0 : 0.0);
   gauge("workers", "Workers known to the hub (idle ones expire)", cm["workers"]);
   gauge("workers_expired_total", "Workers forgotten after no heartbeat", cm["workers_expired"],
         "counter");

@@ -151,6 +151,8 @@ TEST_F(FairLease, AHoardedLeaseIsRevokedItsGroupReissuedAndItsLateRolloutRefused
   EXPECT_EQ(hb.cancelled, std::vector<std::string>{lh.lease_id});
   EXPECT_EQ(hub->counters()["leases_revoked"], 1);
   EXPECT_EQ(worker_status(h)["standing"], "hoarder");
+  EXPECT_NE(hub->metrics().find("stoa_leases_revoked_total{cause=\"hoarded\"} 1\n"),
+            std::string::npos);
   // The group goes to the next worker, whole.
   const auto lo = *hub->lease(honest).lease;
   EXPECT_EQ(lo.group_id, lh.group_id);
