@@ -3,12 +3,12 @@
 //   1. Caps on the open leases one worker, one address and one join token hold.
 //   2. A waiting order: a worker that asked and got "no work now" has a claim on the next free
 //      group; the claims rank hoarders last, then by fewer leases held, then by who asked
-//      first. A worker that just got a lease holds one more than a peer that
-//      waits with none, so the next group goes to the peer: round-robin without a long-poll.
-//   3. Standing: a worker that had a lease revoked for hoarding (hub.cpp: no accepted rollout on
-//      it within the hoarding deadline) is a hoarder until one of its rollouts is accepted. A
-//      hoarder holds at most one lease, waits behind everyone, and a better-standing worker that
-//      finds no free group preempts the hoarder's oldest lease.
+//      first. A worker that just got a lease holds one more than a peer that waits with none,
+//      so the next group goes to the peer: round-robin without a long-poll.
+//   3. Standing: a worker that had a lease revoked for hoarding (lease_revocation.cpp: no
+//      accepted rollout on it within the hoarding deadline) is a hoarder until one of its
+//      rollouts is accepted. A hoarder holds at most one lease, waits behind everyone, and a
+//      worker that is no hoarder and finds no free group preempts the hoarder's oldest lease.
 // The state is in memory only: a restarted hub counts every restored worker as new (or proven,
 // with accepted rollouts) and rebuilds the lease counts from the ledger's open leases.
 // Not thread-safe: the Hub calls it under its mutex.
