@@ -81,10 +81,8 @@ std::vector<env::QaItem> prompts() {
   return out;
 }
 
-}  // namespace
-
-int run_hub_bench(const HubBenchOptions& o) {
-  raise_fd_limit();
+// One bench run on a fresh hub with `hoarders` Sybils beside o.workers honest workers.
+json run_once(const HubBenchOptions& o, int hoarders) {
   const bool temp = o.workdir.empty();
   fs::path dir =
       temp ? fs::temp_directory_path() / ("stoa_hub_bench_" + net::random_token().substr(0, 10))
@@ -109,6 +107,11 @@ int run_hub_bench(const HubBenchOptions& o) {
   config.max_queued_groups = static_cast<size_t>(std::max(64, 4 * o.workers));
   config.lease_ttl_ms = 600'000;
   config.lease_max_ms = 3'600'000;
+  // The hoarding deadline in the hub's own terms: max_turns × max_new_tokens at this rate.
+  config.hoard_grace_ms = 0;
+  config.hoard_min_tokens_per_s = static_cast<double>(config.sampling.max_turns) *
+                                  config.sampling.max_new_tokens /
+                                  std::max(0.001, o.hoard_deadline_seconds);
   hub::HubDeps deps;
   deps.task = &task;
   deps.codec = &codec;
@@ -155,6 +158,7 @@ int run_hub_bench(const HubBenchOptions& o) {
   fo.ramp_seconds = o.ramp_seconds;
   fo.think_seconds = o.think_seconds;
   fo.heartbeat_seconds = std::max(0.1, o.heartbeat_seconds);
+  fo.hoarders = hoarders;
   SimulatedFleet fleet(fo);
   fleet.start();
 
@@ -178,7 +182,8 @@ int run_hub_bench(const HubBenchOptions& o) {
   while (fleet.joined() < static_cast<uint64_t>(o.workers) && Clock::now() < warm_deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  std::this_thread::sleep_for(std::chrono::duration<double>(o.think_seconds + 1));
+  std::this_thread::sleep_for(std::chrono::duration<double>(
+      o.warmup_seconds >= 0 ? o.warmup_seconds : o.think_seconds + 1));
 
   double cpu0 = server.cpu_seconds();
   const auto ledger0 = hub.counters();
@@ -239,25 +244,73 @@ int run_hub_bench(const HubBenchOptions& o) {
                  {"busy_replies", stats.busy_replies},
                  {"ledger", ledger},
                  {"load_average", load}};
+  if (hoarders > 0) {
+    report["hoarders"] = hoarders;
+    report["hoard_deadline_seconds"] = o.hoard_deadline_seconds;
+    report["hoarder_leases"] = r.hoarder_leases;
+    report["hoarder_leases_cancelled"] = r.hoarder_cancelled;
+    for (const char* k : {"leases_revoked", "leases_preempted", "leases_capped", "leases_deferred",
+                          "workers_hoarding"})
+      report["hub"][k] = ledger1.at(k);
+  }
+  if (temp) fs::remove_all(dir, ec);
+  return report;
+}
+
+void print_text(const json& report) {
+  const auto load = report["load_average"].get<std::vector<double>>();
+  std::printf("stoa bench hub: %d workers, %d slow clients, %.1f s measured (load %.2f)\n",
+              report["workers"].get<int>(), report["slow_clients"].get<int>(),
+              report["measured_seconds"].get<double>(), load[0]);
+  for (auto& [name, s] : report["endpoints"].items()) {
+    if (s["count"] == 0) continue;
+    std::printf("  %-13s n=%-7llu p50 %8.2f ms  p99 %8.2f ms  max %8.2f ms\n", name.c_str(),
+                static_cast<unsigned long long>(s["count"].get<uint64_t>()),
+                s["p50_ms"].get<double>(), s["p99_ms"].get<double>(), s["max_ms"].get<double>());
+  }
+  const double cpu = report["hub_cpu_seconds"].get<double>();
+  std::printf(
+      "  intake %.1f rollouts/s, hub CPU %.2f s (%.0f%% of a core), peak RSS %.0f MiB, "
+      "errors %llu\n",
+      report["intake_rollouts_per_s"].get<double>(), cpu,
+      100 * report["hub_cpu_fraction"].get<double>(),
+      static_cast<double>(report["peak_rss_bytes"].get<uint64_t>()) / (1 << 20),
+      static_cast<unsigned long long>(report["errors"].get<uint64_t>()));
+}
+
+}  // namespace
+
+int run_hub_bench(const HubBenchOptions& o) {
+  raise_fd_limit();
+  json alone = run_once(o, 0);
+  if (o.hoarders <= 0) {
+    if (o.json)
+      std::printf("%s\n", alone.dump(2).c_str());
+    else
+      print_text(alone);
+    return 0;
+  }
+  json crowded = run_once(o, o.hoarders);
+  const double a = alone["intake_rollouts_per_s"].get<double>();
+  const double c = crowded["intake_rollouts_per_s"].get<double>();
+  json report = {{"honest_workers", o.workers},
+                 {"hoarders", o.hoarders},
+                 {"honest_rollouts_per_s_alone", a},
+                 {"honest_rollouts_per_s_with_hoarders", c},
+                 {"honest_throughput_ratio", a > 0 ? c / a : 0.0},
+                 {"alone", alone},
+                 {"with_hoarders", crowded},
+                 {"load_average", load_average()}};
   if (o.json) {
     std::printf("%s\n", report.dump(2).c_str());
   } else {
-    std::printf("stoa bench hub: %d workers, %d slow clients, %.1f s measured (load %.2f)\n",
-                o.workers, o.slow_clients, wall, load[0]);
-    for (auto& [name, s] : endpoints.items()) {
-      if (s["count"] == 0) continue;
-      std::printf("  %-13s n=%-7llu p50 %8.2f ms  p99 %8.2f ms  max %8.2f ms\n", name.c_str(),
-                  static_cast<unsigned long long>(s["count"].get<uint64_t>()),
-                  s["p50_ms"].get<double>(), s["p99_ms"].get<double>(), s["max_ms"].get<double>());
-    }
+    print_text(crowded);
     std::printf(
-        "  intake %.1f rollouts/s, hub CPU %.2f s (%.0f%% of a core), peak RSS %.0f MiB, "
-        "errors %llu\n",
-        report["intake_rollouts_per_s"].get<double>(), cpu, 100 * cpu / wall,
-        static_cast<double>(peak_rss_bytes()) / (1 << 20),
-        static_cast<unsigned long long>(r.errors));
+        "  honest workers: %.2f rollouts/s alone, %.2f with %d hoarders (%.0f %%); hub revoked "
+        "%.0f leases, preempted %.0f\n",
+        a, c, o.hoarders, a > 0 ? 100 * c / a : 0.0, crowded["hub"]["leases_revoked"].get<double>(),
+        crowded["hub"]["leases_preempted"].get<double>());
   }
-  if (temp) fs::remove_all(dir, ec);
   return 0;
 }
 

@@ -3,7 +3,8 @@
 // loopback, optionally with M slow-header connections that send one header byte every 5 s.
 // A fake trainer consumes complete groups and publishes a version every few seconds (waking
 // every parked long-poll). Reports p50/p99 per endpoint, intake rollouts/s, the hub's CPU
-// seconds (its HTTP threads), peak RSS and the load average.
+// seconds (its HTTP threads), peak RSS and the load average. With hoarders: the honest workers'
+// throughput alone and among the hoarders (fair leasing, docs/design/hub.md).
 #pragma once
 #include <string>
 
@@ -18,7 +19,14 @@ struct HubBenchOptions {
   double heartbeat_seconds = 10;  // heartbeats while generating
   double publish_seconds = 5;     // the fake trainer publishes a version this often
   int handler_threads = 16;       // the hub's request handlers (ServerOptions::threads)
-  std::string workdir;            // ledger + blobs (default: a temp dir, removed)
+  // Issue 32's measure: with hoarders > 0 the bench runs twice on fresh hubs, the workers alone
+  // and with this many Sybils that lease all they can, heartbeat and never submit, and reports
+  // the honest workers' throughput in both. The hub revokes a lease with no rollout after
+  // hoard_deadline_seconds (HubConfig::hoard_min_tokens_per_s set to match).
+  int hoarders = 0;
+  double hoard_deadline_seconds = 10;
+  double warmup_seconds = -1;  // before the measured phase; default think_seconds + 1
+  std::string workdir;         // ledger + blobs (default: a temp dir, removed)
   bool json = false;
 };
 

@@ -108,6 +108,7 @@ class Fleet {
   void spawn() {
     auto ex = f_.ioc.get_executor();
     for (int i = 0; i < o_.workers; ++i) asio::co_spawn(ex, worker(i), asio::detached);
+    for (int i = 0; i < o_.hoarders; ++i) asio::co_spawn(ex, hoarder(i), asio::detached);
     asio::co_spawn(ex, status_poller(), asio::detached);
     for (int i = 0; i < o_.slow_clients; ++i) asio::co_spawn(ex, slow_client(i), asio::detached);
   }
@@ -138,26 +139,76 @@ class Fleet {
     co_return res;
   }
 
-  awaitable<void> worker(int i) {
-    co_await sleep_for(
-        std::chrono::duration<double>(o_.ramp_seconds * i / std::max(1, o_.workers)));
-    auto ex = co_await asio::this_coro::executor;
-    auto state = std::make_shared<WorkerState>();
-    Connection api(ex, source_address(i), o_.port);
-    // Join (retried until it works).
+  // Joins (retried until it works) as `name`.
+  awaitable<void> join(Connection& api, const std::string& name, WorkerState& state) {
     for (;;) {
       net::JoinRequest jr;
-      jr.name = "bench-" + std::to_string(i);
+      jr.name = name;
       auto r = co_await timed(api, "join", http::verb::post, "/v1/join", net::to_json(jr).dump(),
                               o_.join_token);
       if (r && r->result_int() == 200) {
         auto j = net::join_response_from_json(nlohmann::json::parse(r->body()));
-        state->id = j.worker_id;
-        state->token = j.session_token;
-        break;
+        state.id = j.worker_id;
+        state.token = j.session_token;
+        co_return;
       }
       co_await sleep_for(std::chrono::seconds(1));
     }
+  }
+
+  // A Sybil: leases whatever the hub gives it (asking again at once after a lease, after the
+  // hub's retry hint otherwise), heartbeats every lease it holds, never submits.
+  awaitable<void> hoarder(int i) {
+    co_await sleep_for(
+        std::chrono::duration<double>(o_.ramp_seconds * i / std::max(1, o_.hoarders)));
+    auto ex = co_await asio::this_coro::executor;
+    WorkerState state;
+    Connection api(ex, source_address(o_.workers + i), o_.port);
+    co_await join(api, "hoarder-" + std::to_string(i), state);
+    const std::string lease_body = net::to_json(net::LeaseRequest{state.id}).dump();
+    std::vector<std::string> held;
+    auto next_beat = Clock::now();
+    for (;;) {
+      if (Clock::now() >= next_beat) {
+        net::Heartbeat hb;
+        hb.worker_id = state.id;
+        hb.leases = held;
+        auto r = co_await timed(api, nullptr, http::verb::post, "/v1/heartbeat",
+                                net::to_json(hb).dump(), state.token);
+        if (r && r->result_int() == 200) {
+          auto resp = net::heartbeat_response_from_json(nlohmann::json::parse(r->body()));
+          for (const auto& gone : resp.cancelled) {
+            std::erase(held, gone);
+            ++f_.results.hoarder_cancelled;
+          }
+          if (!resp.session_token.empty()) state.token = resp.session_token;
+        }
+        next_beat = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                       std::chrono::duration<double>(o_.heartbeat_seconds));
+      }
+      auto r = co_await timed(api, nullptr, http::verb::post, "/v1/lease", lease_body, state.token);
+      if (!r || r->result_int() != 200) {
+        co_await sleep_for(std::chrono::seconds(1));  // a 429: the per-worker lease rate
+        continue;
+      }
+      auto lr = net::lease_response_from_json(nlohmann::json::parse(r->body()));
+      if (lr.lease) {
+        held.push_back(lr.lease->lease_id);
+        ++f_.results.hoarder_leases;
+        continue;
+      }
+      co_await sleep_for(std::chrono::milliseconds(std::max<int64_t>(100, lr.retry_after_ms)));
+    }
+  }
+
+  awaitable<void> worker(int i) {
+    // With hoarders, the honest workers come after them (the hoarders' ramp): the worst case.
+    co_await sleep_for(std::chrono::duration<double>(o_.ramp_seconds * i / std::max(1, o_.workers) +
+                                                     (o_.hoarders > 0 ? o_.ramp_seconds : 0)));
+    auto ex = co_await asio::this_coro::executor;
+    auto state = std::make_shared<WorkerState>();
+    Connection api(ex, source_address(i), o_.port);
+    co_await join(api, "bench-" + std::to_string(i), *state);
     ++joined_;
     ++f_.results.joined;
     asio::co_spawn(ex, long_poll(i, state), asio::detached);

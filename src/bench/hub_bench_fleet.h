@@ -2,7 +2,8 @@
 // client I/O thread with two keep-alive connections (one long-polls /v1/version, the other
 // joins, leases, heartbeats and submits), from its own 127.0.0.x source address as workers on
 // the internet come from their own. Plus a /v1/status poller (the dashboard) and optional
-// slow-header connections. Latencies are recorded per endpoint while `measuring` is on.
+// slow-header connections, and optional hoarders. Latencies are recorded per endpoint while
+// `measuring` is on.
 #pragma once
 #include <atomic>
 #include <chrono>
@@ -22,6 +23,9 @@ struct FleetOptions {
   double ramp_seconds = 5;
   double think_seconds = 30;
   double heartbeat_seconds = 10;
+  // Sybils (issue 32): each joins, leases all the hub gives it as fast as it may, heartbeats
+  // every lease it holds and never submits. They join first; the honest workers after the ramp.
+  int hoarders = 0;
 };
 
 struct FleetResults {
@@ -31,6 +35,8 @@ struct FleetResults {
   std::map<int, uint64_t> statuses;                       // every answer, by HTTP status
   uint64_t slow_dropped = 0;                              // slow connections the hub cut
   uint64_t joined = 0;
+  uint64_t hoarder_leases = 0;     // leases the hoarders got (whole run)
+  uint64_t hoarder_cancelled = 0;  // of them, cancelled by the hub (revoked, preempted)
 };
 
 class SimulatedFleet {

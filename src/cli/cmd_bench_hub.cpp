@@ -21,6 +21,13 @@ CommandRegistration bench_cmd(
       app.add_option("--publish-every", opts->publish_seconds, "seconds between versions");
       app.add_option("--handler-threads", opts->handler_threads, "the hub's request handlers");
       app.add_option("--workdir", opts->workdir, "ledger and blobs (default: a temp dir)");
+      app.add_option("--hoarders", opts->hoarders,
+                     "Sybils that lease all they can and never submit: runs the workers alone, "
+                     "then among them, and reports their throughput in both");
+      app.add_option("--hoard-deadline", opts->hoard_deadline_seconds,
+                     "seconds without a rollout before the hub revokes a lease");
+      app.add_option("--warmup", opts->warmup_seconds,
+                     "seconds before the measured phase (default: --think + 1)");
       app.add_flag("--json", opts->json, "print JSON");
       return [opts] { return bench::run_hub_bench(*opts); };
     });

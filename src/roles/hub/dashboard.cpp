@@ -16,7 +16,7 @@ const char* dashboard_html() {
 body{font:14px system-ui,sans-serif;margin:1.5em;color:#222;background:#fafafa}
 h1{font-size:20px;margin:0 0 .3em} h2{font-size:15px;margin:1.2em 0 .4em}
 #summary span{display:inline-block;margin:0 1.2em .3em 0} #summary b{font-weight:600}
-#err{color:#b00;min-height:1.2em}
+#err,#warn{color:#b00;min-height:1.2em}
 .charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(420px,1fr));gap:12px}
 .chart{background:#fff;border:1px solid #ddd;border-radius:4px;padding:6px 8px}
 .chart h3{font-size:13px;margin:0 0 4px;font-weight:600}
@@ -27,7 +27,7 @@ table{border-collapse:collapse;margin:.5em 0;background:#fff}
 td,th{border:1px solid #ccc;padding:3px 8px;text-align:right} th{background:#f4f4f4}
 .k{text-align:left;max-width:28em;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
 </style></head><body>
-<h1>Stoa hub</h1><div id="err"></div>
+<h1>Stoa hub</h1><div id="err"></div><div id="warn"></div>
 <div id="summary"></div>
 <div class="charts" id="charts"></div>
 <h2>Last step</h2><table id="step"></table>
@@ -111,14 +111,18 @@ function showStatus(s){
   const items=[['version',s.latest_version],['step',s.step],['workers',s.workers_total??(s.workers||[]).length],
     ['rollouts accepted',c.rollouts_accepted],['rejected',c.rollouts_rejected],['groups trained',c.groups_trained],
     ['open leases',s.leases_open],['uptime (s)',s.uptime_s]];
+  const v=s.verification||{};
+  if('enabled' in v)items.push(['verification',v.enabled?'on':'OFF']);
+  document.getElementById('warn').textContent=v.warning?String(v.warning):'';
   for(const k of ['rollouts_verified','verification_failures','workers_quarantined'])
     if(k in c||k in s)items.push([k.replace('_',' '),c[k]??s[k]]);
   document.getElementById('summary').replaceChildren(...items.map(([k,v])=>{const sp=el('span',k+' ');sp.appendChild(el('b',fmt(v)));return sp}));
   table('step',s.last_step?Object.entries(s.last_step).filter(([,v])=>typeof v!=='object').map(([k,v])=>row([el('td',k,'k'),el('td',fmt(v))])):[]);
-  const head=row(['worker','version','lag','tok/s','idle','accepted','seen (s ago)'].map((h,i)=>el('th',h,i?'':'k')));
+  const head=row(['worker','version','lag','tok/s','idle','accepted','leases','standing','seen (s ago)'].map((h,i)=>el('th',h,i?'':'k')));
   const ws=s.workers||[];
   table('workers',[head,...ws.map(w=>row([el('td',String(w.name??''),'k'),el('td',fmt(w.version)),el('td',fmt(w.patch_lag)),
-    el('td',fmt(w.tokens_per_s)),el('td',fmt(w.idle_fraction)),el('td',fmt(w.rollouts_accepted)),el('td',fmt(w.seen_s_ago))]))]);
+    el('td',fmt(w.tokens_per_s)),el('td',fmt(w.idle_fraction)),el('td',fmt(w.rollouts_accepted)),
+    el('td',fmt(w.leases)),el('td',fmt(w.standing)),el('td',fmt(w.seen_s_ago))]))]);
   const t=(Date.now()-t0)/1000;
   for(const w of ws){const id=String(w.id??w.name);let e=workerSeries.get(id);
     if(!e){if(workerSeries.size>=256)continue;e={name:String(w.name??id),points:[],last:0};workerSeries.set(id,e)}

@@ -38,6 +38,7 @@ Hub::Hub(HubConfig config, HubDeps deps)
       lease_per_ip_(config_.limits.lease_per_ip),
       rollouts_per_worker_(config_.limits.rollouts_per_worker),
       rollouts_per_ip_(config_.limits.rollouts_per_ip),
+      fairness_(config_.lease_caps),
       counters_(std::make_unique<Counters>()) {
   STOA_CHECK(deps_.task && deps_.codec && deps_.store, ErrorKind::kInvalidArgument,
              "hub: task, codec and blob store are required");
@@ -46,6 +47,9 @@ Hub::Hub(HubConfig config, HubDeps deps)
   STOA_CHECK(!deps_.prompts.empty(), ErrorKind::kInvalidArgument, "hub: no training prompts");
   STOA_CHECK(config_.group_size > 0 && deps_.vocab_size > 0, ErrorKind::kInvalidArgument,
              "hub: group_size and vocab_size must be positive");
+  STOA_CHECK(config_.hoard_min_tokens_per_s >= 0 && config_.hoard_grace_ms >= 0,
+             ErrorKind::kInvalidArgument,
+             "hub: hoard_grace_ms and hoard_min_tokens_per_s must be >= 0");
   if (!deps_.clock_ms) deps_.clock_ms = system_ms;
   counters_->start_ms = now();
   // A fixed shuffle of the prompts (seeded): the cursor into it is persisted, so a restarted hub
@@ -59,6 +63,10 @@ Hub::Hub(HubConfig config, HubDeps deps)
   restore();
   writer_ = std::make_unique<LedgerWriter>(config_.ledger_path, config_.max_pending_writes);
   writer_->set_on_commit([this] { on_ledger_commit(); });
+  if (config_.beyond_loopback && !config_.verify.enabled)
+    log_warn("hub",
+             "replay verification is OFF ([verify] enabled = false) on a hub that serves "
+             "workers beyond loopback: rollouts train unchecked");
 }
 
 Hub::~Hub() {
@@ -122,7 +130,9 @@ void Hub::restore() {
     s.name = w.name;
     s.last_seen_ms = w.last_seen_ms;
     s.session_issued_ms = w.session_expires_ms - config_.session_ttl_ms;
+    s.token_name = w.token_name;
     workers_[w.id] = s;
+    fairness_.set_token(w.id, w.token_name);
     // The ledger keeps each worker's newest session (hashed); older rotated ones lapse.
     if (!w.session_token.empty()) {
       sessions_[w.session_token] = Session{w.id, w.token_name, w.session_expires_ms};
@@ -140,6 +150,8 @@ void Hub::restore() {
       if (workers_.count(r.worker_id)) workers_[r.worker_id].rollouts_accepted++;
     }
   }
+  for (const auto& [id, w] : workers_)
+    if (w.rollouts_accepted > 0) fairness_.proven(id);
   counters_->accepted = ledger_->rollout_count();
   last_step_ = ledger_->last_step();
   for (const auto& v : ledger_->versions()) versions_[v.version] = v;
@@ -270,6 +282,11 @@ const std::vector<int32_t>& Hub::prompt_tokens_locked(int64_t prompt_index) {
 }
 
 void Hub::expire_locked(int64_t now_ms) {
+  // Hoarded: no rollout accepted on it within the deadline, though heartbeats kept it alive.
+  for (const auto& id : fairness_.overdue(now_ms, hoard_deadline_ms())) {
+    revoke_locked(id, "hoarded: no rollout accepted within the deadline", now_ms);
+    counters_->leases_revoked++;
+  }
   for (auto oit = open_leases_.begin(); oit != open_leases_.end();) {
     const std::string& id = *oit;
     LeaseRow& l = leases_.at(id);
@@ -282,16 +299,21 @@ void Hub::expire_locked(int64_t now_ms) {
     counters_->leases_expired++;
     log_info("hub", "lease ", id, " of worker ", l.worker_id, " expired; its group ", l.group_id,
              " will be reissued");
+    fairness_.closed(id);
     oit = open_leases_.erase(oit);
   }
 }
 
-void Hub::set_lease_locked(const LeaseRow& lease) {
+void Hub::set_lease_locked(const LeaseRow& lease, const std::string& peer) {
   leases_[lease.id] = lease;
-  if (lease.state == LeaseState::kOpen)
-    open_leases_.insert(lease.id);
-  else
+  if (lease.state == LeaseState::kOpen) {
+    // A restored lease counts from now: the hub being down is not the worker's delay.
+    if (open_leases_.insert(lease.id).second)
+      fairness_.opened(lease.id, lease.worker_id, peer, std::max(lease.issued_ms, now()));
+  } else {
     open_leases_.erase(lease.id);
+    fairness_.closed(lease.id);
+  }
 }
 
 void Hub::add_group_locked(const GroupRow& row) {
@@ -319,8 +341,8 @@ size_t Hub::queued_groups_locked() const {
   return complete_list_.size();
 }
 
-net::Lease Hub::make_lease_locked(GroupState& g, const std::string& worker_id, int32_t samples,
-                                  int64_t now_ms) {
+net::Lease Hub::make_lease_locked(GroupState& g, const std::string& worker_id,
+                                  const std::string& peer, int32_t samples, int64_t now_ms) {
   LeaseRow l;
   l.id = "l-" + net::random_token().substr(0, 16);
   l.group_id = g.row.id;
@@ -331,7 +353,8 @@ net::Lease Hub::make_lease_locked(GroupState& g, const std::string& worker_id, i
   l.max_deadline_ms = now_ms + std::max(config_.lease_max_ms, config_.lease_ttl_ms);
   l.issued_at_version = version_info_locked(std::nullopt).version.value_or(0);
   write_locked([l](Ledger& ledger) { ledger.put_lease(l); });
-  set_lease_locked(l);
+  set_lease_locked(l, peer);
+  fairness_.served(worker_id);
   counters_->leases_issued++;
   const auto& problem = deps_.prompts.at(static_cast<size_t>(g.row.prompt_index));
   net::Lease out;
@@ -348,10 +371,16 @@ net::Lease Hub::make_lease_locked(GroupState& g, const std::string& worker_id, i
   return out;
 }
 
-std::optional<net::Lease> Hub::lease_locked(const std::string& worker_id, int64_t now_ms) {
+std::optional<net::Lease> Hub::lease_locked(const std::string& worker_id, const std::string& peer,
+                                            int64_t now_ms) {
   expire_locked(now_ms);
-  // 1. A group whose samples are not all accounted for (an expired/released lease, or rollouts
-  //    rejected): reissue what is missing, oldest group first.
+  // Caps first (lease_fairness.h): over one, "no work now" — the worker asks again later, as
+  // when no group is open.
+  if (fairness_.over_cap(worker_id, peer)) {
+    counters_->leases_capped++;
+    fairness_.served(worker_id);  // it cannot take a group: no claim on one either
+    return std::nullopt;
+  }
   // Samples still out per group, in one pass over the leases: a scan of every lease for every
   // open group made each lease O(groups x leases) — 57% of the hub's CPU with 1000 workers.
   std::map<std::string, int64_t> outstanding_by_group;
@@ -366,18 +395,50 @@ std::optional<net::Lease> Hub::lease_locked(const std::string& worker_id, int64_
   std::erase_if(open_group_order_, [&](const std::string& id) {
     return groups_.at(id).row.status != GroupStatus::kOpen;
   });
+  auto needed_of = [&](const GroupState& g) {
+    auto out = outstanding_by_group.find(g.row.id);
+    return g.row.samples - g.accepted - (out == outstanding_by_group.end() ? 0 : out->second);
+  };
   const size_t open_groups = open_group_order_.size();
+  size_t reissuable = 0;
+  for (const auto& gid : open_group_order_) reissuable += needed_of(groups_.at(gid)) > 0 ? 1 : 0;
+  const size_t creatable =
+      open_groups < config_.max_open_groups && queued_groups_locked() < config_.max_queued_groups
+          ? config_.max_open_groups - open_groups
+          : 0;
+  // The waiting order: the free groups go to better-ranked workers that asked and wait first.
+  // If they are exactly taken, the next worker in line takes a hoarder's lease over (the group
+  // is reissued below) instead of waiting for its revocation.
+  const size_t ahead = fairness_.ahead_of(worker_id, now_ms);
+  if (ahead >= reissuable + creatable) {
+    std::optional<std::string> victim;
+    if (ahead == reissuable + creatable && fairness_.standing(worker_id) != Standing::kHoarder)
+      victim = fairness_.preemptable(worker_id);
+    if (!victim) {
+      if (ahead > 0) counters_->leases_deferred++;
+      fairness_.waiting(worker_id, peer, now_ms, claim_ttl_ms());
+      return std::nullopt;
+    }
+    const LeaseRow& taken = leases_.at(*victim);
+    const auto& by_lease = groups_.at(taken.group_id).accepted_by_lease;
+    const auto got = by_lease.find(taken.id);
+    outstanding_by_group[taken.group_id] -=
+        std::max<int64_t>(0, taken.samples - (got == by_lease.end() ? 0 : got->second));
+    revoke_locked(*victim, "preempted: held by a worker whose lease was revoked", now_ms);
+    counters_->leases_preempted++;
+  }
+  // 1. A group whose samples are not all accounted for (an expired/released/revoked lease, or
+  //    rollouts rejected): reissue what is missing, oldest group first.
   for (const auto& gid : open_group_order_) {
     auto& g = groups_.at(gid);
-    auto out = outstanding_by_group.find(gid);
-    int64_t outstanding = out == outstanding_by_group.end() ? 0 : out->second;
-    int64_t needed = g.row.samples - g.accepted - outstanding;
-    if (needed > 0) return make_lease_locked(g, worker_id, static_cast<int32_t>(needed), now_ms);
+    const int64_t needed = needed_of(g);
+    if (needed > 0)
+      return make_lease_locked(g, worker_id, peer, static_cast<int32_t>(needed), now_ms);
   }
   // 2. A new group, unless enough are out or the trainer is behind (back-pressure: rollouts
   //    sampled now would only go stale in the queue).
-  if (open_groups >= config_.max_open_groups ||
-      queued_groups_locked() >= config_.max_queued_groups) {
+  if (creatable == 0) {
+    fairness_.waiting(worker_id, peer, now_ms, claim_ttl_ms());
     return std::nullopt;
   }
   // A prompt that leaves no room in the transcript (max_tokens) cannot be sampled by any worker:
@@ -416,7 +477,7 @@ std::optional<net::Lease> Hub::lease_locked(const std::string& worker_id, int64_
   });
   ++next_prompt_;
   add_group_locked(row);
-  return make_lease_locked(groups_.at(row.id), worker_id, row.samples, now_ms);
+  return make_lease_locked(groups_.at(row.id), worker_id, peer, row.samples, now_ms);
 }
 
 net::LeaseResponse Hub::lease(const std::string& worker_id, const std::string& peer) {
@@ -432,7 +493,7 @@ net::LeaseResponse Hub::lease(const std::string& worker_id, const std::string& p
       return resp;
     }
     reserve_writes_locked();
-    resp.lease = lease_locked(worker_id, t);
+    resp.lease = lease_locked(worker_id, peer, t);
     if (!resp.lease) resp.retry_after_ms = config_.no_work_retry_ms;
     ticket = written_locked();
   }
@@ -454,6 +515,7 @@ void Hub::release(const std::string& worker_id, const std::string& lease_id) {
     if (it->second.state == LeaseState::kOpen) {
       it->second.state = LeaseState::kReleased;
       open_leases_.erase(lease_id);
+      fairness_.closed(lease_id);
       write_locked([l = it->second](Ledger& ledger) { ledger.put_lease(l); });
       counters_->leases_released++;
     }
@@ -504,13 +566,15 @@ void Hub::heartbeat_locked(const std::string& caller, const net::Heartbeat& hb,
       if (s.worker_id == caller) token_name = s.token_name;
     resp.session_token = issue_session_locked(caller, token_name, t);
   }
+  fairness_.heartbeat(caller, hb.leases);
   for (const auto& lid : hb.leases) {
     auto it = leases_.find(lid);
     if (it == leases_.end() || it->second.worker_id != caller) continue;
     auto& l = it->second;
     auto g = groups_.find(l.group_id);
     bool closed = g == groups_.end() || g->second.row.status != GroupStatus::kOpen;
-    if (closed || l.state == LeaseState::kReleased || l.state == LeaseState::kDone) {
+    if (closed || l.state == LeaseState::kReleased || l.state == LeaseState::kDone ||
+        l.state == LeaseState::kRevoked) {
       resp.cancelled.push_back(lid);
     } else if (l.state == LeaseState::kOpen) {
       l.deadline_ms = std::min(t + config_.lease_ttl_ms, l.max_deadline_ms);

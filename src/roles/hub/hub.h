@@ -6,6 +6,7 @@
 // a LedgerWriter thread (ledger_writer.h). A call that wrote answers only once its writes are
 // durable, waiting for that after releasing the mutex, so no fsync runs under the mutex.
 #pragma once
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -29,6 +30,7 @@
 #include "net/protocol.h"
 #include "pulse/blob_store.h"
 #include "pulse/catalog.h"
+#include "roles/hub/lease_fairness.h"
 #include "roles/hub/ledger.h"
 #include "roles/hub/ledger_writer.h"
 #include "roles/hub/rate_limit.h"
@@ -92,6 +94,23 @@ struct HubConfig {
   size_t status_max_workers = 500;          // a /v1/status page holds at most this many
   size_t metrics_max_workers = 200;         // per-worker series in /metrics
   HubLimits limits;
+  // Fair leasing (lease_fairness.h; docs/design/hub.md "Fair leasing").
+  LeaseCaps lease_caps;
+  // Hoarding: an open lease on which no rollout was accepted for longer than
+  //   hoard_grace_ms + 1000 × max_turns × max_new_tokens / hoard_min_tokens_per_s
+  // since its issue or its last accepted rollout is revoked: its group goes to others and its
+  // late rollouts are refused. An honest worker's next rollout on a lease comes after one
+  // sample at most: max_turns × max_new_tokens decoded tokens. 1 token/s per sample is below
+  // the slowest worker measured (docs/design/engine.md: 8 forks of a 113M int8 model decoding
+  // together at 11.6 tok/s, 1.45 per sample, on a machine running ~18 build jobs); the grace
+  // covers the prefill of the prompt and the observations and the network. With the default
+  // sampling (4 turns × 256 tokens) that is 120 + 1024 = 1144 s, under lease_max_ms. 0 tokens/s
+  // turns revocation off.
+  int64_t hoard_grace_ms = 120'000;
+  double hoard_min_tokens_per_s = 1.0;
+  // The hub binds beyond loopback (run config: !is_loopback_host([hub] host)): with
+  // verification off it warns at start and /v1/status says so.
+  bool beyond_loopback = false;
   // Ledger writes queued for the group commit and not yet durable; over this a request that would
   // write is answered 503 with Retry-After (the disk is behind), as a full WorkPool is.
   size_t max_pending_writes = 4096;
@@ -119,6 +138,7 @@ struct WorkerStats {
   std::string id;
   std::string name;
   int64_t last_seen_ms = 0;
+  std::string token_name;  // the join token it joined with
   std::optional<uint64_t> version;
   uint64_t tokens_generated = 0;
   double tokens_per_s = 0;
@@ -126,6 +146,10 @@ struct WorkerStats {
   int64_t rollouts_accepted = 0;
   int64_t session_issued_ms = 0;              // the newest session token's issue time (rotation)
   std::optional<net::BlobDownload> download;  // the worker's blob download in progress
+  // Filled by status(): open leases counting against its caps, and its standing
+  // (lease_fairness.h: proven, new, hoarder).
+  size_t leases_held = 0;
+  std::string standing;
 };
 
 // True for a host the hub binds that only this machine can reach (127.0.0.0/8, ::1,
@@ -201,8 +225,12 @@ class Hub final : public TrainerPort {
   // Called after every publish_version(), outside the hub's lock: the async HTTP server wakes
   // its parked long-polls with it (they hold no thread to wait on version_cv_). nullptr: none.
   void set_version_listener(std::function<void()> listener);
-  // Expires overdue leases now (lease() and heartbeat() also do it lazily).
+  // Expires overdue leases and revokes hoarded ones now (lease() and heartbeat() also do it
+  // lazily).
   void expire_leases();
+  // How long a lease may go without an accepted rollout (HubConfig::hoard_grace_ms); 0: never
+  // revoked.
+  int64_t hoard_deadline_ms() const;
 
   const HubConfig& config() const { return config_; }
   const HubDeps& deps() const { return deps_; }
@@ -266,15 +294,22 @@ class Hub final : public TrainerPort {
   Snapshot snapshot(size_t offset, size_t limit) const;
   void expire_locked(int64_t now_ms);
   const std::vector<int32_t>& prompt_tokens_locked(int64_t prompt_index);
-  std::optional<net::Lease> lease_locked(const std::string& worker_id, int64_t now_ms);
-  net::Lease make_lease_locked(GroupState& g, const std::string& worker_id, int32_t samples,
-                               int64_t now_ms);
+  std::optional<net::Lease> lease_locked(const std::string& worker_id, const std::string& peer,
+                                         int64_t now_ms);
+  net::Lease make_lease_locked(GroupState& g, const std::string& worker_id, const std::string& peer,
+                               int32_t samples, int64_t now_ms);
+  // How long a worker refused a group keeps its claim on the next one: it asks again after
+  // no_work_retry_ms (a worker waits at least that; a few of them cover a slow round trip).
+  int64_t claim_ttl_ms() const { return std::max<int64_t>(2000, 4 * config_.no_work_retry_ms); }
+  // Revokes open lease `lease_id` (hoarded past the deadline, or preempted from a hoarder).
+  void revoke_locked(const std::string& lease_id, const char* why, int64_t now_ms);
   net::RolloutResponse reject(const std::string& reason, const std::string& detail);
   net::VersionInfo version_info_locked(std::optional<uint64_t> after) const;
   void reload_catalog_locked();
   size_t queued_groups_locked() const;
-  void add_group_locked(const GroupRow& row);    // to groups_, group_order_ and the indexes
-  void set_lease_locked(const LeaseRow& lease);  // to leases_ and open_leases_
+  void add_group_locked(const GroupRow& row);  // to groups_, group_order_ and the indexes
+  // To leases_, open_leases_ and fairness_ (`peer`: the address an opened lease was asked from).
+  void set_lease_locked(const LeaseRow& lease, const std::string& peer = "");
   void record_step_history_locked(const StepReport& report);
   // Verification (verification.cpp).
   struct Verification;
@@ -315,6 +350,7 @@ class Hub final : public TrainerPort {
   mutable std::vector<std::string> complete_list_;  // status complete when added
   std::map<std::string, LeaseRow> leases_;
   std::set<std::string> open_leases_;  // ids of leases in state open
+  LeaseFairness fairness_;             // caps, the waiting order, standing
   std::set<std::string> pending_;      // handed to the trainer, not yet marked
   std::map<uint64_t, VersionRow> versions_;
   pulse::Catalog catalog_;

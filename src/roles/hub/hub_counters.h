@@ -21,6 +21,10 @@ struct Hub::Counters {
   int64_t leases_issued = 0;
   int64_t leases_expired = 0;
   int64_t leases_released = 0;
+  int64_t leases_revoked = 0;    // hoarded past the deadline (fair leasing)
+  int64_t leases_preempted = 0;  // taken from a hoarder for a better-standing worker
+  int64_t leases_capped = 0;     // requests refused by a cap (worker, address, token)
+  int64_t leases_deferred = 0;   // requests refused: the free groups went to waiting workers
   int64_t tokens_accepted = 0;
   int64_t model_tokens_accepted = 0;
   double reward_sum = 0;
@@ -55,6 +59,9 @@ struct Hub::Snapshot {
   int64_t now_ms = 0;
   size_t offset = 0;
   std::vector<WorkerStats> workers;            // the requested page
+  size_t lease_waiters = 0;                    // workers with a claim on the next group
+  size_t hoarders = 0;                         // workers in standing "hoarder"
+  bool verification_on = false;                // an auditor is set
   std::map<std::string, double> verification;  // replay counters (verification.cpp), if on
   std::map<std::string, std::array<int64_t, 2>> verified_by_target;  // {pass, fail}, if on
   LedgerWriterStats ledger;  // the group commit (ledger_writer.h)

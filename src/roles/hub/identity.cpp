@@ -177,6 +177,8 @@ net::JoinResponse Hub::join(const std::string& bearer, const net::JoinRequest& r
   auto& w = workers_[row.id];
   w.id = row.id;
   w.name = row.name;
+  w.token_name = row.token_name;
+  fairness_.set_token(row.id, row.token_name);
   w.last_seen_ms = t;
   w.session_issued_ms = t;
   net::JoinResponse resp;
@@ -261,6 +263,7 @@ void Hub::expire_workers_locked(int64_t now_ms) {
     log_info("hub", "worker ", id, " (", workers_[id].name, ") expired: no heartbeat for ",
              config_.worker_idle_expiry_ms / 1000, " s");
     workers_.erase(id);
+    fairness_.forget(id);
     lease_per_worker_.forget(id);
     rollouts_per_worker_.forget(id);
     for (auto it = sessions_.begin(); it != sessions_.end();) {

@@ -108,6 +108,13 @@ net::RolloutResponse Hub::intake_locked(const std::string& caller, const net::Ro
                                         ") do not match lease ", m.lease_id));
   }
   GroupState& g = git->second;
+  // Revoked for hoarding (hub.cpp): its group went to others, who may already be generating the
+  // missing samples. Refused (an expired lease's late rollouts still count: the first G win), so
+  // a hoarder cannot keep a lease's samples by sending them after the revocation.
+  if (lease.state == LeaseState::kRevoked) {
+    return reject("lease_revoked", cat(who, ": lease ", m.lease_id,
+                                       " was revoked (no rollout accepted on it in time)"));
+  }
   if (auto refused = check_seed_locked(m, lease)) return *refused;
   if (g.row.status == GroupStatus::kTrained || g.row.status == GroupStatus::kDropped) {
     return reject("group_closed",
@@ -210,6 +217,7 @@ net::RolloutResponse Hub::intake_locked(const std::string& caller, const net::Ro
   row.max_version = vmax;
   row.tokens = n;
   row.accepted_ms = now();
+  const int64_t row_accepted_ms = row.accepted_ms;
   row.payload = std::move(payload);
   const bool completes = g.accepted + 1 >= g.row.samples;
   LeaseRow lease_after = lease;
@@ -246,6 +254,8 @@ net::RolloutResponse Hub::intake_locked(const std::string& caller, const net::Ro
   c.reward_sum += reward;
   c.staleness[std::min<uint64_t>(latest - std::min(latest, vmin), 9)]++;
   if (auto w = workers_.find(caller); w != workers_.end()) w->second.rollouts_accepted++;
+  fairness_.progressed(m.lease_id, row_accepted_ms);
+  fairness_.proven(caller);
   audit_locked(m, g, prompt.size());
   net::RolloutResponse r;
   r.status = net::IntakeStatus::kAccepted;

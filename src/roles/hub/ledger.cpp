@@ -109,7 +109,8 @@ GroupStatus parse_group_status(const std::string& n) {
 constexpr EnumName<LeaseState> kLeaseStateNames[] = {{LeaseState::kOpen, "open"},
                                                      {LeaseState::kExpired, "expired"},
                                                      {LeaseState::kReleased, "released"},
-                                                     {LeaseState::kDone, "done"}};
+                                                     {LeaseState::kDone, "done"},
+                                                     {LeaseState::kRevoked, "revoked"}};
 
 const char* lease_state_name(LeaseState s) {
   return enum_name(kLeaseStateNames, s);

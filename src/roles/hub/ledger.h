@@ -56,7 +56,9 @@ struct GroupRow {
   std::string drop_reason;
 };
 
-enum class LeaseState { kOpen, kExpired, kReleased, kDone };
+// kRevoked: taken back from a worker that held it without submitting (hub.cpp, hoarding); unlike
+// an expired lease's, its late rollouts are refused.
+enum class LeaseState { kOpen, kExpired, kReleased, kDone, kRevoked };
 const char* lease_state_name(LeaseState state);
 LeaseState parse_lease_state(const std::string& name);
 

@@ -55,7 +55,15 @@ Hub::Snapshot Hub::snapshot(size_t offset, size_t limit) const {
   s.offset = std::min(offset, workers_.size());
   auto it = workers_.begin();
   std::advance(it, static_cast<std::ptrdiff_t>(s.offset));
-  for (; it != workers_.end() && s.workers.size() < limit; ++it) s.workers.push_back(it->second);
+  for (; it != workers_.end() && s.workers.size() < limit; ++it) {
+    WorkerStats w = it->second;
+    w.leases_held = fairness_.held(w.id);
+    w.standing = standing_name(fairness_.standing(w.id));
+    s.workers.push_back(std::move(w));
+  }
+  s.lease_waiters = fairness_.waiters();
+  s.hoarders = fairness_.hoarders();
+  s.verification_on = verification_ != nullptr;
   return s;
 }
 
@@ -90,6 +98,12 @@ std::map<std::string, double> counters_of(const Hub::Snapshot& s) {
   m["leases_issued"] = static_cast<double>(c.leases_issued);
   m["leases_expired"] = static_cast<double>(c.leases_expired);
   m["leases_released"] = static_cast<double>(c.leases_released);
+  m["leases_revoked"] = static_cast<double>(c.leases_revoked);
+  m["leases_preempted"] = static_cast<double>(c.leases_preempted);
+  m["leases_capped"] = static_cast<double>(c.leases_capped);
+  m["leases_deferred"] = static_cast<double>(c.leases_deferred);
+  m["lease_waiters"] = static_cast<double>(s.lease_waiters);
+  m["workers_hoarding"] = static_cast<double>(s.hoarders);
   m["tokens_accepted"] = static_cast<double>(c.tokens_accepted);
   m["model_tokens_accepted"] = static_cast<double>(c.model_tokens_accepted);
   m["reward_mean_accepted"] = c.accepted ? c.reward_sum / static_cast<double>(c.accepted) : 0.0;
@@ -158,13 +172,19 @@ json Hub::status(size_t offset, size_t limit) const {
   j["step"] = snap.step;
   j["counters"] = counters_of(snap);
   j["staleness_histogram"] = c.staleness;
+  // Always there (an empty by_target when off), so a reader needs no presence check.
+  j["verification"] = {{"enabled", snap.verification_on}, {"by_target", json::object()}};
+  if (!snap.verification_on && config_.beyond_loopback)
+    j["verification"]["warning"] =
+        "replay verification is off ([verify] enabled = false) on a hub that serves workers "
+        "beyond loopback: rollouts train unchecked";
   if (!snap.verification.empty()) {
     // Verdicts by the kernel target each rollout was generated on (workers may force one:
     // `stoa work --kernel-target`); replay is exact across targets, so honest ones all pass.
     json by_target = json::object();
     for (const auto& [target, counts] : snap.verified_by_target)
       by_target[target] = {{"pass", counts[0]}, {"fail", counts[1]}};
-    j["verification"] = {{"by_target", by_target}};
+    j["verification"]["by_target"] = by_target;
   }
   j["leases_open"] = snap.leases_open;
   json workers = json::array();
@@ -176,7 +196,9 @@ json Hub::status(size_t offset, size_t limit) const {
                {"tokens_generated", w.tokens_generated},
                {"tokens_per_s", w.tokens_per_s},
                {"idle_fraction", w.idle_fraction},
-               {"rollouts_accepted", w.rollouts_accepted}};
+               {"rollouts_accepted", w.rollouts_accepted},
+               {"leases", w.leases_held},
+               {"standing", w.standing}};
     if (latest && w.version) wj["patch_lag"] = *latest - std::min(*latest, *w.version);
     if (w.download) wj["download"] = net::to_json(*w.download);
     workers.push_back(wj);
@@ -218,6 +240,19 @@ std::string Hub::metrics() const {
   gauge("trainer_step", "Last trainer step recorded", st["step"].get<double>(), "counter");
   gauge("queue_depth_groups", "Complete groups waiting for the trainer", cm["groups_queued"]);
   gauge("leases_open", "Open leases", st["leases_open"].get<double>());
+  // Fair leasing (lease_fairness.h): requests refused or leases taken back, by why.
+  o << "# HELP stoa_lease_refusals_total Lease requests answered no work now, by cause\n"
+       "# TYPE stoa_lease_refusals_total counter\n"
+    << "stoa_lease_refusals_total{cause=\"cap\"} " << cm["leases_capped"] << "\n"
+    << "stoa_lease_refusals_total{cause=\"waiting_order\"} " << cm["leases_deferred"] << "\n";
+  o << "# HELP stoa_leases_revoked_total Leases taken back from workers, by cause\n"
+       "# TYPE stoa_leases_revoked_total counter\n"
+    << "stoa_leases_revoked_total{cause=\"hoarded\"} " << cm["leases_revoked"] << "\n"
+    << "stoa_leases_revoked_total{cause=\"preempted\"} " << cm["leases_preempted"] << "\n";
+  gauge("workers_hoarding", "Workers whose lease was revoked, none accepted since",
+        cm["workers_hoarding"]);
+  gauge("verification_enabled", "1 when rollouts are sampled for replay verification",
+        st["verification"]["enabled"].get<bool>() ? 1.0 : 0.0);
   gauge("workers", "Workers known to the hub (idle ones expire)", cm["workers"]);
   gauge("workers_expired_total", "Workers forgotten after no heartbeat", cm["workers_expired"],
         "counter");

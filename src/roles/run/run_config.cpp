@@ -204,7 +204,18 @@ RunConfig parse_run_config(const std::string& text, const std::string& source,
     hub.get((name + "_per_s").c_str(), limit->rate_per_s);
     hub.get((name + "_burst").c_str(), limit->burst);
   }
+  hub.get("max_leases_per_worker", c.hub.lease_caps.per_worker);
+  hub.get("max_leases_per_address", c.hub.lease_caps.per_address);
+  hub.get("max_leases_per_token", c.hub.lease_caps.per_token);
+  int64_t hoard_grace_s = c.hub.hoard_grace_ms / 1000;
+  hub.get("hoard_grace_s", hoard_grace_s);
+  c.hub.hoard_grace_ms = hoard_grace_s * 1000;
+  hub.get("hoard_min_tokens_per_s", c.hub.hoard_min_tokens_per_s);
   hub.check_unknown();
+  STOA_CHECK(c.hub.hoard_min_tokens_per_s >= 0 && std::isfinite(c.hub.hoard_min_tokens_per_s),
+             ErrorKind::kInvalidArgument, source,
+             ": [hub] hoard_min_tokens_per_s must be a finite number >= 0 (0: no revocation)");
+  c.hub.beyond_loopback = !hub::is_loopback_host(c.server.host);
   STOA_CHECK(!c.hub.join_token.empty(), ErrorKind::kInvalidArgument, source,
              ": [hub] join_token is required");
   STOA_CHECK(c.hub.group_size >= 1, ErrorKind::kInvalidArgument, source,
@@ -297,7 +308,11 @@ RunConfig parse_run_config(const std::string& text, const std::string& source,
   Section v(root["verify"].as_table(), "verify", source);
   auto& vp = c.hub.verify;
   int64_t max_wait_s = vp.max_wait_ms / 1000;
-  v.get("enabled", vp.enabled);
+  bool enabled = false;
+  v.get("enabled", enabled);
+  if (root["verify"]["enabled"]) c.verify_enabled = enabled;
+  // Beyond loopback strangers may join: replay verification is on unless the file says no.
+  vp.enabled = c.verify_enabled.value_or(c.hub.beyond_loopback);
   v.get("fraction", vp.fraction);
   v.get("first_rollouts", vp.first_rollouts);
   v.get("max_wait_s", max_wait_s);
@@ -438,6 +453,14 @@ std::string to_toml(const RunConfig& c) {
     w.put((name + "_per_s").c_str(), limit->rate_per_s);
     w.put((name + "_burst").c_str(), limit->burst);
   }
+  w.put("max_leases_per_worker",
+        toml_integer(c.hub.lease_caps.per_worker, "hub", "max_leases_per_worker"));
+  w.put("max_leases_per_address",
+        toml_integer(c.hub.lease_caps.per_address, "hub", "max_leases_per_address"));
+  w.put("max_leases_per_token",
+        toml_integer(c.hub.lease_caps.per_token, "hub", "max_leases_per_token"));
+  w.put("hoard_grace_s", whole_seconds(c.hub.hoard_grace_ms, "hoard_grace_s"));
+  w.put("hoard_min_tokens_per_s", c.hub.hoard_min_tokens_per_s);
   w.section("sampling");
   w.put("temperature", sp.temperature);
   w.put("top_p", sp.top_p);
@@ -476,7 +499,9 @@ std::string to_toml(const RunConfig& c) {
         toml_integer(c.loop.publisher.retention.keep_anchors, "pulse", "keep_anchors"));
   const auto& vp = c.hub.verify;
   w.section("verify");
-  w.put("enabled", vp.enabled);
+  // The host's default is left to the reader, so a config moved to a public host turns it on.
+  if (c.verify_enabled || vp.enabled != !hub::is_loopback_host(c.server.host))
+    w.put("enabled", vp.enabled);
   w.put("fraction", vp.fraction);
   w.put("first_rollouts", toml_integer(vp.first_rollouts, "verify", "first_rollouts"));
   w.put("max_wait_s", toml_integer(vp.max_wait_ms / 1000, "verify", "max_wait_s"));

@@ -14,8 +14,12 @@
 //              heartbeat_interval_s (workers heartbeat twice per interval), operator_token,
 //              session_ttl_s, worker_expiry_s, and per rate limit (join_per_ip, lease_per_worker,
 //              lease_per_ip, rollouts_per_worker, rollouts_per_ip, task_per_worker) <limit>_per_s,
-//              <limit>_burst,
-//              header_timeout_s, body_timeout_s, idle_timeout_s, max_connections_per_ip
+//              <limit>_burst, header_timeout_s, body_timeout_s, idle_timeout_s, max_connections_per_ip,
+//              fair leasing (docs/design/hub.md): max_leases_per_worker (default 4),
+//              max_leases_per_address (8; loopback peers exempt, IPv6 by /64),
+//              max_leases_per_token (0: no cap), and the hoarding deadline — a lease with no
+//              accepted rollout for hoard_grace_s (120) + max_turns × max_new_tokens /
+//              hoard_min_tokens_per_s (1.0; 0 turns revocation off) seconds is revoked
 //   [sampling] temperature, top_p, top_k, max_new_tokens, max_turns, max_observation_tokens
 //   [trainer]  device, threads, lr, weight_decay, max_grad_norm, warmup_steps,
 //              micro_batch_tokens, seed, loss, delta_hi, delta_lo, clip_eps_hi, clip_eps_lo,
@@ -23,7 +27,10 @@
 //              gather_timeout_ms, max_staleness, checkpoint_every
 //   [pulse]    anchor_every, keep_anchors
 //   [verify]   enabled, fraction, first_rollouts, max_wait_s, train_on_timeout, threads,
-//              max_queue, remote, job_lease_s (replay verification: docs/design/verification.md)
+//              max_queue, remote, job_lease_s (replay verification: docs/design/verification.md).
+//              enabled defaults to true when [hub] host is beyond loopback (hub::is_loopback_host),
+//              false on loopback; off beyond loopback only by an explicit `enabled = false`, which
+//              the hub warns about at start and in /v1/status (verification.warning)
 // docs/run-config.md lists every key with its default (a test checks it against this parser).
 #pragma once
 #include <cstddef>
@@ -53,6 +60,10 @@ struct RunConfig {
   // [hub] max_queued_groups as the file gives it; unset, hub.max_queued_groups follows from the
   // staleness window (see run_config.cpp).
   std::optional<size_t> max_queued_groups;
+  // [verify] enabled as the file gives it; unset, hub.verify.enabled follows from [hub] host
+  // (on beyond loopback). to_toml writes the key when set or when hub.verify.enabled differs
+  // from the host's default.
+  std::optional<bool> verify_enabled;
 };
 
 // Throws kInvalidArgument naming the file and the key for an unknown key, a wrong type or an

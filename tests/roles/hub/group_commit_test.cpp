@@ -51,6 +51,7 @@ void submit_concurrently(Hub& hub, const std::string& worker,
 
 TEST_F(GroupCommit, ConcurrentSubmissionsShareTransactions) {
   config.max_open_groups = 1000;
+  config.lease_caps.per_worker = 0;  // one worker leases every group before submitting
   open_hub();
   publish(1);
   const auto w = join();
@@ -75,6 +76,7 @@ TEST_F(GroupCommit, ConcurrentSubmissionsShareTransactions) {
 
 TEST_F(GroupCommit, EveryAcceptedRolloutSurvivesSigkillOfTheHub) {
   config.max_open_groups = 1000;
+  config.lease_caps.per_worker = 0;  // one worker leases every group before submitting
   open_hub();
   publish(1);
   const auto w = join();

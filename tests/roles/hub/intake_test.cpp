@@ -188,6 +188,7 @@ namespace {
 TEST_F(HubFixture, ManyAcceptedRolloutsAllSurviveReopen) {
   // Also the figure for docs/design/hub.md: the cost of one durable (synchronous=FULL) intake.
   config.max_open_groups = 1000;
+  config.lease_caps.per_worker = 0;  // one worker leases every group before submitting
   open_hub();
   publish(1);
   auto w = join();

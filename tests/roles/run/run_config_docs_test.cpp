@@ -100,6 +100,7 @@ std::map<std::string, std::set<std::string>> parser_keys() {
   c.task = "search";
   c.hub.join_token = "t";
   c.max_queued_groups = 8;
+  c.verify_enabled = true;  // written only when set
   const toml::table written = toml::parse(to_toml(c));
   std::map<std::string, std::set<std::string>> out;
   for (const auto& [section, table] : written) {
