@@ -221,7 +221,8 @@ HfExportResult export_hf(const TensorSource& source, const std::string& out,
   const std::vector<Planned> planned = plan_tensors(source, options.dtype, options.shard_bytes);
 
   // Built beside `out`, then renamed: `out` is either absent/empty or a complete export.
-  const fs::path final_dir = fs::absolute(out).lexically_normal();
+  fs::path final_dir = fs::absolute(out).lexically_normal();
+  if (final_dir.filename().empty()) final_dir = final_dir.parent_path();  // "out/" names out
   const fs::path staging = final_dir.string() + cat(".partial-", ::getpid());
   std::error_code ec;
   fs::remove_all(staging, ec);

@@ -169,8 +169,8 @@ TEST_P(HfExportPreset, ShardedExportIsHfsLayoutAndReadsBackTheSame) {
 
 INSTANTIATE_TEST_SUITE_P(Tiny, HfExportPreset,
                          ::testing::Values("tiny-qwen3", "tiny-lfm2", "tiny-lfm2moe"),
-                         [](const auto& info) {
-                           std::string s = info.param;
+                         [](const auto& param_info) {
+                           std::string s = param_info.param;
                            for (char& ch : s)
                              if (ch == '-') ch = '_';
                            return s;
@@ -305,11 +305,13 @@ TEST_F(HfExportRefuses, ANonEmptyOutDirectoryAndLeavesItAlone) {
   test::write_file(tmp.file("a_file"), "x");
   expect_error(ErrorKind::kInvalidArgument, "not a directory",
                [&] { export_hf(*source, tmp.file("a_file"), options_for(src, DType::kBF16)); });
-  // An empty directory is taken.
+  // An empty directory is taken (named with a trailing slash: the staging directory is still
+  // built beside it, not inside).
   const fs::path empty = tmp.file("empty");
   fs::create_directories(empty);
-  export_hf(*source, empty.string(), options_for(src, DType::kBF16));
+  export_hf(*source, empty.string() + "/", options_for(src, DType::kBF16));
   EXPECT_TRUE(fs::exists(empty / "model.safetensors"));
+  expect_nothing_left(tmp.file("no-such"));
 }
 
 TEST_F(HfExportRefuses, AnUnknownDtype) {

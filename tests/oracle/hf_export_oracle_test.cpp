@@ -64,8 +64,8 @@ TEST_P(HfExportOracle, TheExportedModelRunsInLlamaCppAsInOurEngine) {
 
 INSTANTIATE_TEST_SUITE_P(Tiny, HfExportOracle,
                          ::testing::Values("tiny-qwen3", "tiny-lfm2", "tiny-lfm2moe"),
-                         [](const auto& info) {
-                           std::string s = info.param;
+                         [](const auto& param_info) {
+                           std::string s = param_info.param;
                            for (char& ch : s)
                              if (ch == '-') ch = '_';
                            return s;
