@@ -19,7 +19,9 @@ TokenizerCodec::TokenizerCodec(Tokenizer tokenizer, std::optional<ChatTemplate> 
 }
 
 std::vector<int32_t> TokenizerCodec::encode(std::string_view text) const {
-  // No BOS/EOS template: prompts and observations are pieces of one running sequence.
+  // Without the tokenizer's post-processor (no BOS/EOS added): prompts and observations are
+  // pieces of one running sequence. A BOS the model wants is already in the prompt text
+  // (ChatTemplate::generation_prompt) and maps to its special id here, so it appears once.
   return tokenizer_.encode(text, /*add_special_tokens=*/false);
 }
 
