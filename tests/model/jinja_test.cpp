@@ -191,6 +191,11 @@ TEST(Jinja, Macros) {
             "[G]");
 }
 
+TEST(Jinja, GenerationTagRendersItsBody) {
+  EXPECT_EQ(render("a{% generation %}b{{ 1 }}{% endgeneration %}c"), "ab1c");
+  EXPECT_EQ(render("a\n  {%- generation -%}\n  b\n  {%- endgeneration -%}\n c"), "abc");
+}
+
 TEST(Jinja, RaiseException) {
   Error e = render_error("line one\n{{ raise_exception('only user and assistant roles') }}");
   EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
@@ -242,7 +247,7 @@ TEST(Jinja, RuntimeErrorsNameTheLine) {
   };
   const Case cases[] = {
       {"ok\n{{ 'a' + 1 }}", "line 2: "},
-      {"{{ 'a' + 1 }}", "cannot apply '+' to a string and a integer"},
+      {"{{ 'a' + 1 }}", "cannot apply '+' to a string and an integer"},
       {"{{ x.y }}", "of an undefined value"},
       {"{{ none.y }}", "of none"},
       {"{{ 1 // 0 }}", "division by zero"},
@@ -252,7 +257,7 @@ TEST(Jinja, RuntimeErrorsNameTheLine) {
       {"{{ 'abc'() }}", "not callable"},
       {"{% set x = 1 %}{% set x.y = 2 %}", "only a namespace() takes attributes"},
       {"{% for a, b in [1] %}{% endfor %}", "cannot unpack"},
-      {"{% for x in 5 %}{% endfor %}", "cannot loop over a integer"},
+      {"{% for x in 5 %}{% endfor %}", "cannot loop over an integer"},
       {"{{ 5 | length }}", "has no length"},
       {"{{ 'abc'.startswith(1) }}", "expects a string"},
       {"{{ 'abc'.strip('a', 'b') }}", "at most 1 positional"},

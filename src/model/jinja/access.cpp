@@ -160,7 +160,7 @@ Value get_index(const Value& object, const Value& index) {
     case K::kNone:
       fail(ErrorKind::kInvalidArgument, "indexing none");
     default:
-      fail(ErrorKind::kInvalidArgument, "a ", object.type_name(), " cannot be indexed");
+      fail(ErrorKind::kInvalidArgument, object.type_name(), " cannot be indexed");
   }
 }
 
@@ -177,7 +177,7 @@ Value get_slice(const Value& object, const Value& start, const Value& stop, cons
   if (is_string) {
     for (std::string& c : split_code_points(object.as_string())) items.emplace_back(std::move(c));
   } else {
-    STOA_CHECK(object.kind() == K::kList, ErrorKind::kInvalidArgument, "a ", object.type_name(),
+    STOA_CHECK(object.kind() == K::kList, ErrorKind::kInvalidArgument, object.type_name(),
                " cannot be sliced");
     items = object.as_list();
   }

@@ -59,6 +59,7 @@ struct Node {
     kMacro,   // macro name(params): bodies[0]
     kBreak,
     kContinue,
+    kGeneration,  // {% generation %} bodies[0] {% endgeneration %}: rendered as is
   };
   Kind kind;
   int line = 0;

@@ -29,7 +29,7 @@ List iteration_items(const Value& v) {
       return apply_filter("list", v, none).as_list();
     }
     default:
-      fail(ErrorKind::kInvalidArgument, "cannot loop over a ", v.type_name());
+      fail(ErrorKind::kInvalidArgument, "cannot loop over ", v.type_name());
   }
 }
 
@@ -115,6 +115,8 @@ Evaluator::Flow Evaluator::exec(const Node& node) {
       return Flow::kBreak;
     case Node::Kind::kContinue:
       return Flow::kContinue;
+    case Node::Kind::kGeneration:
+      return exec_body(node.bodies[0]);
   }
   return Flow::kNormal;
 }
@@ -135,7 +137,7 @@ Evaluator::Flow Evaluator::exec_for(const Node& node) {
       dict_set(scope, node.targets[0], item);
     } else {
       STOA_CHECK(item.kind() == K::kList && item.as_list().size() == node.targets.size(),
-                 ErrorKind::kInvalidArgument, "cannot unpack a ", item.type_name(), " into ",
+                 ErrorKind::kInvalidArgument, "cannot unpack ", item.type_name(), " into ",
                  node.targets.size(), " loop variables");
       for (size_t t = 0; t < node.targets.size(); ++t)
         dict_set(scope, node.targets[t], item.as_list()[t]);
@@ -174,7 +176,7 @@ void Evaluator::exec_set(const Node& node) {
   if (!node.attribute.empty()) {
     Value target = lookup(node.targets[0]);
     STOA_CHECK(target.kind() == K::kNamespace, ErrorKind::kInvalidArgument, "cannot set '",
-               node.attribute, "' on '", node.targets[0], "', a ", target.type_name(),
+               node.attribute, "' on '", node.targets[0], "', ", target.type_name(),
                " (only a namespace() takes attributes)");
     dict_set(target.as_namespace().attributes, node.attribute, std::move(value));
     return;
@@ -184,7 +186,7 @@ void Evaluator::exec_set(const Node& node) {
     return;
   }
   STOA_CHECK(value.kind() == K::kList && value.as_list().size() == node.targets.size(),
-             ErrorKind::kInvalidArgument, "cannot unpack a ", value.type_name(), " into ",
+             ErrorKind::kInvalidArgument, "cannot unpack ", value.type_name(), " into ",
              node.targets.size(), " names");
   for (size_t i = 0; i < node.targets.size(); ++i) assign(node.targets[i], value.as_list()[i]);
 }
@@ -279,8 +281,8 @@ Value Evaluator::eval(const Expr& e) {
       Dict dict;
       for (size_t i = 0; i + 1 < e.items.size(); i += 2) {
         Value key = eval(*e.items[i]);
-        STOA_CHECK(key.is_string(), ErrorKind::kInvalidArgument,
-                   "dict keys must be strings, got a ", key.type_name());
+        STOA_CHECK(key.is_string(), ErrorKind::kInvalidArgument, "dict keys must be strings, got ",
+                   key.type_name());
         dict_set(dict, key.as_string(), eval(*e.items[i + 1]));
       }
       return Value(std::move(dict));
@@ -301,8 +303,8 @@ Value Evaluator::eval(const Expr& e) {
       Value callee = eval(*e.items[0]);
       CallArgs args = eval_arguments(e, 1);
       line_ = e.line;
-      STOA_CHECK(callee.kind() == K::kCallable, ErrorKind::kInvalidArgument, "a ",
-                 callee.type_name(), " is not callable");
+      STOA_CHECK(callee.kind() == K::kCallable, ErrorKind::kInvalidArgument, callee.type_name(),
+                 " is not callable");
       return callee.as_callable().call(args);
     }
     case Expr::Kind::kFilter: {
@@ -320,7 +322,7 @@ Value Evaluator::eval(const Expr& e) {
     case Expr::Kind::kUnary: {
       Value v = eval(*e.items[0]);
       if (e.name == "not") return Value(!v.truthy());
-      STOA_CHECK(v.is_number(), ErrorKind::kInvalidArgument, "unary ", e.name, " on a ",
+      STOA_CHECK(v.is_number(), ErrorKind::kInvalidArgument, "unary ", e.name, " on ",
                  v.type_name());
       if (e.name == "+") return v;
       if (v.kind() == K::kFloat) return Value(-v.as_double());
@@ -362,8 +364,8 @@ Value Evaluator::eval_binary(const Expr& e) {
     } else if (a.is_string() && b.is_string()) {
       order = a.as_string().compare(b.as_string());
     } else {
-      fail(ErrorKind::kInvalidArgument, "cannot compare a ", a.type_name(), " with a ",
-           b.type_name(), " using ", op);
+      fail(ErrorKind::kInvalidArgument, "cannot compare ", a.type_name(), " with ", b.type_name(),
+           " using ", op);
     }
     if (op == "<") return Value(order < 0);
     if (op == ">") return Value(order > 0);
@@ -401,7 +403,7 @@ Value Evaluator::arithmetic(const std::string& op, const Value& a, const Value& 
     return Value(std::move(out));
   }
   STOA_CHECK(a.is_number() && b.is_number(), ErrorKind::kInvalidArgument, "cannot apply '", op,
-             "' to a ", a.type_name(), " and a ", b.type_name());
+             "' to ", a.type_name(), " and ", b.type_name());
   bool ints = a.kind() == K::kInt && b.kind() == K::kInt;
   if (ints && op != "/") {
     int64_t x = a.as_int(), y = b.as_int();

@@ -132,7 +132,7 @@ int64_t length_of(const Value& v, const char* what) {
     case K::kUndefined:
       return 0;
     default:
-      fail(ErrorKind::kInvalidArgument, what, ": a ", v.type_name(), " has no length");
+      fail(ErrorKind::kInvalidArgument, what, ": ", v.type_name(), " has no length");
   }
 }
 
@@ -151,7 +151,7 @@ List as_items(const Value& v, const char* what) {
       return out;
     }
     default:
-      fail(ErrorKind::kInvalidArgument, what, ": a ", v.type_name(), " is not iterable");
+      fail(ErrorKind::kInvalidArgument, what, ": ", v.type_name(), " is not iterable");
   }
 }
 

@@ -222,6 +222,13 @@ class Parser {
       expect_kind(K::kBlockClose, "'%}'");
       node->bodies.push_back(parse_body({"endmacro"}));
       expect_end_tag("endmacro");
+    } else if (keyword == "generation") {
+      // transformers marks the assistant's text with it (return_assistant_tokens_mask); the
+      // text renders unchanged.
+      node->kind = Node::Kind::kGeneration;
+      expect_kind(K::kBlockClose, "'%}'");
+      node->bodies.push_back(parse_body({"endgeneration"}));
+      expect_end_tag("endgeneration");
     } else if (keyword == "break" || keyword == "continue") {
       if (loop_depth_ == 0) error(line, "{% " + keyword + " %} outside a for loop");
       node->kind = keyword == "break" ? Node::Kind::kBreak : Node::Kind::kContinue;

@@ -1,7 +1,8 @@
 // Recursive-descent parser for the Jinja subset chat templates use: text, {{ }}, if/elif/else,
 // for (with loop.*, else, break, continue), set (name, tuple, ns.attribute, block form),
-// macro, and Python-like expressions with filters, tests, calls, attributes, indexing and
-// slicing. Nesting is limited (kMaxNesting) so a hostile template cannot exhaust the stack.
+// macro, generation (rendered as is), and Python-like expressions with filters, tests, calls,
+// attributes, indexing and slicing. Nesting is limited (kMaxNesting) so a hostile template cannot
+// exhaust the stack.
 #pragma once
 #include <string>
 #include <vector>

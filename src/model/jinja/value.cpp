@@ -34,8 +34,9 @@ bool Value::truthy() const {
 }
 
 const char* Value::type_name() const {
-  static const char* kNames[] = {"undefined", "none", "boolean", "integer",   "float",
-                                 "string",    "list", "dict",    "namespace", "function"};
+  static const char* kNames[] = {
+      "an undefined value", "none",   "a boolean", "an integer",  "a float",
+      "a string",           "a list", "a dict",    "a namespace", "a function"};
   return kNames[static_cast<int>(kind())];
 }
 

@@ -81,7 +81,7 @@ class Value {
 
   // Python truthiness: undefined, none, false, 0, "", [] and {} are false.
   bool truthy() const;
-  // "string", "list", ... for error messages.
+  // "a string", "an integer", ... for error messages.
   const char* type_name() const;
 
  private:
