@@ -190,6 +190,8 @@ TEST(ChatTemplateOracle, MatchesHuggingFaceJinja) {
       "{#- a comment -#}\n  {{- ' a ' -}}  \n  {{ ' b ' }}  \n{#- trailing #}\n",
       "{% for m in messages %}{% if m.content is string and m.reasoning_content is not defined %}"
       "s{% endif %}{% if m is mapping %}m{% endif %}{% endfor %}",
+      "{% for m in messages %}{% if loop.first %}{% set y = m.role %}{% endif %}{{ y }},"
+      "{% endfor %}[{{ y }}]",
   };
   std::vector<ChatTemplate> feature_templates;
   for (size_t i = 0; i < std::size(features); ++i)

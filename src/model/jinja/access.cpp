@@ -232,6 +232,11 @@ Value global_function(std::string_view name) {
         if (a.positional.size() == 3) step = int_argument(a.positional[2], "range()");
       }
       STOA_CHECK(step != 0, ErrorKind::kInvalidArgument, "range() step cannot be zero");
+      // Its length first, so a huge range is refused before anything is built.
+      __int128 span = step > 0 ? __int128{stop} - start : __int128{start} - stop;
+      __int128 count =
+          span <= 0 ? 0 : (span + (step > 0 ? step : -step) - 1) / (step > 0 ? step : -step);
+      check_list_size(static_cast<size_t>(std::min<__int128>(count, kMaxListItems + 1)));
       List out;
       for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
         out.emplace_back(i);

@@ -13,7 +13,7 @@ namespace stoa::jinja {
 
 // Bounds a hostile template cannot exceed: any one string or list, and range().
 inline constexpr size_t kMaxStringBytes = size_t{16} << 20;
-inline constexpr size_t kMaxListItems = size_t{1} << 20;
+inline constexpr size_t kMaxListItems = size_t{1} << 18;
 
 void check_string_size(size_t bytes);
 void check_list_size(size_t items);

@@ -123,24 +123,26 @@ Evaluator::Flow Evaluator::exec(const Node& node) {
 
 Evaluator::Flow Evaluator::exec_for(const Node& node) {
   List items = iteration_items(eval(*node.expr));
+  // One scope for the whole loop, as Jinja2 and @huggingface/jinja have it: a plain `set` in the
+  // body is seen by later iterations and forgotten after the loop.
+  scopes_.emplace_back();
   if (items.empty()) {
-    if (node.bodies.size() > 1) return exec_body(node.bodies[1]);
-    return Flow::kNormal;
+    Flow flow = node.bodies.size() > 1 ? exec_body(node.bodies[1]) : Flow::kNormal;
+    scopes_.pop_back();
+    return flow;
   }
   const int64_t n = static_cast<int64_t>(items.size());
   for (int64_t i = 0; i < n; ++i) {
     STOA_CHECK(++iterations_ <= kMaxLoopIterations, ErrorKind::kInvalidArgument, "more than ",
                kMaxLoopIterations, " loop iterations");
-    Dict scope;
     const Value& item = items[static_cast<size_t>(i)];
     if (node.targets.size() == 1) {
-      dict_set(scope, node.targets[0], item);
+      assign(node.targets[0], item);
     } else {
       STOA_CHECK(item.kind() == K::kList && item.as_list().size() == node.targets.size(),
                  ErrorKind::kInvalidArgument, "cannot unpack ", item.type_name(), " into ",
                  node.targets.size(), " loop variables");
-      for (size_t t = 0; t < node.targets.size(); ++t)
-        dict_set(scope, node.targets[t], item.as_list()[t]);
+      for (size_t t = 0; t < node.targets.size(); ++t) assign(node.targets[t], item.as_list()[t]);
     }
     Dict loop = {{"index", Value(i + 1)},
                  {"index0", Value(i)},
@@ -151,12 +153,10 @@ Evaluator::Flow Evaluator::exec_for(const Node& node) {
                  {"length", Value(n)},
                  {"previtem", i > 0 ? items[static_cast<size_t>(i - 1)] : Value()},
                  {"nextitem", i + 1 < n ? items[static_cast<size_t>(i + 1)] : Value()}};
-    dict_set(scope, "loop", Value(std::move(loop)));
-    scopes_.push_back(std::move(scope));
-    Flow flow = exec_body(node.bodies[0]);
-    scopes_.pop_back();
-    if (flow == Flow::kBreak) break;
+    assign("loop", Value(std::move(loop)));
+    if (exec_body(node.bodies[0]) == Flow::kBreak) break;
   }
+  scopes_.pop_back();
   return Flow::kNormal;
 }
 

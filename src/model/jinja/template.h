@@ -12,7 +12,7 @@
 
 namespace stoa::jinja {
 
-inline constexpr int64_t kMaxLoopIterations = 1'000'000;
+inline constexpr int64_t kMaxLoopIterations = 100'000;
 inline constexpr int kMaxCallDepth = 16;
 
 class Template {
