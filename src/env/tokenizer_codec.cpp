@@ -10,6 +10,8 @@ TokenizerCodec::TokenizerCodec(Tokenizer tokenizer, std::optional<ChatTemplate> 
                tokenizer_.token_id("<|im_end|>").has_value()),
       chat_template_(std::move(chat_template)) {
   if (!chat_template_) return;
+  // A BOS spelled as text the vocabulary does not know would be encoded as plain characters:
+  // refuse it when the prompt can carry it (the config adds it, or the template mentions it).
   const std::string& bos = chat_template_->bos_token();
   bool uses_bos = chat_template_->add_bos_token() ||
                   chat_template_->text().find("bos_token") != std::string::npos;
