@@ -1,6 +1,7 @@
 #include "env/token_codec.h"
 
 #include "core/error.h"
+#include "model/chat_template.h"
 
 namespace stoa::env {
 
@@ -21,6 +22,11 @@ std::string ByteCodec::decode(std::span<const int32_t> ids) const {
 }
 
 std::string apply_chat_template(const TokenCodec& codec, std::string_view user_message) {
+  if (const ChatTemplate* chat = codec.chat_template()) {
+    nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+    messages.push_back({{"role", "user"}, {"content", std::string(user_message)}});
+    return chat->generation_prompt(messages);
+  }
   if (!codec.chat_ml()) return std::string(user_message);
   return "<|im_start|>user\n" + std::string(user_message) + "<|im_end|>\n<|im_start|>assistant\n";
 }
