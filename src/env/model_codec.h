@@ -3,7 +3,8 @@
 // hub decodes what it sampled, a validator replays it and `stoa eval` scores it: exact replay
 // holds only while all four agree, so they all call this and nothing else.
 //
-// The rule: the directory's tokenizer.json when there is one, else one token per byte (test
+// The rule: the directory's tokenizer.json when there is one — with the model's chat template
+// (model/chat_template.h) when the directory has one — else one token per byte (test
 // models without a tokenizer; their vocabulary must then hold ids 0..255). Sampling is limited
 // to the ids the codec can decode — an embedding table is often padded past the tokenizer
 // (Qwen3: 151,936 rows, 151,669 tokens), and a token no codec can decode would be rejected by
