@@ -176,6 +176,9 @@ std::string rejection_in_words(const std::string& reason) {
       {"bad_seed", "its sampling seed is not the lease's"},
       {"rollout_id_taken", "its id was used by another worker"},
       {"quarantined", "this worker is quarantined"},
+      {"lease_revoked",
+       "its lease was taken back: nothing was submitted on it for too long, so its group went to "
+       "another worker"},
   };
   const auto it = words.find(reason);
   return it == words.end() ? reason : it->second;

@@ -114,6 +114,7 @@ TEST(ProgressReport, AFullDiskIsToldOnceWithWhatToDo) {
 
 TEST(FailureAdvice, RejectionReasonsReadAsWords) {
   EXPECT_EQ(rejection_in_words("group_full"), "its group already had enough rollouts");
+  EXPECT_NE(rejection_in_words("lease_revoked").find("taken back"), std::string::npos);
   EXPECT_EQ(rejection_in_words("something_new"), "something_new");
 }
 
