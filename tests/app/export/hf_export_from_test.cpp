@@ -70,6 +70,7 @@ class RunExport : public ::testing::Test {
     c.run_dir = run_dir.string();
     c.model_dir = model.string();
     c.data_dir = tmp.file("data");
+    c.task = "search";
     c.hub.join_token = "token";
     c.hub.sampling.temperature = 0.7f;
     c.hub.sampling.top_p = 0.9f;

@@ -9,7 +9,7 @@ namespace stoa::run {
 namespace {
 
 std::string config_text(const std::string& hub_extra, const std::string& verify = "") {
-  return "[run]\nmodel = \"m\"\ndata = \"d\"\n[hub]\njoin_token = \"t\"\n" + hub_extra +
+  return "[run]\nmodel = \"m\"\ndata = \"d\"\ntask = \"search\"\n[hub]\njoin_token = \"t\"\n" + hub_extra +
          (verify.empty() ? "" : "[verify]\n" + verify);
 }
 
