@@ -2,7 +2,8 @@
 // command channel always), NCCL for CUDA tensors when libtorch was built with it. Debian's
 // libtorch 1.13 exports ProcessGroupGloo and TCPStore; its Gloo group has no usable
 // reduce_scatter or _allgather_base, so the trainer composes ZeRO-1 from all-reduce and
-// broadcast (docs/design/distributed-trainer.md).
+// broadcast (docs/design/distributed-trainer.md). What differs in libtorch 2.x (groups are
+// c10d::Backend implementations; TCPStore's libuv default) is named in torch_compat.h.
 #include "train/communicator.h"
 
 #include <chrono>
@@ -17,6 +18,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "train/torch_compat.h"
 
 namespace stoa::train {
 namespace {
@@ -111,11 +113,9 @@ RendezvousOptions rendezvous_from_env() {
 
 struct Communicator::Groups {
   c10::intrusive_ptr<c10d::Store> store;
-  c10::intrusive_ptr<c10d::ProcessGroup> gloo;
-  c10::intrusive_ptr<c10d::ProcessGroup> nccl;  // CUDA tensors, when built with NCCL
-  c10d::ProcessGroup& group_for(const torch::Tensor& t) {
-    return nccl && t.is_cuda() ? *nccl : *gloo;
-  }
+  c10::intrusive_ptr<CollectiveGroup> gloo;
+  c10::intrusive_ptr<CollectiveGroup> nccl;  // CUDA tensors, when built with NCCL
+  CollectiveGroup& group_for(const torch::Tensor& t) { return nccl && t.is_cuda() ? *nccl : *gloo; }
 };
 
 Communicator::Communicator(const RendezvousOptions& options)
@@ -127,6 +127,7 @@ Communicator::Communicator(const RendezvousOptions& options)
     store.isServer = options_.rank == 0 && !options_.agent_store;
     store.waitWorkers = false;
     store.timeout = to_ms(options_.timeout_s);
+    use_classic_tcp_store(store);
     groups_->store = c10::make_intrusive<c10d::TCPStore>(options_.master_addr, store);
     auto gloo_options = c10d::ProcessGroupGloo::Options::create(to_ms(options_.timeout_s));
     gloo_options->devices.push_back(gloo_device(options_.master_addr));
@@ -252,6 +253,7 @@ RendezvousServer::RendezvousServer(int world_size, double timeout_s)
   o.numWorkers = static_cast<std::size_t>(world_size);
   o.waitWorkers = false;
   o.timeout = to_ms(timeout_s);
+  use_classic_tcp_store(o);
   try {
     impl_->store = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", o);
   } catch (const std::exception& e) {

@@ -16,15 +16,12 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "model/config.h"
+#include "train/torch_compat.h"
 #include "train/trainer_impl.h"
 #include "train/wire.h"
 
 namespace stoa::train {
 namespace {
-
-std::string state_key(const torch::Tensor& p) {
-  return c10::guts::to_string(p.unsafeGetTensorImpl());
-}
 
 // FNV-1a over 64-bit words (then the tail bytes): cheap enough to run over every parameter.
 uint64_t hash_parameters(const std::vector<torch::Tensor>& params) {
@@ -119,7 +116,7 @@ void Trainer::Impl::exchange_state() {
   torch::Tensor steps = torch::zeros({static_cast<int64_t>(count)}, torch::kInt64);
   if (ranks->leader()) {
     for (size_t i = 0; i < count; ++i) {
-      auto it = optimizer->state().find(state_key(trainable[i]));
+      auto it = optimizer->state().find(optimizer_state_key(trainable[i]));
       if (it == optimizer->state().end()) continue;
       steps[static_cast<int64_t>(i)] =
           static_cast<torch::optim::AdamWParamState&>(*it->second).step() + 1;
@@ -130,8 +127,8 @@ void Trainer::Impl::exchange_state() {
   for (size_t i = 0; i < count; ++i) {
     if (steps[static_cast<int64_t>(i)].item<int64_t>() == 0) continue;
     if (ranks->leader()) {
-      auto& st =
-          static_cast<torch::optim::AdamWParamState&>(*optimizer->state()[state_key(trainable[i])]);
+      auto& st = static_cast<torch::optim::AdamWParamState&>(
+          *optimizer->state()[optimizer_state_key(trainable[i])]);
       moments.push_back(st.exp_avg().contiguous());
       moments.push_back(st.exp_avg_sq().contiguous());
     } else {
@@ -154,7 +151,7 @@ void Trainer::Impl::exchange_state() {
       st->step(s - 1);
       st->exp_avg(moments[at].detach().clone());
       st->exp_avg_sq(moments[at + 1].detach().clone());
-      sharded->state()[state_key(trainable[i])] = std::move(st);
+      sharded->state()[optimizer_state_key(trainable[i])] = std::move(st);
     }
     at += 2;
   }
@@ -232,7 +229,7 @@ std::unique_ptr<torch::optim::AdamW> Trainer::Impl::gather_optimizer() {
   torch::Tensor steps = torch::zeros({static_cast<int64_t>(count)}, torch::kInt64);
   for (size_t i = 0; i < count; ++i) {
     if (owner[i] != ranks->rank()) continue;
-    auto it = optimizer->state().find(state_key(trainable[i]));
+    auto it = optimizer->state().find(optimizer_state_key(trainable[i]));
     if (it != optimizer->state().end()) {
       steps[static_cast<int64_t>(i)] =
           static_cast<torch::optim::AdamWParamState&>(*it->second).step() + 1;
@@ -246,7 +243,7 @@ std::unique_ptr<torch::optim::AdamW> Trainer::Impl::gather_optimizer() {
       if (owner[i] != r || steps[static_cast<int64_t>(i)].item<int64_t>() == 0) continue;
       if (r == ranks->rank()) {
         auto& st = static_cast<torch::optim::AdamWParamState&>(
-            *optimizer->state()[state_key(trainable[i])]);
+            *optimizer->state()[optimizer_state_key(trainable[i])]);
         exp_avg[i] = st.exp_avg();
         exp_avg_sq[i] = st.exp_avg_sq();
       } else {
@@ -271,7 +268,7 @@ std::unique_ptr<torch::optim::AdamW> Trainer::Impl::gather_optimizer() {
     st->step(s - 1);
     st->exp_avg(exp_avg[i]);
     st->exp_avg_sq(exp_avg_sq[i]);
-    full->state()[state_key(trainable[i])] = std::move(st);
+    full->state()[optimizer_state_key(trainable[i])] = std::move(st);
   }
   return full;
 }
