@@ -11,7 +11,6 @@
 #include "bench/engine_bench.h"
 
 #include <malloc.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -321,9 +320,7 @@ int run_engine_bench(EngineBenchOptions opts) {
   result["models"] = models;
   // Peak RSS of the model runs (every preset's master f32 weights, GGUF import and engine),
   // taken before the memcpy probe's own buffers.
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  result["peak_rss_bytes"] = static_cast<int64_t>(ru.ru_maxrss) * 1024;
+  result["peak_rss_bytes"] = own_process_memory().hwm_bytes;
   result["memcpy_gbps"] = memcpy_gbps();
   std::printf("%s\n", result.dump(opts.json_out ? -1 : 2).c_str());
   return 0;
