@@ -5,15 +5,14 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "bench/hub_bench_fleet.h"
 #include "core/log.h"
+#include "core/machine.h"
 #include "env/tasks/search/bm25_index.h"
 #include "env/tasks/search/search_task.h"
 #include "env/token_codec.h"
@@ -37,21 +36,6 @@ json latency_summary(std::vector<double> ms) {
     return ms[std::min(i, ms.size() - 1)];
   };
   return {{"count", ms.size()}, {"p50_ms", at(0.5)}, {"p99_ms", at(0.99)}, {"max_ms", ms.back()}};
-}
-
-std::vector<double> load_average() {
-  double load[3] = {-1, -1, -1};
-  getloadavg(load, 3);
-  return {load[0], load[1], load[2]};
-}
-
-uint64_t peak_rss_bytes() {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
-  }
-  return 0;
 }
 
 // 1000 workers hold two connections each on both ends of loopback: well over the default 1024
@@ -194,7 +178,7 @@ json run_once(const HubBenchOptions& o, int hoarders) {
   double wall = std::chrono::duration<double>(Clock::now() - t0).count();
   double cpu = server.cpu_seconds() - cpu0;
   auto stats = server.stats();
-  auto load = load_average();
+  auto load = load_averages();
   const auto ledger1 = hub.counters();
   auto delta = [&](const char* key) { return ledger1.at(key) - ledger0.at(key); };
   // The group commit during the measured phase: transactions (one fsync each) and writes.
@@ -236,7 +220,7 @@ json run_once(const HubBenchOptions& o, int hoarders) {
                  {"slow_clients_cut", r.slow_dropped},
                  {"hub_cpu_seconds", cpu},
                  {"hub_cpu_fraction", cpu / wall},
-                 {"peak_rss_bytes", peak_rss_bytes()},
+                 {"peak_rss_bytes", own_process_memory().hwm_bytes},
                  {"connections_at_end", stats.connections},
                  {"parked_at_end", stats.parked},
                  {"timed_out_connections", stats.timed_out},
@@ -300,7 +284,7 @@ int run_hub_bench(const HubBenchOptions& o) {
                  {"honest_throughput_ratio", a > 0 ? c / a : 0.0},
                  {"alone", alone},
                  {"with_hoarders", crowded},
-                 {"load_average", load_average()}};
+                 {"load_average", load_averages()}};
   if (o.json) {
     std::printf("%s\n", report.dump(2).c_str());
   } else {

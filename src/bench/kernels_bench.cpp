@@ -12,8 +12,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <ctime>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/machine.h"
 #include "core/rng.h"
 #include "core/thread_pool.h"
 #include "kernels/matmul_int8.h"
@@ -34,12 +33,6 @@ constexpr size_t kColdBytes = size_t{256} << 20;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-double process_cpu_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
 // CPU seconds (all threads of this process) per call of the last time_per_call: on a machine
@@ -61,17 +54,6 @@ double time_per_call(double min_seconds, Fn&& fn) {
   } while (elapsed < min_seconds);
   g_cpu_per_call = (process_cpu_seconds() - cpu_start) / static_cast<double>(calls);
   return elapsed / static_cast<double>(calls);
-}
-
-std::string cpu_name() {
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("model name", 0) == 0) {
-      auto colon = line.find(':');
-      if (colon != std::string::npos) return line.substr(colon + 2);
-    }
-  }
-  return "unknown";
 }
 
 // memcpy of a buffer far larger than the caches, split over the pool: bytes copied per second
@@ -162,7 +144,7 @@ int run_kernels_bench(const KernelsBenchOptions& opts) {
   const int max_batch = *std::max_element(opts.batches.begin(), opts.batches.end());
 
   nlohmann::json out;
-  out["cpu"] = cpu_name();
+  out["cpu"] = cpu_model_name();
   out["best_target"] = kernels::target_name(kernels::active_target());
   out["cache"] = opts.hot ? "hot" : "cold";
   out["memory"] = nlohmann::json::object();

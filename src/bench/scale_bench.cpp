@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -22,6 +23,7 @@
 #include "bench/scale_version.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/process.h"
 #include "env/tasks/search/bm25_index.h"
 #include "env/tasks/search/search_task.h"
 #include "env/token_codec.h"
@@ -149,7 +151,7 @@ int run_scale_bench(const ScaleBenchOptions& o) {
       if (remove) fs::remove_all(dir, ec);
     }
   } remove_dir{dir, !o.keep};
-  const std::string self = self_binary();
+  const std::string self = self_executable();
   const auto timeout = std::chrono::seconds(static_cast<int64_t>(o.timeout_s));
 
   // ---- make_model: `stoa model init --dtype q8_0` in a child ----
@@ -273,6 +275,7 @@ int run_scale_bench(const ScaleBenchOptions& o) {
                                                                      "scale-bench",
                                                                      "--seed",
                                                                      "1"},
+                                            (dir / "worker.log").string(),
                                             [&](const std::string& line) { wlog.line(line); });
     wlog.set_pid(worker->pid());
     sampler = std::make_unique<RssSampler>(worker->pid(), std::chrono::milliseconds(20));
@@ -349,8 +352,7 @@ int run_scale_bench(const ScaleBenchOptions& o) {
              "stoa bench scale: the download through the proxy does not hash to the anchor");
   net::remove_spool(spool);
 
-  double load[3] = {-1, -1, -1};
-  getloadavg(load, 3);
+  const std::array<double, 3> load = load_averages();
   const double changed_fraction =
       static_cast<double>(version.stats.changed) / static_cast<double>(version.stats.values);
   json report = {{"preset", o.preset},

@@ -1,28 +1,17 @@
 #include "bench/scale_process.h"
 
+#include <fcntl.h>
 #include <signal.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
-#include <cstring>
 #include <fstream>
+#include <optional>
 
-#include "core/error.h"
+#include "core/process_run.h"
 
 namespace stoa::bench {
-
-ProcessMemory read_process_memory(pid_t pid) {
-  ProcessMemory m;
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) m.rss_bytes = std::stoull(line.substr(6)) * 1024;
-    if (line.rfind("VmHWM:", 0) == 0) m.hwm_bytes = std::stoull(line.substr(6)) * 1024;
-  }
-  return m;
-}
 
 bool process_alive(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/status");
@@ -33,39 +22,30 @@ bool process_alive(pid_t pid) {
   return false;
 }
 
-std::string self_binary() {
-  std::vector<char> buffer(4096);
-  const ssize_t n = ::readlink("/proc/self/exe", buffer.data(), buffer.size() - 1);
-  STOA_CHECK(n > 0, ErrorKind::kIo, "cannot read /proc/self/exe: ", std::strerror(errno));
-  return std::string(buffer.data(), static_cast<size_t>(n));
+ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::string& log_path,
+                           LineHandler on_line) {
+  ProcessOptions options;
+  options.out = OutputTarget::file(log_path, /*truncate=*/true);
+  options.err = OutputTarget::same_as_stdout();
+  options.die_with_parent = true;
+  start_ = std::chrono::steady_clock::now();
+  process_ = Process::start(argv, options);  // the log file exists once this returns
+  pid_ = process_.pid();
+  follower_ =
+      std::thread([this, log_path, on_line = std::move(on_line)] { follow(log_path, on_line); });
 }
 
-ChildProcess::ChildProcess(const std::vector<std::string>& argv, LineHandler on_line) {
-  STOA_CHECK(!argv.empty(), ErrorKind::kInvalidArgument, "child process: empty command");
-  int fds[2];
-  STOA_CHECK(::pipe(fds) == 0, ErrorKind::kIo, "pipe: ", std::strerror(errno));
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  start_ = std::chrono::steady_clock::now();
-  pid_ = ::fork();
-  STOA_CHECK(pid_ >= 0, ErrorKind::kIo, "fork: ", std::strerror(errno));
-  if (pid_ == 0) {
-    ::dup2(fds[1], 1);
-    ::dup2(fds[1], 2);
-    ::close(fds[0]);
-    ::close(fds[1]);
-    ::execv(args[0], args.data());
-    std::fprintf(stderr, "exec %s: %s\n", args[0], std::strerror(errno));
-    ::_exit(127);
-  }
-  ::close(fds[1]);
-  pipe_fd_ = fds[0];
-  reader_ = std::thread([this, on_line = std::move(on_line)] {
-    std::string pending;
-    char buffer[4096];
+// Reads what the child has written so far, line by line; at the end of the file it waits a
+// little and reads again, until the child has been reaped (then once more: the last lines).
+void ChildProcess::follow(const std::string& log_path, LineHandler on_line) {
+  const int fd = ::open(log_path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  std::string pending;
+  char buffer[4096];
+  for (;;) {
+    const bool last_pass = reaped_.load();
     for (;;) {
-      const ssize_t n = ::read(pipe_fd_, buffer, sizeof buffer);
+      const ssize_t n = ::read(fd, buffer, sizeof buffer);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) break;
       pending.append(buffer, static_cast<size_t>(n));
@@ -74,58 +54,51 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv, LineHandler on_
         pending.erase(0, nl + 1);
       }
     }
-    if (!pending.empty() && on_line) on_line(pending);
-  });
+    if (last_pass) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (!pending.empty() && on_line) on_line(pending);
+  ::close(fd);
 }
 
 ChildProcess::~ChildProcess() {
-  if (!reaped_ && pid_ > 0) {
-    ::kill(pid_, SIGKILL);
-    wait(std::chrono::seconds(30));
-  }
-  if (reader_.joinable()) reader_.join();
-  if (pipe_fd_ >= 0) ::close(pipe_fd_);
+  if (!reaped_) wait(std::chrono::seconds(0));
 }
 
 void ChildProcess::signal(int sig) {
-  if (!reaped_ && pid_ > 0) ::kill(pid_, sig);
+  if (!reaped_) process_.signal(sig);
 }
 
 ChildResult ChildProcess::wait(std::chrono::seconds timeout) {
   if (reaped_) return result_;
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  int status = 0;
-  rusage usage{};
-  for (;;) {
-    const pid_t r = ::wait4(pid_, &status, WNOHANG, &usage);
-    if (r == pid_) break;
-    if (r < 0 && errno != EINTR) break;
-    if (std::chrono::steady_clock::now() > deadline) {
-      ::kill(pid_, SIGKILL);
-      ::wait4(pid_, &status, 0, &usage);
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  std::optional<int> code = process_.wait_for(timeout);
+  if (!code) {
+    process_.signal(SIGKILL);
+    code = process_.wait();
   }
-  reaped_ = true;
   result_.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  result_.max_rss_bytes = static_cast<uint64_t>(usage.ru_maxrss) * 1024;
-  result_.exit_status = WIFEXITED(status)     ? WEXITSTATUS(status)
-                        : WIFSIGNALED(status) ? 128 + WTERMSIG(status)
-                                              : -1;
-  if (reader_.joinable()) reader_.join();
+  result_.max_rss_bytes = static_cast<uint64_t>(process_.peak_rss_bytes());
+  result_.exit_status = *code;
+  reaped_ = true;
+  if (follower_.joinable()) follower_.join();
   return result_;
 }
 
 ChildResult run_child(const std::vector<std::string>& argv, std::string* log,
                       std::chrono::seconds timeout) {
-  std::mutex mutex;
-  ChildProcess child(argv, [&](const std::string& line) {
-    std::lock_guard lock(mutex);
-    if (log && log->size() < (1u << 20)) *log += line + "\n";
-  });
-  return child.wait(timeout);
+  ProcessOptions options;
+  options.out = OutputTarget::capture();
+  options.err = OutputTarget::same_as_stdout();
+  options.die_with_parent = true;
+  const auto start = std::chrono::steady_clock::now();
+  const RunResult run = run_process(argv, options, timeout, std::chrono::milliseconds(0));
+  ChildResult result;
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.max_rss_bytes = static_cast<uint64_t>(run.peak_rss_bytes);
+  result.exit_status = run.status.code;
+  if (log) *log += run.out.substr(0, size_t{1} << 20);
+  return result;
 }
 
 RssSampler::RssSampler(pid_t pid, std::chrono::milliseconds interval) : pid_(pid) {

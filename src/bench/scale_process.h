@@ -1,7 +1,10 @@
 // Child processes for `stoa bench scale`: each measured step runs as its own process (the
-// model maker, the worker), so its peak RSS is its own and not the bench's. A child's memory is
-// read from /proc/<pid>/status while it runs (VmRSS now, VmHWM its peak so far) and from
-// wait4's rusage when it ends.
+// model maker, the worker), so its peak RSS is its own and not the bench's. The children are
+// started by core/process.h (the one spawner); this file adds what the bench needs on top: a
+// child's log lines as they come (the worker says when it generates with each version), a
+// sampler of its VmRSS between phases, and the result as the bench reports it. A child's
+// memory is read from /proc/<pid>/status while it runs (core/machine.h) and from wait4's rusage
+// when it ends.
 #pragma once
 #include <sys/types.h>
 
@@ -14,15 +17,13 @@
 #include <thread>
 #include <vector>
 
+#include "core/machine.h"
+#include "core/process.h"
+
 namespace stoa::bench {
 
-struct ProcessMemory {
-  uint64_t rss_bytes = 0;  // VmRSS
-  uint64_t hwm_bytes = 0;  // VmHWM: the peak RSS so far
-};
-// Zeros when the process is gone.
-ProcessMemory read_process_memory(pid_t pid);
-// False once the process has exited (a zombie not yet reaped counts as exited).
+// False once the process has exited (a zombie not yet reaped counts as exited). Reads /proc and
+// never reaps, so another thread may ask while the owner waits.
 bool process_alive(pid_t pid);
 
 struct ChildResult {
@@ -31,30 +32,35 @@ struct ChildResult {
   double seconds = 0;
 };
 
-// A running child whose stderr (and stdout) lines are handed to `on_line` by a reader thread.
+// A running child whose stdout and stderr go to `log_path` (truncated first); a thread follows
+// that file and hands each complete line to `on_line` as it is written. The child dies with the
+// bench (PR_SET_PDEATHSIG): start it from the main thread.
 class ChildProcess {
  public:
   using LineHandler = std::function<void(const std::string& line)>;
-  ChildProcess(const std::vector<std::string>& argv, LineHandler on_line);
+  ChildProcess(const std::vector<std::string>& argv, const std::string& log_path,
+               LineHandler on_line);
   ~ChildProcess();  // kills and reaps a child still running
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;
 
   pid_t pid() const { return pid_; }
   void signal(int sig);
-  // Waits up to `timeout` (then SIGKILL) and reaps.
+  // Waits up to `timeout` (then SIGKILL) and reaps; every line of the log has been handed on
+  // when it returns.
   ChildResult wait(std::chrono::seconds timeout);
 
  private:
+  void follow(const std::string& log_path, LineHandler on_line);
+  Process process_;
   pid_t pid_ = -1;
-  int pipe_fd_ = -1;
   std::chrono::steady_clock::time_point start_;
-  std::thread reader_;
-  bool reaped_ = false;
+  std::atomic<bool> reaped_{false};
+  std::thread follower_;
   ChildResult result_;
 };
 
-// Runs a child to completion, its output appended to `log` (capped).
+// Runs a child to completion, its output (stdout and stderr) appended to `log` (capped at 1 MiB).
 ChildResult run_child(const std::vector<std::string>& argv, std::string* log,
                       std::chrono::seconds timeout);
 
@@ -74,8 +80,5 @@ class RssSampler {
   uint64_t peak_ = 0;
   std::thread thread_;
 };
-
-// This binary's path (/proc/self/exe), to start its own subcommands.
-std::string self_binary();
 
 }  // namespace stoa::bench

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <memory>
@@ -15,6 +14,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/machine.h"
 #include "env/tasks/search/bm25_index.h"
 #include "env/tasks/search/papersearchqa_mini.h"
 #include "env/tasks/search/retrieval_client.h"
@@ -38,12 +38,6 @@ nlohmann::json latency_summary(std::vector<double> ms) {
           {"p50_ms", at(0.5)},
           {"p99_ms", at(0.99)},
           {"max_ms", ms.back()}};
-}
-
-// Other work on the machine inflates wall-clock figures; the report says how busy it was.
-double load_average() {
-  double load[1] = {0};
-  return getloadavg(load, 1) == 1 ? load[0] : -1;
 }
 
 double thread_cpu_ms() {
@@ -142,7 +136,7 @@ int run_search_bench(const SearchBenchOptions& opts) {
        {{"question_text", env::recall_at_k(index, questions, gold_q, 3).recall()},
         {"best_query", env::recall_at_k(index, best, gold_q, 3).recall()}}},
       {"threads", 1},
-      {"load_average_1m", load_average()},
+      {"load_average_1m", load_average_1m()},
   };
   if (temporary && !opts.keep) std::filesystem::remove_all(dir);
   if (opts.json) {

@@ -1,7 +1,8 @@
 // `--task-option KEY=VALUE` (repeatable) and its two shorthands for the search task, `--index DIR`
 // and `--search-url URL`, for the commands that build the run's task on their own machine (`stoa
 // work`, `stoa validate`): the hub names the task and sends the run's options; these say where
-// this machine's tools are (env::TaskKeys::local). Header-only: two small commands share it.
+// this machine's tools are (env::TaskKeys::local). `stoa eval` builds the whole task itself, so
+// there any of the task's keys may be given. Header-only: three small commands share it.
 #pragma once
 #include <memory>
 #include <string>
@@ -16,10 +17,11 @@ namespace stoa::cli {
 
 class TaskOptionFlags {
  public:
-  void add_to(CLI::App& app) {
-    app.add_option("--task-option", pairs_,
-                   "KEY=VALUE: an option of the run's task that is this machine's own (where "
-                   "its tools are); repeatable");
+  static constexpr const char* kLocalOptionHelp =
+      "KEY=VALUE: an option of the run's task that is this machine's own (where its tools are); "
+      "repeatable";
+  void add_to(CLI::App& app, const std::string& option_help = kLocalOptionHelp) {
+    app.add_option("--task-option", pairs_, option_help);
     app.add_option("--index", index_, "search task: local search index directory");
     app.add_option("--search-url", search_url_, "search task: retrieval server URL");
   }

@@ -9,10 +9,10 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <random>
 #include <thread>
 
 #include "core/error.h"
+#include "core/rng.h"
 
 namespace stoa::net {
 namespace {
@@ -118,7 +118,9 @@ DownloadStats download_to_spool(HttpClient& http, const std::string& path,
   uint64_t total = 0;
   const Clock::time_point started = Clock::now();
   Clock::time_point last_report = started - options.progress_interval;
-  std::mt19937_64 jitter{std::random_device{}()};
+  // Jitter differs between machines (from the OS), so a hub restart does not bring every
+  // worker back in the same millisecond.
+  Rng jitter(os_entropy(), 0);
   int idle_attempts = 0;
 
   auto report = [&](bool force) {
@@ -243,8 +245,7 @@ DownloadStats download_to_spool(HttpClient& http, const std::string& path,
                spool.size(), " bytes kept in ", spool_path);
     const int64_t cap = std::min<int64_t>(
         options.backoff_max.count(), options.backoff_base.count() << std::min(idle_attempts, 16));
-    const auto wait = std::chrono::milliseconds(
-        std::uniform_int_distribution<int64_t>(0, std::max<int64_t>(cap, 0))(jitter));
+    const auto wait = std::chrono::milliseconds(jitter.range(0, std::max<int64_t>(cap, 0)));
     for (auto until = Clock::now() + wait; Clock::now() < until && !http.cancelled();)
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }

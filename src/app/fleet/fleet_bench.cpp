@@ -22,14 +22,15 @@
 //     log line, rollouts from the hub's /v1/status counters at the end of the window.
 #include "app/fleet/fleet_bench.h"
 
+#include <array>
 #include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <sstream>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -42,6 +43,7 @@
 #include "app/fleet/version_observer.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/machine.h"
 #include "net/http_client.h"
 #include "net/hub_client.h"
 #include "roles/run/run_config.h"
@@ -61,13 +63,6 @@ constexpr const char* kToken = "fleet-bench";
 std::atomic<bool> g_interrupted{false};
 void interrupt_bench_fleet(int) {
   g_interrupted = true;
-}
-
-std::vector<double> load_average() {
-  std::ifstream in("/proc/loadavg");
-  double a = 0, b = 0, c = 0;
-  in >> a >> b >> c;
-  return {a, b, c};
 }
 
 void check_interrupt() {
@@ -371,7 +366,7 @@ int run_fleet_bench(const FleetBenchOptions& o) {
   std::signal(SIGINT, interrupt_bench_fleet);
   std::signal(SIGTERM, interrupt_bench_fleet);
 
-  const std::vector<double> load_start = load_average();
+  const std::array<double, 3> load_start = load_averages();
   const fleet::Assets assets =
       fleet::prepare_assets(o, exe, o.assets.empty() ? base + "/assets" : o.assets, g_interrupted);
 
@@ -410,7 +405,7 @@ int run_fleet_bench(const FleetBenchOptions& o) {
   }
   links.reset();
   out["configs"] = results;
-  out["load_average_end"] = load_average();
+  out["load_average_end"] = load_averages();
   if (!o.keep && o.dir.empty()) fs::remove_all(base);
 
   if (o.json_out) {

@@ -1,5 +1,6 @@
-// `stoa eval` through the real binary: a tiny random model (byte-level codec), a small generated
-// PaperSearchQA-mini with its BM25 index, full multi-turn episodes on the engine.
+// `stoa eval` (app/eval) through the real binary: a tiny random model (byte-level codec), a small
+// generated PaperSearchQA-mini with its BM25 index, full multi-turn episodes on the engine; and
+// the task options evaluate() builds.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "app/eval/eval.h"
 #include "support/stoa_cli.h"
 
 namespace {
@@ -69,6 +71,35 @@ TEST_F(EvalCli, SummaryAndBatchInvariance) {
   EXPECT_EQ(q["questions"], 6);
 }
 
+// The task comes from the registry by name with its options; search's default index is
+// <data>/index, so naming it (or the task) explicitly changes nothing.
+TEST_F(EvalCli, TaskFromTheRegistry) {
+  auto implicit = eval("--batch 2");
+  EXPECT_EQ(implicit["task"], "search");
+  auto named = eval("--batch 2 --task search --task-option topk=3 --task-option index=" +
+                    (*dir / "data" / "index").string());
+  EXPECT_EQ(named["pass1"], implicit["pass1"]);
+  EXPECT_EQ(named["tokens_generated"], implicit["tokens_generated"]);
+  auto shorthand = eval("--batch 2 --index " + (*dir / "data" / "index").string());
+  EXPECT_EQ(shorthand["tokens_generated"], implicit["tokens_generated"]);
+}
+
+TEST_F(EvalCli, BadTaskIsAClearError) {
+  const std::string base =
+      "eval --model " + (*dir / "model").string() + " --data " + (*dir / "data").string() + " ";
+  // An unknown task names the ones the build knows.
+  EXPECT_NE(run(base + "--task nope"), 0);
+  EXPECT_NE(read_text(*dir / "err.txt").find("search"), std::string::npos)
+      << read_text(*dir / "err.txt");
+  // A misspelt option never falls back to a default.
+  EXPECT_NE(run(base + "--task-option topck=3"), 0);
+  EXPECT_NE(read_text(*dir / "err.txt").find("topck"), std::string::npos)
+      << read_text(*dir / "err.txt");
+  EXPECT_NE(run(base + "--task-option topk"), 0);
+  EXPECT_NE(read_text(*dir / "err.txt").find("KEY=VALUE"), std::string::npos)
+      << read_text(*dir / "err.txt");
+}
+
 TEST_F(EvalCli, BadInputIsAClearError) {
   EXPECT_NE(run("eval --model " + (*dir / "model").string() + " --data " +
                 (*dir / "data").string() + " --split nope"),
@@ -81,6 +112,21 @@ TEST_F(EvalCli, BadInputIsAClearError) {
   EXPECT_NE(run("eval --model " + (*dir / "model").string() + " --data " +
                 (*dir / "data").string() + " --batch 0"),
             0);
+}
+
+// search's default index is the dataset's; a server, an explicit index or another task is
+// left as given.
+TEST(EvalTaskOptions, SearchDefaultsToTheDatasetIndex) {
+  stoa::app::EvalOptions o;
+  o.data = "/d";
+  EXPECT_EQ(stoa::app::eval_task_options(o).get("index"), "/d/index");
+  o.task_options.set("search_url", "http://127.0.0.1:1");
+  EXPECT_FALSE(stoa::app::eval_task_options(o).has("index"));
+  o.task_options = {{"index", "/elsewhere"}};
+  EXPECT_EQ(stoa::app::eval_task_options(o).get("index"), "/elsewhere");
+  o.task = "http";
+  o.task_options = {};
+  EXPECT_TRUE(stoa::app::eval_task_options(o).empty());
 }
 
 }  // namespace
