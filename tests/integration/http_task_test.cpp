@@ -9,14 +9,12 @@
 #include <thread>
 
 #include "integration/cluster.h"
+#include "support/source_dir.h"
 
 namespace stoa::integration {
 namespace {
 
-fs::path source_dir() {
-  const char* dir = std::getenv("STOA_SOURCE_DIR");
-  return dir ? fs::path(dir) : fs::path(__FILE__).parent_path().parent_path().parent_path();
-}
+using test::source_dir;
 
 // `python3 envs/arithmetic/arithmetic_env.py ARGS...` as a child of this test.
 std::unique_ptr<stoa::Process> python_env(const std::vector<std::string>& args,

@@ -16,18 +16,14 @@
 
 #include "env/tasks/builtin_tasks.h"
 #include "roles/run/run_config.h"
+#include "support/source_dir.h"
 
 namespace stoa::run {
 namespace {
 
 namespace fs = std::filesystem;
 
-fs::path source_dir() {
-  // CTest sets it; run by hand, the tree this file is in (tests/roles/run/ → the root).
-  const char* dir = std::getenv("STOA_SOURCE_DIR");
-  return dir ? fs::path(dir)
-             : fs::path(__FILE__).parent_path().parent_path().parent_path().parent_path();
-}
+using test::source_dir;
 
 std::string read_file(const fs::path& path) {
   std::ifstream in(path);

@@ -19,22 +19,14 @@
 #include "env/episode.h"
 #include "env/tasks/builtin_tasks.h"
 #include "env/token_codec.h"
+#include "support/source_dir.h"
 
 namespace stoa::env {
 namespace {
 
 namespace fs = std::filesystem;
 
-fs::path source_dir() {
-  const char* dir = std::getenv("STOA_SOURCE_DIR");
-  return dir ? fs::path(dir)
-             : fs::path(__FILE__)
-                   .parent_path()
-                   .parent_path()
-                   .parent_path()
-                   .parent_path()
-                   .parent_path();
-}
+using test::source_dir;
 
 ProcessOptions quiet_stdout() {
   ProcessOptions o;
