@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "model/chat_template.h"
 #include "model/temp_dir.h"
+#include "support/error_of.h"
 
 namespace stoa {
 namespace {
@@ -22,16 +23,7 @@ ordered_json user(const std::string& content) {
   return ordered_json::array({{{"role", "user"}, {"content", content}}});
 }
 
-template <typename F>
-Error error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "no stoa::Error thrown";
-  return Error(ErrorKind::kInternal, "");
-}
+using test::error_of;
 
 TEST(ChatTemplate, DemoTokenizerRendersTodaysChatMl) {
   std::string dir = std::string(std::getenv("STOA_SOURCE_DIR")) + "/assets/warm-start";

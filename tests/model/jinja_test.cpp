@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "model/jinja/template.h"
+#include "support/error_of.h"
 
 namespace stoa::jinja {
 namespace {
@@ -13,17 +14,7 @@ std::string render(const std::string& text, Dict vars = {}) {
   return Template::parse(text, "test.jinja").render(vars);
 }
 
-// The stoa::Error a call throws (fails the test when it throws none).
-template <typename F>
-Error error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "no stoa::Error thrown";
-  return Error(ErrorKind::kInternal, "");
-}
+using test::error_of;
 
 Error parse_error(const std::string& text) {
   return error_of([&] { Template::parse(text, "bad.jinja"); });

@@ -22,14 +22,9 @@ namespace stoa::pulse {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::masters_of;
 using testing::same_bytes;
 using testing::TempDir;
-
-MasterStream masters_of(const ModelWeights& w) {
-  return [&w](const MasterSink& take) {
-    for (const auto& [name, t] : w.tensors) take(name, t.shape(), t.as<const float>());
-  };
-}
 
 // One optimiser step: N(0, 1e-4) on every weight (some int8 values move, a few groups re-scale).
 void step(ModelWeights& w, std::mt19937_64& rng) {

@@ -24,14 +24,8 @@ namespace {
 namespace fs = std::filesystem;
 using testing::same_bytes;
 
+using testing::masters_of;
 using testing::TempDir;
-
-// What the trainer hands the publisher (Trainer::for_each_weight): every master, in name order.
-MasterStream masters_of(const ModelWeights& w) {
-  return [&w](const MasterSink& take) {
-    for (const auto& [name, t] : w.tensors) take(name, t.shape(), t.as<const float>());
-  };
-}
 
 // One optimiser step's worth of change: N(0, 1e-4) on every weight; every 3rd version the first
 // group of every matrix triples (re-scaled groups).

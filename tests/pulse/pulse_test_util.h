@@ -13,6 +13,7 @@
 #include "model/weights.h"
 #include "pulse/int8_state.h"
 #include "pulse/model_view.h"
+#include "pulse/publisher.h"
 #include "pulse/quantizer.h"
 
 namespace stoa::pulse::testing {
@@ -123,6 +124,13 @@ inline Int8State synthetic_step(const Int8State& from, uint32_t one_in = 200, ui
   }
   to.set_version(from.version() + 1);
   return to;
+}
+
+// What the trainer hands the publisher (Trainer::for_each_weight): every master, in name order.
+inline MasterStream masters_of(const ModelWeights& w) {
+  return [&w](const MasterSink& take) {
+    for (const auto& [name, t] : w.tensors) take(name, t.shape(), t.as<const float>());
+  };
 }
 
 }  // namespace stoa::pulse::testing
