@@ -32,8 +32,10 @@ hub::Ledger open_ledger(const TokenOptions& o) {
 }
 
 int add(const TokenOptions& o) {
-  STOA_CHECK(o.scope == "work" || o.scope == "operator", ErrorKind::kInvalidArgument,
-             "stoa hub token add: --scope is work or operator, not '", o.scope, "'");
+  STOA_CHECK(
+      o.scope == "work" || o.scope == "operator" || o.scope == "validate" || o.scope == "train",
+      ErrorKind::kInvalidArgument,
+      "stoa hub token add: --scope is work, operator, validate or train, not '", o.scope, "'");
   auto ledger = open_ledger(o);
   for (const auto& row : ledger.join_tokens()) {
     STOA_CHECK(row.name != o.name, ErrorKind::kInvalidArgument,
@@ -71,7 +73,8 @@ CommandRegistration add_reg(
       auto o = std::make_shared<TokenOptions>();
       app.add_option("name", o->name, "token name")->required();
       app.add_option("--run-dir", o->run_dir, "the run's directory")->required();
-      app.add_option("--scope", o->scope, "work or operator")->capture_default_str();
+      app.add_option("--scope", o->scope, "work, operator, validate or train")
+          ->capture_default_str();
       return [o] { return add(*o); };
     });
 CommandRegistration list_reg(

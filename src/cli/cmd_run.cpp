@@ -1,11 +1,14 @@
 // `stoa run --config run.toml`: the hub and the trainer in one process
-// (roles/run/hub_and_trainer.h).
+// (roles/run/hub_and_trainer.h); `stoa hub --config run.toml`: the hub alone, for a trainer that
+// dials in with `stoa train --config run.toml --hub STRING` (roles/run/split_run.h).
 #include <cstdint>
 #include <memory>
 #include <string>
 
 #include "cli/command.h"
+#include "core/error.h"
 #include "roles/run/hub_and_trainer.h"
+#include "roles/run/split_run.h"
 
 namespace stoa::cli {
 namespace {
@@ -25,6 +28,21 @@ CommandRegistration run_cmd("run", "Hub + asynchronous DPPO trainer from a TOML 
                               return
                                   [o] { return run::run_hub_and_trainer(o->config, o->max_steps); };
                             });
+
+CommandRegistration hub_cmd(
+    "hub",
+    "The hub of a run config alone (workers, validators and a trainer that dials in with "
+    "`stoa train --hub`); `stoa hub token ...` manages its join tokens",
+    [](CLI::App& app) {
+      auto o = std::make_shared<Options>();
+      // Not required by the parser: `stoa hub token add` parses this command too.
+      app.add_option("--config", o->config, "run.toml");
+      return [o] {
+        STOA_CHECK(!o->config.empty(), ErrorKind::kInvalidArgument,
+                   "stoa hub: give --config run.toml (or a subcommand: stoa hub token ...)");
+        return run::run_hub_alone(o->config);
+      };
+    });
 
 }  // namespace
 }  // namespace stoa::cli

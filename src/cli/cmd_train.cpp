@@ -15,6 +15,7 @@
 #include "core/log.h"
 #include "core/process.h"
 #include "roles/run/hub_and_trainer.h"
+#include "roles/run/split_run.h"
 #include "train/distributed.h"
 #include "train/trainer.h"
 
@@ -25,6 +26,8 @@ struct Options {
   int nproc = 1;  // local ranks this command starts (data-parallel trainer)
   bool sft = false;
   std::string config;  // RL: the hub + trainer of a run config
+  std::string hub;     // RL with the hub apart: its trainer join string or URL
+  int64_t max_steps = -1;
   app::SftJobOptions job;
 };
 
@@ -126,7 +129,8 @@ int run_train(const Options& o) {
   if (!o.config.empty()) {
     STOA_CHECK(!o.sft, ErrorKind::kInvalidArgument,
                "stoa train: --config (RL: hub + trainer) and --sft are different jobs");
-    return run::run_hub_and_trainer(o.config, -1, ranks);
+    if (!o.hub.empty()) return run::run_trainer_alone(o.config, o.hub, o.max_steps, ranks);
+    return run::run_hub_and_trainer(o.config, o.max_steps, ranks);
   }
   STOA_CHECK(o.sft, ErrorKind::kInvalidArgument,
              "stoa train: give --config run.toml (RL: hub + asynchronous DPPO trainer) or --sft");
@@ -142,6 +146,12 @@ const CommandRegistration registration(
     [](CLI::App& app) {
       auto o = std::make_shared<Options>();
       app.add_option("--config", o->config, "run.toml: RL with the hub (see `stoa run`)");
+      app.add_option("--hub", o->hub,
+                     "With --config: dial out to a hub started apart (`stoa hub --config`): its "
+                     "trainer join string (hub.json \"trainer_join\"), or its URL with [hub] "
+                     "trainer_token");
+      app.add_option("--max-steps", o->max_steps,
+                     "With --config: stop after this many ledger steps (overrides the config)");
       app.add_flag("--sft", o->sft, "Supervised fine-tuning on JSONL transcripts");
       app.add_option("--nproc", o->nproc,
                      "Data-parallel ranks to start on this machine (or run under torchrun's "

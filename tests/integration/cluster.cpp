@@ -1,8 +1,10 @@
 #include "integration/cluster.h"
 
 #include <httplib.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sqlite3.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -149,6 +151,35 @@ std::optional<int> Process::wait(std::chrono::milliseconds timeout) {
   return child_.wait_for(timeout);
 }
 
+int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  socklen_t len = sizeof(a);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    ::close(fd);
+    return 0;
+  }
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+std::vector<std::pair<uint64_t, bool>> weight_switches(const std::string& log, size_t from) {
+  static const std::string key = "generating with version ";
+  std::vector<std::pair<uint64_t, bool>> out;
+  for (size_t p = log.find(key, from); p != std::string::npos; p = log.find(key, p + 1)) {
+    const size_t eol = log.find('\n', p);
+    if (eol == std::string::npos) break;  // a line still being written
+    const std::string line = log.substr(p, eol - p);
+    out.emplace_back(std::stoull(line.substr(key.size())),
+                     line.find("(anchor)") != std::string::npos);
+  }
+  return out;
+}
+
 bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
   const auto until = std::chrono::steady_clock::now() + timeout;
   while (true) {
@@ -200,10 +231,11 @@ Cluster::~Cluster() {
   hub_.reset();
 }
 
-std::string Cluster::start_hub(std::chrono::milliseconds timeout, const std::string& netns) {
+std::string Cluster::start_hub(std::chrono::milliseconds timeout, const std::string& netns,
+                               bool alone) {
   hub_.reset();
   hub_ = std::make_unique<Process>(
-      std::vector<std::string>{"run", "--config", (dir_ / "run.toml").string()},
+      std::vector<std::string>{alone ? "hub" : "run", "--config", (dir_ / "run.toml").string()},
       dir_ / ("hub" + std::to_string(++hub_starts_)), netns);
   const fs::path info = run_dir() / "hub.json";
   nlohmann::json j;
@@ -219,8 +251,25 @@ std::string Cluster::start_hub(std::chrono::milliseconds timeout, const std::str
     throw std::runtime_error("stoa run did not come up:\n" + hub_->err());
   url_ = j["url"].get<std::string>();
   join_ = j.value("join", std::string());
+  trainer_join_ = j.value("trainer_join", std::string());
   port_ = j["port"].get<int>();
   return url_;
+}
+
+Process& Cluster::start_trainer(const std::string& hub, const std::string& netns,
+                                const fs::path& config) {
+  if (trainer_) trainer_->signal(SIGKILL);
+  trainer_.reset();
+  const fs::path toml = config.empty() ? dir_ / "run.toml" : config;
+  trainer_ = std::make_unique<Process>(
+      std::vector<std::string>{"train", "--config", toml.string(), "--hub", hub},
+      dir_ / ("trainer" + std::to_string(++trainer_starts_)), netns);
+  return *trainer_;
+}
+
+void Cluster::kill_trainer() {
+  trainer_->signal(SIGKILL);
+  trainer_->wait(10s);
 }
 
 void Cluster::kill_hub() {
@@ -325,6 +374,14 @@ void Cluster::stop_all(std::chrono::milliseconds timeout) {
       EXPECT_EQ(*st, 0) << "worker " << n << " exit " << *st << "\n" << w->err();
     }
   }
+  if (trainer_ && trainer_->running()) {
+    trainer_->signal(SIGTERM);
+    auto st = trainer_->wait(timeout);
+    EXPECT_TRUE(st.has_value()) << "stoa train ignored SIGTERM";
+    if (st) {
+      EXPECT_EQ(*st, 0) << trainer_->err();
+    }
+  }
   if (hub_ && hub_->running()) {
     hub_->signal(SIGTERM);
     auto st = hub_->wait(timeout);
@@ -339,7 +396,8 @@ void Cluster::stop_all(std::chrono::milliseconds timeout) {
 std::string Cluster::logs() const {
   std::string out;
   auto tail = [](const std::string& s) { return s.size() > 3000 ? s.substr(s.size() - 3000) : s; };
-  if (hub_) out += "---- stoa run ----\n" + tail(hub_->err());
+  if (hub_) out += "---- stoa run / hub ----\n" + tail(hub_->err());
+  if (trainer_) out += "---- stoa train ----\n" + tail(trainer_->err());
   for (const auto& [n, w] : workers_) out += "---- " + n + " ----\n" + tail(w->err());
   return out;
 }

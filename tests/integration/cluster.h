@@ -83,6 +83,12 @@ struct RunSpec {
   std::function<void(run::RunConfig&)> adjust;  // any other setting, applied last
 };
 
+// A loopback TCP port free right now (a hub restarted on it keeps its URL); 0 if none.
+int free_port();
+// The worker's weight switches logged from byte `from` on ("generating with version N", with
+// " (anchor)" when the switch loaded a full anchor): version -> anchor?, in log order.
+std::vector<std::pair<uint64_t, bool>> weight_switches(const std::string& log, size_t from = 0);
+
 // Polls `pred` every 100 ms until it holds or `timeout` passes.
 bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout);
 
@@ -94,8 +100,17 @@ class Cluster {
   Cluster(const std::string& name, const RunSpec& spec);
   ~Cluster();
 
-  // Starts `stoa run` and waits for <run>/hub.json naming this process; returns the URL.
-  std::string start_hub(std::chrono::milliseconds timeout = 60s, const std::string& netns = "");
+  // Starts `stoa run` (`alone`: `stoa hub`, the hub without its trainer) and waits for
+  // <run>/hub.json naming this process; returns the URL.
+  std::string start_hub(std::chrono::milliseconds timeout = 60s, const std::string& netns = "",
+                        bool alone = false);
+  // The trainer join string `stoa hub` printed (hub.json's "trainer_join").
+  const std::string& trainer_join_string() const { return trainer_join_; }
+  // `stoa train --config <config> --hub <hub>` (default config: the cluster's run.toml).
+  Process& start_trainer(const std::string& hub, const std::string& netns = "",
+                         const fs::path& config = {});
+  Process& trainer() { return *trainer_; }
+  void kill_trainer();  // SIGKILL + reap
   // The join string the hub printed (hub.json's "join": URL#token=...&sha256=...).
   const std::string& join_string() const { return join_; }
   Process& hub() { return *hub_; }
@@ -138,6 +153,9 @@ class Cluster {
   fs::path dir_;
   RunSpec spec_;
   std::unique_ptr<Process> hub_;
+  std::unique_ptr<Process> trainer_;
+  int trainer_starts_ = 0;
+  std::string trainer_join_;
   std::map<std::string, std::unique_ptr<Process>> workers_;
   std::string url_;
   std::string join_;

@@ -6,8 +6,6 @@
 // through a byte-counting proxy; the bytes it downloads across the restart are printed. A
 // scripted client submits rollouts alongside and records every acknowledged id. The worker is
 // started before the hub listens (its join retries).
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -26,22 +24,6 @@
 
 namespace stoa::integration {
 namespace {
-
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  socklen_t len = sizeof(a);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-    ::close(fd);
-    return 0;
-  }
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
 
 // Leases groups and answers them with short, valid rollouts (the prompt's own first tokens as
 // the "generated" part, at the latest version), recording every id the hub acknowledged.
@@ -129,21 +111,6 @@ class ScriptedClient {
   std::set<std::string> acked_;
   std::string error_;
 };
-
-// The worker's weight switches logged from byte `from` on ("generating with version N", with
-// " (anchor)" when the switch loaded a full anchor): version -> anchor?, in log order.
-std::vector<std::pair<uint64_t, bool>> weight_switches(const std::string& log, size_t from = 0) {
-  static const std::string key = "generating with version ";
-  std::vector<std::pair<uint64_t, bool>> out;
-  for (size_t p = log.find(key, from); p != std::string::npos; p = log.find(key, p + 1)) {
-    const size_t eol = log.find('\n', p);
-    if (eol == std::string::npos) break;  // a line still being written
-    const std::string line = log.substr(p, eol - p);
-    out.emplace_back(std::stoull(line.substr(key.size())),
-                     line.find("(anchor)") != std::string::npos);
-  }
-  return out;
-}
 
 TEST(HubKill, RestartResumesAndKeepsEveryAcknowledgedRollout) {
   if (!have_stoa_run()) GTEST_SKIP() << "`stoa run` is absent (a torch-OFF build): skipped";

@@ -89,6 +89,11 @@ struct HubConfig {
   // `stoa hub token add` adds more. operator_token, when set, is the token "operator"; unset,
   // the hub makes one at first start and writes it to <ledger dir>/operator_token.
   std::string operator_token;
+  // A trainer away from the hub (`stoa hub`, serve_trainer): it dials in with a token of scope
+  // `train` — trainer_token, the token "trainer", or made at first start and written to
+  // <ledger dir>/trainer_token. Without serve_trainer the trainer routes answer 404.
+  bool serve_trainer = false;
+  std::string trainer_token;
   int64_t session_ttl_ms = 3'600'000;       // heartbeats rotate the token at half this
   int64_t worker_idle_expiry_ms = 600'000;  // no heartbeat for this long: the worker is gone
   size_t status_max_workers = 500;          // a /v1/status page holds at most this many
@@ -173,6 +178,10 @@ class Hub final : public TrainerPort {
   void check_operator(const std::string& bearer, bool loopback);
   // Where the operator token made at first start was written ("" when one was configured).
   const std::string& operator_token_file() const { return operator_token_file_; }
+  // The trainer routes (trainer_routes.cpp): RequestError 401 without a token, 403 for one that
+  // is not of scope `train`. Where a trainer token made at first start was written ("" if none).
+  void check_trainer(const std::string& bearer);
+  const std::string& trainer_token_file() const { return trainer_token_file_; }
   net::VersionInfo version_info(std::optional<uint64_t> after) const;
   // Blocks until a version above `after` exists, `timeout` passes or stop() is called.
   net::VersionInfo wait_version(std::optional<uint64_t> after, std::chrono::milliseconds timeout);
@@ -206,6 +215,11 @@ class Hub final : public TrainerPort {
   int64_t last_step() const override;
   std::optional<uint64_t> latest_version() const override;
   std::map<std::string, double> counters() const override;
+  // A trainer away from the hub says which taken groups it still holds (not yet marked): the
+  // pending set becomes exactly those (the ones still complete). Groups taken by an answer that
+  // never arrived, or held by a trainer that restarted, come back; groups a trainer kept across
+  // a restart of the hub are not handed out twice.
+  void hold_for_trainer(const std::vector<std::string>& held);
 
   // ---- replay verification (verification.cpp; docs/design/verification.md) ----
   // From now on rollouts are sampled for replay by config().verify and sent to `auditor` (null:
@@ -283,6 +297,10 @@ class Hub final : public TrainerPort {
   net::RolloutResponse intake_locked(const std::string& caller, const net::RolloutSubmission& m,
                                      std::string payload);
   void install_tokens();
+  // The token `name` of `scope`: the configured one, else one made and written to
+  // <ledger dir>/<name>_token when the ledger holds no valid token of the scope; returns that file.
+  std::string install_scope_token(const std::string& name, const char* scope,
+                                  const std::string& configured, int64_t now_ms);
   void refresh_tokens_locked();
   // The name of the valid (not revoked) token of `scope` that `bearer` is, if any.
   std::optional<std::string> match_token_locked(const std::string& bearer,
@@ -338,6 +356,7 @@ class Hub final : public TrainerPort {
   int64_t tokens_data_version_ = -1;
   std::chrono::steady_clock::time_point tokens_checked_{};
   std::string operator_token_file_;
+  std::string trainer_token_file_;
   int64_t workers_scanned_ms_ = 0;
   RateLimiter join_per_ip_, lease_per_worker_, lease_per_ip_, rollouts_per_worker_,
       rollouts_per_ip_;

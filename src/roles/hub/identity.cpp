@@ -18,6 +18,7 @@ namespace stoa::hub {
 namespace {
 constexpr const char* kWorkScope = "work";
 constexpr const char* kOperatorScope = "operator";
+constexpr const char* kTrainScope = "train";
 // How often a live hub looks for tokens revoked by `stoa hub token revoke` (another process).
 constexpr auto kTokenRefresh = std::chrono::milliseconds(500);
 
@@ -41,32 +42,47 @@ bool is_loopback_host(const std::string& host) {
 void Hub::install_tokens() {
   const int64_t t = now();
   upsert_configured(*ledger_, "default", config_.join_token, kWorkScope, t);
-  if (!config_.operator_token.empty()) {
-    upsert_configured(*ledger_, "operator", config_.operator_token, kOperatorScope, t);
-  } else {
-    bool have_operator = false;
-    for (const auto& row : ledger_->join_tokens())
-      have_operator |= row.scope == kOperatorScope && row.revoked_ms == 0;
-    if (!have_operator) {
-      // First start without a configured operator token: make one, keep its digest in the
-      // ledger and the token itself in a file only the owner can read.
-      const std::string token = net::random_token();
-      namespace fs = std::filesystem;
-      const fs::path dir = fs::path(config_.ledger_path).parent_path();
-      operator_token_file_ = (dir.empty() ? fs::path("operator_token") : dir / "operator_token");
-      {
-        std::ofstream out(operator_token_file_, std::ios::trunc);
-        out << token << "\n";
-        STOA_CHECK(out.good(), ErrorKind::kIo, "hub: cannot write ", operator_token_file_);
-      }
-      ::chmod(operator_token_file_.c_str(), 0600);
-      ledger_->put_join_token({"operator", net::sha256_hex(token), kOperatorScope, t, 0});
-      log_info("hub", "operator token written to ", operator_token_file_);
-    }
-  }
+  operator_token_file_ = install_scope_token("operator", kOperatorScope, config_.operator_token, t);
+  // Only a hub whose trainer dials in (`stoa hub`) has a use for a trainer token.
+  if (config_.serve_trainer)
+    trainer_token_file_ = install_scope_token("trainer", kTrainScope, config_.trainer_token, t);
   tokens_ = ledger_->join_tokens();
   tokens_data_version_ = ledger_->data_version();
   tokens_checked_ = std::chrono::steady_clock::now();
+}
+
+std::string Hub::install_scope_token(const std::string& name, const char* scope,
+                                     const std::string& configured, int64_t now_ms) {
+  if (!configured.empty()) {
+    upsert_configured(*ledger_, name, configured, scope, now_ms);
+    return "";
+  }
+  for (const auto& row : ledger_->join_tokens())
+    if (row.scope == scope && row.revoked_ms == 0) return "";
+  // First start without a configured token: make one, keep its digest in the ledger and the
+  // token itself in a file only the owner can read.
+  const std::string token = net::random_token();
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(config_.ledger_path).parent_path();
+  const fs::path file = (dir.empty() ? fs::path(name + "_token") : dir / (name + "_token"));
+  {
+    std::ofstream out(file, std::ios::trunc);
+    out << token << "\n";
+    STOA_CHECK(out.good(), ErrorKind::kIo, "hub: cannot write ", file);
+  }
+  ::chmod(file.c_str(), 0600);
+  ledger_->put_join_token({name, net::sha256_hex(token), scope, now_ms, 0});
+  log_info("hub", name, " token written to ", file);
+  return file.string();
+}
+
+void Hub::check_trainer(const std::string& bearer) {
+  if (bearer.empty())
+    throw RequestError(401, "trainer: missing Authorization: Bearer <trainer token>");
+  std::lock_guard<std::mutex> lock(mutex_);
+  refresh_tokens_locked();
+  if (!match_token_locked(bearer, kTrainScope))
+    throw RequestError(403, "trainer: the token is not a valid token of scope train");
 }
 
 void Hub::refresh_tokens_locked() {

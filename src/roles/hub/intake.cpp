@@ -304,8 +304,28 @@ std::vector<AcceptedGroup> Hub::take_groups(size_t max_groups, std::chrono::mill
   return out;
 }
 
-void Hub::mark_trained(const std::vector<std::string>& group_ids, const StepReport& report) {
+void Hub::hold_for_trainer(const std::vector<std::string>& held) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  pending_.clear();
+  for (const auto& id : held) {
+    auto it = groups_.find(id);
+    if (it != groups_.end() && it->second.row.status == GroupStatus::kComplete) pending_.insert(id);
+  }
+  groups_cv_.notify_all();
+}
+
+void Hub::mark_trained(const std::vector<std::string>& group_ids_in, const StepReport& report) {
   std::unique_lock<std::mutex> lock(mutex_);
+  // A repeat (a remote trainer retrying after an answer was lost) changes nothing: the groups
+  // already trained at this step are left out, and a step left with none is not written again.
+  std::vector<std::string> group_ids;
+  for (const auto& id : group_ids_in) {
+    auto it = groups_.find(id);
+    const bool repeat = it != groups_.end() && it->second.row.status == GroupStatus::kTrained &&
+                        it->second.row.trained_step == report.step;
+    if (!repeat) group_ids.push_back(id);
+  }
+  if (group_ids.empty() && !group_ids_in.empty() && report.step <= last_step_) return;
   json rep = {{"step", report.step},
               {"step_seconds", report.step_seconds},
               {"busy_fraction", report.busy_fraction},
@@ -346,8 +366,15 @@ void Hub::mark_trained(const std::vector<std::string>& group_ids, const StepRepo
   wait_durable(ticket);
 }
 
-void Hub::mark_dropped(const std::vector<std::string>& group_ids, const std::string& reason) {
+void Hub::mark_dropped(const std::vector<std::string>& group_ids_in, const std::string& reason) {
   std::unique_lock<std::mutex> lock(mutex_);
+  std::vector<std::string> group_ids;  // a repeat changes nothing (see mark_trained)
+  for (const auto& id : group_ids_in) {
+    auto it = groups_.find(id);
+    if (it == groups_.end() || it->second.row.status != GroupStatus::kDropped)
+      group_ids.push_back(id);
+  }
+  if (group_ids.empty()) return;
   for (const auto& id : group_ids) {
     STOA_CHECK(groups_.count(id), ErrorKind::kInvalidArgument, "mark_dropped: unknown group '", id,
                "'");

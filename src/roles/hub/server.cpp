@@ -80,7 +80,8 @@ HubServer::HubServer(Hub& hub, ServerOptions options)
     : hub_(hub),
       options_(std::move(options)),
       blobs_(hub.store()),
-      tasks_(hub, hub.config().limits.task_per_worker) {
+      tasks_(hub, hub.config().limits.task_per_worker),
+      uploads_(hub.store()) {
   if (hub.run_files_store()) run_files_ = std::make_unique<BlobServing>(*hub.run_files_store());
   HttpServerOptions o;
   o.host = options_.host;
@@ -150,6 +151,8 @@ HandlerOutcome HubServer::route(const RequestContext& req) {
   }
   if (p.rfind("/v1/validation/", 0) == 0)
     return guarded(req, [&]() -> HandlerOutcome { return validation_route(req, bearer(req)); });
+  if (p.rfind("/v1/trainer/", 0) == 0)
+    return guarded(req, [&]() -> HandlerOutcome { return trainer_route(req, bearer(req)); });
   return guarded(req, [&]() -> HttpReply {
     if (post && p == "/v1/join") {
       auto body = net::parse_body(req.body, "join");

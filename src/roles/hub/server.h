@@ -7,9 +7,11 @@
 #pragma once
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "roles/hub/blob_serving.h"
+#include "roles/hub/blob_upload.h"
 #include "roles/hub/http_server.h"
 #include "roles/hub/hub.h"
 #include "roles/hub/task_proxy.h"
@@ -57,6 +59,12 @@ class HubServer {
   HandlerOutcome route(const RequestContext& request);
   HandlerOutcome long_poll(const RequestContext& request);
   HandlerOutcome validation_route(const RequestContext& request, const std::string& bearer);
+  // /v1/trainer/* (trainer_routes.cpp): a trainer away from the hub (HubConfig::serve_trainer).
+  HttpReply trainer_route(const RequestContext& request, const std::string& bearer);
+  // The trainer routes serve one trainer: the newest that attached. A call from another one (a
+  // trainer left running when its replacement started) is refused with 409, so two trainers
+  // never train on one ledger. A hub restarted adopts the first session it hears from.
+  void check_trainer_session(const std::string& session, bool attach);
 
   Hub& hub_;
   ServerOptions options_;
@@ -65,6 +73,9 @@ class HubServer {
   std::unique_ptr<HttpServer> http_;
   ValidationQueue* validation_ = nullptr;
   TaskProxy tasks_;
+  BlobUpload uploads_;
+  std::mutex trainer_mutex_;
+  std::string trainer_session_;  // guarded by trainer_mutex_
 };
 
 }  // namespace stoa::hub

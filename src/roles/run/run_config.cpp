@@ -195,6 +195,7 @@ RunConfig parse_run_config(const std::string& text, const std::string& source,
   hub.get("seed", c.hub.seed);
   hub.get("heartbeat_interval_s", c.hub.heartbeat_interval_s);
   hub.get("operator_token", c.hub.operator_token);
+  hub.get("trainer_token", c.hub.trainer_token);
   int64_t session_s = c.hub.session_ttl_ms / 1000, expiry_s = c.hub.worker_idle_expiry_ms / 1000;
   hub.get("session_ttl_s", session_s);
   hub.get("worker_expiry_s", expiry_s);
@@ -446,6 +447,7 @@ std::string to_toml(const RunConfig& c) {
   w.put("heartbeat_interval_s",
         toml_integer(c.hub.heartbeat_interval_s, "hub", "heartbeat_interval_s"));
   w.put("operator_token", c.hub.operator_token);
+  w.put("trainer_token", c.hub.trainer_token);
   w.put("session_ttl_s", whole_seconds(c.hub.session_ttl_ms, "session_ttl_s"));
   w.put("worker_expiry_s", whole_seconds(c.hub.worker_idle_expiry_ms, "worker_expiry_s"));
   hub::HubLimits limits = c.hub.limits;

@@ -12,13 +12,13 @@
 //              lease_max_s, max_open_groups, max_queued_groups (default: groups_per_step ×
 //              ceil(max_staleness / 2)), max_tokens, topk, seed,
 //              heartbeat_interval_s (workers heartbeat twice per interval), operator_token,
-//              session_ttl_s, worker_expiry_s, and per rate limit (join_per_ip, lease_per_worker,
-//              lease_per_ip, rollouts_per_worker, rollouts_per_ip, task_per_worker) <limit>_per_s,
-//              <limit>_burst, header_timeout_s, body_timeout_s, idle_timeout_s, max_connections_per_ip,
-//              fair leasing (docs/design/hub.md): max_leases_per_worker (default 4),
-//              max_leases_per_address (8; loopback peers exempt, IPv6 by /64),
-//              max_leases_per_token (0: no cap), and the hoarding deadline — a lease with no
-//              accepted rollout for hoard_grace_s (120) + max_turns × max_new_tokens /
+//              trainer_token, session_ttl_s, worker_expiry_s, and per rate limit (join_per_ip,
+//              lease_per_worker, lease_per_ip, rollouts_per_worker, rollouts_per_ip,
+//              task_per_worker) <limit>_per_s, <limit>_burst, header_timeout_s, body_timeout_s,
+//              idle_timeout_s, max_connections_per_ip, fair leasing (docs/design/hub.md):
+//              max_leases_per_worker (default 4), max_leases_per_address (8; loopback peers exempt,
+//              IPv6 by /64), max_leases_per_token (0: no cap), and the hoarding deadline — a lease
+//              with no accepted rollout for hoard_grace_s (120) + max_turns × max_new_tokens /
 //              hoard_min_tokens_per_s (1.0; 0 turns revocation off) seconds is revoked
 //   [sampling] temperature, top_p, top_k, max_new_tokens, max_turns, max_observation_tokens
 //   [trainer]  device, threads, lr, weight_decay, max_grad_norm, warmup_steps,

@@ -1,0 +1,74 @@
+// The hub and the trainer as two processes (`stoa hub` + `stoa train --hub`, issue 27 item 5):
+// the trainer dials in with the trainer join string the hub wrote to hub.json, takes groups and
+// publishes versions through the hub; a worker that never restarts follows. The trainer is
+// killed -9 and restarted, then the hub: no group is trained twice, steps go on, and every
+// version the worker switches to after the first restart comes as a patch (no anchor).
+#include <set>
+
+#include "integration/cluster.h"
+
+namespace stoa::integration {
+namespace {
+
+// Every group id is in at most one step's report.
+void expect_each_group_trained_once(const LedgerView& ledger) {
+  std::set<std::string> seen;
+  for (const auto& g : ledger.step_group_ids)
+    EXPECT_TRUE(seen.insert(g).second) << "group " << g << " was trained twice";
+}
+
+TEST(SplitRun, HubAndTrainerApartRestartEitherSideAndLoseNothing) {
+  if (!have_stoa_run()) GTEST_SKIP() << "`stoa run` is absent (a torch-OFF build): skipped";
+  RunSpec spec;
+  spec.port = free_port();  // the restarted hub keeps its URL
+  ASSERT_GT(spec.port, 0);
+  spec.anchor_every = 50;  // only the run's first version is an anchor
+  Cluster c("split_run", spec);
+  c.start_hub(60s, "", /*alone=*/true);
+  const std::string trainer_join = c.trainer_join_string();
+  ASSERT_NE(trainer_join.find("#token="), std::string::npos) << trainer_join;
+  EXPECT_TRUE(fs::exists(c.run_dir() / "trainer_token")) << "made at first start";
+  c.start_worker("w1");
+  c.start_trainer(trainer_join);
+
+  auto steps_reach = [&](int64_t n) {
+    return wait_until(
+        [&] {
+          if (!c.trainer().running() || !c.hub().running()) return true;
+          return read_ledger(c.ledger_path()).steps >= n;
+        },
+        180s);
+  };
+  ASSERT_TRUE(steps_reach(2)) << c.logs();
+  ASSERT_TRUE(c.trainer().running() && c.hub().running()) << c.logs();
+
+  // The trainer dies and comes back: it resumes from its checkpoint and continues the
+  // published int8 view (a patch) from its own store.
+  c.kill_trainer();
+  const size_t log_at_kill = c.worker("w1").err().size();
+  const int64_t steps_at_trainer_kill = read_ledger(c.ledger_path()).steps;
+  c.start_trainer(trainer_join);
+  ASSERT_TRUE(steps_reach(steps_at_trainer_kill + 2)) << c.logs();
+
+  // The hub dies and comes back on the same port: the trainer and the worker retry through it.
+  c.kill_hub();
+  const int64_t steps_at_hub_kill = read_ledger(c.ledger_path()).steps;
+  c.start_hub(60s, "", /*alone=*/true);
+  EXPECT_EQ(c.trainer_join_string(), trainer_join) << "the trainer token is kept";
+  ASSERT_TRUE(steps_reach(steps_at_hub_kill + 2)) << c.logs();
+  ASSERT_TRUE(c.trainer().running() && c.worker("w1").running()) << c.logs();
+
+  const LedgerView ledger = read_ledger(c.ledger_path());
+  expect_each_group_trained_once(ledger);
+  EXPECT_GE(ledger.steps, steps_at_hub_kill + 2);
+  const auto switches = weight_switches(c.worker("w1").err(), log_at_kill);
+  EXPECT_FALSE(switches.empty()) << "the worker followed the restarted trainer";
+  for (const auto& [version, anchor] : switches)
+    EXPECT_FALSE(anchor) << "version " << version << " came as an anchor after a restart";
+  EXPECT_NE(c.trainer().err().find("continues the published int8 view"), std::string::npos)
+      << c.trainer().err();
+  c.stop_all();
+}
+
+}  // namespace
+}  // namespace stoa::integration
