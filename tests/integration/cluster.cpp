@@ -14,6 +14,8 @@
 #include <sstream>
 #include <thread>
 
+#include "support/source_dir.h"
+
 namespace stoa::integration {
 
 std::string stoa_binary() {
@@ -149,6 +151,19 @@ void Process::signal(int sig) {
 
 std::optional<int> Process::wait(std::chrono::milliseconds timeout) {
   return child_.wait_for(timeout);
+}
+
+std::unique_ptr<stoa::Process> python_env(const std::vector<std::string>& args, const fs::path& log,
+                                          const std::string& netns) {
+  const std::string python = find_executable("python3");
+  if (python.empty()) throw std::runtime_error("python3 is needed (scripts/setup installs it)");
+  std::vector<std::string> argv = {
+      python, (test::source_dir() / "envs/arithmetic/arithmetic_env.py").string()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  ProcessOptions o = logged_to(log.string(), true);
+  o.die_with_parent = true;
+  o.netns = netns;
+  return std::make_unique<stoa::Process>(stoa::Process::start(argv, o));
 }
 
 int free_port() {

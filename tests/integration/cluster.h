@@ -83,6 +83,11 @@ struct RunSpec {
   std::function<void(run::RunConfig&)> adjust;  // any other setting, applied last
 };
 
+// `python3 envs/arithmetic/arithmetic_env.py ARGS...` (the reference environment) as a child of
+// this test, its output in `log`; inside network namespace `netns` when given.
+std::unique_ptr<stoa::Process> python_env(const std::vector<std::string>& args, const fs::path& log,
+                                          const std::string& netns = "");
+
 // A loopback TCP port free right now (a hub restarted on it keeps its URL); 0 if none.
 int free_port();
 // The worker's weight switches logged from byte `from` on ("generating with version N", with

@@ -9,25 +9,9 @@
 #include <thread>
 
 #include "integration/cluster.h"
-#include "support/source_dir.h"
 
 namespace stoa::integration {
 namespace {
-
-using test::source_dir;
-
-// `python3 envs/arithmetic/arithmetic_env.py ARGS...` as a child of this test.
-std::unique_ptr<stoa::Process> python_env(const std::vector<std::string>& args,
-                                          const fs::path& log) {
-  const std::string python = find_executable("python3");
-  if (python.empty()) throw std::runtime_error("python3 is needed (scripts/setup installs it)");
-  std::vector<std::string> argv = {python,
-                                   (source_dir() / "envs/arithmetic/arithmetic_env.py").string()};
-  argv.insert(argv.end(), args.begin(), args.end());
-  ProcessOptions o = logged_to(log.string(), true);
-  o.die_with_parent = true;
-  return std::make_unique<stoa::Process>(stoa::Process::start(argv, o));
-}
 
 TEST(HttpTask, WorkersWithoutToolsTrainOnAPythonEnvironmentThroughTheHub) {
   if (!have_stoa_run()) GTEST_SKIP() << "this build has no `stoa run` (no libtorch)";
