@@ -72,7 +72,7 @@ TEST(OperatorRun, SomeoneElsesModelTaskAndMachinesEndToEnd) {
             0)
       << read_file(root / "data.log");
   const fs::path port_file = root / "env.port";
-  auto env = python_env({"serve", "--port", "0", "--port-file", port_file.string()},
+  auto env = python_env({"serve", "--port", "8700", "--port-file", port_file.string()},
                         root / "env.log", machines.ns(0));
   ASSERT_TRUE(wait_until([&] { return fs::exists(port_file); }, 20s))
       << read_file(root / "env.log");
