@@ -75,6 +75,10 @@ CommandRegistration reg(
       app.add_option("--trainer-ranks", o->rl.trainer_ranks,
                      "data-parallel trainer ranks during RL (`stoa train --nproc`)")
           ->capture_default_str();
+      app.add_option("--trainer-dtype", o->rl.trainer_dtype,
+                     "the trainer's matmul dtype during RL: f32, or bf16 mixed precision (f32 "
+                     "masters, moments and losses)")
+          ->capture_default_str();
       app.add_option("--worker-threads", o->rl.worker_threads)->capture_default_str();
       app.add_option("--worker-slots", o->rl.worker_slots,
                      "rollouts each worker generates together")

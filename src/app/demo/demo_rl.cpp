@@ -66,6 +66,10 @@ void write_run_config(const RlOptions& o, const DemoPaths& p, const std::string&
   c.hub.sampling.max_turns = o.episode.max_turns;
   c.hub.sampling.max_observation_tokens = o.episode.max_observation_tokens;
   c.train.threads = o.trainer_threads;
+  STOA_CHECK(parse_dtype(o.trainer_dtype, &c.train.compute_dtype) &&
+                 (c.train.compute_dtype == DType::kF32 || c.train.compute_dtype == DType::kBF16),
+             ErrorKind::kInvalidArgument, "demo: --trainer-dtype is f32 or bf16, not '",
+             o.trainer_dtype, "'");
   c.train.optimizer.lr = o.lr;
   c.train.loss.kind = train::parse_loss_kind(o.loss);
   c.train.seed = o.seed;

@@ -34,6 +34,8 @@ struct RlOptions {
   int trainer_threads = 1;
   // > 1: the trainer runs data parallel on this many local ranks (`stoa train --nproc`).
   int trainer_ranks = 1;
+  // The trainer's matmul dtype ([trainer] dtype): "f32", or "bf16" mixed precision.
+  std::string trainer_dtype = "f32";
   int worker_slots = 8;
   int group_size = 8;
   int groups_per_step = 4;

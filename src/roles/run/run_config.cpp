@@ -245,6 +245,12 @@ RunConfig parse_run_config(const std::string& text, const std::string& source,
   Section t(root["trainer"].as_table(), "trainer", source);
   auto& to = c.train;
   t.get("device", to.device);
+  std::string dtype = dtype_name(to.compute_dtype);
+  t.get("dtype", dtype);
+  STOA_CHECK(parse_dtype(dtype, &to.compute_dtype) &&
+                 (to.compute_dtype == DType::kF32 || to.compute_dtype == DType::kBF16),
+             ErrorKind::kInvalidArgument, source, ": [trainer] dtype: '", dtype,
+             "' is not f32 or bf16");
   t.get("threads", to.threads);
   t.get("lr", to.optimizer.lr);
   t.get("weight_decay", to.optimizer.weight_decay);
@@ -473,6 +479,7 @@ std::string to_toml(const RunConfig& c) {
         toml_integer(sp.max_observation_tokens, "sampling", "max_observation_tokens"));
   w.section("trainer");
   w.put("device", to.device);
+  w.put("dtype", std::string(dtype_name(to.compute_dtype)));
   w.put("threads", toml_integer(to.threads, "trainer", "threads"));
   w.put("lr", to.optimizer.lr);
   w.put("weight_decay", to.optimizer.weight_decay);

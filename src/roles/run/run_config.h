@@ -21,7 +21,8 @@
 //              with no accepted rollout for hoard_grace_s (120) + max_turns × max_new_tokens /
 //              hoard_min_tokens_per_s (1.0; 0 turns revocation off) seconds is revoked
 //   [sampling] temperature, top_p, top_k, max_new_tokens, max_turns, max_observation_tokens
-//   [trainer]  device, threads, lr, weight_decay, max_grad_norm, warmup_steps,
+//   [trainer]  device, dtype (f32 or bf16: the matmuls' dtype; masters, moments, losses and
+//              ratios stay f32), threads, lr, weight_decay, max_grad_norm, warmup_steps,
 //              micro_batch_tokens, seed, loss, delta_hi, delta_lo, clip_eps_hi, clip_eps_lo,
 //              ratio_cap, advantage, aggregation, groups_per_step, min_groups,
 //              gather_timeout_ms, max_staleness, checkpoint_every
