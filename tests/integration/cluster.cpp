@@ -153,8 +153,10 @@ std::optional<int> Process::wait(std::chrono::milliseconds timeout) {
   return child_.wait_for(timeout);
 }
 
-std::unique_ptr<stoa::Process> python_env(const std::vector<std::string>& args, const fs::path& log,
-                                          const std::string& netns) {
+namespace {
+// `python3 envs/arithmetic/arithmetic_env.py ARGS...` as a child of this test.
+stoa::Process python_env(const std::vector<std::string>& args, const fs::path& log,
+                         const std::string& netns) {
   const std::string python = find_executable("python3");
   if (python.empty()) throw std::runtime_error("python3 is needed (scripts/setup installs it)");
   std::vector<std::string> argv = {
@@ -163,7 +165,26 @@ std::unique_ptr<stoa::Process> python_env(const std::vector<std::string>& args, 
   ProcessOptions o = logged_to(log.string(), true);
   o.die_with_parent = true;
   o.netns = netns;
-  return std::make_unique<stoa::Process>(stoa::Process::start(argv, o));
+  return stoa::Process::start(argv, o);
+}
+}  // namespace
+
+ArithmeticEnv::ArithmeticEnv(const fs::path& dir, int port, const std::string& netns) : dir_(dir) {
+  if (python_env({"data", "--out", data().string(), "--train", "64", "--val", "8"},
+                 dir / "env-data.log", "")
+          .wait() != 0)
+    throw std::runtime_error("arithmetic_env.py data failed:\n" + read_file(dir / "env-data.log"));
+  const fs::path port_file = dir / "env.port";
+  fs::remove(port_file);
+  server_ = std::make_unique<stoa::Process>(
+      python_env({"serve", "--port", std::to_string(port), "--port-file", port_file.string()},
+                 dir / "env.log", netns));
+  if (!wait_until([&] { return fs::exists(port_file); }, 20s))
+    throw std::runtime_error("arithmetic_env.py serve did not start:\n" +
+                             read_file(dir / "env.log"));
+  std::ifstream(port_file) >> port_;
+  if (port_ <= 0)
+    throw std::runtime_error("arithmetic_env.py wrote no port to " + port_file.string());
 }
 
 int free_port() {

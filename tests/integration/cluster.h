@@ -83,10 +83,22 @@ struct RunSpec {
   std::function<void(run::RunConfig&)> adjust;  // any other setting, applied last
 };
 
-// `python3 envs/arithmetic/arithmetic_env.py ARGS...` (the reference environment) as a child of
-// this test, its output in `log`; inside network namespace `netns` when given.
-std::unique_ptr<stoa::Process> python_env(const std::vector<std::string>& args, const fs::path& log,
-                                          const std::string& netns = "");
+// The reference environment of docs/environment-protocol.md (envs/arithmetic/arithmetic_env.py)
+// for a test: its data made in <dir>/data (64 train, 8 validation problems), then served on `port`
+// (0: any free one) inside network namespace `netns` ("" = this one). Throws, quoting the
+// environment's log, when either fails; the server is killed with the object.
+class ArithmeticEnv {
+ public:
+  explicit ArithmeticEnv(const fs::path& dir, int port = 0, const std::string& netns = "");
+  int port() const { return port_; }
+  fs::path data() const { return dir_ / "data"; }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  fs::path dir_;
+  std::unique_ptr<stoa::Process> server_;
+  int port_ = 0;
+};
 
 // A loopback TCP port free right now (a hub restarted on it keeps its URL); 0 if none.
 int free_port();

@@ -18,27 +18,15 @@ TEST(HttpTask, WorkersWithoutToolsTrainOnAPythonEnvironmentThroughTheHub) {
   const fs::path root = fs::temp_directory_path() / ("stoa_http_task_" + std::to_string(getpid()));
   fs::remove_all(root);
   fs::create_directories(root);
-  ASSERT_EQ(python_env({"data", "--out", (root / "data").string(), "--train", "64", "--val", "8"},
-                       root / "data.log")
-                ->wait(),
-            0)
-      << read_file(root / "data.log");
-  const fs::path port_file = root / "env.port";
-  auto env =
-      python_env({"serve", "--port", "0", "--port-file", port_file.string()}, root / "env.log");
-  ASSERT_TRUE(wait_until([&] { return fs::exists(port_file); }, 20s))
-      << read_file(root / "env.log");
-  int port = 0;
-  std::ifstream(port_file) >> port;
-  ASSERT_GT(port, 0);
+  const ArithmeticEnv environment(root);
 
   RunSpec spec;
   spec.bare_workers = true;
   spec.max_new_tokens = 16;
   spec.adjust = [&](run::RunConfig& c) {
     c.task = "http";
-    c.task_options = env::TaskOptions{{"url", "http://127.0.0.1:" + std::to_string(port)}};
-    c.data_dir = (root / "data").string();
+    c.task_options = env::TaskOptions{{"url", environment.url()}};
+    c.data_dir = environment.data().string();
     c.hub.max_tokens = 1024;  // the arithmetic prompt is longer than the search one in this BPE
     c.hub.verify.enabled = true;
     c.hub.verify.fraction = 1.0;  // every rollout replayed: the environment is called again
@@ -61,7 +49,6 @@ TEST(HttpTask, WorkersWithoutToolsTrainOnAPythonEnvironmentThroughTheHub) {
   const LedgerView ledger = read_ledger(cluster.ledger_path());
   EXPECT_GE(ledger.rollout_group.size(), 4u);
   cluster.stop_all();
-  env.reset();
   fs::remove_all(root);
 }
 

@@ -11,10 +11,10 @@
 #include <cstring>
 #include <fstream>
 
-#include "core/dtype.h"
 #include "integration/cluster.h"
 #include "integration/machines.h"
 #include "model/weights.h"
+#include "support/bf16_of.h"
 #include "support/stoa_cli.h"
 
 namespace stoa::integration {
@@ -66,19 +66,7 @@ TEST(OperatorRun, SomeoneElsesModelTaskAndMachinesEndToEnd) {
   if (HasFatalFailure()) return;
 
   // The environment, beside the hub (its machine's loopback: workers never reach it).
-  ASSERT_EQ(python_env({"data", "--out", (root / "data").string(), "--train", "64", "--val", "8"},
-                       root / "data.log")
-                ->wait(),
-            0)
-      << read_file(root / "data.log");
-  const fs::path port_file = root / "env.port";
-  auto env = python_env({"serve", "--port", "8700", "--port-file", port_file.string()},
-                        root / "env.log", machines.ns(0));
-  ASSERT_TRUE(wait_until([&] { return fs::exists(port_file); }, 20s))
-      << read_file(root / "env.log");
-  int env_port = 0;
-  std::ifstream(port_file) >> env_port;
-  ASSERT_GT(env_port, 0);
+  const ArithmeticEnv environment(root, 8700, machines.ns(0));
 
   RunSpec spec;
   spec.bare_workers = true;
@@ -88,9 +76,9 @@ TEST(OperatorRun, SomeoneElsesModelTaskAndMachinesEndToEnd) {
   spec.adjust = [&](run::RunConfig& c) {
     c.server.host = machines.ip(0);  // beyond loopback: TLS and verification on by default
     c.model_dir = model.string();
-    c.data_dir = (root / "data").string();
+    c.data_dir = environment.data().string();
     c.task = "http";
-    c.task_options = env::TaskOptions{{"url", "http://127.0.0.1:" + std::to_string(env_port)}};
+    c.task_options = env::TaskOptions{{"url", environment.url()}};
     c.hub.max_tokens = 1024;
     c.train.micro_batch_tokens = 512;  // logits over 151,936 ids: bounded chunks
     // A random model earns reward 0 everywhere (zero advantages): decoupled weight decay still
@@ -183,18 +171,11 @@ TEST(OperatorRun, SomeoneElsesModelTaskAndMachinesEndToEnd) {
   const ModelWeights exact = load_model_dir(f32.string());
   const ModelWeights initial = load_model_dir(model.string());
   EXPECT_EQ(exported.config.vocab_size, 151936);
+  test::expect_bf16_of(exported, exact);
   bool trained = false;
-  for (const auto& [name, tensor] : exact.tensors) {
-    const float* a = tensor.as<float>();
-    const float* b = exported.at(name).as<float>();
-    for (int64_t k = 0; k < tensor.numel(); ++k) {
-      const float want = bf16_to_f32(f32_to_bf16(a[k]));
-      ASSERT_EQ(std::memcmp(&b[k], &want, 4), 0) << name << "[" << k << "]";
-    }
+  for (const auto& [name, tensor] : exact.tensors)
     trained |= std::memcmp(tensor.data(), initial.at(name).data(), tensor.nbytes()) != 0;
-  }
   EXPECT_TRUE(trained) << "the exported policy is the trained one, not the initial model";
-  env.reset();
   fs::remove_all(root);
 }
 

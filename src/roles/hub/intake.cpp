@@ -7,6 +7,7 @@
 #include "core/log.h"
 #include "roles/hub/hub.h"
 #include "roles/hub/hub_counters.h"
+#include "roles/hub/trainer_wire.h"
 #include "roles/hub/verification_state.h"
 
 namespace stoa::hub {
@@ -326,18 +327,9 @@ void Hub::mark_trained(const std::vector<std::string>& group_ids_in, const StepR
     if (!repeat) group_ids.push_back(id);
   }
   if (group_ids.empty() && !group_ids_in.empty() && report.step <= last_step_) return;
-  json rep = {{"step", report.step},
-              {"step_seconds", report.step_seconds},
-              {"busy_fraction", report.busy_fraction},
-              {"masked_fraction", report.masked_fraction},
-              {"tv", report.tv},
-              {"kl", report.kl},
-              {"reward_mean", report.reward_mean},
-              {"loss", report.loss},
-              {"groups", report.groups},
-              {"tokens", report.tokens},
-              {"group_ids", group_ids}};
-  for (const auto& [k, v] : report.extra) rep["extra"][k] = v;
+  // The step's row in the ledger: the report as the trainer routes send it, with its groups.
+  json rep = to_json(report);
+  rep["group_ids"] = group_ids;
   for (const auto& id : group_ids) {
     STOA_CHECK(groups_.count(id), ErrorKind::kInvalidArgument, "mark_trained: unknown group '", id,
                "'");

@@ -43,11 +43,7 @@ int run_hub_and_trainer(const std::string& config_path, int64_t max_steps,
   loop.run(stop);
   log_info("run", "stopping after step ", loop.last_step(), ", version ", loop.version());
   process.stop();
-  nlohmann::json summary = {{"steps", loop.last_step()},
-                            {"version", loop.version()},
-                            {"groups_dropped_stale", loop.groups_dropped()}};
-  for (const auto& [k, v] : hub.counters()) summary["counters"][k] = v;
-  std::printf("%s\n", summary.dump().c_str());
+  print_run_summary(loop, hub.counters());
   return 0;
 }
 

@@ -1,6 +1,7 @@
 // The hub of a run config and what it serves (hub_process.h).
 #include "roles/run/hub_process.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -112,12 +113,14 @@ void HubProcess::serve(const nlohmann::json& info_in, const std::string& who) {
         hub::hub_join_string(*server_, config_.server, trainer_token_of(config_), cert_sha256);
     info["trainer_join"] = trainer_join;
   }
-  // Written whole, then renamed: a supervisor polling for the file never reads half of it.
+  // Written whole, then renamed: a supervisor polling for the file never reads half of it. Only
+  // the owner may read it: it holds the join token and, with `stoa hub`, the trainer's token.
   {
     std::ofstream out(hub_json_ + ".tmp");
     out << info.dump() << '\n';
     STOA_CHECK(out.good(), ErrorKind::kIo, who, ": cannot write ", hub_json_, ".tmp");
   }
+  ::chmod((hub_json_ + ".tmp").c_str(), 0600);
   std::filesystem::rename(hub_json_ + ".tmp", hub_json_);
   std::printf("%s: hub at %s", who.c_str(), server_->url().c_str());
   if (info.contains("version"))
@@ -148,6 +151,15 @@ std::string trainer_token_of(const RunConfig& config) {
   std::string token;
   in >> token;
   return token;
+}
+
+void print_run_summary(const trainer::TrainerLoop& loop,
+                       const std::map<std::string, double>& counters) {
+  nlohmann::json summary = {{"steps", loop.last_step()},
+                            {"version", loop.version()},
+                            {"groups_dropped_stale", loop.groups_dropped()}};
+  for (const auto& [k, v] : counters) summary["counters"][k] = v;
+  std::printf("%s\n", summary.dump().c_str());
 }
 
 }  // namespace stoa::run

@@ -3,6 +3,7 @@
 // to run it: with the trainer in the same process (`stoa run`, hub_and_trainer.h) and alone on
 // an internet-facing machine while the trainer dials in (`stoa hub --config`, hub_only.h).
 #pragma once
+#include <map>
 #include <memory>
 #include <string>
 
@@ -68,5 +69,10 @@ class HubProcess {
 
 // Reads <run dir>/trainer_token when [hub] trainer_token is unset ("" when neither exists).
 std::string trainer_token_of(const RunConfig& config);
+
+// The one JSON line a run's process prints on a clean exit: steps, version, groups dropped stale
+// and `counters` (the hub's, or the remote trainer's).
+void print_run_summary(const trainer::TrainerLoop& loop,
+                       const std::map<std::string, double>& counters);
 
 }  // namespace stoa::run

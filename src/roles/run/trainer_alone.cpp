@@ -64,11 +64,7 @@ int run_trainer_alone(const std::string& config_path, const std::string& hub_spe
     log_warn("train", "stopped while waiting for the hub: ", e.what());
   }
   log_info("train", "stopping after step ", loop.last_step(), ", version ", loop.version());
-  nlohmann::json summary = {{"steps", loop.last_step()},
-                            {"version", loop.version()},
-                            {"groups_dropped_stale", loop.groups_dropped()}};
-  for (const auto& [k, v] : port.counters()) summary["counters"][k] = v;
-  std::printf("%s\n", summary.dump().c_str());
+  print_run_summary(loop, port.counters());
   return 0;
 }
 

@@ -20,6 +20,7 @@
 #include "model/temp_dir.h"
 #include "model/weights.h"
 #include "roles/run/run_config.h"
+#include "support/bf16_of.h"
 #include "support/stoa_cli.h"
 #include "train/trainer.h"
 
@@ -40,18 +41,7 @@ std::string slurp(const fs::path& path) {
   return text.str();
 }
 
-// The bf16 rounding of `expected` (f32), bit for bit, in every tensor of `got`.
-void expect_bf16_of(const ModelWeights& got, const ModelWeights& expected) {
-  ASSERT_EQ(got.tensors.size(), expected.tensors.size());
-  for (const auto& [name, tensor] : expected.tensors) {
-    const float* a = tensor.as<float>();
-    const float* b = got.at(name).as<float>();
-    for (int64_t k = 0; k < tensor.numel(); ++k) {
-      const float want = bf16_to_f32(f32_to_bf16(a[k]));
-      ASSERT_EQ(std::memcmp(&b[k], &want, 4), 0) << name << "[" << k << "]";
-    }
-  }
-}
+using test::expect_bf16_of;
 
 bool same_bits(const ModelWeights& a, const ModelWeights& b) {
   for (const auto& [name, tensor] : a.tensors)
