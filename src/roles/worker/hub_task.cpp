@@ -28,7 +28,16 @@ auto through_hub(F&& call) -> decltype(call()) {
 }  // namespace
 
 std::string HubTask::user_prompt(const env::QaItem& problem) const {
-  return through_hub([&] { return hub_.task_prompt(problem.id); });
+  {
+    std::lock_guard<std::mutex> lock(prompts_mutex_);
+    for (const auto& [id, prompt] : prompts_)
+      if (id == problem.id) return prompt;
+  }
+  std::string prompt = through_hub([&] { return hub_.task_prompt(problem.id); });
+  std::lock_guard<std::mutex> lock(prompts_mutex_);
+  if (prompts_.size() >= kPromptCache) prompts_.pop_front();
+  prompts_.emplace_back(problem.id, prompt);
+  return prompt;
 }
 
 env::TurnResult HubTask::on_turn(const env::QaItem& problem, std::string_view turn_text,

@@ -4,7 +4,10 @@
 // task, and the task's rules are the hub's by construction. A worker started with options of
 // its own (`--index`, `--task-option`) builds the task locally instead (worker.cpp).
 #pragma once
+#include <deque>
+#include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "env/task.h"
@@ -18,6 +21,8 @@ class HubTask final : public env::Task {
   HubTask(net::HubClient& hub, std::string name, std::vector<std::string> stop_strings);
 
   std::string name() const override { return name_; }
+  // Asked of the hub once per problem: a lease's G samples share their prompt, and the hub's is a
+  // function of the problem alone (the last kPromptCache problems are kept).
   std::string user_prompt(const env::QaItem& problem) const override;
   const std::vector<std::string>& stop_strings() const override { return stop_strings_; }
   env::TurnResult on_turn(const env::QaItem& problem, std::string_view turn_text,
@@ -28,9 +33,14 @@ class HubTask final : public env::Task {
                 const std::vector<std::string>& golden_answers) const override;
 
  private:
+  static constexpr size_t kPromptCache = 64;
+
   net::HubClient& hub_;
   std::string name_;
   std::vector<std::string> stop_strings_;
+  mutable std::mutex prompts_mutex_;
+  mutable std::deque<std::pair<std::string, std::string>>
+      prompts_;  // problem id, prompt; newest last
 };
 
 }  // namespace stoa::worker
