@@ -270,15 +270,20 @@ void Hub::publish_version(const pulse::Published& published, const Hash128& stat
 
 // ---------------------------------------------------------------- leases
 
-const std::vector<int32_t>& Hub::prompt_tokens_locked(int64_t prompt_index) {
-  auto it = prompt_cache_.find(prompt_index);
-  if (it != prompt_cache_.end()) return it->second;
+std::vector<int32_t> Hub::render_prompt(int64_t prompt_index) const {
   env::EpisodeConfig ec;
   ec.max_turns = config_.sampling.max_turns;
   ec.max_observation_tokens = config_.sampling.max_observation_tokens;
   env::Episode ep(*deps_.task, deps_.prompts.at(static_cast<size_t>(prompt_index)), *deps_.codec,
                   ec);
-  return prompt_cache_[prompt_index] = ep.tokens();
+  return ep.tokens();
+}
+
+const std::vector<int32_t>& Hub::prompt_tokens_locked(int64_t prompt_index, bool render_here) {
+  auto it = prompt_cache_.find(prompt_index);
+  if (it != prompt_cache_.end()) return it->second;
+  if (!render_here) throw PromptNotRendered{prompt_index};
+  return prompt_cache_[prompt_index] = render_prompt(prompt_index);
 }
 
 void Hub::expire_locked(int64_t now_ms) {
@@ -343,6 +348,7 @@ size_t Hub::queued_groups_locked() const {
 
 net::Lease Hub::make_lease_locked(GroupState& g, const std::string& worker_id,
                                   const std::string& peer, int32_t samples, int64_t now_ms) {
+  prompt_tokens_locked(g.row.prompt_index, false);  // before any write (a restored group's)
   LeaseRow l;
   l.id = "l-" + net::random_token().substr(0, 16);
   l.group_id = g.row.id;
@@ -362,7 +368,7 @@ net::Lease Hub::make_lease_locked(GroupState& g, const std::string& worker_id,
   out.group_id = g.row.id;
   out.prompt_id = g.row.prompt_id;
   out.question = problem.question;
-  out.prompt_tokens = prompt_tokens_locked(g.row.prompt_index);
+  out.prompt_tokens = prompt_tokens_locked(g.row.prompt_index, true);  // rendered: see above
   out.samples = samples;
   out.sampling = config_.sampling;
   out.deadline_unix_ms = l.deadline_ms;
@@ -447,7 +453,7 @@ std::optional<net::Lease> Hub::lease_locked(const std::string& worker_id, const 
   int64_t index = -1;
   for (int64_t tries = 0; tries < n; ++tries) {
     const int64_t candidate = prompt_order_[static_cast<size_t>(next_prompt_ % n)];
-    const auto len = static_cast<int64_t>(prompt_tokens_locked(candidate).size());
+    const auto len = static_cast<int64_t>(prompt_tokens_locked(candidate, false).size());
     if (len < config_.max_tokens) {
       index = candidate;
       break;
@@ -483,19 +489,39 @@ std::optional<net::Lease> Hub::lease_locked(const std::string& worker_id, const 
 net::LeaseResponse Hub::lease(const std::string& worker_id, const std::string& peer) {
   net::LeaseResponse resp;
   uint64_t ticket = 0;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    const int64_t t = now();
-    throttle_locked(lease_per_worker_, worker_id, "lease (this worker)");
-    if (!peer.empty()) throttle_locked(lease_per_ip_, peer, "lease (this address)");
-    if (stopped_) {
-      resp.retry_after_ms = config_.no_work_retry_ms;
-      return resp;
+  bool throttled = false;
+  // A prompt not rendered yet is rendered outside the lock, then the lease is tried again (the
+  // state may have moved meanwhile). Each pass renders one more prompt; a few cover a run of
+  // prompts too long for max_tokens.
+  for (int pass = 0;; ++pass) {
+    std::optional<int64_t> to_render;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      const int64_t t = now();
+      if (!throttled) {  // one request, counted once
+        throttle_locked(lease_per_worker_, worker_id, "lease (this worker)");
+        if (!peer.empty()) throttle_locked(lease_per_ip_, peer, "lease (this address)");
+        throttled = true;
+      }
+      if (stopped_) {
+        resp.retry_after_ms = config_.no_work_retry_ms;
+        return resp;
+      }
+      reserve_writes_locked();
+      try {
+        resp.lease = lease_locked(worker_id, peer, t);
+      } catch (const PromptNotRendered& missing) {
+        to_render = missing.prompt_index;
+      }
+      if (!to_render || pass >= 8) {
+        if (!resp.lease) resp.retry_after_ms = config_.no_work_retry_ms;
+        ticket = written_locked();
+      }
     }
-    reserve_writes_locked();
-    resp.lease = lease_locked(worker_id, peer, t);
-    if (!resp.lease) resp.retry_after_ms = config_.no_work_retry_ms;
-    ticket = written_locked();
+    if (!to_render || pass >= 8) break;
+    std::vector<int32_t> tokens = render_prompt(*to_render);
+    std::lock_guard<std::mutex> lock(mutex_);
+    prompt_cache_.emplace(*to_render, std::move(tokens));
   }
   wait_durable(ticket);  // a lease the hub could forget in a crash is never handed out
   return resp;

@@ -311,7 +311,15 @@ class Hub final : public TrainerPort {
   void throttle_locked(RateLimiter& limiter, const std::string& key, const char* what);
   Snapshot snapshot(size_t offset, size_t limit) const;
   void expire_locked(int64_t now_ms);
-  const std::vector<int32_t>& prompt_tokens_locked(int64_t prompt_index);
+  // The rendered prompt of a training item. Rendering calls the task (an environment server for
+  // the http task, up to its timeout): `render_here` false makes a lease path throw
+  // PromptNotRendered instead, before it wrote anything, so that lease() renders outside the lock
+  // and tries again — a slow environment never holds every other request behind the hub's mutex.
+  struct PromptNotRendered {
+    int64_t prompt_index;
+  };
+  const std::vector<int32_t>& prompt_tokens_locked(int64_t prompt_index, bool render_here);
+  std::vector<int32_t> render_prompt(int64_t prompt_index) const;  // no lock needed
   std::optional<net::Lease> lease_locked(const std::string& worker_id, const std::string& peer,
                                          int64_t now_ms);
   net::Lease make_lease_locked(GroupState& g, const std::string& worker_id, const std::string& peer,

@@ -129,7 +129,8 @@ net::RolloutResponse Hub::intake_locked(const std::string& caller, const net::Ro
   if (n > config_.max_tokens) {
     return reject("too_long", cat(who, ": ", n, " tokens exceed the limit ", config_.max_tokens));
   }
-  const auto& prompt = prompt_tokens_locked(g.row.prompt_index);
+  // Rendered when its group was leased, except for a group restored by a restart.
+  const auto& prompt = prompt_tokens_locked(g.row.prompt_index, true);
   if (m.tokens.size() < prompt.size() ||
       !std::equal(prompt.begin(), prompt.end(), m.tokens.begin())) {
     return reject("prompt_mismatch", cat(who, ": the transcript does not start with the lease's ",

@@ -1,5 +1,7 @@
 #include <algorithm>
+#include <chrono>
 #include <map>
+#include <thread>
 
 #include "roles/hub/hub_fixture.h"
 
@@ -164,6 +166,60 @@ TEST_F(Leases, LeasesAndPromptCursorSurviveARestart) {
   // a's lease is still valid after the restart: it can submit to it.
   EXPECT_EQ(hub->submit(a, rollout(a, la, "<answer>q</answer>", 1)).status,
             net::IntakeStatus::kAccepted);
+}
+
+// The run's task rendering a prompt slowly (an environment server near its timeout): only the
+// lease that needs that prompt waits; the hub's other requests do not queue behind it.
+class SlowPromptTask final : public env::Task {
+ public:
+  explicit SlowPromptTask(const env::Task& inner) : inner_(inner) {}
+  std::string name() const override { return inner_.name(); }
+  std::string user_prompt(const env::QaItem& problem) const override {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    return inner_.user_prompt(problem);
+  }
+  const std::vector<std::string>& stop_strings() const override { return inner_.stop_strings(); }
+  env::TurnResult on_turn(const env::QaItem& problem, std::string_view turn_text,
+                          bool tools_allowed) const override {
+    return inner_.on_turn(problem, turn_text, tools_allowed);
+  }
+  double reward(std::string_view response_text,
+                const std::vector<std::string>& golden_answers) const override {
+    return inner_.reward(response_text, golden_answers);
+  }
+
+ private:
+  const env::Task& inner_;
+};
+
+TEST_F(Leases, ASlowPromptHoldsOnlyTheLeaseThatNeedsIt) {
+  SlowPromptTask slow(*task);
+  HubDeps d = deps();
+  d.task = &slow;
+  hub = std::make_unique<Hub>(config, d);
+  publish(1);
+  auto a = join("a"), b = join("b");
+  std::optional<net::Lease> leased;
+  std::thread first([&] { leased = hub->lease(a).lease; });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // a is rendering its prompt
+  const auto t0 = std::chrono::steady_clock::now();
+  net::Heartbeat hb;
+  hb.worker_id = b;
+  hub->heartbeat(b, hb);
+  hub->status();
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  first.join();
+  EXPECT_LT(waited, std::chrono::milliseconds(800)) << "a request queued behind the rendering";
+  ASSERT_TRUE(leased.has_value()) << "the lease is made once its prompt is rendered";
+  EXPECT_FALSE(leased->prompt_tokens.empty());
+  // Rendered once: the group's other samples and its reissue take it from the cache.
+  const auto t1 = std::chrono::steady_clock::now();
+  hub->release(a, leased->lease_id);
+  auto again = hub->lease(b).lease;
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->prompt_tokens, leased->prompt_tokens);
+  EXPECT_LT(std::chrono::steady_clock::now() - t1, std::chrono::milliseconds(800));
+  hub.reset();  // before `slow`, which it points to
 }
 
 }  // namespace
