@@ -270,22 +270,6 @@ void Hub::publish_version(const pulse::Published& published, const Hash128& stat
 
 // ---------------------------------------------------------------- leases
 
-std::vector<int32_t> Hub::render_prompt(int64_t prompt_index) const {
-  env::EpisodeConfig ec;
-  ec.max_turns = config_.sampling.max_turns;
-  ec.max_observation_tokens = config_.sampling.max_observation_tokens;
-  env::Episode ep(*deps_.task, deps_.prompts.at(static_cast<size_t>(prompt_index)), *deps_.codec,
-                  ec);
-  return ep.tokens();
-}
-
-const std::vector<int32_t>& Hub::prompt_tokens_locked(int64_t prompt_index, bool render_here) {
-  auto it = prompt_cache_.find(prompt_index);
-  if (it != prompt_cache_.end()) return it->second;
-  if (!render_here) throw PromptNotRendered{prompt_index};
-  return prompt_cache_[prompt_index] = render_prompt(prompt_index);
-}
-
 void Hub::expire_locked(int64_t now_ms) {
   // Hoarded: no rollout accepted on it within the deadline, though heartbeats kept it alive.
   for (const auto& id : fairness_.overdue(now_ms, hoard_deadline_ms())) {
