@@ -17,6 +17,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "model/tensor_source.h"
 #include "train/trainer_impl.h"
 
 namespace stoa::train {
@@ -60,22 +61,32 @@ std::string read_text(const fs::path& path) {
   return text.str();
 }
 
+// The policy's own parameters as a source for the streamed model writer: one tensor's host copy
+// at a time, never a second copy of the model.
+class ParameterSource : public TensorSource {
+ public:
+  explicit ParameterSource(const PolicyModel& model)
+      : TensorSource(model.config(), "the trainer's parameters"), model_(model) {}
+  Tensor f32(const TensorSpec& spec) const override {
+    return from_torch(model_.parameter(spec.name));
+  }
+
+ private:
+  const PolicyModel& model_;
+};
+
 }  // namespace
 
 void Trainer::save_model(const std::string& dir, DType dtype) const {
-  save_model_dir(weights(), dir, dtype);
+  if (impl_->fsdp()) {
+    impl_->save_model_sharded(dir, dtype);  // streamed: one gathered tensor at a time
+    return;
+  }
+  save_model_dir(ParameterSource(*impl_->model), dir, dtype);
 }
 
 void Trainer::save_checkpoint(const std::string& dir) const {
   Impl& im = *impl_;
-  // Data parallel: the owners' AdamW shards gathered into one process's state, so the checkpoint
-  // is the same format whatever the number of ranks that wrote it or will resume it.
-  std::unique_ptr<torch::optim::AdamW> gathered;
-  if (im.distributed()) {
-    im.send(kCommandGatherOptimizer, "");
-    gathered = im.gather_optimizer();
-  }
-  const torch::optim::AdamW& optimizer = gathered ? *gathered : *im.optimizer;
   const fs::path final_dir(dir);
   const fs::path tmp = final_dir.string() + ".tmp";
   std::error_code ec;
@@ -83,18 +94,34 @@ void Trainer::save_checkpoint(const std::string& dir) const {
   fs::create_directories(tmp, ec);
   STOA_CHECK(!ec, ErrorKind::kIo, "cannot create checkpoint directory ", tmp.string(), ": ",
              ec.message());
-  save_model_dir(weights(), (tmp / "model").string(), DType::kF32);
-  try {
-    torch::save(optimizer, (tmp / "optimizer.pt").string());
-  } catch (const std::exception& e) {
-    fail(ErrorKind::kIo, "cannot write ", (tmp / "optimizer.pt").string(), ": ", e.what());
-  }
   nlohmann::json meta = {{"format", kFormat},
                          {"version", kVersion},
                          {"step", im.step},
                          {"rng", rng_state_json(im.rng)},
                          {"loss", loss_kind_name(im.options.loss.kind)},
                          {"lr", im.options.optimizer.lr}};
+  if (im.fsdp()) {
+    // Every rank writes its own shard (fsdp_trainer.cpp); nothing is gathered.
+    if (im.distributed()) im.send(kCommandSaveShards, (tmp / "shards").string());
+    im.save_shards((tmp / "shards").string());
+    write_model_dir_config(im.config(), tmp.string(), "float32");
+    meta["sharded"] = {{"kind", "fsdp"}, {"world", im.sharded->layout().world}};
+  } else {
+    // Data parallel: the owners' AdamW shards gathered into one process's state, so the
+    // checkpoint is the same format whatever the number of ranks that wrote or will resume it.
+    std::unique_ptr<torch::optim::AdamW> gathered;
+    if (im.distributed()) {
+      im.send(kCommandGatherOptimizer, "");
+      gathered = im.gather_optimizer();
+    }
+    const torch::optim::AdamW& optimizer = gathered ? *gathered : *im.optimizer;
+    save_model_dir(ParameterSource(*im.model), (tmp / "model").string(), DType::kF32);
+    try {
+      torch::save(optimizer, (tmp / "optimizer.pt").string());
+    } catch (const std::exception& e) {
+      fail(ErrorKind::kIo, "cannot write ", (tmp / "optimizer.pt").string(), ": ", e.what());
+    }
+  }
   {
     std::ofstream out(tmp / "trainer.json", std::ios::binary);
     out << meta.dump(2) << "\n";
@@ -132,6 +159,26 @@ Trainer Trainer::resume(const std::string& dir, const TrainOptions& options,
   STOA_CHECK(version == kVersion || version == kVersionMersenne, ErrorKind::kUnsupported,
              "checkpoint ", dir, " has format version ", version, "; this build reads ",
              kVersionMersenne, " and ", kVersion);
+  const bool sharded_checkpoint = meta.contains("sharded");
+  STOA_CHECK(sharded_checkpoint == (options.sharding == Sharding::kFsdp),
+             ErrorKind::kInvalidArgument, "checkpoint ", dir, " was written by a ",
+             sharded_checkpoint ? "fully sharded (fsdp)" : "zero1 or one-process",
+             " trainer; resume it with sharding = ", sharded_checkpoint ? "fsdp" : "zero1");
+  if (sharded_checkpoint) {
+    const ModelConfig config =
+        parse_model_config(read_text(root / "config.json"), (root / "config.json").string());
+    auto impl = std::make_unique<Impl>(config, options_for_rank(options, ranks.get()));
+    try {
+      impl->step = meta.at("step").get<int64_t>();
+      STOA_CHECK(impl->step >= 0, ErrorKind::kBadFormat, "negative step");
+      impl->rng = rng_from_json(meta.at("rng"));
+    } catch (const std::exception& e) {
+      fail(ErrorKind::kBadFormat, "checkpoint ", (root / "trainer.json").string(),
+           " has a bad step or RNG state: ", e.what());
+    }
+    impl->start_sharded(std::move(ranks), nullptr, dir);  // every rank reads its own ranges
+    return Trainer(std::move(impl));
+  }
   auto impl = std::make_unique<Impl>(load_model_dir((root / "model").string()),
                                      options_for_rank(options, ranks.get()));
   try {

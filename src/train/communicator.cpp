@@ -227,6 +227,51 @@ std::vector<int64_t> Communicator::all_gather(int64_t value) {
   return values;
 }
 
+void Communicator::send_through(const torch::Tensor& values, int64_t numel, int root) {
+  if (world_size() == 1 || numel == 0) return;
+  const auto start = std::chrono::steady_clock::now();
+  const int64_t chunk = std::max<int64_t>(1, options_.bucket_bytes / 4);
+  torch::Tensor scratch;
+  torch::Tensor flat = values.defined() ? values.view({-1}) : torch::Tensor();
+  c10d::BroadcastOptions from;
+  from.rootRank = root;
+  for (int64_t at = 0; at < numel; at += chunk) {
+    const int64_t n = std::min(chunk, numel - at);
+    if (!flat.defined() && !scratch.defined()) scratch = torch::empty({std::min(chunk, numel)});
+    std::vector<torch::Tensor> part{flat.defined() ? flat.narrow(0, at, n)
+                                                   : scratch.narrow(0, 0, n)};
+    run("broadcast", [&] { groups_->group_for(part[0]).broadcast(part, from)->wait(); });
+  }
+  stats_.broadcast_seconds += since(start);
+}
+
+void Communicator::all_gather_into(const torch::Tensor& full, const torch::Tensor& shard) {
+  const int64_t S = shard.numel();
+  STOA_CHECK(full.dim() == 1 && shard.dim() == 1 && full.numel() == S * world_size() &&
+                 full.is_contiguous(),
+             ErrorKind::kInternal, "all_gather_into: a flat buffer of world x shard elements");
+  full.narrow(0, S * rank(), S).copy_(shard);
+  if (world_size() == 1) return;
+  const auto start = std::chrono::steady_clock::now();
+  for (int r = 0; r < world_size(); ++r) {
+    std::vector<torch::Tensor> part{full.narrow(0, S * r, S)};
+    c10d::BroadcastOptions from;
+    from.rootRank = r;
+    run("all-gather", [&] { groups_->group_for(part[0]).broadcast(part, from)->wait(); });
+  }
+  stats_.broadcast_seconds += since(start);
+}
+
+void Communicator::reduce_scatter_sum(const torch::Tensor& full) {
+  if (world_size() == 1) return;
+  STOA_CHECK(full.is_contiguous(), ErrorKind::kInternal, "reduce_scatter_sum: a flat buffer");
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<torch::Tensor> one{full};
+  stats_.all_reduce_bytes += static_cast<int64_t>(full.nbytes());
+  run("reduce-scatter", [&] { groups_->group_for(full).allreduce(one)->wait(); });
+  stats_.all_reduce_seconds += since(start);
+}
+
 int communicator_rank(const Communicator& ranks) {
   return ranks.rank();
 }

@@ -30,10 +30,23 @@ class Communicator {
   void all_reduce_max(const torch::Tensor& tensor);
   // In place from `root`, bucketed; every rank passes tensors of the same shapes.
   void broadcast(const std::vector<torch::Tensor>& tensors, int root);
+  // `values` (contiguous, `numel` elements) from `root` to the one rank that wants them: the
+  // root and that rank pass the tensor, every other rank an undefined one and takes part through
+  // a bucket-sized scratch buffer (Gloo broadcasts reach everyone), so no rank allocates a tensor
+  // it does not keep. ZeRO-1's moments move this way (start and checkpoint).
+  void send_through(const torch::Tensor& values, int64_t numel, int root);
   // Bytes from rank 0 (the command channel): the leader's `bytes` reach every rank.
   void broadcast_bytes(std::string* bytes);
   // One value from every rank, in rank order.
   std::vector<int64_t> all_gather(int64_t value);
+  // FSDP: rank r's `shard` (1-D, S elements) lands in full[r·S, (r+1)·S) on every rank. One
+  // broadcast per rank straight into `full` (1-D, S·world elements): no staging copy, which
+  // Gloo's allgather would make.
+  void all_gather_into(const torch::Tensor& full, const torch::Tensor& shard);
+  // FSDP: sums `full` over the ranks in place; rank r then reads its reduce-scattered shard at
+  // [r·S, (r+1)·S). An all-reduce, because the Gloo of libtorch 1.13 has no reduce-scatter for
+  // CPU tensors; the buffer is one unit's gradient, freed after the scatter.
+  void reduce_scatter_sum(const torch::Tensor& full);
 
  private:
   struct Groups;

@@ -4,7 +4,8 @@
 // ZeRO-1 on Debian's libtorch 1.13 Gloo: its reduce_scatter and _allgather_base are not usable
 // on CPU tensors, so the reduce-scatter is an all-reduce of which each rank keeps its shard's
 // part, and the all-gather is one broadcast per shard owner. The AdamW state (two f32 moments
-// per parameter, the largest part of the training memory) lives only on the owner.
+// per parameter, the largest part of the training memory) lives only on the owner, and moves
+// (at start, for a checkpoint) only between its owner and rank 0.
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
@@ -123,37 +124,39 @@ void Trainer::Impl::exchange_state() {
     }
   }
   ranks->broadcast({steps}, 0);
-  std::vector<torch::Tensor> moments;
-  for (size_t i = 0; i < count; ++i) {
-    if (steps[static_cast<int64_t>(i)].item<int64_t>() == 0) continue;
-    if (ranks->leader()) {
-      auto& st = static_cast<torch::optim::AdamWParamState&>(
-          *optimizer->state()[optimizer_state_key(trainable[i])]);
-      moments.push_back(st.exp_avg().contiguous());
-      moments.push_back(st.exp_avg_sq().contiguous());
-    } else {
-      moments.push_back(torch::zeros_like(trainable[i]));
-      moments.push_back(torch::zeros_like(trainable[i]));
-    }
-  }
-  ranks->broadcast(moments, 0);
+  // Each tensor's moments go from the leader to their owner only: no rank allocates moments it
+  // does not keep (the leader already holds them all when it resumed a checkpoint).
   std::vector<torch::Tensor> mine;
   for (size_t i = 0; i < count; ++i) {
     if (owner[i] == ranks->rank()) mine.push_back(trainable[i]);
   }
   auto sharded = std::make_unique<torch::optim::AdamW>(mine, adamw_options());
-  size_t at = 0;
   for (size_t i = 0; i < count; ++i) {
     const int64_t s = steps[static_cast<int64_t>(i)].item<int64_t>();
     if (s == 0) continue;
-    if (owner[i] == ranks->rank()) {
+    const bool keep = owner[i] == ranks->rank();
+    torch::Tensor exp_avg, exp_avg_sq;
+    if (ranks->leader()) {
+      auto& st = static_cast<torch::optim::AdamWParamState&>(
+          *optimizer->state()[optimizer_state_key(trainable[i])]);
+      exp_avg = st.exp_avg().contiguous();
+      exp_avg_sq = st.exp_avg_sq().contiguous();
+    } else if (keep) {
+      exp_avg = torch::zeros_like(trainable[i]);
+      exp_avg_sq = torch::zeros_like(trainable[i]);
+    }
+    const int64_t n = trainable[i].numel();
+    if (owner[i] != 0) {  // the leader's own tensors need no message
+      ranks->send_through(keep || ranks->leader() ? exp_avg : torch::Tensor(), n, 0);
+      ranks->send_through(keep || ranks->leader() ? exp_avg_sq : torch::Tensor(), n, 0);
+    }
+    if (keep) {
       auto st = std::make_unique<torch::optim::AdamWParamState>();
       st->step(s - 1);
-      st->exp_avg(moments[at].detach().clone());
-      st->exp_avg_sq(moments[at + 1].detach().clone());
+      st->exp_avg(exp_avg);  // the leader's old optimizer goes below; its tensors stay here
+      st->exp_avg_sq(exp_avg_sq);
       sharded->state()[optimizer_state_key(trainable[i])] = std::move(st);
     }
-    at += 2;
   }
   optimizer = std::move(sharded);
   log_info("dist", "rank ", ranks->rank(), ": ", mine.size(), " of ", count,
@@ -236,24 +239,22 @@ std::unique_ptr<torch::optim::AdamW> Trainer::Impl::gather_optimizer() {
     }
   }
   ranks->all_reduce_sum({steps});
+  // Each owner's moments reach the leader only (the others take part through a scratch bucket).
   std::vector<torch::Tensor> exp_avg(count), exp_avg_sq(count);
-  for (int r = 0; r < ranks->world_size(); ++r) {
-    std::vector<torch::Tensor> shard;
-    for (size_t i = 0; i < count; ++i) {
-      if (owner[i] != r || steps[static_cast<int64_t>(i)].item<int64_t>() == 0) continue;
-      if (r == ranks->rank()) {
-        auto& st = static_cast<torch::optim::AdamWParamState&>(
-            *optimizer->state()[optimizer_state_key(trainable[i])]);
-        exp_avg[i] = st.exp_avg();
-        exp_avg_sq[i] = st.exp_avg_sq();
-      } else {
-        exp_avg[i] = torch::zeros_like(trainable[i]);
-        exp_avg_sq[i] = torch::zeros_like(trainable[i]);
-      }
-      shard.push_back(exp_avg[i]);
-      shard.push_back(exp_avg_sq[i]);
+  for (size_t i = 0; i < count; ++i) {
+    if (steps[static_cast<int64_t>(i)].item<int64_t>() == 0) continue;
+    if (owner[i] == ranks->rank()) {
+      auto& st = static_cast<torch::optim::AdamWParamState&>(
+          *optimizer->state()[optimizer_state_key(trainable[i])]);
+      exp_avg[i] = st.exp_avg().contiguous();
+      exp_avg_sq[i] = st.exp_avg_sq().contiguous();
+    } else if (ranks->leader()) {
+      exp_avg[i] = torch::zeros_like(trainable[i]);
+      exp_avg_sq[i] = torch::zeros_like(trainable[i]);
     }
-    ranks->broadcast(shard, r);
+    if (owner[i] == 0) continue;
+    ranks->send_through(exp_avg[i], trainable[i].numel(), owner[i]);
+    ranks->send_through(exp_avg_sq[i], trainable[i].numel(), owner[i]);
   }
   if (!ranks->leader()) return nullptr;
   auto full = std::make_unique<torch::optim::AdamW>(trainable, adamw_options());
@@ -273,6 +274,40 @@ std::unique_ptr<torch::optim::AdamW> Trainer::Impl::gather_optimizer() {
   return full;
 }
 
+RankHoldings Trainer::Impl::own_holdings() const {
+  RankHoldings h;
+  if (sharded) {
+    for (size_t u = 0; u < sharded->layout().units.size(); ++u) {
+      h.masters += sharded->master(u).numel();
+      h.gradients += sharded->master(u).numel();  // one gradient buffer per shard
+    }
+  } else {
+    for (const torch::Tensor& p : model->parameters()) h.masters += p.numel();
+    for (const torch::Tensor& p : trainable) h.gradients += p.numel();
+  }
+  for (const auto& [key, state] : optimizer->state()) {
+    const auto& st = static_cast<const torch::optim::AdamWParamState&>(*state);
+    h.moments += st.exp_avg().numel() + st.exp_avg_sq().numel();
+  }
+  return h;
+}
+
+std::vector<RankHoldings> Trainer::Impl::gather_holdings() {
+  const RankHoldings mine = own_holdings();
+  if (!distributed()) return {mine};
+  const std::vector<int64_t> masters = ranks->all_gather(mine.masters);
+  const std::vector<int64_t> gradients = ranks->all_gather(mine.gradients);
+  const std::vector<int64_t> moments = ranks->all_gather(mine.moments);
+  std::vector<RankHoldings> all;
+  for (size_t r = 0; r < masters.size(); ++r) all.push_back({masters[r], gradients[r], moments[r]});
+  return all;
+}
+
+std::vector<RankHoldings> Trainer::holdings() const {
+  if (impl_->distributed()) impl_->send(kCommandHoldings, "");
+  return impl_->gather_holdings();
+}
+
 void Trainer::follow(std::shared_ptr<Communicator> ranks) {
   STOA_CHECK(ranks && !ranks->leader(), ErrorKind::kInvalidArgument,
              "Trainer::follow runs on ranks other than 0");
@@ -283,11 +318,20 @@ void Trainer::follow(std::shared_ptr<Communicator> ranks) {
   const TrainOptions options =
       options_for_rank(train_options_from_json(init.at("options")), ranks.get());
   const ModelConfig config = parse_model_config(init.at("config").dump(), "rank 0's model config");
-  // The values are overwritten by rank 0's weights in exchange_state.
-  auto impl = std::make_unique<Impl>(random_weights(config, 0), options);
-  impl->ranks = ranks;
-  impl->step = init.at("step").get<int64_t>();
-  impl->exchange_state();
+  std::unique_ptr<Impl> impl;
+  if (options.sharding == Sharding::kFsdp) {
+    // Rank 0's source, or the checkpoint's shards, fill this rank's slice only.
+    impl = std::make_unique<Impl>(config, options);
+    impl->ranks = ranks;
+    impl->step = init.at("step").get<int64_t>();
+    impl->setup_sharded(nullptr, init.value("resume", ""));
+  } else {
+    // The values are overwritten by rank 0's weights in exchange_state.
+    impl = std::make_unique<Impl>(random_weights(config, 0), options);
+    impl->ranks = ranks;
+    impl->step = init.at("step").get<int64_t>();
+    impl->exchange_state();
+  }
   while (true) {
     std::tie(command, payload) = receive(*ranks);
     try {
@@ -300,6 +344,24 @@ void Trainer::follow(std::shared_ptr<Communicator> ranks) {
           break;
         case kCommandGatherOptimizer:
           impl->gather_optimizer();
+          break;
+        case kCommandLogits: {
+          const int64_t n = static_cast<int64_t>(payload.size() / sizeof(int64_t));
+          torch::Tensor tokens = torch::from_blob(payload.data(), {1, n}, torch::kInt64).clone();
+          impl->sharded->logits(tokens);
+          break;
+        }
+        case kCommandGatherWeights:
+          impl->sharded->gather_all(nullptr);
+          break;
+        case kCommandGatherChosen:
+          impl->gather_chosen_follower();
+          break;
+        case kCommandSaveShards:
+          impl->save_shards(payload);
+          break;
+        case kCommandHoldings:
+          impl->gather_holdings();
           break;
         case kCommandStop:
           impl->ranks.reset();  // nothing more to tell anyone

@@ -1,13 +1,7 @@
 // INTERNAL (includes libtorch; only src/train/ includes this). The policy network of all three
 // architectures (qwen3, lfm2, lfm2_moe) as a functional libtorch forward over flat parameters
 // keyed by their Hugging Face names — the same names ModelWeights and the safetensors files
-// use, so loading, saving and optimiser state need no renaming.
-//
-// Math (reference.md §4, same as the engine): pre-norm residual blocks with RMSNorm; GQA
-// attention with per-head RMSNorm on q and k before rotate-half RoPE and a causal mask; LFM2
-// short-conv blocks (in_proj → B, C, x; depthwise causal conv of B⊙x; C⊙·; out_proj); SwiGLU
-// FFNs; LFM2-MoE sigmoid routing (top-k by score + expert_bias, weights = the scores without the
-// bias, normalised); final norm; tied or separate LM head.
+// use, so loading, saving and optimiser state need no renaming. The math is policy_math.h's.
 #pragma once
 #include <string>
 #include <unordered_map>
@@ -16,6 +10,11 @@
 #include <torch/torch.h>
 
 #include "model/weights.h"
+#include "train/policy_math.h"
+
+namespace stoa {
+class TensorSource;  // model/tensor_source.h
+}
 
 namespace stoa::train {
 
@@ -24,6 +23,8 @@ class PolicyModel {
   // Copies `weights` (any float dtype; converted to f32) to `device` as leaf tensors that
   // require grad. `compute` is the matmul dtype (f32, or bf16/f16 for mixed precision).
   PolicyModel(const ModelWeights& weights, torch::Device device, torch::ScalarType compute);
+  // The same, read from `source` one tensor at a time (no second whole copy).
+  PolicyModel(const TensorSource& source, torch::Device device, torch::ScalarType compute);
 
   const ModelConfig& config() const { return config_; }
   torch::Device device() const { return device_; }
@@ -44,36 +45,17 @@ class PolicyModel {
   void load(const ModelWeights& weights);
 
  private:
-  struct Layer {
-    bool attention = false;
-    bool moe = false;
-    torch::Tensor op_norm, ffn_norm;
-    torch::Tensor q, k, v, o, q_norm, k_norm;                                         // attention
-    torch::Tensor conv_in, conv_in_bias, conv_w, conv_bias, conv_out, conv_out_bias;  // conv
-    torch::Tensor gate, up, down;                     // dense SwiGLU
-    torch::Tensor router, expert_bias;                // MoE
-    std::vector<torch::Tensor> e_gate, e_up, e_down;  // MoE experts
-  };
-
-  torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& w) const;
-  torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& w) const;
-  torch::Tensor attention(const Layer& layer, const torch::Tensor& x, const torch::Tensor& cos,
-                          const torch::Tensor& sin) const;
-  torch::Tensor conv(const Layer& layer, const torch::Tensor& x) const;
-  torch::Tensor swiglu(const torch::Tensor& x, const torch::Tensor& gate, const torch::Tensor& up,
-                       const torch::Tensor& down) const;
-  torch::Tensor moe(const Layer& layer, const torch::Tensor& x) const;
-  const torch::Tensor& find(const std::string& name) const;
-  torch::Tensor find_optional(const std::string& name) const;
+  void add_parameter(const std::string& name, const Tensor& tensor);
+  void bind();  // checks the config, binds the slots by role, marks the frozen tensors
 
   ModelConfig config_;
   torch::Device device_;
-  torch::ScalarType compute_;
+  PolicyMath math_;
   std::vector<std::string> names_;
   std::vector<torch::Tensor> params_;
   std::unordered_map<std::string, size_t> index_;
   torch::Tensor embed_, final_norm_, lm_head_;
-  std::vector<Layer> layers_;
+  std::vector<PolicyLayer> layers_;
 };
 
 torch::Tensor to_torch(const Tensor& tensor);    // host copy, f32 for float tensors

@@ -84,6 +84,16 @@ double scheduled_lr(const OptimizerOptions& optimizer, const ScheduleOptions& sc
   return min_lr + (lr - min_lr) * 0.5 * (1.0 + std::cos(std::numbers::pi * progress));
 }
 
+const char* sharding_name(Sharding sharding) {
+  return sharding == Sharding::kFsdp ? "fsdp" : "zero1";
+}
+
+Sharding parse_sharding(const std::string& name) {
+  if (name == "zero1") return Sharding::kZero1;
+  if (name == "fsdp") return Sharding::kFsdp;
+  fail(ErrorKind::kInvalidArgument, "sharding '", name, "' is not zero1 or fsdp");
+}
+
 void validate_train_options(const TrainOptions& o) {
   const OptimizerOptions& opt = o.optimizer;
   STOA_CHECK(std::isfinite(opt.lr) && opt.lr >= 0, ErrorKind::kInvalidArgument,

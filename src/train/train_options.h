@@ -32,10 +32,21 @@ struct ScheduleOptions {
 double scheduled_lr(const OptimizerOptions& optimizer, const ScheduleOptions& schedule,
                     int64_t step);
 
+// How the ranks of a data-parallel trainer divide the training state
+// (docs/design/distributed-trainer.md). kZero1: every rank holds the f32 masters and a full
+// gradient, AdamW's moments are divided by tensor. kFsdp: every rank holds 1/N of the masters,
+// gradients and moments (flat shards per block), a block's parameters are gathered for its
+// forward and backward and freed after, and the block is recomputed in backward (activation
+// checkpointing per block comes with it).
+enum class Sharding { kZero1, kFsdp };
+const char* sharding_name(Sharding sharding);
+Sharding parse_sharding(const std::string& name);  // "zero1" | "fsdp"; else kInvalidArgument
+
 struct TrainOptions {
-  std::string device = "cpu";         // "cpu", "cuda", "cuda:N"
-  DType compute_dtype = DType::kF32;  // kBF16: matmuls in bf16 against the f32 master weights
-  int threads = 0;                    // libtorch intra-op threads; 0 keeps libtorch's default
+  std::string device = "cpu";            // "cpu", "cuda", "cuda:N"
+  DType compute_dtype = DType::kF32;     // kBF16: matmuls in bf16 against the f32 master weights
+  int threads = 0;                       // libtorch intra-op threads; 0 keeps libtorch's default
+  Sharding sharding = Sharding::kZero1;  // across data-parallel ranks (one rank: same math)
   OptimizerOptions optimizer;
   ScheduleOptions schedule;
   LossConfig loss;

@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 
 #include "core/error.h"
 #include "core/log.h"
+#include "model/tensor_source.h"
 #include "train/losses.h"
 #include "train/trainer_impl.h"
 #include "train/wire.h"
@@ -155,19 +157,33 @@ void set_blas_threads(int threads) {
 }
 }  // namespace
 
-Trainer::Impl::Impl(const ModelWeights& initial, const TrainOptions& opts)
-    : options(opts), device(parse_device(opts.device)), rng(opts.seed, 0) {
+Trainer::Impl::Impl(const ModelConfig& config, const TrainOptions& opts)
+    : options(opts), base_config(config), device(parse_device(opts.device)), rng(opts.seed, 0) {
   validate_train_options(options);
   if (options.threads > 0) {
     torch::set_num_threads(options.threads);
     set_blas_threads(options.threads);
   }
+  max_tokens = options.max_sequence_tokens > 0 ? options.max_sequence_tokens
+                                               : config.max_position_embeddings;
+}
+
+Trainer::Impl::Impl(const ModelWeights& initial, const TrainOptions& opts)
+    : Impl(initial.config, opts) {
   model = std::make_unique<PolicyModel>(initial, device, torch_dtype(options.compute_dtype));
+  start_optimizer();
+}
+
+Trainer::Impl::Impl(const TensorSource& initial, const TrainOptions& opts)
+    : Impl(initial.config(), opts) {
+  model = std::make_unique<PolicyModel>(initial, device, torch_dtype(options.compute_dtype));
+  start_optimizer();
+}
+
+void Trainer::Impl::start_optimizer() {
   for (const torch::Tensor& p : model->parameters()) {
     if (p.requires_grad()) trainable.push_back(p);
   }
-  max_tokens = options.max_sequence_tokens > 0 ? options.max_sequence_tokens
-                                               : initial.config.max_position_embeddings;
   optimizer = std::make_unique<torch::optim::AdamW>(trainable, adamw_options());
 }
 
@@ -180,16 +196,53 @@ torch::optim::AdamWOptions Trainer::Impl::adamw_options() const {
 }
 
 void Trainer::Impl::clear_grads() {
+  if (sharded) sharded->zero_grads();
   for (torch::Tensor& p : trainable) p.mutable_grad() = torch::Tensor();
+}
+
+void Trainer::Impl::forward_backward(
+    const torch::Tensor& tokens, const torch::Tensor& positions,
+    const std::function<torch::Tensor(const torch::Tensor&)>& loss_of) {
+  if (sharded) {
+    ShardedPolicy::MicroBatch batch{tokens, positions, loss_of};
+    sharded->forward_backward(&batch);
+    return;
+  }
+  torch::Tensor h = model->hidden(tokens);
+  torch::Tensor sel = h.reshape({-1, config().hidden_size}).index_select(0, positions);
+  loss_of(model->logits(sel)).backward();
+}
+
+int64_t Trainer::Impl::micro_batch_rounds(int64_t mine) {
+  if (!sharded || !distributed()) return mine;
+  const std::vector<int64_t> counts = ranks->all_gather(mine);
+  return *std::max_element(counts.begin(), counts.end());
+}
+
+void Trainer::Impl::take_part(int64_t rounds) {
+  for (int64_t i = 0; i < rounds; ++i) sharded->forward_backward(nullptr);
 }
 
 // Measures the global gradient norm, rejects a non-finite step, clips, and runs AdamW at the
 // scheduled learning rate.
 void Trainer::Impl::apply_gradients(StepMetrics* m, const std::string& batch_name) {
-  if (distributed()) sync_gradients();
+  if (sharded) sharded->attach_grads();  // reduce-scattered during the backward
+  if (distributed() && !sharded) sync_gradients();
   double sq = 0.0;
   for (const torch::Tensor& p : trainable) {
-    if (p.grad().defined()) sq += p.grad().to(torch::kFloat64).pow(2).sum().item<double>();
+    if (!p.grad().defined()) continue;
+    // In f64, a million elements at a time: a whole f64 copy of the embedding's gradient (and
+    // its square) would be the step's largest allocation after the model state itself.
+    const torch::Tensor flat = p.grad().reshape({-1});
+    for (int64_t at = 0; at < flat.numel(); at += (1 << 20)) {
+      const int64_t n = std::min<int64_t>(1 << 20, flat.numel() - at);
+      sq += flat.narrow(0, at, n).to(torch::kFloat64).pow(2).sum().item<double>();
+    }
+  }
+  if (sharded && distributed()) {  // the pieces partition the parameters: sum their squares
+    torch::Tensor total = torch::tensor({sq}, torch::kFloat64);
+    ranks->all_reduce_sum({total});
+    sq = total.item<double>();
   }
   const double norm = std::sqrt(sq);
   if (!std::isfinite(norm) || !std::isfinite(m->loss)) {
@@ -214,7 +267,7 @@ void Trainer::Impl::apply_gradients(StepMetrics* m, const std::string& batch_nam
   clear_grads();
   ++step;
   m->step = step;
-  if (distributed()) {
+  if (distributed() && !sharded) {
     sync_parameters();
     if (ranks->options().hash_check_every > 0 && step % ranks->options().hash_check_every == 0)
       check_hashes();
@@ -222,8 +275,25 @@ void Trainer::Impl::apply_gradients(StepMetrics* m, const std::string& batch_nam
 }
 
 Trainer::Trainer(const ModelWeights& initial, const TrainOptions& options,
-                 std::shared_ptr<Communicator> ranks)
-    : impl_(std::make_unique<Impl>(initial, options_for_rank(options, ranks.get()))) {
+                 std::shared_ptr<Communicator> ranks) {
+  if (options.sharding == Sharding::kFsdp) {
+    WeightsTensorSource source(initial);
+    impl_ = std::make_unique<Impl>(initial.config, options_for_rank(options, ranks.get()));
+    impl_->start_sharded(std::move(ranks), &source, "");
+    return;
+  }
+  impl_ = std::make_unique<Impl>(initial, options_for_rank(options, ranks.get()));
+  impl_->join(std::move(ranks));
+}
+
+Trainer::Trainer(const TensorSource& initial, const TrainOptions& options,
+                 std::shared_ptr<Communicator> ranks) {
+  if (options.sharding == Sharding::kFsdp) {
+    impl_ = std::make_unique<Impl>(initial.config(), options_for_rank(options, ranks.get()));
+    impl_->start_sharded(std::move(ranks), &initial, "");
+    return;
+  }
+  impl_ = std::make_unique<Impl>(initial, options_for_rank(options, ranks.get()));
   impl_->join(std::move(ranks));
 }
 Trainer::Trainer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -232,7 +302,7 @@ Trainer::Trainer(Trainer&&) noexcept = default;
 Trainer& Trainer::operator=(Trainer&&) noexcept = default;
 
 const ModelConfig& Trainer::config() const {
-  return impl_->model->config();
+  return impl_->config();
 }
 const TrainOptions& Trainer::options() const {
   return impl_->options;
@@ -252,7 +322,7 @@ StepMetrics Trainer::train_step(const std::vector<RolloutGroup>& groups) {
 StepMetrics Trainer::Impl::rl_step(const std::vector<RolloutGroup>& groups) {
   Impl& im = *this;
   const auto start = std::chrono::steady_clock::now();
-  const ModelConfig& config = im.model->config();
+  const ModelConfig& config = im.config();
   const LossConfig& loss_config = im.options.loss;
   // Everything is checked before anything runs: a bad rollout never reaches the model.
   validate_groups(groups, config.vocab_size, im.max_tokens);
@@ -291,21 +361,24 @@ StepMetrics Trainer::Impl::rl_step(const std::vector<RolloutGroup>& groups) {
   MetricSums sums;
   im.clear_grads();
   try {
-    for (auto [begin, end] : plan_micro_batches(&seqs, im.options.micro_batch_tokens)) {
+    const auto plan = plan_micro_batches(&seqs, im.options.micro_batch_tokens);
+    const int64_t rounds = im.micro_batch_rounds(static_cast<int64_t>(plan.size()));
+    for (auto [begin, end] : plan) {
       MicroBatch mb = make_micro_batch(seqs, begin, end, 1.0 / denominator, topk, im.device);
       m.tokens_total += mb.real_tokens;
-      torch::Tensor h = im.model->hidden(mb.tokens);
-      torch::Tensor sel = h.reshape({-1, config.hidden_size}).index_select(0, mb.positions);
-      torch::Tensor logits = im.model->logits(sel);
-      if (im.options.temperature != 1.0) logits = logits / im.options.temperature;
-      ScoredTokens scored = score_tokens(logits, mb.targets, mb.topk_ids);
-      LossInputs in{scored.logp, mb.mu_logp,       mb.advantage,
-                    mb.weight,   scored.topk_logp, mb.topk_mu_logp};
-      LossTerms terms = policy_loss(loss_config, in);
-      terms.loss.backward();
-      m.loss += terms.loss.item<double>();
-      sums.add(in, terms, scored.entropy);
+      im.forward_backward(mb.tokens, mb.positions, [&](const torch::Tensor& raw) {
+        torch::Tensor logits = raw;
+        if (im.options.temperature != 1.0) logits = logits / im.options.temperature;
+        ScoredTokens scored = score_tokens(logits, mb.targets, mb.topk_ids);
+        LossInputs in{scored.logp, mb.mu_logp,       mb.advantage,
+                      mb.weight,   scored.topk_logp, mb.topk_mu_logp};
+        LossTerms terms = policy_loss(loss_config, in);
+        m.loss += terms.loss.item<double>();
+        sums.add(in, terms, scored.entropy);
+        return terms.loss;
+      });
     }
+    im.take_part(rounds - static_cast<int64_t>(plan.size()));
   } catch (...) {
     im.clear_grads();
     throw;
@@ -327,7 +400,7 @@ StepMetrics Trainer::sft_step(const std::vector<SftExample>& batch) {
 StepMetrics Trainer::Impl::supervised_step(const std::vector<SftExample>& batch) {
   Impl& im = *this;
   const auto start = std::chrono::steady_clock::now();
-  const ModelConfig& config = im.model->config();
+  const ModelConfig& config = im.config();
   STOA_CHECK(!batch.empty(), ErrorKind::kInvalidArgument, "the SFT batch is empty");
   std::vector<Sequence> seqs;
   int64_t targets = 0;
@@ -357,18 +430,21 @@ StepMetrics Trainer::Impl::supervised_step(const std::vector<SftExample>& batch)
   MetricSums sums;
   im.clear_grads();
   try {
-    for (auto [begin, end] : plan_micro_batches(&seqs, im.options.micro_batch_tokens)) {
+    const auto plan = plan_micro_batches(&seqs, im.options.micro_batch_tokens);
+    const int64_t rounds = im.micro_batch_rounds(static_cast<int64_t>(plan.size()));
+    for (auto [begin, end] : plan) {
       MicroBatch mb =
           make_micro_batch(seqs, begin, end, 1.0 / static_cast<double>(targets), 0, im.device);
       m.tokens_total += mb.real_tokens;
-      torch::Tensor h = im.model->hidden(mb.tokens);
-      torch::Tensor sel = h.reshape({-1, config.hidden_size}).index_select(0, mb.positions);
-      ScoredTokens scored = score_tokens(im.model->logits(sel), mb.targets, {});
-      torch::Tensor loss = -(mb.weight * scored.logp).sum();
-      loss.backward();
-      m.loss += loss.item<double>();
-      sums.add_sft(scored.logp, scored.entropy);
+      im.forward_backward(mb.tokens, mb.positions, [&](const torch::Tensor& logits) {
+        ScoredTokens scored = score_tokens(logits, mb.targets, {});
+        torch::Tensor loss = -(mb.weight * scored.logp).sum();
+        m.loss += loss.item<double>();
+        sums.add_sft(scored.logp, scored.entropy);
+        return loss;
+      });
     }
+    im.take_part(rounds - static_cast<int64_t>(plan.size()));
   } catch (...) {
     im.clear_grads();
     throw;
@@ -382,7 +458,7 @@ StepMetrics Trainer::Impl::supervised_step(const std::vector<SftExample>& batch)
 }
 
 Tensor Trainer::logits(const std::vector<int32_t>& tokens) const {
-  const ModelConfig& config = impl_->model->config();
+  const ModelConfig& config = impl_->config();
   STOA_CHECK(!tokens.empty(), ErrorKind::kInvalidArgument, "logits() needs at least one token");
   std::vector<int64_t> ids;
   for (int32_t t : tokens) {
@@ -393,6 +469,7 @@ Tensor Trainer::logits(const std::vector<int32_t>& tokens) const {
   torch::NoGradGuard no_grad;
   torch::Tensor input =
       torch::from_blob(ids.data(), {1, static_cast<int64_t>(ids.size())}, torch::kInt64).clone();
+  if (impl_->fsdp()) return from_torch(impl_->sharded_logits(input).squeeze(0));
   torch::Tensor h = impl_->model->hidden(input);
   return from_torch(impl_->model->logits(h).squeeze(0));
 }
@@ -410,28 +487,43 @@ std::vector<float> Trainer::token_logprobs(const std::vector<int32_t>& tokens) c
 
 ModelWeights Trainer::weights() const {
   ModelWeights out;
-  impl_->model->copy_to(&out);
+  copy_weights_to(&out);
   return out;
 }
 
 void Trainer::copy_weights_to(ModelWeights* out) const {
-  impl_->model->copy_to(out);
+  if (!impl_->fsdp()) {
+    impl_->model->copy_to(out);
+    return;
+  }
+  out->config = impl_->config();
+  for_each_weight([&](const std::string& name, const Shape& shape, const float* values) {
+    auto it = out->tensors.find(name);
+    if (it == out->tensors.end() || it->second.dtype() != DType::kF32 ||
+        it->second.shape() != shape) {
+      it = out->tensors.insert_or_assign(name, Tensor(DType::kF32, shape)).first;
+    }
+    std::memcpy(it->second.data(), values, it->second.nbytes());
+  });
 }
 
 void Trainer::for_each_weight(
     const std::function<void(const std::string&, const Shape&, const float*)>& take) const {
+  auto give = [&](const std::string& name, const torch::Tensor& tensor) {
+    // A no-op (the parameter itself) for an f32 master on the CPU.
+    torch::Tensor host = tensor.detach().to(torch::kCPU, torch::kFloat32).contiguous();
+    take(name, Shape(host.sizes().begin(), host.sizes().end()), host.data_ptr<float>());
+  };
+  if (impl_->fsdp()) {
+    impl_->gather_weights(give);  // FSDP: one unit gathered at a time, in name order
+    return;
+  }
   const PolicyModel& model = *impl_->model;
   std::vector<size_t> order(model.names().size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(),
             [&](size_t a, size_t b) { return model.names()[a] < model.names()[b]; });
-  for (size_t i : order) {
-    // A no-op (the parameter itself) for an f32 master on the CPU.
-    torch::Tensor host =
-        model.parameters()[i].detach().to(torch::kCPU, torch::kFloat32).contiguous();
-    const Shape shape(host.sizes().begin(), host.sizes().end());
-    take(model.names()[i], shape, host.data_ptr<float>());
-  }
+  for (size_t i : order) give(model.names()[i], model.parameters()[i]);
 }
 
 }  // namespace stoa::train

@@ -18,6 +18,10 @@
 #include "train/rollout.h"
 #include "train/train_options.h"
 
+namespace stoa {
+class TensorSource;  // model/tensor_source.h
+}
+
 namespace stoa::train {
 
 class Communicator;  // train/distributed.h
@@ -53,6 +57,15 @@ struct StepMetrics {
   double tokens_per_second = 0.0;  // tokens_total / seconds
 };
 
+// What one rank keeps of the training state, in elements (the accounting that
+// `stoa bench train --plan` predicts from): f32 masters, gradient buffers, AdamW moments (two per
+// parameter once a step has run).
+struct RankHoldings {
+  int64_t masters = 0;
+  int64_t gradients = 0;
+  int64_t moments = 0;
+};
+
 class Trainer {
  public:
   // Copies `initial` (f32) to the device. Throws for a bad device/options or a weight set that
@@ -61,6 +74,11 @@ class Trainer {
   // across the ranks, gradients are all-reduced and AdamW's state is sharded (ZeRO-1). Used
   // exactly like a one-process trainer; destroying it stops the followers.
   Trainer(const ModelWeights& initial, const TrainOptions& options,
+          std::shared_ptr<Communicator> ranks = nullptr);
+  // The same from a source read one tensor at a time. With `options.sharding` = kFsdp (fully
+  // sharded: each rank keeps 1/N of the masters, gradients and moments) no rank ever holds a
+  // whole f32 copy: rank 0 reads a unit's tensors and every rank keeps its slice.
+  Trainer(const TensorSource& initial, const TrainOptions& options,
           std::shared_ptr<Communicator> ranks = nullptr);
   ~Trainer();
   Trainer(Trainer&&) noexcept;
@@ -107,6 +125,10 @@ class Trainer {
   // its trainer is destroyed. Throws kNetwork when a rank dies or times out, kIntegrity when the
   // ranks' parameters diverge.
   static void follow(std::shared_ptr<Communicator> ranks);
+
+  // Every rank's holdings, in rank order (collective under data parallelism). ZeRO-1: full
+  // masters and gradients on every rank, the moments divided; FSDP: all three divided.
+  std::vector<RankHoldings> holdings() const;
 
   // The data-order RNG (SFT shuffling); part of the checkpoint.
   uint64_t next_random();

@@ -1,6 +1,7 @@
 // INTERNAL (includes libtorch). The state behind Trainer's pimpl, shared by trainer.cpp (steps)
 // and checkpoint.cpp (save/resume).
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -9,6 +10,7 @@
 
 #include "core/rng.h"
 #include "train/communicator.h"
+#include "train/fsdp.h"
 #include "train/losses.h"
 #include "train/policy_model.h"
 #include "train/trainer.h"
@@ -23,21 +25,34 @@ enum : int {
   kCommandSftStep,
   kCommandGatherOptimizer,
   kCommandStop,
+  kCommandLogits,         // FSDP: a forward for Trainer::logits
+  kCommandGatherWeights,  // FSDP: every tensor gathered in name order (an export)
+  kCommandGatherChosen,   // FSDP: tensors gathered in the order rank 0 names them (save_model)
+  kCommandSaveShards,     // FSDP: each rank writes its shard of a checkpoint
+  kCommandHoldings,       // every rank's RankHoldings, gathered
 };
 // A CUDA trainer on rank r of a data-parallel group uses cuda:<local rank>.
 TrainOptions options_for_rank(TrainOptions options, const Communicator* ranks);
 
 struct Trainer::Impl {
   Impl(const ModelWeights& initial, const TrainOptions& options);
-  ~Impl();  // the leader of a data-parallel group tells the other ranks to stop
+  Impl(const TensorSource& initial, const TrainOptions& options);  // one tensor at a time
+  // FSDP: everything but the policy, which start_sharded / setup_sharded make.
+  Impl(const ModelConfig& config, const TrainOptions& options);
+  void start_optimizer();  // AdamW over the policy's trainable parameters
+  ~Impl();                 // the leader of a data-parallel group tells the other ranks to stop
 
   torch::optim::AdamWOptions adamw_options() const;
   void clear_grads();
   void apply_gradients(StepMetrics* metrics, const std::string& batch_name);
 
   TrainOptions options;
+  ModelConfig base_config;  // the model's config (FSDP builds its shards from it)
   torch::Device device;
-  std::unique_ptr<PolicyModel> model;
+  std::unique_ptr<PolicyModel> model;      // one copy of the policy per rank (ZeRO-1, one rank)
+  std::unique_ptr<ShardedPolicy> sharded;  // or this rank's shards (FSDP)
+  bool fsdp() const { return sharded != nullptr; }
+  const ModelConfig& config() const { return sharded ? sharded->config() : model->config(); }
   std::vector<torch::Tensor> trainable;  // the optimiser's parameters, in model order
   std::unique_ptr<torch::optim::AdamW> optimizer;
   int64_t step = 0;
@@ -62,6 +77,29 @@ struct Trainer::Impl {
   void sync_gradients();   // all-reduce (sum) of the gradients, bucketed
   void sync_parameters();  // each shard's owner broadcasts its updated parameters
   void check_hashes();     // every hash_check_every steps; a mismatch throws kIntegrity
+  // One micro-batch: forward, the loss of the selected positions' logits, backward.
+  void forward_backward(const torch::Tensor& tokens, const torch::Tensor& positions,
+                        const std::function<torch::Tensor(const torch::Tensor&)>& loss_of);
+  // FSDP: every rank runs as many micro-batch rounds as the rank with the most (the gathers
+  // are collective), agreed before the first: the rounds for this rank's `mine` micro-batches.
+  int64_t micro_batch_rounds(int64_t mine);
+  void take_part(int64_t rounds);  // rounds without a micro-batch of its own
+
+  // FSDP (fsdp_trainer.cpp). Leader: INIT to the other ranks, then the collective setup.
+  void start_sharded(std::shared_ptr<Communicator> group, const TensorSource* source,
+                     const std::string& resume_dir);
+  // Every rank: the shards from rank 0's source, or from a sharded checkpoint.
+  void setup_sharded(const TensorSource* source, const std::string& resume_dir);
+  void save_shards(const std::string& dir);  // collective; <dir>/rank-R-of-N.safetensors
+  void load_shards(const std::string& checkpoint);
+  void gather_chosen_follower();  // the other side of Trainer::save_model
+  torch::Tensor sharded_logits(const torch::Tensor& tokens);  // leader; [1, T, V]
+  void gather_weights(const std::function<void(const std::string&, const torch::Tensor&)>& take);
+  void save_model_sharded(const std::string& dir, DType dtype);
+
+  RankHoldings own_holdings() const;
+  std::vector<RankHoldings> gather_holdings();  // collective
+
   // Collective: the whole AdamW state (non-null on the leader only), as one process would have
   // it, for checkpoints that any number of ranks can resume.
   std::unique_ptr<torch::optim::AdamW> gather_optimizer();

@@ -107,6 +107,7 @@ nlohmann::json train_options_to_json(const TrainOptions& o) {
           {"sequence_constant", l.sequence_constant},
           {"kl_eps", l.kl_eps},
           {"micro_batch_tokens", o.micro_batch_tokens},
+          {"sharding", sharding_name(o.sharding)},
           {"max_sequence_tokens", o.max_sequence_tokens},
           {"seed", o.seed},
           {"temperature", o.temperature}};
@@ -140,6 +141,7 @@ TrainOptions train_options_from_json(const nlohmann::json& j) {
   l.sequence_constant = j.at("sequence_constant").get<double>();
   l.kl_eps = j.at("kl_eps").get<double>();
   o.micro_batch_tokens = j.at("micro_batch_tokens").get<int64_t>();
+  o.sharding = parse_sharding(j.value("sharding", "zero1"));
   o.max_sequence_tokens = j.at("max_sequence_tokens").get<int64_t>();
   o.seed = j.at("seed").get<uint64_t>();
   o.temperature = j.at("temperature").get<double>();

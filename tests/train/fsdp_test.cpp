@@ -1,0 +1,252 @@
+// The fully sharded trainer (sharding = fsdp) on real Gloo groups (ranks as threads): its layout
+// covers every parameter once; on 1 and 2 ranks it makes the update of the one-process trainer
+// (DPPO and SFT, tiny-qwen3 and tiny-lfm2moe, within the data-parallel test's 1e-6); each rank
+// holds 1/N of the masters, gradients and moments; its sharded checkpoints resume bit for bit on
+// the same number of ranks and within float rounding on another; its exports (weights, a model
+// directory, logits) are the one-process trainer's.
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "model/presets.h"
+#include "model/tensor_source.h"
+#include "model/weights.h"
+#include "ranks_harness.h"
+#include "train/fsdp_layout.h"
+
+namespace stoa::train {
+namespace {
+
+namespace fs = std::filesystem;
+
+TrainOptions fsdp_options() {
+  TrainOptions o = options();
+  o.sharding = Sharding::kFsdp;
+  return o;
+}
+
+TEST(FsdpLayout, EveryElementBelongsToOneRankAndTheShardsAreEven) {
+  for (const char* preset : {"tiny-qwen3", "tiny-lfm2moe", "qwen3-0.6b", "lfm2-8b-a1b"}) {
+    const ModelConfig config = preset_config(preset);
+    int64_t expected = 0;
+    for (const TensorSpec& spec : expected_tensors(config)) expected += shape_numel(spec.shape);
+    for (int world : {1, 2, 3, 4}) {
+      const FsdpLayout layout = plan_fsdp(config, world);
+      EXPECT_EQ(layout.total_numel(), expected) << preset << " world " << world;
+      int64_t covered = 0;
+      for (size_t u = 0; u < layout.units.size(); ++u) {
+        int64_t prev_end = 0;
+        for (int r = 0; r < world; ++r) {
+          const auto [a, b] = layout.slice(u, r);
+          EXPECT_EQ(a, prev_end);
+          EXPECT_LE(b - a, layout.units[u].shard);
+          covered += b - a;
+          prev_end = b;
+        }
+        EXPECT_EQ(prev_end, layout.units[u].numel);
+      }
+      EXPECT_EQ(covered, expected);
+      // One rank's shard: 1/N of the model plus at most one element of padding per unit.
+      EXPECT_LE(layout.shard_numel() * world,
+                expected + world * static_cast<int64_t>(layout.units.size()));
+    }
+  }
+}
+
+class FsdpEquivalence : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(FsdpEquivalence, OneAndTwoRanksMakeTheOneProcessUpdateDppo) {
+  const ModelConfig config = preset_config(GetParam());
+  const ModelWeights init = random_weights(config, 3);
+  const auto batch1 = make_groups(config, 11), batch2 = make_groups(config, 12);
+  Trainer plain(init, options());
+  const StepMetrics m1 = plain.train_step(batch1);
+  plain.train_step(batch2);  // the second step uses the moments
+  Trainer alone(init, fsdp_options());
+  alone.train_step(batch1);
+  alone.train_step(batch2);
+  expect_same_update(alone.weights(), plain.weights());
+  StepMetrics m2;
+  ModelWeights two;
+  with_ranks(2, [&](std::shared_ptr<Communicator> ranks) {
+    Trainer trainer(init, fsdp_options(), ranks);
+    m2 = trainer.train_step(batch1);
+    trainer.train_step(batch2);
+    two = trainer.weights();
+  });
+  expect_same_update(two, plain.weights());
+  EXPECT_FALSE(same_bits(two, init));
+  EXPECT_EQ(m2.tokens_total, m1.tokens_total);
+  EXPECT_NEAR(m2.loss, m1.loss, 1e-6 * std::fabs(m1.loss) + 1e-9);
+  EXPECT_NEAR(m2.grad_norm, m1.grad_norm, 1e-6 * m1.grad_norm);
+  EXPECT_NEAR(m2.masked_fraction, m1.masked_fraction, 1e-9);
+}
+
+TEST_P(FsdpEquivalence, TwoRanksMakeTheOneProcessUpdateSft) {
+  const ModelConfig config = preset_config(GetParam());
+  const ModelWeights init = random_weights(config, 4);
+  const auto batch = make_sft(config, 21);
+  Trainer plain(init, options());
+  const StepMetrics m1 = plain.sft_step(batch);
+  plain.sft_step(batch);
+  StepMetrics m2;
+  ModelWeights two;
+  with_ranks(2, [&](std::shared_ptr<Communicator> ranks) {
+    Trainer trainer(init, fsdp_options(), ranks);
+    m2 = trainer.sft_step(batch);
+    trainer.sft_step(batch);
+    two = trainer.weights();
+  });
+  expect_same_update(two, plain.weights());
+  EXPECT_NEAR(m2.loss, m1.loss, 1e-6 * std::fabs(m1.loss));
+}
+
+INSTANTIATE_TEST_SUITE_P(TinyPresets, FsdpEquivalence,
+                         ::testing::Values("tiny-qwen3", "tiny-lfm2moe"));
+
+// Three ranks and one sequence fewer than ranks would need: a rank without a micro-batch still
+// takes part in every gather, and the update is still the one-process one.
+TEST(FsdpEquivalence, ARankWithoutSequencesOnlyTakesPart) {
+  const ModelConfig config = preset_config("tiny-qwen3");
+  const ModelWeights init = random_weights(config, 9);
+  const auto batch = make_sft(config, 22, 2);
+  Trainer plain(init, options());
+  plain.sft_step(batch);
+  ModelWeights three;
+  with_ranks(3, [&](std::shared_ptr<Communicator> ranks) {
+    Trainer trainer(init, fsdp_options(), ranks);
+    trainer.sft_step(batch);
+    three = trainer.weights();
+  });
+  expect_same_update(three, plain.weights());
+}
+
+TEST(FsdpHoldings, EachRankHoldsItsShareOfMastersGradientsAndMoments) {
+  const ModelConfig config = preset_config("tiny-lfm2moe");
+  const ModelWeights init = random_weights(config, 5);
+  int64_t total = 0;
+  for (const auto& [name, t] : init.tensors) total += t.numel();
+  const auto batch = make_sft(config, 23, 8);
+  for (int world : {2, 4}) {
+    std::vector<RankHoldings> fsdp, zero1;
+    with_ranks(world, [&](std::shared_ptr<Communicator> ranks) {
+      Trainer trainer(init, fsdp_options(), ranks);
+      trainer.sft_step(batch);
+      fsdp = trainer.holdings();
+    });
+    with_ranks(world, [&](std::shared_ptr<Communicator> ranks) {
+      Trainer trainer(init, options(), ranks);
+      trainer.sft_step(batch);
+      zero1 = trainer.holdings();
+    });
+    ASSERT_EQ(fsdp.size(), static_cast<size_t>(world));
+    const FsdpLayout layout = plan_fsdp(config, world);
+    const int64_t padding = static_cast<int64_t>(layout.units.size());
+    int64_t moments = 0;
+    for (int r = 0; r < world; ++r) {
+      const RankHoldings& h = fsdp[static_cast<size_t>(r)];
+      std::printf(
+          "world %d rank %d: fsdp masters %lld gradients %lld moments %lld; zero1 %lld %lld %lld\n",
+          world, r, static_cast<long long>(h.masters), static_cast<long long>(h.gradients),
+          static_cast<long long>(h.moments),
+          static_cast<long long>(zero1[static_cast<size_t>(r)].masters),
+          static_cast<long long>(zero1[static_cast<size_t>(r)].gradients),
+          static_cast<long long>(zero1[static_cast<size_t>(r)].moments));
+      EXPECT_EQ(h.masters, layout.shard_numel());
+      EXPECT_LE(h.masters, total / world + padding);
+      EXPECT_EQ(h.gradients, h.masters);
+      EXPECT_LE(h.moments, 2 * (total / world + padding));
+      moments += h.moments;
+      EXPECT_EQ(zero1[static_cast<size_t>(r)].masters, total);  // ZeRO-1: a full copy each
+    }
+    // Every trained element has its two moments exactly once across the ranks (the routing bias
+    // is not trained; experts no token reached have none yet).
+    EXPECT_LE(moments, 2 * total);
+    EXPECT_GT(moments, total);
+  }
+}
+
+TEST(FsdpCheckpoint, ResumesExactlyOnTheSameRanksAndReshardsToOthers) {
+  const ModelConfig config = preset_config("tiny-lfm2moe");
+  const ModelWeights init = random_weights(config, 5);
+  std::vector<std::vector<RolloutGroup>> batches;
+  for (uint64_t s = 0; s < 4; ++s) batches.push_back(make_groups(config, 40 + s));
+  const fs::path dir = fs::temp_directory_path() / "stoa_fsdp_resume";
+  fs::remove_all(dir);
+  ModelWeights straight, resumed_two, resumed_three;
+  with_ranks(2, [&](std::shared_ptr<Communicator> ranks) {
+    Trainer trainer(init, fsdp_options(), ranks);
+    trainer.train_step(batches[0]);
+    trainer.train_step(batches[1]);
+    trainer.save_checkpoint(dir.string());
+    trainer.train_step(batches[2]);
+    trainer.train_step(batches[3]);
+    straight = trainer.weights();
+  });
+  EXPECT_TRUE(fs::exists(dir / "shards" / "rank-00001-of-00002.safetensors"));
+  EXPECT_FALSE(fs::exists(dir / "model"));  // nothing was gathered
+  with_ranks(2, [&](std::shared_ptr<Communicator> ranks) {
+    Trainer trainer = Trainer::resume(dir.string(), fsdp_options(), ranks);
+    EXPECT_EQ(trainer.step_count(), 2);
+    trainer.train_step(batches[2]);
+    trainer.train_step(batches[3]);
+    resumed_two = trainer.weights();
+  });
+  EXPECT_TRUE(same_bits(straight, resumed_two));  // N -> N: bit for bit
+  with_ranks(3, [&](std::shared_ptr<Communicator> ranks) {
+    Trainer trainer = Trainer::resume(dir.string(), fsdp_options(), ranks);
+    trainer.train_step(batches[2]);
+    trainer.train_step(batches[3]);
+    resumed_three = trainer.weights();
+  });
+  expect_same_update(resumed_three, straight);  // N -> M: re-sliced
+  Trainer one = Trainer::resume(dir.string(), fsdp_options());
+  one.train_step(batches[2]);
+  one.train_step(batches[3]);
+  expect_same_update(one.weights(), straight);
+  // The wrong kind of trainer is told which to use.
+  try {
+    Trainer::resume(dir.string(), options());
+    FAIL() << "a zero1 trainer resumed an FSDP checkpoint";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("sharding = fsdp"), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir);
+}
+
+TEST(FsdpExport, WeightsModelDirectoryAndLogitsMatchTheOneProcessTrainer) {
+  const ModelConfig config = preset_config("tiny-lfm2moe");
+  const ModelWeights init = random_weights(config, 6);
+  const auto batch = make_sft(config, 24);
+  Trainer plain(init, options());
+  plain.sft_step(batch);
+  const std::vector<int32_t> prompt = {1, 5, 9, 3, 7, 2};
+  const Tensor expected = plain.logits(prompt);
+  const fs::path dir = fs::temp_directory_path() / "stoa_fsdp_export";
+  fs::remove_all(dir);
+  Tensor logits;
+  with_ranks(2, [&](std::shared_ptr<Communicator> ranks) {
+    // From a streamed source, as `stoa train --sharding fsdp` starts: no whole copy in memory.
+    RandomTensorSource source(config, 6);
+    Trainer trainer(source, fsdp_options(), ranks);
+    trainer.sft_step(batch);
+    logits = trainer.logits(prompt);
+    trainer.save_model(dir.string(), DType::kBF16);  // MoE + bf16: the routing bias stays f32
+  });
+  ASSERT_EQ(logits.numel(), expected.numel());
+  double worst = 0;
+  for (int64_t i = 0; i < logits.numel(); ++i)
+    worst = std::max(
+        worst, std::fabs(static_cast<double>(logits.as<float>()[i]) - expected.as<float>()[i]));
+  EXPECT_LT(worst, 1e-4);
+  const ModelWeights saved = load_model_dir(dir.string());
+  ModelWeights plain_bf16 = plain.weights();
+  save_model_dir(plain_bf16, (dir.string() + "-plain"), DType::kBF16);
+  const ModelWeights reference = load_model_dir(dir.string() + "-plain");
+  EXPECT_LT(relative_difference(saved, reference), 1e-2);  // bf16 rounding of tiny differences
+  fs::remove_all(dir);
+  fs::remove_all(dir.string() + "-plain");
+}
+
+}  // namespace
+}  // namespace stoa::train

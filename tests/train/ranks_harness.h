@@ -1,0 +1,160 @@
+// Shared by the data-parallel trainer tests (distributed_test.cpp, fsdp_test.cpp): ranks as
+// threads of this process, each with its own Gloo group over a real TCPStore; rollout and SFT
+// batches; the options and comparisons their equivalence checks use.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <functional>
+#include <random>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "train/distributed.h"
+#include "train/trainer.h"
+
+namespace stoa::train {
+
+// Runs `leader` on rank 0 (it builds its Trainer with the communicator it is given) and
+// Trainer::follow on ranks 1..world-1, then rethrows the first rank's error.
+inline void with_ranks(int world,
+                       const std::function<void(std::shared_ptr<Communicator>)>& leader) {
+  RendezvousServer server(world, 60);
+  auto options = [&](int rank) {
+    RendezvousOptions o;
+    o.rank = rank;
+    o.world_size = world;
+    o.master_port = server.port();
+    o.agent_store = true;
+    o.timeout_s = 60;
+    o.hash_check_every = 1;  // every step: the replicas must stay bit-identical
+    return o;
+  };
+  std::vector<std::exception_ptr> errors(static_cast<size_t>(world));
+  std::vector<std::thread> followers;
+  for (int r = 1; r < world; ++r) {
+    followers.emplace_back([&, r] {
+      try {
+        Trainer::follow(connect_ranks(options(r)));
+      } catch (...) {
+        errors[static_cast<size_t>(r)] = std::current_exception();
+      }
+    });
+  }
+  try {
+    leader(connect_ranks(options(0)));
+  } catch (...) {
+    errors[0] = std::current_exception();
+  }
+  for (std::thread& t : followers) t.join();
+  for (const std::exception_ptr& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+}
+
+inline std::vector<RolloutGroup> make_groups(const ModelConfig& config, uint64_t seed,
+                                             int groups = 3, int per_group = 3) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int32_t> tok(0, static_cast<int32_t>(config.vocab_size) - 1);
+  std::uniform_real_distribution<float> logp(-4.0f, -0.05f);
+  std::vector<RolloutGroup> out;
+  for (int g = 0; g < groups; ++g) {
+    RolloutGroup group{"g" + std::to_string(g), {}};
+    for (int i = 0; i < per_group; ++i) {
+      Rollout r;
+      r.id = group.id + "-r" + std::to_string(i);
+      const int n = 12 + 5 * i + 2 * g;
+      for (int t = 0; t < n; ++t) {
+        r.tokens.push_back(tok(rng));
+        r.trainable.push_back(t >= 4 && !(t >= 8 && t < 10));
+        r.behaviour_logprobs.push_back(logp(rng));
+      }
+      r.reward = static_cast<double>((i + g) % 2);
+      group.rollouts.push_back(std::move(r));
+    }
+    out.push_back(std::move(group));
+  }
+  return out;
+}
+
+inline std::vector<SftExample> make_sft(const ModelConfig& config, uint64_t seed, int count = 5) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int32_t> tok(0, static_cast<int32_t>(config.vocab_size) - 1);
+  std::vector<SftExample> batch;
+  for (int i = 0; i < count; ++i) {
+    SftExample ex{"ex" + std::to_string(i), {}, {}};
+    for (int t = 0; t < 10 + 3 * i; ++t) {
+      ex.tokens.push_back(tok(rng));
+      ex.mask.push_back(t >= 3);
+    }
+    batch.push_back(std::move(ex));
+  }
+  return batch;
+}
+
+inline TrainOptions options() {
+  TrainOptions o;
+  o.threads = 1;
+  o.optimizer.lr = 1e-3;
+  o.optimizer.weight_decay = 0.01;
+  o.optimizer.max_grad_norm = 0.5;  // clipping active: the global norm must be the same
+  o.micro_batch_tokens = 64;        // several micro-batches per rank
+  o.seed = 7;
+  // Adam's update g / (sqrt(v) + eps) is linear in g for |g| well below eps and sign-like above
+  // it. The tiny models' random init has many gradients far below the default eps 1e-8 but not
+  // below 1e-4, and there the default amplifies float-summation noise: one rank against itself
+  // with another micro-batching differs by 2.2e-5 (SFT, tiny-qwen3, measured), as much as 2
+  // ranks against 1 (2.0e-5). With eps 1e-4 the update reflects the gradients themselves and
+  // 2 ranks match 1 to 7e-8. DefaultEps below checks the default against the noise bound.
+  o.optimizer.eps = 1e-4;
+  return o;
+}
+
+// ‖a − b‖ / ‖b‖ per tensor (the largest over all tensors): "parameters within 1e-6 relative".
+inline double relative_difference(const ModelWeights& a, const ModelWeights& b) {
+  double worst = 0.0;
+  for (const auto& [name, t] : b.tensors) {
+    const float* x = a.tensors.at(name).as<float>();
+    const float* y = t.as<float>();
+    double diff = 0.0, norm = 0.0;
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      const double d = static_cast<double>(x[i]) - y[i];
+      diff += d * d;
+      norm += static_cast<double>(y[i]) * y[i];
+    }
+    worst = std::max(worst, norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff));
+  }
+  return worst;
+}
+
+inline double max_abs_difference(const ModelWeights& a, const ModelWeights& b) {
+  double worst = 0.0;
+  for (const auto& [name, t] : b.tensors) {
+    const float* x = a.tensors.at(name).as<float>();
+    const float* y = t.as<float>();
+    for (int64_t i = 0; i < t.numel(); ++i)
+      worst = std::max(worst, std::fabs(static_cast<double>(x[i]) - y[i]));
+  }
+  return worst;
+}
+
+// Both bounds, printed so that a run's log shows the measured values.
+inline void expect_same_update(const ModelWeights& a, const ModelWeights& b) {
+  const double relative = relative_difference(a, b), max_abs = max_abs_difference(a, b);
+  std::printf("relative difference %.3g, max element difference %.3g\n", relative, max_abs);
+  EXPECT_LT(relative, 1e-6);
+  EXPECT_LT(max_abs, 1e-6);
+}
+
+inline bool same_bits(const ModelWeights& a, const ModelWeights& b) {
+  for (const auto& [name, t] : a.tensors) {
+    const Tensor& u = b.tensors.at(name);
+    if (std::memcmp(t.data(), u.data(), t.nbytes()) != 0) return false;
+  }
+  return true;
+}
+
+}  // namespace stoa::train
