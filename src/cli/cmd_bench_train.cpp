@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "bench/train_bench_report.h"
+#include "bench/train_plan.h"
 #include "cli/command.h"
 
 namespace stoa::cli {
@@ -12,6 +13,26 @@ const CommandRegistration registration(
     "bench train", "Trainer step speed (tokens/s) and MFU per architecture and size",
     [](CLI::App& app) {
       auto o = std::make_shared<bench::TrainBenchReportOptions>();
+      auto plan = std::make_shared<bench::TrainPlanOptions>();
+      auto plan_mode = std::make_shared<bool>(false);
+      app.add_flag("--plan", *plan_mode,
+                   "Print the per-rank memory plan instead (--preset, --ranks, --gpu-gb, "
+                   "--sharding, --sequences, --plan-seq-len, --micro-batch-tokens; --measure "
+                   "checks it against the CPU trainer)");
+      app.add_option("--preset", plan->preset, "Plan: model preset")->capture_default_str();
+      app.add_option("--ranks", plan->ranks, "Plan: rank counts")->delimiter(',');
+      app.add_option("--gpu-gb", plan->gpu_gb, "Plan: GB per GPU")->capture_default_str();
+      app.add_option("--sharding", plan->sharding, "Plan: fsdp or zero1")->capture_default_str();
+      app.add_option("--sequences", plan->sequences, "Plan: sequences per step")
+          ->capture_default_str();
+      app.add_option("--plan-seq-len", plan->seq_len, "Plan: tokens per sequence")
+          ->capture_default_str();
+      app.add_option("--micro-batch-tokens", plan->micro_batch_tokens, "Plan: tokens per chunk")
+          ->capture_default_str();
+      app.add_flag("--measure", plan->measure,
+                   "Plan: run `stoa train --sft` at each rank count here and compare");
+      app.add_option("--dir", plan->dir, "Plan --measure: working directory")
+          ->capture_default_str();
       app.add_option("--archs", o->bench.archs, "Architectures")->delimiter(',');
       app.add_option("--sizes", o->bench.sizes, "Model sizes: 10m, 100m")->delimiter(',');
       app.add_option("--seq-len", o->bench.seq_len, "Tokens per rollout")->capture_default_str();
@@ -28,7 +49,16 @@ const CommandRegistration registration(
                      "--threads intra-op threads) and report scaling_efficiency")
           ->capture_default_str();
       app.add_flag("--json", o->json, "Print the report as JSON");
-      return [o] { return bench::run_train_bench_report(*o); };
+      CLI::Option* dtype = app.get_option("--dtype");
+      return [o, plan, plan_mode, dtype] {
+        if (*plan_mode) {
+          plan->json = o->json;
+          if (dtype->count() > 0) plan->dtype = o->dtype;  // else the plan's bf16
+          plan->threads = o->bench.threads > 0 ? o->bench.threads : plan->threads;
+          return bench::run_train_plan(*plan);
+        }
+        return bench::run_train_bench_report(*o);
+      };
     });
 
 }  // namespace

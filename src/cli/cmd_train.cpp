@@ -2,13 +2,18 @@
 // `stoa run`), or with --hub the trainer alone dialing out to `stoa hub` (roles/run/split_run.h) —
 // or the supervised warm start (app/sft/sft_job.h); --nproc N starts N local ranks
 // (app/ranks/local_ranks.h).
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "app/ranks/local_ranks.h"
 #include "app/sft/sft_job.h"
 #include "cli/command.h"
 #include "core/error.h"
+#include "core/machine.h"
 #include "roles/run/hub_and_trainer.h"
 #include "roles/run/split_run.h"
 #include "train/distributed.h"
@@ -23,18 +28,40 @@ struct Options {
   std::string config;  // RL: the hub + trainer of a run config
   std::string hub;     // RL with the hub apart: its trainer join string or URL
   int64_t max_steps = -1;
+  std::string memory_report;  // a directory: each rank's rank-R.json with its peak memory
   app::SftJobOptions job;
 };
+
+// Each rank's peak resident set (VmHWM) against its resident set before the trainer existed:
+// what `stoa bench train --plan --measure` compares with the plan.
+void write_memory_report(const std::string& dir, int rank, int world, uint64_t rss_before) {
+  const ProcessMemory now = own_process_memory();
+  nlohmann::json report = {{"rank", rank},
+                           {"world", world},
+                           {"rss_before_bytes", rss_before},
+                           {"hwm_bytes", now.hwm_bytes},
+                           {"hwm_growth_bytes", now.hwm_bytes - rss_before}};
+  std::filesystem::create_directories(dir);
+  std::ofstream out(std::filesystem::path(dir) / ("rank-" + std::to_string(rank) + ".json"));
+  out << report.dump() << "\n";
+  STOA_CHECK(out.good(), ErrorKind::kIo, "cannot write the memory report in ", dir);
+}
 
 int run_train(const Options& o) {
   STOA_CHECK(o.nproc >= 1, ErrorKind::kInvalidArgument, "stoa train: --nproc must be >= 1");
   const train::RendezvousOptions rendezvous = train::rendezvous_from_env();
   if (o.nproc > 1 && rendezvous.world_size == 1) return app::launch_local_ranks(o.nproc);
+  const uint64_t rss_before = own_process_memory().rss_bytes;
+  auto report = [&] {
+    if (!o.memory_report.empty())
+      write_memory_report(o.memory_report, rendezvous.rank, rendezvous.world_size, rss_before);
+  };
   std::shared_ptr<train::Communicator> ranks;
   if (rendezvous.world_size > 1) {
     ranks = train::connect_ranks(rendezvous);
     if (rendezvous.rank != 0) {
       train::Trainer::follow(ranks);  // rank 0 reads the data, hosts the hub and publishes
+      report();
       return 0;
     }
   }
@@ -48,7 +75,9 @@ int run_train(const Options& o) {
              "stoa train: give --config run.toml (RL: hub + asynchronous DPPO trainer) or --sft");
   app::SftJobOptions job = o.job;
   job.ranks = ranks;
-  return app::run_sft_job(job);
+  const int status = app::run_sft_job(job);
+  report();
+  return status;
 }
 
 const CommandRegistration registration(
@@ -91,6 +120,10 @@ const CommandRegistration registration(
       app.add_option("--dtype", o->job.dtype, "Matmul dtype: f32 or bf16 (master weights stay f32)")
           ->capture_default_str();
       app.add_option("--threads", o->job.threads, "libtorch intra-op threads (0: default)");
+      app.add_option("--sharding", o->job.sharding,
+                     "Across ranks: zero1 (AdamW moments divided) or fsdp (masters, gradients "
+                     "and moments divided; the model streamed into the shards)")
+          ->capture_default_str();
       app.add_option("--seed", o->job.seed, "Data-order seed")->capture_default_str();
       app.add_option("--checkpoint", o->job.checkpoint,
                      "Write an exact checkpoint here every epoch");
@@ -98,6 +131,9 @@ const CommandRegistration registration(
       app.add_option("--snapshot-every", o->job.snapshot_every,
                      "Also write the model to <out>-snapshots/step-<N> every N steps");
       app.add_flag("--json", o->job.json, "One JSON line of metrics per step on stdout");
+      app.add_option("--memory-report", o->memory_report,
+                     "Each rank writes rank-R.json here at the end: its peak resident set (VmHWM) "
+                     "and its resident set before the trainer");
       return [o] { return run_train(*o); };
     });
 

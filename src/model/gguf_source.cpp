@@ -1,8 +1,10 @@
-// GgufTensorSource, and import_gguf on top of it.
+// GgufTensorSource, import_gguf on top of it, and the source of a model directory (GGUF or
+// safetensors).
 #include "model/gguf_source.h"
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 
 #include "core/dtype.h"
 #include "core/error.h"
@@ -135,6 +137,16 @@ ModelWeights import_gguf(const GgufFile& file, std::map<std::string, Int8Matrix>
 
 ModelWeights import_gguf(const std::string& path, std::map<std::string, Int8Matrix>* int8) {
   return import_gguf(GgufFile::open(path), int8);
+}
+
+std::unique_ptr<TensorSource> open_model_dir_source(const std::string& dir) {
+  namespace fs = std::filesystem;
+  const fs::path gguf = fs::path(dir) / kModelGgufName;
+  if (!fs::exists(fs::path(dir) / "model.safetensors") &&
+      !fs::exists(fs::path(dir) / "model.safetensors.index.json") && fs::exists(gguf)) {
+    return std::make_unique<GgufTensorSource>(gguf.string());
+  }
+  return std::make_unique<ModelDirTensorSource>(dir);
 }
 
 }  // namespace stoa

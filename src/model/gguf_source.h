@@ -5,6 +5,7 @@
 // engine, a Q8_0 re-export) never widens them.
 #pragma once
 #include <map>
+#include <memory>
 #include <string>
 
 #include "model/gguf_reader.h"
@@ -34,5 +35,9 @@ class GgufTensorSource : public TensorSource {
   GgufFile file_;
   std::map<std::string, Slice> slices_;  // HF name -> where its values are
 };
+
+// A model directory's weights as a source: model.gguf for an int8-sized directory (`stoa model
+// init --dtype q8_0`), else the safetensors (one file or shards with an index).
+std::unique_ptr<TensorSource> open_model_dir_source(const std::string& dir);
 
 }  // namespace stoa

@@ -94,16 +94,6 @@ void use_run_config(const std::string& path, ExportInput* input) {
   use_checkpoint_of_run(c.loop.checkpoint_dir, c.run_dir, input);
 }
 
-std::unique_ptr<TensorSource> open_model_dir(const std::string& dir) {
-  // An int8-sized directory (`stoa model init --dtype q8_0`) holds model.gguf instead.
-  const fs::path gguf = fs::path(dir) / kModelGgufName;
-  if (!fs::exists(fs::path(dir) / "model.safetensors") &&
-      !fs::exists(fs::path(dir) / "model.safetensors.index.json") && fs::exists(gguf)) {
-    return std::make_unique<GgufTensorSource>(gguf.string());
-  }
-  return std::make_unique<ModelDirTensorSource>(dir);
-}
-
 }  // namespace
 
 const char* export_from_name(ExportFrom kind) {
@@ -188,7 +178,7 @@ nlohmann::json export_hf_from(const ExportHfRequest& request) {
   const ExportInput input = resolve_export_input(request.from, request.tokenizer_from);
   options.tokenizer_dir = input.tokenizer_dir;
   options.sampling = input.sampling;
-  const std::unique_ptr<TensorSource> source = open_model_dir(input.model_dir);
+  const std::unique_ptr<TensorSource> source = open_model_dir_source(input.model_dir);
   const HfExportResult result = export_hf(*source, request.out, options);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

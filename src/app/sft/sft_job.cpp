@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "model/gguf_source.h"
 #include "model/tokenizer.h"
 #include "model/weights.h"
 #include "train/sft_data.h"
@@ -39,10 +40,14 @@ void write_model_dir(train::Trainer& trainer, const std::string& start_model,
 int run_sft_job(const SftJobOptions& o) {
   STOA_CHECK(!o.data.empty() && !o.model.empty() && !o.out.empty(), ErrorKind::kInvalidArgument,
              "stoa train --sft needs --data, --model and --out");
-  ModelWeights weights = load_model_dir(o.model);
+  const train::Sharding sharding = train::parse_sharding(o.sharding);
+  // Streamed into the trainer one tensor at a time (FSDP: into the ranks' shards), so the start
+  // model never exists twice.
+  const std::unique_ptr<TensorSource> source = open_model_dir_source(o.model);
+  const ModelConfig& config = source->config();
   train::SftDataOptions data;
-  data.vocab_size = weights.config.vocab_size;
-  data.eos_token_id = static_cast<int32_t>(weights.config.eos_token_id);
+  data.vocab_size = config.vocab_size;
+  data.eos_token_id = static_cast<int32_t>(config.eos_token_id);
   std::unique_ptr<Tokenizer> tokenizer;
   if (fs::exists(fs::path(o.model) / "tokenizer.json")) {
     tokenizer = std::make_unique<Tokenizer>(
@@ -56,6 +61,7 @@ int run_sft_job(const SftJobOptions& o) {
   STOA_CHECK(parse_dtype(o.dtype, &t.compute_dtype), ErrorKind::kInvalidArgument, "unknown dtype '",
              o.dtype, "' (f32, bf16)");
   t.threads = o.threads;
+  t.sharding = sharding;
   t.optimizer.lr = o.lr;
   t.optimizer.weight_decay = o.weight_decay;
   t.optimizer.max_grad_norm = o.max_grad_norm;
@@ -69,7 +75,7 @@ int run_sft_job(const SftJobOptions& o) {
   const int64_t steps_per_epoch =
       static_cast<int64_t>(train::batch_by_tokens(examples, o.batch_tokens).size());
   t.schedule.total_steps = steps_per_epoch * o.epochs;
-  train::Trainer trainer = o.resume.empty() ? train::Trainer(weights, t, o.ranks)
+  train::Trainer trainer = o.resume.empty() ? train::Trainer(*source, t, o.ranks)
                                             : train::Trainer::resume(o.resume, t, o.ranks);
   int start_epoch = 0;
   if (!o.resume.empty()) {

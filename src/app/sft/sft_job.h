@@ -23,6 +23,9 @@ struct SftJobOptions {
   int64_t warmup = 0;
   std::string schedule = "constant";
   std::string device = "cpu", dtype = "f32";
+  // zero1, or fsdp: each rank keeps 1/N of the masters, gradients and moments, and the start
+  // model is streamed from its directory into the shards (no whole f32 copy on any rank).
+  std::string sharding = "zero1";
   int threads = 0;
   uint64_t seed = 0;
   bool json = false;

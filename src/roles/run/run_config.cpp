@@ -252,6 +252,9 @@ RunConfig parse_run_config(const std::string& text, const std::string& source,
              ErrorKind::kInvalidArgument, source, ": [trainer] dtype: '", dtype,
              "' is not f32 or bf16");
   t.get("threads", to.threads);
+  std::string sharding = train::sharding_name(to.sharding);
+  t.get("sharding", sharding);
+  to.sharding = train::parse_sharding(sharding);
   t.get("lr", to.optimizer.lr);
   t.get("weight_decay", to.optimizer.weight_decay);
   t.get("max_grad_norm", to.optimizer.max_grad_norm);
@@ -480,6 +483,7 @@ std::string to_toml(const RunConfig& c) {
   w.section("trainer");
   w.put("device", to.device);
   w.put("dtype", std::string(dtype_name(to.compute_dtype)));
+  w.put("sharding", std::string(train::sharding_name(to.sharding)));
   w.put("threads", toml_integer(to.threads, "trainer", "threads"));
   w.put("lr", to.optimizer.lr);
   w.put("weight_decay", to.optimizer.weight_decay);
