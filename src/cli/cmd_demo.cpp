@@ -79,6 +79,10 @@ CommandRegistration reg(
                      "the trainer's matmul dtype during RL: f32, or bf16 mixed precision (f32 "
                      "masters, moments and losses)")
           ->capture_default_str();
+      app.add_option("--trainer-sharding", o->rl.trainer_sharding,
+                     "with --trainer-ranks: zero1 or fsdp (fully sharded masters, gradients and "
+                     "moments)")
+          ->capture_default_str();
       app.add_option("--worker-threads", o->rl.worker_threads)->capture_default_str();
       app.add_option("--worker-slots", o->rl.worker_slots,
                      "rollouts each worker generates together")

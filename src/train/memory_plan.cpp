@@ -85,8 +85,9 @@ RankMemoryPlan plan_rank_memory(const ModelConfig& c, const MemoryPlanOptions& o
     largest_layer = std::max(largest_layer, n);
   }
   if (o.sharding == Sharding::kFsdp) per_token = c.num_layers * c.hidden_size + largest_layer;
-  // The head: logits, their log-softmax and the gradient flowing back (all [tokens, vocab]).
-  per_token += 3 * c.vocab_size + 2 * c.hidden_size;
+  // The head, all [tokens, vocab]: the logits and their log-softmax (kept for the backward), the
+  // entropy's exp and product while it is measured, then the gradient and its scatter.
+  per_token += 4 * c.vocab_size + 2 * c.hidden_size;
   plan.activations = kF32 * per_token * tokens;
   // One process, tied embedding: the head's gradient of the table and the embedding's are two
   // whole tensors before autograd adds them.

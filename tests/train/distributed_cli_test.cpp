@@ -72,6 +72,36 @@ TEST_F(DistributedCli, TwoRanksTrain) {
   EXPECT_NE(err.find("rank 1 of 2 joined"), std::string::npos) << err;
 }
 
+// FSDP through the binary: the start model streamed into the shards, a sharded checkpoint every
+// epoch, the model gathered into out/, each rank's memory report; the checkpoint resumes on 2
+// ranks at the next step and is refused (with the reason) by a ZeRO-1 trainer.
+TEST_F(DistributedCli, TwoFsdpRanksTrainCheckpointAndResume) {
+  const std::string fsdp =
+      sft_args() + " --sharding fsdp --memory-report " + (dir / "memory").string();
+  ASSERT_EQ(run_stoa(dir, fsdp + " --epochs 5"), 0) << read_text(dir / "err.txt");
+  const std::vector<nlohmann::json> steps = json_lines(read_text(dir / "out.txt"));
+  ASSERT_GE(steps.size(), 10u);
+  EXPECT_LT(steps.back()["loss"].get<double>(), 0.8 * steps.front()["loss"].get<double>());
+  EXPECT_TRUE(fs::exists(dir / "out" / "model.safetensors"));
+  EXPECT_TRUE(fs::exists(dir / "ckpt" / "shards" / "rank-00001-of-00002.safetensors"));
+  for (int r = 0; r < 2; ++r) {
+    const nlohmann::json report =
+        nlohmann::json::parse(read_text(dir / "memory" / ("rank-" + std::to_string(r) + ".json")));
+    EXPECT_EQ(report["world"].get<int>(), 2);
+    EXPECT_GT(report["hwm_growth_bytes"].get<int64_t>(), 0);
+  }
+  const int64_t step =
+      nlohmann::json::parse(read_text(dir / "ckpt" / "trainer.json"))["step"].get<int64_t>();
+  ASSERT_EQ(run_stoa(dir, fsdp + " --resume " + (dir / "ckpt").string() + " --epochs 6"), 0)
+      << read_text(dir / "err.txt");
+  const std::vector<nlohmann::json> more = json_lines(read_text(dir / "out.txt"));
+  ASSERT_FALSE(more.empty()) << read_text(dir / "err.txt");
+  EXPECT_EQ(more.front()["step"].get<int64_t>(), step + 1);
+  EXPECT_NE(run_stoa(dir, sft_args() + " --resume " + (dir / "ckpt").string() + " --epochs 7"), 0);
+  EXPECT_NE(read_text(dir / "err.txt").find("sharding = fsdp"), std::string::npos)
+      << read_text(dir / "err.txt");
+}
+
 TEST_F(DistributedCli, KilledRankStopsTheRunWhichResumes) {
   const fs::path log = dir / "run.log";
   std::vector<std::string> argv{stoa::testing::stoa_binary()};

@@ -3,12 +3,17 @@
 // (DPPO and SFT, tiny-qwen3 and tiny-lfm2moe, within the data-parallel test's 1e-6); each rank
 // holds 1/N of the masters, gradients and moments; its sharded checkpoints resume bit for bit on
 // the same number of ranks and within float rounding on another; its exports (weights, a model
-// directory, logits) are the one-process trainer's.
+// directory, logits) are the one-process trainer's; a sharded bf16 Hugging Face checkpoint
+// streams straight into the shards.
 #include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
 
 #include <gtest/gtest.h>
 
 #include "model/presets.h"
+#include "model/safetensors.h"
 #include "model/tensor_source.h"
 #include "model/weights.h"
 #include "ranks_harness.h"
@@ -119,6 +124,34 @@ TEST(FsdpEquivalence, ARankWithoutSequencesOnlyTakesPart) {
     three = trainer.weights();
   });
   expect_same_update(three, plain.weights());
+}
+
+// bf16 matmuls (f32 masters, moments, losses): FSDP's blocks, recomputed in the backward and the
+// head cut into vocabulary chunks, against the one-process bf16 trainer. bf16 rounds the matmul
+// operands, so another blocking of the same products moves the update by more than f32 noise
+// (measured 8.5e-5 relative, largest element 1.7e-5 = 1.7 % of one Adam step); the bound is the
+// one a change of micro-batching is allowed (distributed_test.cpp: 5 % of one Adam step).
+TEST(FsdpEquivalence, Bf16MatmulsMakeTheOneProcessBf16Update) {
+  const ModelConfig config = preset_config("tiny-lfm2moe");
+  const ModelWeights init = random_weights(config, 10);
+  const auto batch = make_groups(config, 14);
+  TrainOptions bf16 = options();
+  bf16.compute_dtype = DType::kBF16;
+  Trainer plain(init, bf16);
+  plain.train_step(batch);
+  TrainOptions sharded = bf16;
+  sharded.sharding = Sharding::kFsdp;
+  ModelWeights two;
+  with_ranks(2, [&](std::shared_ptr<Communicator> ranks) {
+    Trainer trainer(init, sharded, ranks);
+    trainer.train_step(batch);
+    two = trainer.weights();
+  });
+  const double max_abs = max_abs_difference(two, plain.weights());
+  std::printf("bf16: relative difference %.3g, max element difference %.3g\n",
+              relative_difference(two, plain.weights()), max_abs);
+  EXPECT_LT(max_abs, 0.05 * bf16.optimizer.lr);
+  EXPECT_FALSE(same_bits(two, init));
 }
 
 TEST(FsdpHoldings, EachRankHoldsItsShareOfMastersGradientsAndMoments) {
@@ -246,6 +279,45 @@ TEST(FsdpExport, WeightsModelDirectoryAndLogitsMatchTheOneProcessTrainer) {
   EXPECT_LT(relative_difference(saved, reference), 1e-2);  // bf16 rounding of tiny differences
   fs::remove_all(dir);
   fs::remove_all(dir.string() + "-plain");
+}
+
+// A Hugging Face checkpoint as the seed's ships: bf16 safetensors in two shards with an index.
+// Two FSDP ranks start from it straight (rank 0 streams one tensor at a time) and hold exactly
+// its values.
+TEST(FsdpLoad, AShardedBf16HuggingFaceCheckpointStreamsIntoTheShards) {
+  const ModelConfig config = preset_config("tiny-lfm2moe");
+  const ModelWeights init = random_weights(config, 12);
+  const fs::path dir = fs::temp_directory_path() / "stoa_fsdp_hf_sharded";
+  fs::remove_all(dir);
+  save_model_dir(init, dir.string(), DType::kBF16);  // config.json (+ one file, replaced below)
+  fs::remove(dir / "model.safetensors");
+  std::vector<Tensor> keep;
+  std::vector<NamedView> parts[2];
+  nlohmann::json index = {{"metadata", nlohmann::json::object()},
+                          {"weight_map", nlohmann::json::object()}};
+  size_t i = 0;
+  for (const auto& [name, tensor] : init.tensors) {
+    keep.push_back(convert_float(tensor.view(), DType::kBF16));
+    const int file = static_cast<int>(i++ % 2);
+    parts[file].emplace_back(name, keep.back().view());
+    index["weight_map"][name] = "model-0000" + std::to_string(file + 1) + "-of-00002.safetensors";
+  }
+  for (int f = 0; f < 2; ++f) {
+    write_safetensors(
+        (dir / ("model-0000" + std::to_string(f + 1) + "-of-00002.safetensors")).string(), parts[f],
+        {{"format", "pt"}});
+  }
+  std::ofstream(dir / "model.safetensors.index.json") << index.dump();
+  const ModelWeights expected = load_model_dir(dir.string());  // bf16 -> f32, the same rounding
+  ModelWeights loaded;
+  with_ranks(2, [&](std::shared_ptr<Communicator> ranks) {
+    ModelDirTensorSource source(dir.string());
+    Trainer trainer(source, fsdp_options(), ranks);
+    loaded = trainer.weights();
+  });
+  EXPECT_TRUE(same_bits(loaded, expected));
+  EXPECT_FALSE(same_bits(loaded, init));  // it did read the bf16 values
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -70,6 +70,7 @@ void write_run_config(const RlOptions& o, const DemoPaths& p, const std::string&
                  (c.train.compute_dtype == DType::kF32 || c.train.compute_dtype == DType::kBF16),
              ErrorKind::kInvalidArgument, "demo: --trainer-dtype is f32 or bf16, not '",
              o.trainer_dtype, "'");
+  c.train.sharding = train::parse_sharding(o.trainer_sharding);
   c.train.optimizer.lr = o.lr;
   c.train.loss.kind = train::parse_loss_kind(o.loss);
   c.train.seed = o.seed;

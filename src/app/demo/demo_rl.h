@@ -36,6 +36,8 @@ struct RlOptions {
   int trainer_ranks = 1;
   // The trainer's matmul dtype ([trainer] dtype): "f32", or "bf16" mixed precision.
   std::string trainer_dtype = "f32";
+  // How the ranks divide the training state ([trainer] sharding): "zero1" or "fsdp".
+  std::string trainer_sharding = "zero1";
   int worker_slots = 8;
   int group_size = 8;
   int groups_per_step = 4;
