@@ -293,13 +293,14 @@ std::string Cluster::start_hub(std::chrono::milliseconds timeout, const std::str
 }
 
 Process& Cluster::start_trainer(const std::string& hub, const std::string& netns,
-                                const fs::path& config) {
+                                const fs::path& config, const std::vector<std::string>& extra) {
   if (trainer_) trainer_->signal(SIGKILL);
   trainer_.reset();
   const fs::path toml = config.empty() ? dir_ / "run.toml" : config;
-  trainer_ = std::make_unique<Process>(
-      std::vector<std::string>{"train", "--config", toml.string(), "--hub", hub},
-      dir_ / ("trainer" + std::to_string(++trainer_starts_)), netns);
+  std::vector<std::string> argv{"train", "--config", toml.string(), "--hub", hub};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  trainer_ = std::make_unique<Process>(argv, dir_ / ("trainer" + std::to_string(++trainer_starts_)),
+                                       netns);
   return *trainer_;
 }
 

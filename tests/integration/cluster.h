@@ -123,9 +123,10 @@ class Cluster {
                         bool alone = false);
   // The trainer join string `stoa hub` printed (hub.json's "trainer_join").
   const std::string& trainer_join_string() const { return trainer_join_; }
-  // `stoa train --config <config> --hub <hub>` (default config: the cluster's run.toml).
+  // `stoa train --config <config> --hub <hub>` (default config: the cluster's run.toml) and
+  // `extra` (e.g. --nproc 2).
   Process& start_trainer(const std::string& hub, const std::string& netns = "",
-                         const fs::path& config = {});
+                         const fs::path& config = {}, const std::vector<std::string>& extra = {});
   Process& trainer() { return *trainer_; }
   void kill_trainer();  // SIGKILL + reap
   // The join string the hub printed (hub.json's "join": URL#token=...&sha256=...).

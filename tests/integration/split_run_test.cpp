@@ -2,7 +2,8 @@
 // the trainer dials in with the trainer join string the hub wrote to hub.json, takes groups and
 // publishes versions through the hub; a worker that never restarts follows. The trainer is
 // killed -9 and restarted, then the hub: no group is trained twice, steps go on, and every
-// version the worker switches to after the first restart comes as a patch (no anchor).
+// version the worker switches to after the first restart comes as a patch (no anchor). Then the
+// same with a trainer of two fully sharded (FSDP) ranks.
 #include <set>
 
 #include "integration/cluster.h"
@@ -67,6 +68,31 @@ TEST(SplitRun, HubAndTrainerApartRestartEitherSideAndLoseNothing) {
     EXPECT_FALSE(anchor) << "version " << version << " came as an anchor after a restart";
   EXPECT_NE(c.trainer().err().find("continues the published int8 view"), std::string::npos)
       << c.trainer().err();
+  c.stop_all();
+}
+
+// RL on two fully sharded ranks through the same hub: every version is gathered a unit at a time
+// for the PULSE publisher on rank 0, and the worker follows the versions they make.
+TEST(SplitRun, TwoFsdpRanksTrainAndPublishThroughTheHub) {
+  if (!have_stoa_run()) GTEST_SKIP() << "`stoa run` is absent (a torch-OFF build): skipped";
+  RunSpec spec;
+  spec.adjust = [](run::RunConfig& config) { config.train.sharding = train::Sharding::kFsdp; };
+  Cluster c("split_run_fsdp", spec);
+  c.start_hub(60s, "", /*alone=*/true);
+  c.start_worker("w1");
+  c.start_trainer(c.trainer_join_string(), "", {}, {"--nproc", "2"});
+  ASSERT_TRUE(wait_until(
+      [&] {
+        if (!c.trainer().running() || !c.hub().running()) return true;
+        return read_ledger(c.ledger_path()).steps >= 3 &&
+               weight_switches(c.worker("w1").err(), 0).size() >= 2;
+      },
+      240s))
+      << c.logs();
+  ASSERT_TRUE(c.trainer().running()) << c.logs();
+  expect_each_group_trained_once(read_ledger(c.ledger_path()));
+  EXPECT_NE(c.trainer().err().find("rank 1 of 2"), std::string::npos) << c.trainer().err();
+  EXPECT_NE(c.trainer().err().find("[fsdp]"), std::string::npos) << c.trainer().err();
   c.stop_all();
 }
 
