@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 
 #include <nlohmann/json.hpp>
@@ -18,6 +19,7 @@
 #include "model/tensor_source.h"
 #include "model/weights.h"
 #include "train/memory_plan.h"
+#include "train/train_bench.h"
 
 namespace stoa::bench {
 namespace {
@@ -113,10 +115,20 @@ std::vector<int64_t> measure(const TrainPlanOptions& o, const fs::path& dir, int
   return growth;
 }
 
+// A model preset, or a size of `stoa bench train` (qwen3-10m, lfm2_moe-100m, ...).
+ModelConfig plan_config(const std::string& name) {
+  const size_t dash = name.rfind('-');
+  if (dash != std::string::npos &&
+      (name.substr(dash + 1) == "10m" || name.substr(dash + 1) == "100m")) {
+    return train::train_bench_config(name.substr(0, dash), name.substr(dash + 1));
+  }
+  return preset_config(name);
+}
+
 }  // namespace
 
 int run_train_plan(const TrainPlanOptions& o) {
-  const ModelConfig config = preset_config(o.preset);
+  const ModelConfig config = plan_config(o.preset);
   const train::Sharding sharding = train::parse_sharding(o.sharding);
   const int64_t budget = static_cast<int64_t>(o.gpu_gb * 1e9);
   nlohmann::json out = {{"preset", o.preset},
@@ -156,20 +168,30 @@ int run_train_plan(const TrainPlanOptions& o) {
     fs::create_directories(dir / "runtime");
     out["load_average_1m"] = load_average_1m();
     // What a trainer process grows by beyond its training state (libtorch's code pages as they
-    // are first run, the allocator's slack): measured on tiny-qwen3, whose state is ~1 MB.
+    // are first run, the allocator's slack, Gloo's threads and buffers at N ranks): measured on
+    // tiny-qwen3, whose state is ~1 MB, at each rank count the runs below use.
     const ModelConfig tiny = preset_config("tiny-qwen3");
     prepare(o, tiny, dir / "runtime");
-    const int64_t tiny_peak = measure(o, dir / "runtime", 1, "zero1").at(0);
-    const int64_t runtime =
-        tiny_peak -
-        train::plan_rank_memory(tiny, plan_options(o, 1, train::Sharding::kZero1)).total();
-    out["runtime_bytes"] = runtime;
-    if (!o.json) std::printf("runtime (tiny-qwen3, one process): %.2f GiB\n", gib(runtime));
+    std::map<std::pair<std::string, int>, int64_t> runtime;
+    nlohmann::json runtimes = nlohmann::json::object();
+    std::vector<std::pair<std::string, int>> runs = {{"zero1", 1}};
+    for (int ranks : o.ranks) runs.emplace_back(o.sharding, ranks);
+    for (const auto& [kind, ranks] : runs) {
+      const std::vector<int64_t> growth = measure(o, dir / "runtime", ranks, kind);
+      const int64_t plan =
+          train::plan_rank_memory(tiny, plan_options(o, ranks, train::parse_sharding(kind)))
+              .total();
+      runtime[{kind, ranks}] = *std::max_element(growth.begin(), growth.end()) - plan;
+      runtimes[kind + "-" + std::to_string(ranks)] = runtime[{kind, ranks}];
+      if (!o.json) {
+        std::printf("runtime (tiny-qwen3, %s x%d): %.0f MiB\n", kind.c_str(), ranks,
+                    static_cast<double>(runtime[{kind, ranks}]) / (1 << 20));
+      }
+    }
+    out["runtime_bytes"] = runtimes;
     prepare(o, config, dir);
     out["measured"] = nlohmann::json::array();
     // The one-process trainer first: the baseline the sharded ranks are compared with.
-    std::vector<std::pair<std::string, int>> runs = {{"zero1", 1}};
-    for (int ranks : o.ranks) runs.emplace_back(o.sharding, ranks);
     int64_t baseline = 0;
     for (const auto& [kind, ranks] : runs) {
       const std::vector<int64_t> growth = measure(o, dir, ranks, kind);
@@ -177,7 +199,7 @@ int run_train_plan(const TrainPlanOptions& o) {
           train::plan_rank_memory(config, plan_options(o, ranks, train::parse_sharding(kind)));
       const int64_t peak = *std::max_element(growth.begin(), growth.end());
       if (kind == "zero1" && ranks == 1) baseline = peak;
-      const int64_t predicted = p.total() + runtime;
+      const int64_t predicted = p.total() + runtime[{kind, ranks}];
       const double error = static_cast<double>(predicted - peak) / static_cast<double>(peak);
       out["measured"].push_back({{"sharding", kind},
                                  {"ranks", ranks},

@@ -19,7 +19,9 @@ const CommandRegistration registration(
                    "Print the per-rank memory plan instead (--preset, --ranks, --gpu-gb, "
                    "--sharding, --sequences, --plan-seq-len, --micro-batch-tokens; --measure "
                    "checks it against the CPU trainer)");
-      app.add_option("--preset", plan->preset, "Plan: model preset")->capture_default_str();
+      app.add_option("--preset", plan->preset,
+                     "Plan: model preset, or a bench size (qwen3-10m, lfm2_moe-100m, ...)")
+          ->capture_default_str();
       app.add_option("--ranks", plan->ranks, "Plan: rank counts")->delimiter(',');
       app.add_option("--gpu-gb", plan->gpu_gb, "Plan: GB per GPU")->capture_default_str();
       app.add_option("--sharding", plan->sharding, "Plan: fsdp or zero1")->capture_default_str();
