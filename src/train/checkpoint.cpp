@@ -105,6 +105,10 @@ void Trainer::save_checkpoint(const std::string& dir) const {
     if (im.distributed()) im.send(kCommandSaveShards, (tmp / "shards").string());
     im.save_shards((tmp / "shards").string());
     write_model_dir_config(im.config(), tmp.string(), "float32");
+    // The f32 model too, streamed through rank 0 one gathered tensor at a time, for what reads a
+    // run's checkpoint as a model (evaluation, `stoa model export-hf --from`, the demo); resuming
+    // reads the shards.
+    im.save_model_sharded((tmp / "model").string(), DType::kF32);
     meta["sharded"] = {{"kind", "fsdp"}, {"world", im.sharded->layout().world}};
   } else {
     // Data parallel: the owners' AdamW shards gathered into one process's state, so the

@@ -6,8 +6,11 @@
 // R's slice of every unit (`u<unit>.master`, `.exp_avg`, `.exp_avg_sq`, f32) and, in the file's
 // metadata, the AdamW step of every piece it holds. The units do not depend on the number of
 // ranks (fsdp_layout.h), so M ranks resume N's shards by reading the overlapping ranges of the
-// old files; no rank ever reads or holds the whole model. Ranks on several machines need the
-// checkpoint directory on a filesystem they share (as torch.distributed.checkpoint does).
+// old files; no rank ever reads or holds the whole training state. Beside the shards, `model/` is
+// the f32 model streamed through rank 0 (one gathered tensor at a time) for what reads a run's
+// checkpoint as a model: evaluation, `stoa model export-hf --from`, the demo. Ranks on several
+// machines need the checkpoint directory on a filesystem they share (as
+// torch.distributed.checkpoint does).
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
