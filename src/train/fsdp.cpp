@@ -164,6 +164,15 @@ void ShardedPolicy::scatter_grads(size_t unit, const std::vector<torch::Tensor>&
   }
 }
 
+// The embedding rows of the tokens that fall in unit u's chunk of the vocabulary, into x.
+void ShardedPolicy::look_up_rows(size_t u, const torch::Tensor& flat, const torch::Tensor& tokens,
+                                 torch::Tensor* x) const {
+  const FsdpUnit& unit = layout_.units[u];
+  torch::Tensor inside = (tokens >= unit.row_begin) & (tokens < unit.row_end);
+  torch::Tensor rows = (tokens - unit.row_begin).clamp(0, unit.row_end - unit.row_begin - 1);
+  *x = torch::where(inside.unsqueeze(-1), math_.embed(member_view(u, 0, flat), rows), *x);
+}
+
 void ShardedPolicy::forward_backward(const MicroBatch* batch) {
   const bool real = batch != nullptr;
   const int64_t H = config().hidden_size;
@@ -179,13 +188,7 @@ void ShardedPolicy::forward_backward(const MicroBatch* batch) {
     }
     for (size_t u : layout_.embedding_units) {
       torch::Tensor flat = gather(u);
-      if (!real) continue;
-      const FsdpUnit& unit = layout_.units[u];
-      torch::Tensor rows = tokens - unit.row_begin;
-      torch::Tensor inside = (tokens >= unit.row_begin) & (tokens < unit.row_end);
-      torch::Tensor looked =
-          math_.embed(member_view(u, 0, flat), rows.clamp(0, unit.row_end - unit.row_begin - 1));
-      x = torch::where(inside.unsqueeze(-1), looked, x);
+      if (real) look_up_rows(u, flat, tokens, &x);
     }
     for (size_t i = 0; i < L; ++i) {
       torch::Tensor flat = gather(layout_.layer_units[i]);
@@ -316,13 +319,7 @@ torch::Tensor ShardedPolicy::logits(const torch::Tensor& tokens_in) {
   const int64_t B = tokens.size(0), T = tokens.size(1), H = config().hidden_size;
   auto [cos, sin] = math_.rope(T, attends_);
   torch::Tensor x = torch::zeros({B, T, H}, master_[0].options());
-  for (size_t u : layout_.embedding_units) {
-    torch::Tensor flat = gather(u);
-    const FsdpUnit& unit = layout_.units[u];
-    torch::Tensor inside = (tokens >= unit.row_begin) & (tokens < unit.row_end);
-    torch::Tensor rows = (tokens - unit.row_begin).clamp(0, unit.row_end - unit.row_begin - 1);
-    x = torch::where(inside.unsqueeze(-1), math_.embed(member_view(u, 0, flat), rows), x);
-  }
+  for (size_t u : layout_.embedding_units) look_up_rows(u, gather(u), tokens, &x);
   for (size_t i = 0; i < layout_.layer_units.size(); ++i)
     x = math_.block(bind_layer(i, gather(layout_.layer_units[i]), false, nullptr), x, cos, sin);
   x = math_.rms_norm(x, member_view(layout_.final_norm_unit, 0, gather(layout_.final_norm_unit)));
@@ -345,6 +342,15 @@ std::vector<size_t> ShardedPolicy::specs_in_name_order() const {
   return order;
 }
 
+const torch::Tensor& ShardedPolicy::gathered(size_t unit) {
+  if (cached_unit_ != unit) {
+    cached_flat_ = torch::Tensor();  // the previous unit's buffer goes first
+    cached_flat_ = gather(unit);
+    cached_unit_ = unit;
+  }
+  return cached_flat_;
+}
+
 void ShardedPolicy::gather_tensor_into(size_t spec, float* out) {
   torch::NoGradGuard no_grad;
   std::vector<int64_t> shape(layout_.specs[spec].shape.begin(), layout_.specs[spec].shape.end());
@@ -353,43 +359,30 @@ void ShardedPolicy::gather_tensor_into(size_t spec, float* out) {
     for (size_t m = 0; m < layout_.units[u].members.size(); ++m) {
       const FsdpMember& member = layout_.units[u].members[m];
       if (member.tensor != spec) continue;
-      if (cached_unit_ != u) {
-        cached_flat_ = torch::Tensor();
-        cached_flat_ = gather(u);
-        cached_unit_ = u;
-      }
+      const torch::Tensor& flat = gathered(u);
       if (!out) continue;  // a rank that only takes part
       host.narrow(0, member.row_begin, member.row_end - member.row_begin)
-          .copy_(member_view(u, m, cached_flat_));
+          .copy_(member_view(u, m, flat));
     }
   }
 }
 
 torch::Tensor ShardedPolicy::gather_tensor(size_t spec) {
   torch::NoGradGuard no_grad;
-  std::vector<std::pair<size_t, size_t>> parts;  // (unit, member) holding rows of `spec`
+  size_t parts = 0, unit = 0, member = 0;  // (unit, member) holding rows of `spec`
   for (size_t u = 0; u < layout_.units.size(); ++u) {
     for (size_t m = 0; m < layout_.units[u].members.size(); ++m) {
-      if (layout_.units[u].members[m].tensor == spec) parts.emplace_back(u, m);
+      if (layout_.units[u].members[m].tensor != spec) continue;
+      ++parts;
+      unit = u;
+      member = m;
     }
   }
-  auto flat_of = [&](size_t u) {
-    if (cached_unit_ != u) {
-      cached_flat_ = torch::Tensor();  // the previous unit's buffer goes first
-      cached_flat_ = gather(u);
-      cached_unit_ = u;
-    }
-    return cached_flat_;
-  };
-  if (parts.size() == 1)
-    return member_view(parts[0].first, parts[0].second, flat_of(parts[0].first));
+  if (parts == 1) return member_view(unit, member, gathered(unit));  // no copy
+  // Rows in several units (the chunked embedding): assembled on the host.
   std::vector<int64_t> shape(layout_.specs[spec].shape.begin(), layout_.specs[spec].shape.end());
-  torch::Tensor whole = torch::empty(shape, master_[0].options());
-  for (auto [u, m] : parts) {
-    const FsdpMember& member = layout_.units[u].members[m];
-    whole.narrow(0, member.row_begin, member.row_end - member.row_begin)
-        .copy_(member_view(u, m, flat_of(u)));
-  }
+  torch::Tensor whole = torch::empty(shape, torch::kFloat32);
+  gather_tensor_into(spec, whole.data_ptr<float>());
   return whole;
 }
 

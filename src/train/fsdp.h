@@ -76,7 +76,10 @@ class ShardedPolicy {
   std::vector<size_t> specs_in_name_order() const;
 
  private:
-  torch::Tensor gather(size_t unit);  // the unit's flat buffer (real elements first)
+  torch::Tensor gather(size_t unit);           // the unit's flat buffer (real elements first)
+  const torch::Tensor& gathered(size_t unit);  // the same, kept until another unit is asked
+  void look_up_rows(size_t unit, const torch::Tensor& flat, const torch::Tensor& tokens,
+                    torch::Tensor* x) const;
   torch::Tensor member_view(size_t unit, size_t member, const torch::Tensor& flat) const;
   PolicyLayer bind_layer(size_t layer, const torch::Tensor& flat, bool leaves,
                          std::vector<torch::Tensor>* grads_of) const;
