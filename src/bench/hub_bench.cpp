@@ -17,8 +17,8 @@
 #include "env/tasks/search/search_task.h"
 #include "env/token_codec.h"
 #include "net/protocol.h"
+#include "roles/hub/http/server.h"
 #include "roles/hub/hub.h"
-#include "roles/hub/server.h"
 
 namespace stoa::bench {
 

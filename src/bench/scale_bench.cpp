@@ -33,8 +33,8 @@
 #include "net/protocol.h"
 #include "net/spool_download.h"
 #include "pulse/format.h"
+#include "roles/hub/http/server.h"
 #include "roles/hub/hub.h"
-#include "roles/hub/server.h"
 
 namespace stoa::bench {
 

@@ -1,6 +1,6 @@
 // `stoa hub token add|list|revoke --run-dir DIR`: the hub's named join tokens, kept in the run's
 // ledger (DIR/ledger.sqlite). A running hub sees a revocation within a second and refuses the
-// sessions that joined with that token (roles/hub/identity.cpp). Only a token's SHA-256 is
+// sessions that joined with that token (roles/hub/identity/identity.cpp). Only a token's SHA-256 is
 // stored: `add` prints the token once.
 #include <chrono>
 #include <cstdio>
@@ -10,7 +10,7 @@
 #include "core/error.h"
 #include "net/protocol.h"
 #include "net/secret.h"
-#include "roles/hub/ledger.h"
+#include "roles/hub/ledger/ledger.h"
 
 namespace stoa::cli {
 namespace {

@@ -21,8 +21,8 @@ namespace stoa::env {
 // What a task throws when what it stands on failed rather than the model's text: a server it
 // calls is unreachable, answers an error, a malformed or oversized reply, misses its deadline,
 // or answers the same (problem, action) differently. Not a worker's fault: the hub's replay
-// verification reports it as the environment's (roles/hub/rollout_audit.h kEnvironmentVerdict)
-// and holds nothing against the rollout's author.
+// verification reports it as the environment's (roles/hub/verification/rollout_audit.h
+// kEnvironmentVerdict) and holds nothing against the rollout's author.
 class EnvironmentError : public Error {
  public:
   explicit EnvironmentError(const std::string& message) : Error(ErrorKind::kNetwork, message) {}

@@ -9,8 +9,8 @@
 #include "core/log.h"
 #include "core/rng.h"
 #include "env/episode.h"
-#include "roles/hub/hub_counters.h"
-#include "roles/hub/verification_state.h"
+#include "roles/hub/observe/hub_counters.h"
+#include "roles/hub/verification/verification_state.h"
 
 namespace stoa::hub {
 

@@ -30,13 +30,13 @@
 #include "net/protocol.h"
 #include "pulse/blob_store.h"
 #include "pulse/catalog.h"
+#include "roles/hub/identity/rate_limit.h"
 #include "roles/hub/lease_fairness.h"
-#include "roles/hub/ledger.h"
-#include "roles/hub/ledger_writer.h"
-#include "roles/hub/rate_limit.h"
-#include "roles/hub/rollout_audit.h"
-#include "roles/hub/run_history.h"
+#include "roles/hub/ledger/ledger.h"
+#include "roles/hub/ledger/ledger_writer.h"
+#include "roles/hub/observe/run_history.h"
 #include "roles/hub/trainer_port.h"
+#include "roles/hub/verification/rollout_audit.h"
 
 namespace stoa::hub {
 

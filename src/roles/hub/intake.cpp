@@ -5,10 +5,10 @@
 #include <cmath>
 
 #include "core/log.h"
+#include "roles/hub/http/trainer_wire.h"
 #include "roles/hub/hub.h"
-#include "roles/hub/hub_counters.h"
-#include "roles/hub/trainer_wire.h"
-#include "roles/hub/verification_state.h"
+#include "roles/hub/observe/hub_counters.h"
+#include "roles/hub/verification/verification_state.h"
 
 namespace stoa::hub {
 

@@ -12,7 +12,7 @@
 
 #include "net/task_protocol.h"
 #include "roles/hub/hub.h"
-#include "roles/hub/rate_limit.h"
+#include "roles/hub/identity/rate_limit.h"
 
 namespace stoa::hub {
 

@@ -16,10 +16,10 @@
 #include "env/token_codec.h"
 #include "net/join_string.h"
 #include "pulse/blob_store.h"
+#include "roles/hub/http/server.h"
 #include "roles/hub/hub.h"
-#include "roles/hub/run_files.h"
-#include "roles/hub/server.h"
-#include "roles/hub/tls_identity.h"
+#include "roles/hub/identity/tls_identity.h"
+#include "roles/hub/store/run_files.h"
 #include "roles/verify/hub_validator.h"
 
 namespace stoa::run {

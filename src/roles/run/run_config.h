@@ -39,8 +39,8 @@
 #include <string>
 
 #include "env/task_registry.h"
+#include "roles/hub/http/server.h"
 #include "roles/hub/hub.h"
-#include "roles/hub/server.h"
 #include "roles/trainer/trainer_loop.h"
 #include "train/train_options.h"
 

@@ -11,7 +11,7 @@
 #include "net/http_client.h"
 #include "net/protocol.h"
 #include "pulse/catalog.h"
-#include "roles/hub/trainer_wire.h"
+#include "roles/hub/http/trainer_wire.h"
 
 namespace stoa::trainer {
 

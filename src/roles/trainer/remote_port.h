@@ -1,6 +1,6 @@
 // The TrainerPort of a trainer away from its hub (`stoa train --config run.toml --hub URL`): the
 // trainer behind NAT dials out to `stoa hub` over HTTPS with a token of scope `train` and drives
-// the hub's trainer routes (docs/protocol.md, "Trainer"; roles/hub/trainer_routes.cpp). The
+// the hub's trainer routes (docs/protocol.md, "Trainer"; roles/hub/http/trainer_routes.cpp). The
 // trainer loop does not know the difference: it takes groups, marks them and publishes as it does
 // against the in-process hub.
 //

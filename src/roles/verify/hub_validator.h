@@ -11,8 +11,8 @@
 #include <mutex>
 #include <thread>
 
-#include "roles/hub/rollout_audit.h"
-#include "roles/hub/validation_queue.h"
+#include "roles/hub/verification/rollout_audit.h"
+#include "roles/hub/verification/validation_queue.h"
 #include "roles/verify/replay_validator.h"
 
 namespace stoa::verify {

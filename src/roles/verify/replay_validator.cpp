@@ -11,7 +11,7 @@
 #include "core/thread_pool.h"
 #include "engine/sampler.h"
 #include "env/episode.h"
-#include "roles/hub/rollout_audit.h"
+#include "roles/hub/verification/rollout_audit.h"
 #include "roles/worker/engine_update.h"
 #include "roles/worker/rollout_record.h"
 

@@ -1,6 +1,6 @@
 // A worker started without --model takes the run's model files from the hub (the join reply's
-// net::RunFile list, roles/hub/run_files.h): config.json, the tokenizer and its chat template —
-// so a volunteer needs only the worker binary and the join string. Each is checked against its
+// net::RunFile list, roles/hub/store/run_files.h): config.json, the tokenizer and its chat template
+// — so a volunteer needs only the worker binary and the join string. Each is checked against its
 // content hash and written atomically into the state directory; a file already there with the
 // right hash is kept (a restart downloads nothing).
 #pragma once

@@ -8,8 +8,8 @@
 #include <cstdio>
 
 #include "app/status/status_watch.h"
+#include "roles/hub/http/server.h"
 #include "roles/hub/hub_fixture.h"
-#include "roles/hub/server.h"
 
 namespace stoa::app {
 namespace {

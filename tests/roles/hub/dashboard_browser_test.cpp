@@ -9,8 +9,8 @@
 #include <regex>
 
 #include "core/process_run.h"
+#include "roles/hub/http/server.h"
 #include "roles/hub/hub_fixture.h"
-#include "roles/hub/server.h"
 
 namespace stoa::hub::testing {
 namespace {

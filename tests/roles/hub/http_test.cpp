@@ -8,8 +8,8 @@
 #include <thread>
 
 #include "net/hub_client.h"
+#include "roles/hub/http/server.h"
 #include "roles/hub/hub_fixture.h"
-#include "roles/hub/server.h"
 
 namespace stoa::hub::testing {
 namespace {

@@ -13,10 +13,10 @@
 #include "net/hub_client.h"
 #include "net/join_string.h"
 #include "net/secret.h"
-#include "roles/hub/dashboard.h"
+#include "roles/hub/http/server.h"
 #include "roles/hub/hub_fixture.h"
-#include "roles/hub/server.h"
-#include "roles/hub/tls_identity.h"
+#include "roles/hub/identity/tls_identity.h"
+#include "roles/hub/observe/dashboard.h"
 
 namespace stoa::hub::testing {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "core/error.h"
 #include "net/protocol.h"
-#include "roles/hub/ledger.h"
+#include "roles/hub/ledger/ledger.h"
 
 namespace stoa::hub {
 namespace {

@@ -1,6 +1,6 @@
 // RunHistory: bounded whatever the run's length, keeps the run's start and full recent
 // resolution, and answers only what a polling page has not seen.
-#include "roles/hub/run_history.h"
+#include "roles/hub/observe/run_history.h"
 
 #include <gtest/gtest.h>
 

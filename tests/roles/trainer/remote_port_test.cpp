@@ -1,6 +1,6 @@
-// A trainer away from its hub: the trainer routes (roles/hub/trainer_routes.cpp) served by a real
-// Hub + HubServer on a loopback port, driven by the RemoteTrainerPort a `stoa train --hub` uses.
-// Groups come over HTTP and are marked once; a repeat of a lost answer changes nothing; a
+// A trainer away from its hub: the trainer routes (roles/hub/http/trainer_routes.cpp) served by a
+// real Hub + HubServer on a loopback port, driven by the RemoteTrainerPort a `stoa train --hub`
+// uses. Groups come over HTTP and are marked once; a repeat of a lost answer changes nothing; a
 // restarted trainer gets back what its predecessor held, a restarted hub does not hand out what
 // the trainer holds; versions go up in chunks the hub checks and the hub serves exactly the
 // trainer's catalog; a bad token, a second trainer and a corrupt chunk are refused.
@@ -8,8 +8,8 @@
 
 #include "pulse/catalog.h"
 #include "pulse/pulse_test_util.h"
+#include "roles/hub/http/server.h"
 #include "roles/hub/hub_fixture.h"
-#include "roles/hub/server.h"
 #include "roles/trainer/remote_port.h"
 
 namespace stoa::trainer {

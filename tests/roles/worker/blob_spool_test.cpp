@@ -8,8 +8,8 @@
 #include <fstream>
 
 #include "net/hub_client.h"
+#include "roles/hub/http/server.h"
 #include "roles/hub/hub_fixture.h"
-#include "roles/hub/server.h"
 #include "roles/worker/weight_sync.h"
 #include "support/cutting_proxy.h"
 

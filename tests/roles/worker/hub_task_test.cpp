@@ -3,8 +3,8 @@
 // share it — and the hub's own rendering is what the worker gets.
 #include <algorithm>
 
+#include "roles/hub/http/server.h"
 #include "roles/hub/hub_fixture.h"
-#include "roles/hub/server.h"
 #include "roles/worker/hub_task.h"
 
 namespace stoa::worker {

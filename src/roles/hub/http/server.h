@@ -1,0 +1,81 @@
+// The hub's HTTP(S) front end: maps the routes of docs/protocol.md onto a Hub, on the async
+// HTTP server (http_server.h: Boost.Asio/Beast, long-polls parked without a thread, request
+// deadlines, connection caps per IP). Request bodies are bounded, every handler is wrapped so
+// that bad input becomes a 4xx JSON error and never takes the process down. HTTPS (OpenSSL)
+// when a certificate and key are configured. Blobs stream from disk with Range support
+// (blob_serving.h).
+#pragma once
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "roles/hub/http/http_server.h"
+#include "roles/hub/hub.h"
+#include "roles/hub/store/blob_serving.h"
+#include "roles/hub/store/blob_upload.h"
+#include "roles/hub/task_proxy.h"
+#include "roles/hub/verification/validation_queue.h"
+
+namespace stoa::hub {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 0;  // 0: any free port (see HubServer::port())
+  // Request handlers (lease, intake, status); long-polls hold none. A handler that wrote waits
+  // for its group commit (ledger_writer.h) on its thread, so several wait at once at N = 1000.
+  int threads = 16;
+  size_t max_body_bytes = 32u << 20;
+  int max_long_poll_s = 60;
+  int header_timeout_s = 10;  // whole request headers
+  int body_timeout_s = 60;    // whole request body
+  int idle_timeout_s = 30;    // keep-alive connection between requests
+  size_t max_connections = 16'384;
+  size_t max_connections_per_ip = 256;
+  std::string tls_cert_path;  // both set: HTTPS
+  std::string tls_key_path;
+};
+
+class HubServer {
+ public:
+  HubServer(Hub& hub, ServerOptions options);
+  ~HubServer();  // stops
+  HubServer(const HubServer&) = delete;
+  HubServer& operator=(const HubServer&) = delete;
+
+  // Binds (throws kIo if the port is taken) and serves on background threads.
+  void start();
+  void stop();
+  int port() const { return http_->port(); }
+  bool tls() const { return http_->tls(); }
+  std::string url() const;
+  HttpServerStats stats() const { return http_->stats(); }
+  double cpu_seconds() const { return http_->cpu_seconds(); }
+  // Serves /v1/validation/* (validation_routes.cpp) from `queue` ([verify] remote); call before
+  // start(). `queue` must outlive the server.
+  void set_validation_queue(ValidationQueue* queue) { validation_ = queue; }
+
+ private:
+  HandlerOutcome route(const RequestContext& request);
+  HandlerOutcome long_poll(const RequestContext& request);
+  HandlerOutcome validation_route(const RequestContext& request, const std::string& bearer);
+  // /v1/trainer/* (trainer_routes.cpp): a trainer away from the hub (HubConfig::serve_trainer).
+  HttpReply trainer_route(const RequestContext& request, const std::string& bearer);
+  // The trainer routes serve one trainer: the newest that attached. A call from another one (a
+  // trainer left running when its replacement started) is refused with 409, so two trainers
+  // never train on one ledger. A hub restarted adopts the first session it hears from.
+  void check_trainer_session(const std::string& session, bool attach);
+
+  Hub& hub_;
+  ServerOptions options_;
+  BlobServing blobs_;
+  std::unique_ptr<BlobServing> run_files_;  // null when the hub serves no run files
+  std::unique_ptr<HttpServer> http_;
+  ValidationQueue* validation_ = nullptr;
+  TaskProxy tasks_;
+  BlobUpload uploads_;
+  std::mutex trainer_mutex_;
+  std::string trainer_session_;  // guarded by trainer_mutex_
+};
+
+}  // namespace stoa::hub

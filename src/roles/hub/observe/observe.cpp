@@ -1,0 +1,383 @@
+// The Hub's observability: GET /v1/status (JSON), GET /metrics (Prometheus text format 0.0.4)
+// and the counters the demo summary reads.
+#include <cctype>
+#include <sstream>
+
+#include "roles/hub/hub.h"
+#include "roles/hub/observe/hub_counters.h"
+#include "roles/hub/verification/verification_state.h"
+
+namespace stoa::hub {
+
+using nlohmann::json;
+
+namespace {
+// Prometheus label values escape backslash, quote and newline.
+std::string label(const std::string& v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+// The per-worker label set: the id (stable across restarts) and the name it joined with.
+std::string worker_labels(const nlohmann::json& w) {
+  return label(w["id"].get<std::string>()) + "\",name=\"" + label(w["name"].get<std::string>());
+}
+}  // namespace
+
+std::vector<WorkerStats> Hub::workers() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<WorkerStats> out;
+  for (const auto& [id, w] : workers_) out.push_back(w);
+  return out;
+}
+
+Hub::Snapshot Hub::snapshot(size_t offset, size_t limit) const {
+  Snapshot s;
+  std::lock_guard<std::mutex> lock(mutex_);
+  s.counters = *counters_;
+  s.groups_queued = queued_groups_locked();
+  s.workers_total = workers_.size();
+  s.versions = versions_.size();
+  s.leases_open = static_cast<int64_t>(open_leases_.size());
+  s.latest_version = version_info_locked(std::nullopt).version;
+  s.step = last_step_;
+  s.ledger = writer_->stats();
+  s.now_ms = now();
+  verification_counters_locked(s.verification);
+  if (verification_) s.verified_by_target = verification_->by_target;
+  s.offset = std::min(offset, workers_.size());
+  auto it = workers_.begin();
+  std::advance(it, static_cast<std::ptrdiff_t>(s.offset));
+  for (; it != workers_.end() && s.workers.size() < limit; ++it) {
+    WorkerStats w = it->second;
+    w.leases_held = fairness_.held(w.id);
+    w.standing = standing_name(fairness_.standing(w.id));
+    s.workers.push_back(std::move(w));
+  }
+  s.lease_waiters = fairness_.waiters();
+  s.hoarders = fairness_.hoarders();
+  s.verification_on = verification_ != nullptr;
+  return s;
+}
+
+namespace {
+std::map<std::string, double> counters_of(const Hub::Snapshot& s);
+}  // namespace
+
+std::map<std::string, double> Hub::counters() const {
+  return counters_of(snapshot(0, 0));
+}
+
+namespace {
+std::map<std::string, double> counters_of(const Hub::Snapshot& s) {
+  const auto& c = s.counters;
+  std::map<std::string, double> m;
+  m["rollouts_accepted"] = static_cast<double>(c.accepted);
+  m["rollouts_duplicate"] = static_cast<double>(c.duplicate);
+  int64_t rejected = 0;
+  for (const auto& [r, n] : c.rejected) {
+    rejected += n;
+    m["rollouts_rejected_" + r] = static_cast<double>(n);
+  }
+  m["rollouts_rejected"] = static_cast<double>(rejected);
+  int64_t dropped = 0;
+  for (const auto& [r, n] : c.dropped) {
+    dropped += n;
+    m["groups_dropped_" + r] = static_cast<double>(n);
+  }
+  m["groups_dropped"] = static_cast<double>(dropped);
+  m["groups_trained"] = static_cast<double>(c.groups_trained);
+  m["groups_queued"] = static_cast<double>(s.groups_queued);
+  m["leases_issued"] = static_cast<double>(c.leases_issued);
+  m["leases_expired"] = static_cast<double>(c.leases_expired);
+  m["leases_released"] = static_cast<double>(c.leases_released);
+  m["leases_revoked"] = static_cast<double>(c.leases_revoked);
+  m["leases_preempted"] = static_cast<double>(c.leases_preempted);
+  m["leases_capped"] = static_cast<double>(c.leases_capped);
+  m["leases_deferred"] = static_cast<double>(c.leases_deferred);
+  m["lease_waiters"] = static_cast<double>(s.lease_waiters);
+  m["workers_hoarding"] = static_cast<double>(s.hoarders);
+  m["tokens_accepted"] = static_cast<double>(c.tokens_accepted);
+  m["model_tokens_accepted"] = static_cast<double>(c.model_tokens_accepted);
+  m["reward_mean_accepted"] = c.accepted ? c.reward_sum / static_cast<double>(c.accepted) : 0.0;
+  m["workers"] = static_cast<double>(s.workers_total);
+  m["workers_expired"] = static_cast<double>(c.workers_expired);
+  m["resume_refused"] = static_cast<double>(c.resume_refused);
+  m["ledger_writes"] = static_cast<double>(s.ledger.writes);
+  m["ledger_commits"] = static_cast<double>(s.ledger.commits);
+  m["ledger_writes_pending"] = static_cast<double>(s.ledger.pending);
+  m["ledger_largest_commit"] = static_cast<double>(s.ledger.largest_batch);
+  m["ledger_commit_seconds"] = s.ledger.commit_seconds;
+  m["ledger_slowest_commit_seconds"] = s.ledger.slowest_commit_seconds;
+  m["ledger_busy"] = static_cast<double>(c.ledger_busy);
+  int64_t limited = 0;
+  for (const auto& [r, n] : c.rate_limited) limited += n;
+  m["rate_limited"] = static_cast<double>(limited);
+  m["prompts_skipped_too_long"] = static_cast<double>(c.prompts_too_long.size());
+  m["versions"] = static_cast<double>(s.versions);
+  for (const auto& [k, v] : s.verification) m[k] = v;
+  return m;
+}
+}  // namespace
+
+// A worker heard from within this long counts in the fleet figures of the history.
+constexpr int64_t kLiveWorkerMs = 60'000;
+
+void Hub::record_step_history_locked(const StepReport& report) {
+  const int64_t t = now();
+  const auto latest = version_info_locked(std::nullopt).version;
+  StepPoint point;
+  point.step = report.step;
+  point.t_s = static_cast<double>(t - counters_->start_ms) / 1000.0;
+  point.reward_mean = report.reward_mean;
+  point.masked_fraction = report.masked_fraction;
+  point.tv = report.tv;
+  point.busy_fraction = report.busy_fraction;
+  point.step_seconds = report.step_seconds;
+  double idle_sum = 0, lag_sum = 0;
+  int64_t lagged = 0;
+  for (const auto& [id, w] : workers_) {
+    if (t - w.last_seen_ms > kLiveWorkerMs) continue;
+    ++point.workers;
+    point.fleet_tokens_per_s += w.tokens_per_s;
+    idle_sum += w.idle_fraction;
+    if (latest && w.version) {
+      lag_sum += static_cast<double>(*latest - std::min(*latest, *w.version));
+      ++lagged;
+    }
+  }
+  if (point.workers) point.worker_idle_fraction = idle_sum / static_cast<double>(point.workers);
+  if (lagged) point.patch_lag_mean = lag_sum / static_cast<double>(lagged);
+  history_.add_step(point);
+}
+
+json Hub::status(size_t offset, size_t limit) const {
+  limit = std::min(limit, config_.status_max_workers);
+  const Snapshot snap = snapshot(offset, limit);
+  const auto& c = snap.counters;
+  const auto latest = snap.latest_version;
+  const int64_t t = snap.now_ms;
+  json j;
+  j["protocol"] = net::kProtocolVersion;
+  j["task"] = deps_.task->name();
+  j["uptime_s"] = static_cast<double>(t - c.start_ms) / 1000.0;
+  j["latest_version"] = latest ? json(*latest) : json(nullptr);
+  j["step"] = snap.step;
+  j["counters"] = counters_of(snap);
+  j["staleness_histogram"] = c.staleness;
+  // Always there (an empty by_target when off), so a reader needs no presence check.
+  j["verification"] = {{"enabled", snap.verification_on}, {"by_target", json::object()}};
+  if (!snap.verification_on && config_.beyond_loopback)
+    j["verification"]["warning"] =
+        "replay verification is off ([verify] enabled = false) on a hub that serves workers "
+        "beyond loopback: rollouts train unchecked";
+  if (!snap.verification.empty()) {
+    // Verdicts by the kernel target each rollout was generated on (workers may force one:
+    // `stoa work --kernel-target`); replay is exact across targets, so honest ones all pass.
+    json by_target = json::object();
+    for (const auto& [target, counts] : snap.verified_by_target)
+      by_target[target] = {{"pass", counts[0]}, {"fail", counts[1]}};
+    j["verification"]["by_target"] = by_target;
+  }
+  j["leases_open"] = snap.leases_open;
+  json workers = json::array();
+  for (const auto& w : snap.workers) {
+    json wj = {{"id", w.id},
+               {"name", w.name},
+               {"seen_s_ago", static_cast<double>(t - w.last_seen_ms) / 1000.0},
+               {"version", w.version ? json(*w.version) : json(nullptr)},
+               {"tokens_generated", w.tokens_generated},
+               {"tokens_per_s", w.tokens_per_s},
+               {"idle_fraction", w.idle_fraction},
+               {"rollouts_accepted", w.rollouts_accepted},
+               {"leases", w.leases_held},
+               {"standing", w.standing}};
+    if (latest && w.version) wj["patch_lag"] = *latest - std::min(*latest, *w.version);
+    if (w.download) wj["download"] = net::to_json(*w.download);
+    workers.push_back(wj);
+  }
+  j["workers"] = workers;
+  j["workers_total"] = snap.workers_total;
+  j["workers_offset"] = snap.offset;
+  j["workers_limit"] = limit;
+  if (const auto& s = c.last_step) {
+    j["last_step"] = {{"step", s->step},
+                      {"step_seconds", s->step_seconds},
+                      {"busy_fraction", s->busy_fraction},
+                      {"masked_fraction", s->masked_fraction},
+                      {"tv", s->tv},
+                      {"kl", s->kl},
+                      {"reward_mean", s->reward_mean},
+                      {"loss", s->loss},
+                      {"groups", s->groups},
+                      {"tokens", s->tokens}};
+    for (const auto& [k, v] : s->extra) j["last_step"]["extra"][k] = v;
+  }
+  return j;
+}
+
+std::string Hub::metrics() const {
+  // Per-worker series for at most metrics_max_workers workers (idle ones expire): the page of
+  // status() is built from one snapshot, outside the hub's lock.
+  auto st = status(0, config_.metrics_max_workers);
+  auto cm = st["counters"].get<std::map<std::string, double>>();
+  std::ostringstream o;
+  auto gauge = [&](const std::string& name, const std::string& help, double v,
+                   const char* type = "gauge") {
+    o << "# HELP stoa_" << name << " " << help << "\n# TYPE stoa_" << name << " " << type << "\n"
+      << "stoa_" << name << " " << v << "\n";
+  };
+  gauge("latest_version", "Latest published policy version",
+        st["latest_version"].is_null() ? -1.0 : st["latest_version"].get<double>());
+  gauge("versions_published", "Versions published", cm["versions"], "counter");
+  gauge("trainer_step", "Last trainer step recorded", st["step"].get<double>(), "counter");
+  gauge("queue_depth_groups", "Complete groups waiting for the trainer", cm["groups_queued"]);
+  gauge("leases_open", "Open leases", st["leases_open"].get<double>());
+  // Fair leasing (lease_fairness.h): requests refused or leases taken back, by why.
+  o << "# HELP stoa_lease_refusals_total Lease requests answered no work now, by cause\n"
+       "# TYPE stoa_lease_refusals_total counter\n"
+    << "stoa_lease_refusals_total{cause=\"cap\"} " << cm["leases_capped"] << "\n"
+    << "stoa_lease_refusals_total{cause=\"waiting_order\"} " << cm["leases_deferred"] << "\n";
+  o << "# HELP stoa_leases_revoked_total Leases taken back from workers, by cause\n"
+       "# TYPE stoa_leases_revoked_total counter\n"
+    << "stoa_leases_revoked_total{cause=\"hoarded\"} " << cm["leases_revoked"] << "\n"
+    << "stoa_leases_revoked_total{cause=\"preempted\"} " << cm["leases_preempted"] << "\n";
+  gauge("workers_hoarding", "Workers whose lease was revoked, none accepted since",
+        cm["workers_hoarding"]);
+  gauge("verification_enabled", "1 when rollouts are sampled for replay verification",
+        st["verification"]["enabled"].get<bool>() ? 1.0 : 0.0);
+  gauge("workers", "Workers known to the hub (idle ones expire)", cm["workers"]);
+  gauge("workers_expired_total", "Workers forgotten after no heartbeat", cm["workers_expired"],
+        "counter");
+  gauge("rate_limited_total", "Requests answered 429 (rate limits)", cm["rate_limited"], "counter");
+  gauge("resume_refused_total", "Resumes refused for want of the worker secret",
+        cm["resume_refused"], "counter");
+  gauge("ledger_writes_total", "Ledger writes committed", cm["ledger_writes"], "counter");
+  gauge("ledger_commits_total", "Ledger transactions (one fsync each; group commit)",
+        cm["ledger_commits"], "counter");
+  gauge("ledger_writes_pending", "Ledger writes queued for the group commit",
+        cm["ledger_writes_pending"]);
+  o << "# HELP stoa_rollouts_total Rollouts submitted, by intake result\n"
+       "# TYPE stoa_rollouts_total counter\n";
+  o << "stoa_rollouts_total{status=\"accepted\"} " << cm["rollouts_accepted"] << "\n";
+  o << "stoa_rollouts_total{status=\"duplicate\"} " << cm["rollouts_duplicate"] << "\n";
+  o << "# HELP stoa_rollouts_rejected_total Rejected rollouts by reason\n"
+       "# TYPE stoa_rollouts_rejected_total counter\n";
+  for (const auto& [k, v] : cm) {
+    if (k.rfind("rollouts_rejected_", 0) == 0) {
+      o << "stoa_rollouts_rejected_total{reason=\"" << label(k.substr(18)) << "\"} " << v << "\n";
+    }
+  }
+  o << "# HELP stoa_groups_total Groups by outcome\n# TYPE stoa_groups_total counter\n";
+  o << "stoa_groups_total{outcome=\"trained\"} " << cm["groups_trained"] << "\n";
+  for (const auto& [k, v] : cm) {
+    if (k.rfind("groups_dropped_", 0) == 0) {
+      o << "stoa_groups_total{outcome=\"dropped\",reason=\"" << label(k.substr(15)) << "\"} " << v
+        << "\n";
+    }
+  }
+  gauge("reward_mean_accepted", "Mean hub-computed reward of accepted rollouts",
+        cm["reward_mean_accepted"]);
+  gauge("tokens_accepted_total", "Tokens in accepted rollouts", cm["tokens_accepted"], "counter");
+  // Staleness at intake as a cumulative histogram (le = versions behind the latest).
+  o << "# HELP stoa_rollout_staleness_versions Latest version minus the rollout's oldest token "
+       "version, at intake\n# TYPE stoa_rollout_staleness_versions histogram\n";
+  double cum = 0;
+  const auto& h = st["staleness_histogram"];
+  double sum = 0;
+  for (size_t b = 0; b < h.size(); ++b) {
+    double n = h[b].get<double>();
+    cum += n;
+    sum += n * static_cast<double>(b);
+    if (b + 1 < h.size()) {
+      o << "stoa_rollout_staleness_versions_bucket{le=\"" << b << "\"} " << cum << "\n";
+    }
+  }
+  o << "stoa_rollout_staleness_versions_bucket{le=\"+Inf\"} " << cum << "\n";
+  o << "stoa_rollout_staleness_versions_sum " << sum << "\n";
+  o << "stoa_rollout_staleness_versions_count " << cum << "\n";
+  {
+    // Step durations of this process's lifetime (the ledger keeps every step's report).
+    std::vector<int64_t> buckets;
+    double step_sum = 0;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);  // two numbers: copied, nothing built under it
+      buckets = counters_->step_seconds_buckets;
+      step_sum = counters_->step_seconds_sum;
+    }
+    o << "# HELP stoa_step_seconds_histogram Trainer step durations\n"
+         "# TYPE stoa_step_seconds_histogram histogram\n";
+    int64_t cum_steps = 0;
+    for (size_t b = 0; b < buckets.size(); ++b) {
+      cum_steps += buckets[b];
+      o << "stoa_step_seconds_histogram_bucket{le=\"";
+      if (b + 1 < buckets.size())
+        o << Counters::kStepBounds[b];
+      else
+        o << "+Inf";
+      o << "\"} " << cum_steps << "\n";
+    }
+    o << "stoa_step_seconds_histogram_sum " << step_sum << "\n";
+    o << "stoa_step_seconds_histogram_count " << cum_steps << "\n";
+  }
+  if (st.contains("last_step")) {
+    const auto& s = st["last_step"];
+    gauge("step_seconds", "Duration of the last trainer step", s["step_seconds"].get<double>());
+    gauge("trainer_busy_fraction", "Trainer busy fraction (last step)",
+          s["busy_fraction"].get<double>());
+    gauge("dppo_masked_fraction", "Fraction of tokens masked by the DPPO trust region",
+          s["masked_fraction"].get<double>());
+    gauge("policy_tv", "Mean total variation between behaviour and current policy",
+          s["tv"].get<double>());
+    gauge("policy_kl", "Mean KL between behaviour and current policy", s["kl"].get<double>());
+    gauge("train_reward_mean", "Mean reward of the last step's rollouts",
+          s["reward_mean"].get<double>());
+    gauge("train_loss", "Loss of the last step", s["loss"].get<double>());
+    if (s.contains("extra")) {
+      for (const auto& [k, v] : s["extra"].items()) {
+        std::string name = "train_";
+        for (char c : k) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+        gauge(name, "Trainer-reported " + k, v.get<double>());
+      }
+    }
+  }
+  o << "# HELP stoa_worker_tokens_per_second Generation throughput reported by each worker\n"
+       "# TYPE stoa_worker_tokens_per_second gauge\n";
+  for (const auto& w : st["workers"]) {
+    o << "stoa_worker_tokens_per_second{worker=\"" << worker_labels(w) << "\"} "
+      << w["tokens_per_s"].get<double>() << "\n";
+  }
+  o << "# HELP stoa_worker_idle_fraction Share of time each worker had nothing to generate\n"
+       "# TYPE stoa_worker_idle_fraction gauge\n";
+  for (const auto& w : st["workers"]) {
+    o << "stoa_worker_idle_fraction{worker=\"" << worker_labels(w) << "\"} "
+      << w["idle_fraction"].get<double>() << "\n";
+  }
+  o << "# HELP stoa_worker_rollouts_accepted_total Rollouts accepted from each worker\n"
+       "# TYPE stoa_worker_rollouts_accepted_total counter\n";
+  for (const auto& w : st["workers"]) {
+    o << "stoa_worker_rollouts_accepted_total{worker=\"" << worker_labels(w) << "\"} "
+      << w["rollouts_accepted"].get<double>() << "\n";
+  }
+  o << "# HELP stoa_worker_patch_lag_versions Latest version minus the worker's version\n"
+       "# TYPE stoa_worker_patch_lag_versions gauge\n";
+  for (const auto& w : st["workers"]) {
+    if (!w.contains("patch_lag")) continue;
+    o << "stoa_worker_patch_lag_versions{worker=\"" << worker_labels(w) << "\"} "
+      << w["patch_lag"].get<double>() << "\n";
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    o << verification_metrics_locked();
+  }
+  return o.str();
+}
+
+}  // namespace stoa::hub
