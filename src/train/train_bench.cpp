@@ -1,9 +1,7 @@
 #include "train/train_bench.h"
 
 #include <chrono>
-#include <exception>
 #include <functional>
-#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -12,6 +10,7 @@
 #include "core/rng.h"
 #include "model/arch_registry.h"
 #include "train/policy_model.h"
+#include "train/thread_ranks.h"
 #include "train/trainer.h"
 #include "train/trainer_impl.h"
 
@@ -104,40 +103,6 @@ double measure_matmul_gflops(const std::string& device, DType dtype, int64_t n, 
 
 namespace {
 
-// Rank 0 runs `leader` here; ranks 1..n-1 follow on threads, each its own Gloo group over
-// loopback TCP (the same collectives as separate processes).
-void with_bench_ranks(int nproc, const std::function<void(std::shared_ptr<Communicator>)>& leader) {
-  RendezvousServer store(nproc);
-  auto options = [&](int rank) {
-    RendezvousOptions r;
-    r.rank = rank;
-    r.world_size = nproc;
-    r.master_port = store.port();
-    r.agent_store = true;
-    return r;
-  };
-  std::vector<std::exception_ptr> errors(static_cast<size_t>(nproc));
-  std::vector<std::thread> followers;
-  for (int r = 1; r < nproc; ++r) {
-    followers.emplace_back([&, r] {
-      try {
-        Trainer::follow(connect_ranks(options(r)));
-      } catch (...) {
-        errors[static_cast<size_t>(r)] = std::current_exception();
-      }
-    });
-  }
-  try {
-    leader(connect_ranks(options(0)));
-  } catch (...) {
-    errors[0] = std::current_exception();
-  }
-  for (std::thread& t : followers) t.join();
-  for (const std::exception_ptr& e : errors) {
-    if (e) std::rethrow_exception(e);
-  }
-}
-
 template <typename MakeBatch>
 double time_steps_after_warmup(int steps, Trainer& trainer, MakeBatch& make_batch) {
   double seconds = 0.0;
@@ -203,7 +168,7 @@ TrainBenchReport run_train_bench(const TrainBenchOptions& o) {
       CommunicatorStats comm;
       if (o.nproc > 1) {
         rng = Rng(7, 0);  // the same batches as the one-rank run
-        with_bench_ranks(o.nproc, [&](std::shared_ptr<Communicator> ranks) {
+        run_thread_ranks(o.nproc, [&](std::shared_ptr<Communicator> ranks) {
           Trainer parallel(random_weights(config, 1234), t, ranks);
           for (int i = 0; i < o.warmup; ++i) parallel.train_step(make_batch());
           const CommunicatorStats before = ranks->stats();

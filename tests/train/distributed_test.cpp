@@ -37,23 +37,13 @@ TEST_P(Equivalence, TwoRanksMakeTheOneRankUpdateDppo) {
   const StepMetrics m1 = one.train_step(batch1);
   one.train_step(batch2);  // the second step uses the (sharded) moments
   StepMetrics m2;
-  ModelWeights two;
-  with_ranks(2, [&](std::shared_ptr<Communicator> ranks) {
-    Trainer trainer(init, options(), ranks);
+  const ModelWeights two = train_on_ranks(2, init, options(), [&](Trainer& trainer) {
     m2 = trainer.train_step(batch1);
     trainer.train_step(batch2);
-    two = trainer.weights();
   });
   expect_same_update(two, one.weights());
   EXPECT_FALSE(same_bits(two, init));
-  // The step's metrics are the whole batch's, not rank 0's share.
-  EXPECT_EQ(m2.sequences, m1.sequences);
-  EXPECT_EQ(m2.tokens, m1.tokens);
-  EXPECT_EQ(m2.tokens_total, m1.tokens_total);
-  EXPECT_NEAR(m2.loss, m1.loss, 1e-6 * std::fabs(m1.loss) + 1e-9);
-  EXPECT_NEAR(m2.grad_norm, m1.grad_norm, 1e-6 * m1.grad_norm);
-  EXPECT_NEAR(m2.masked_fraction, m1.masked_fraction, 1e-9);
-  EXPECT_NEAR(m2.tv_max, m1.tv_max, 1e-6);
+  expect_same_metrics(m2, m1);
 }
 
 TEST_P(Equivalence, TwoRanksMakeTheOneRankUpdateSft) {
@@ -64,12 +54,9 @@ TEST_P(Equivalence, TwoRanksMakeTheOneRankUpdateSft) {
   const StepMetrics m1 = one.sft_step(batch);
   one.sft_step(batch);
   StepMetrics m2;
-  ModelWeights two;
-  with_ranks(2, [&](std::shared_ptr<Communicator> ranks) {
-    Trainer trainer(init, options(), ranks);
+  const ModelWeights two = train_on_ranks(2, init, options(), [&](Trainer& trainer) {
     m2 = trainer.sft_step(batch);
     trainer.sft_step(batch);
-    two = trainer.weights();
   });
   expect_same_update(two, one.weights());
   EXPECT_NEAR(m2.loss, m1.loss, 1e-6 * std::fabs(m1.loss));
@@ -86,12 +73,8 @@ TEST(DistributedEquivalence, DefaultEpsStaysWithinTheMicroBatchingNoise) {
   o.optimizer.eps = 1e-8;
   Trainer one(init, o);
   one.train_step(batch);
-  ModelWeights two;
-  with_ranks(2, [&](std::shared_ptr<Communicator> ranks) {
-    Trainer trainer(init, o, ranks);
-    trainer.train_step(batch);
-    two = trainer.weights();
-  });
+  const ModelWeights two =
+      train_on_ranks(2, init, o, [&](Trainer& trainer) { trainer.train_step(batch); });
   const double max_abs = max_abs_difference(two, one.weights());
   std::printf("default eps: relative difference %.3g, max element difference %.3g\n",
               relative_difference(two, one.weights()), max_abs);
@@ -108,27 +91,23 @@ TEST(DistributedCheckpoint, ResumesExactlyOnTwoRanksAndReshardsToOne) {
   for (uint64_t s = 0; s < 4; ++s) batches.push_back(make_groups(config, 40 + s));
   const fs::path dir = fs::temp_directory_path() / "stoa_distributed_resume";
   fs::remove_all(dir);
-  ModelWeights straight, resumed_two;
-  with_ranks(2, [&](std::shared_ptr<Communicator> ranks) {
-    Trainer trainer(init, options(), ranks);
+  auto last_two = [&](Trainer& trainer) {
+    trainer.train_step(batches[2]);
+    trainer.train_step(batches[3]);
+  };
+  const ModelWeights straight = train_on_ranks(2, init, options(), [&](Trainer& trainer) {
     trainer.train_step(batches[0]);
     trainer.train_step(batches[1]);
     trainer.save_checkpoint(dir.string());
-    trainer.train_step(batches[2]);
-    trainer.train_step(batches[3]);
-    straight = trainer.weights();
+    last_two(trainer);
   });
-  with_ranks(2, [&](std::shared_ptr<Communicator> ranks) {
-    Trainer trainer = Trainer::resume(dir.string(), options(), ranks);
-    EXPECT_EQ(trainer.step_count(), 2);
-    trainer.train_step(batches[2]);
-    trainer.train_step(batches[3]);
-    resumed_two = trainer.weights();
+  const ModelWeights resumed_two = resume_on_ranks(2, dir.string(), options(), [&](Trainer& t) {
+    EXPECT_EQ(t.step_count(), 2);
+    last_two(t);
   });
   EXPECT_TRUE(same_bits(straight, resumed_two));           // N → N: bit for bit
   Trainer one = Trainer::resume(dir.string(), options());  // N → 1: re-sharded
-  one.train_step(batches[2]);
-  one.train_step(batches[3]);
+  last_two(one);
   expect_same_update(one.weights(), straight);
   EXPECT_FALSE(same_bits(one.weights(), init));
   fs::remove_all(dir);
@@ -144,12 +123,8 @@ TEST(DistributedCheckpoint, OneRankCheckpointResumesOnTwo) {
   one.train_step(a);
   one.save_checkpoint(dir.string());
   one.train_step(b);
-  ModelWeights two;
-  with_ranks(2, [&](std::shared_ptr<Communicator> ranks) {
-    Trainer trainer = Trainer::resume(dir.string(), options(), ranks);
-    trainer.train_step(b);
-    two = trainer.weights();
-  });
+  const ModelWeights two =
+      resume_on_ranks(2, dir.string(), options(), [&](Trainer& trainer) { trainer.train_step(b); });
   expect_same_update(two, one.weights());
   fs::remove_all(dir);
 }

@@ -72,19 +72,13 @@ TEST_P(FsdpEquivalence, OneAndTwoRanksMakeTheOneProcessUpdateDppo) {
   alone.train_step(batch2);
   expect_same_update(alone.weights(), plain.weights());
   StepMetrics m2;
-  ModelWeights two;
-  with_ranks(2, [&](std::shared_ptr<Communicator> ranks) {
-    Trainer trainer(init, fsdp_options(), ranks);
+  const ModelWeights two = train_on_ranks(2, init, fsdp_options(), [&](Trainer& trainer) {
     m2 = trainer.train_step(batch1);
     trainer.train_step(batch2);
-    two = trainer.weights();
   });
   expect_same_update(two, plain.weights());
   EXPECT_FALSE(same_bits(two, init));
-  EXPECT_EQ(m2.tokens_total, m1.tokens_total);
-  EXPECT_NEAR(m2.loss, m1.loss, 1e-6 * std::fabs(m1.loss) + 1e-9);
-  EXPECT_NEAR(m2.grad_norm, m1.grad_norm, 1e-6 * m1.grad_norm);
-  EXPECT_NEAR(m2.masked_fraction, m1.masked_fraction, 1e-9);
+  expect_same_metrics(m2, m1);
 }
 
 TEST_P(FsdpEquivalence, TwoRanksMakeTheOneProcessUpdateSft) {
@@ -95,12 +89,9 @@ TEST_P(FsdpEquivalence, TwoRanksMakeTheOneProcessUpdateSft) {
   const StepMetrics m1 = plain.sft_step(batch);
   plain.sft_step(batch);
   StepMetrics m2;
-  ModelWeights two;
-  with_ranks(2, [&](std::shared_ptr<Communicator> ranks) {
-    Trainer trainer(init, fsdp_options(), ranks);
+  const ModelWeights two = train_on_ranks(2, init, fsdp_options(), [&](Trainer& trainer) {
     m2 = trainer.sft_step(batch);
     trainer.sft_step(batch);
-    two = trainer.weights();
   });
   expect_same_update(two, plain.weights());
   EXPECT_NEAR(m2.loss, m1.loss, 1e-6 * std::fabs(m1.loss));
@@ -117,12 +108,8 @@ TEST(FsdpEquivalence, ARankWithoutSequencesOnlyTakesPart) {
   const auto batch = make_sft(config, 22, 2);
   Trainer plain(init, options());
   plain.sft_step(batch);
-  ModelWeights three;
-  with_ranks(3, [&](std::shared_ptr<Communicator> ranks) {
-    Trainer trainer(init, fsdp_options(), ranks);
-    trainer.sft_step(batch);
-    three = trainer.weights();
-  });
+  const ModelWeights three =
+      train_on_ranks(3, init, fsdp_options(), [&](Trainer& trainer) { trainer.sft_step(batch); });
   expect_same_update(three, plain.weights());
 }
 
@@ -141,12 +128,8 @@ TEST(FsdpEquivalence, Bf16MatmulsMakeTheOneProcessBf16Update) {
   plain.train_step(batch);
   TrainOptions sharded = bf16;
   sharded.sharding = Sharding::kFsdp;
-  ModelWeights two;
-  with_ranks(2, [&](std::shared_ptr<Communicator> ranks) {
-    Trainer trainer(init, sharded, ranks);
-    trainer.train_step(batch);
-    two = trainer.weights();
-  });
+  const ModelWeights two =
+      train_on_ranks(2, init, sharded, [&](Trainer& trainer) { trainer.train_step(batch); });
   const double max_abs = max_abs_difference(two, plain.weights());
   std::printf("bf16: relative difference %.3g, max element difference %.3g\n",
               relative_difference(two, plain.weights()), max_abs);
@@ -206,40 +189,32 @@ TEST(FsdpCheckpoint, ResumesExactlyOnTheSameRanksAndReshardsToOthers) {
   for (uint64_t s = 0; s < 4; ++s) batches.push_back(make_groups(config, 40 + s));
   const fs::path dir = fs::temp_directory_path() / "stoa_fsdp_resume";
   fs::remove_all(dir);
-  ModelWeights straight, resumed_two, resumed_three;
-  with_ranks(2, [&](std::shared_ptr<Communicator> ranks) {
-    Trainer trainer(init, fsdp_options(), ranks);
+  auto last_two = [&](Trainer& trainer) {
+    trainer.train_step(batches[2]);
+    trainer.train_step(batches[3]);
+  };
+  const ModelWeights straight = train_on_ranks(2, init, fsdp_options(), [&](Trainer& trainer) {
     trainer.train_step(batches[0]);
     trainer.train_step(batches[1]);
     trainer.save_checkpoint(dir.string());
-    trainer.train_step(batches[2]);
-    trainer.train_step(batches[3]);
-    straight = trainer.weights();
+    last_two(trainer);
   });
   EXPECT_TRUE(fs::exists(dir / "shards" / "rank-00001-of-00002.safetensors"));
   // The model beside the shards (streamed through rank 0, for evaluation and export) holds the
   // checkpoint's weights; resuming reads the shards.
   const ModelWeights at_checkpoint = load_model_dir((dir / "model").string());
-  with_ranks(2, [&](std::shared_ptr<Communicator> ranks) {
-    Trainer trainer = Trainer::resume(dir.string(), fsdp_options(), ranks);
-    EXPECT_EQ(trainer.step_count(), 2);
-    trainer.train_step(batches[2]);
-    trainer.train_step(batches[3]);
-    resumed_two = trainer.weights();
-  });
+  const ModelWeights resumed_two =
+      resume_on_ranks(2, dir.string(), fsdp_options(), [&](Trainer& trainer) {
+        EXPECT_EQ(trainer.step_count(), 2);
+        last_two(trainer);
+      });
   EXPECT_TRUE(same_bits(straight, resumed_two));  // N -> N: bit for bit
   Trainer again = Trainer::resume(dir.string(), fsdp_options());
   EXPECT_TRUE(same_bits(again.weights(), at_checkpoint));
-  with_ranks(3, [&](std::shared_ptr<Communicator> ranks) {
-    Trainer trainer = Trainer::resume(dir.string(), fsdp_options(), ranks);
-    trainer.train_step(batches[2]);
-    trainer.train_step(batches[3]);
-    resumed_three = trainer.weights();
-  });
+  const ModelWeights resumed_three = resume_on_ranks(3, dir.string(), fsdp_options(), last_two);
   expect_same_update(resumed_three, straight);  // N -> M: re-sliced
   Trainer one = Trainer::resume(dir.string(), fsdp_options());
-  one.train_step(batches[2]);
-  one.train_step(batches[3]);
+  last_two(one);
   expect_same_update(one.weights(), straight);
   // The wrong kind of trainer is told which to use.
   try {

@@ -9,11 +9,13 @@
 #include <exception>
 #include <functional>
 #include <random>
+#include <string>
 #include <thread>
 
 #include <gtest/gtest.h>
 
 #include "train/distributed.h"
+#include "train/thread_ranks.h"
 #include "train/trainer.h"
 
 namespace stoa::train {
@@ -22,37 +24,53 @@ namespace stoa::train {
 // Trainer::follow on ranks 1..world-1, then rethrows the first rank's error.
 inline void with_ranks(int world,
                        const std::function<void(std::shared_ptr<Communicator>)>& leader) {
-  RendezvousServer server(world, 60);
-  auto options = [&](int rank) {
-    RendezvousOptions o;
-    o.rank = rank;
-    o.world_size = world;
-    o.master_port = server.port();
-    o.agent_store = true;
-    o.timeout_s = 60;
-    o.hash_check_every = 1;  // every step: the replicas must stay bit-identical
-    return o;
-  };
-  std::vector<std::exception_ptr> errors(static_cast<size_t>(world));
-  std::vector<std::thread> followers;
-  for (int r = 1; r < world; ++r) {
-    followers.emplace_back([&, r] {
-      try {
-        Trainer::follow(connect_ranks(options(r)));
-      } catch (...) {
-        errors[static_cast<size_t>(r)] = std::current_exception();
-      }
-    });
-  }
-  try {
-    leader(connect_ranks(options(0)));
-  } catch (...) {
-    errors[0] = std::current_exception();
-  }
-  for (std::thread& t : followers) t.join();
-  for (const std::exception_ptr& e : errors) {
-    if (e) std::rethrow_exception(e);
-  }
+  RendezvousOptions o;
+  o.timeout_s = 60;
+  o.hash_check_every = 1;  // every step: the replicas must stay bit-identical
+  run_thread_ranks(world, leader, o);
+}
+
+// Rank 0's trainer, made by `make` from the communicator, runs `steps` (the followers follow);
+// returns its weights afterwards.
+inline ModelWeights weights_after_ranks(
+    int world, const std::function<Trainer(std::shared_ptr<Communicator>)>& make,
+    const std::function<void(Trainer&)>& steps) {
+  ModelWeights out;
+  with_ranks(world, [&](std::shared_ptr<Communicator> ranks) {
+    Trainer trainer = make(std::move(ranks));
+    steps(trainer);
+    out = trainer.weights();
+  });
+  return out;
+}
+
+// The same from `init` under `options`.
+inline ModelWeights train_on_ranks(int world, const ModelWeights& init, const TrainOptions& options,
+                                   const std::function<void(Trainer&)>& steps) {
+  return weights_after_ranks(
+      world, [&](std::shared_ptr<Communicator> ranks) { return Trainer(init, options, ranks); },
+      steps);
+}
+
+// The same from the checkpoint in `dir`.
+inline ModelWeights resume_on_ranks(int world, const std::string& dir, const TrainOptions& options,
+                                    const std::function<void(Trainer&)>& steps) {
+  return weights_after_ranks(
+      world,
+      [&](std::shared_ptr<Communicator> ranks) { return Trainer::resume(dir, options, ranks); },
+      steps);
+}
+
+// A step's metrics on ranks against the one-process trainer's: the whole batch's, not rank 0's
+// share.
+inline void expect_same_metrics(const StepMetrics& ranks, const StepMetrics& one) {
+  EXPECT_EQ(ranks.sequences, one.sequences);
+  EXPECT_EQ(ranks.tokens, one.tokens);
+  EXPECT_EQ(ranks.tokens_total, one.tokens_total);
+  EXPECT_NEAR(ranks.loss, one.loss, 1e-6 * std::fabs(one.loss) + 1e-9);
+  EXPECT_NEAR(ranks.grad_norm, one.grad_norm, 1e-6 * one.grad_norm);
+  EXPECT_NEAR(ranks.masked_fraction, one.masked_fraction, 1e-9);
+  EXPECT_NEAR(ranks.tv_max, one.tv_max, 1e-6);
 }
 
 inline std::vector<RolloutGroup> make_groups(const ModelConfig& config, uint64_t seed,
