@@ -6,8 +6,8 @@
 
 namespace stoa::engine {
 
-BatchDecoder::BatchDecoder(ModelRunner& runner, int64_t slots, int64_t capacity)
-    : runner_(runner), capacity_(capacity) {
+BatchDecoder::BatchDecoder(EngineBackend& backend, int64_t slots, int64_t capacity)
+    : backend_(backend), capacity_(capacity) {
   STOA_CHECK(slots > 0 && capacity > 0, ErrorKind::kInvalidArgument,
              "a batch decoder needs slots > 0 and capacity > 0, got ", slots, " and ", capacity);
   slots_.resize(static_cast<size_t>(slots));
@@ -44,9 +44,9 @@ bool BatchDecoder::is_paused(int64_t slot) const {
   return slot_at(slot).state == State::kPaused;
 }
 
-const Sequence& BatchDecoder::sequence(int64_t slot) const {
+const SequenceState& BatchDecoder::sequence(int64_t slot) const {
   const Slot& s = slot_at(slot);
-  STOA_CHECK(s.seq.has_value(), ErrorKind::kInvalidArgument, "slot ", slot,
+  STOA_CHECK(s.seq != nullptr, ErrorKind::kInvalidArgument, "slot ", slot,
              " holds no sequence yet");
   return *s.seq;
 }
@@ -68,8 +68,8 @@ void BatchDecoder::arm(Slot& s, const GenerateOptions& options, uint64_t stream)
 }
 
 void BatchDecoder::set_sample_vocab(int64_t n) {
-  STOA_CHECK(n >= 0 && n <= runner_.config().vocab_size, ErrorKind::kInvalidArgument,
-             "sample vocabulary ", n, " outside [0, ", runner_.config().vocab_size, "]");
+  STOA_CHECK(n >= 0 && n <= backend_.config().vocab_size, ErrorKind::kInvalidArgument,
+             "sample vocabulary ", n, " outside [0, ", backend_.config().vocab_size, "]");
   sample_vocab_ = n;
 }
 
@@ -78,7 +78,7 @@ void BatchDecoder::check_prompt(std::span<const int32_t> prompt) const {
              "a decode slot needs a non-empty prompt");
   STOA_CHECK(static_cast<int64_t>(prompt.size()) < capacity_, ErrorKind::kInvalidArgument,
              "a prompt of ", prompt.size(), " tokens does not fit a slot of capacity ", capacity_);
-  const int32_t V = static_cast<int32_t>(runner_.config().vocab_size);
+  const int32_t V = static_cast<int32_t>(backend_.config().vocab_size);
   for (size_t j = 0; j < prompt.size(); ++j) {
     STOA_CHECK(prompt[j] >= 0 && prompt[j] < V, ErrorKind::kInvalidArgument, "prompt token ", j,
                " has id ", prompt[j], ", outside the vocabulary [0, ", V, ")");
@@ -101,7 +101,7 @@ int64_t BatchDecoder::add_prefix(std::span<const int32_t> prompt) {
   Prefix& p = prefixes_[id];
   p = Prefix{};
   p.live = true;
-  p.seq.emplace(runner_.new_sequence(capacity_));  // holds the prompt only: not preallocated
+  p.seq = backend_.new_state(capacity_);  // holds the prompt only: not preallocated
   p.pending.assign(prompt.begin(), prompt.end() - 1);
   p.last = prompt.back();
   p.computed = p.pending.empty();
@@ -109,7 +109,7 @@ int64_t BatchDecoder::add_prefix(std::span<const int32_t> prompt) {
 }
 
 void BatchDecoder::fork_prefix(Slot& s, const Prefix& p) {
-  s.seq.emplace(p.seq->fork());
+  s.seq = p.seq->fork_state();
   if (preallocate_) s.seq->preallocate();
   s.pending.assign(1, p.last);
   s.prefix = -1;
@@ -147,7 +147,7 @@ void BatchDecoder::drop_prefix(int64_t prefix) {
 
 void BatchDecoder::pause(int64_t slot) {
   Slot& s = slot_at(slot);
-  STOA_CHECK(s.state == State::kActive && s.seq.has_value(), ErrorKind::kInvalidArgument, "slot ",
+  STOA_CHECK(s.state == State::kActive && s.seq != nullptr, ErrorKind::kInvalidArgument, "slot ",
              slot, " is not decoding");
   s.state = State::kPaused;
 }
@@ -175,7 +175,7 @@ std::vector<int64_t> BatchDecoder::start_group(std::span<const int32_t> prompt, 
   {
     Slot& s = slots_[static_cast<size_t>(leader)];
     arm(s, options, options.stream);
-    s.seq.emplace(runner_.new_sequence(capacity_));
+    s.seq = backend_.new_state(capacity_);
     if (preallocate_) s.seq->preallocate();
     s.pending.assign(prompt.begin(), prompt.end());
     s.state = State::kActive;
@@ -199,7 +199,7 @@ void BatchDecoder::resume(int64_t slot, std::span<const int32_t> tokens,
   Slot& s = slot_at(slot);
   STOA_CHECK(s.state == State::kPaused, ErrorKind::kInvalidArgument, "slot ", slot,
              " is not paused (only a finished slot can take a new turn)");
-  const int32_t V = static_cast<int32_t>(runner_.config().vocab_size);
+  const int32_t V = static_cast<int32_t>(backend_.config().vocab_size);
   for (size_t j = 0; j < tokens.size(); ++j) {
     STOA_CHECK(tokens[j] >= 0 && tokens[j] < V, ErrorKind::kInvalidArgument, "token ", j,
                " has id ", tokens[j], ", outside the vocabulary [0, ", V, ")");
@@ -216,18 +216,18 @@ void BatchDecoder::resume(int64_t slot, std::span<const int32_t> tokens,
   s.state = State::kActive;
 }
 
-Sequence BatchDecoder::release(int64_t slot) {
+std::unique_ptr<SequenceState> BatchDecoder::release(int64_t slot) {
   Slot& s = slot_at(slot);
   STOA_CHECK(s.state == State::kActive || s.state == State::kPaused, ErrorKind::kInvalidArgument,
              "slot ", slot, " holds no sequence to release");
-  Sequence seq = std::move(*s.seq);
+  std::unique_ptr<SequenceState> seq = std::move(s.seq);
   s = Slot{};
   return seq;
 }
 
 StepEvent BatchDecoder::sample_into(int64_t i, const float* logits) {
   Slot& s = slots_[static_cast<size_t>(i)];
-  const int64_t V = runner_.config().vocab_size;
+  const int64_t V = backend_.config().vocab_size;
   StepEvent e;
   e.slot = i;
   const int64_t n = sample_vocab_ > 0 ? std::min(V, sample_vocab_) : V;
@@ -246,12 +246,12 @@ StepEvent BatchDecoder::sample_into(int64_t i, const float* logits) {
 }
 
 std::vector<StepEvent> BatchDecoder::step() {
-  std::vector<SequenceInput> inputs;
+  std::vector<BackendInput> inputs;
   std::vector<int64_t> owner;
   for (size_t i = 0; i < slots_.size(); ++i) {
     Slot& s = slots_[i];
     if (s.state != State::kActive) continue;
-    inputs.push_back({&*s.seq, s.pending, Logits::kLast});
+    inputs.push_back({s.seq.get(), s.pending, Logits::kLast});
     owner.push_back(static_cast<int64_t>(i));
   }
   const size_t slot_inputs = inputs.size();
@@ -259,12 +259,12 @@ std::vector<StepEvent> BatchDecoder::step() {
   for (size_t p = 0; p < prefixes_.size(); ++p) {
     Prefix& x = prefixes_[p];
     if (!x.live || x.computed) continue;
-    inputs.push_back({&*x.seq, x.pending, Logits::kNone});
+    inputs.push_back({x.seq.get(), x.pending, Logits::kNone});
     computing.push_back(static_cast<int64_t>(p));
   }
   std::vector<StepEvent> events;
   if (inputs.empty()) return events;
-  const PassLogits logits = runner_.append_batch_view(inputs);
+  const PassLogits logits = backend_.forward(inputs);
   // Slots waiting for a prefix computed in this pass fork it now and feed its last token next
   // step.
   for (const int64_t p : computing) {
@@ -282,7 +282,7 @@ std::vector<StepEvent> BatchDecoder::step() {
     for (size_t f = 0; f < slots_.size(); ++f) {
       Slot& w = slots_[f];
       if (w.state != State::kWaitingForFork || w.leader != i) continue;
-      w.seq.emplace(slots_[static_cast<size_t>(i)].seq->fork());
+      w.seq = slots_[static_cast<size_t>(i)].seq->fork_state();
       w.state = State::kActive;
       w.leader = -1;
       events.push_back(sample_into(static_cast<int64_t>(f), logits.last(k).data()));

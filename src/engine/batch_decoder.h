@@ -1,8 +1,8 @@
 // Continuous batching over a fixed set of decode slots. Every step() is ONE forward pass
-// (ModelRunner::append_batch) carrying, for every active slot, either its next sampled token
-// (decode) or a run of pending tokens (a new prompt, or a tool observation appended between
-// turns): joining, leaving and multi-turn prefills happen in the same pass as the others'
-// decode tokens, so each weight matrix is read once per step for all of them.
+// (EngineBackend::forward: today's CPU engine is ModelRunner) carrying, for every active slot,
+// either its next sampled token (decode) or a run of pending tokens (a new prompt, or a tool
+// observation appended between turns): joining, leaving and multi-turn prefills happen in the same
+// pass as the others' decode tokens, so each weight matrix is read once per step for all of them.
 //
 //   BatchDecoder dec(runner, /*slots=*/32, /*capacity=*/4096);
 //   dec.start_group(prompt, 8, options);     // 8 rollouts: the prompt is computed once, then
@@ -22,7 +22,7 @@
 // step (weights may change between steps).
 //
 // Memory: each slot's KV cache is preallocated for `capacity` tokens when the slot is filled
-// (Sequence::preallocate; set_preallocate(false) lets it grow with use instead, for long
+// (SequenceState::preallocate; set_preallocate(false) lets it grow with use instead, for long
 // capacities), conv state is fixed-size; a step allocates only the logits tensors it returns to
 // the sampler.
 #pragma once
@@ -32,8 +32,8 @@
 #include <span>
 #include <vector>
 
+#include "engine/backend.h"
 #include "engine/generate.h"
-#include "engine/model_runner.h"
 #include "engine/sampler.h"
 
 namespace stoa::engine {
@@ -47,7 +47,7 @@ struct StepEvent {
 
 class BatchDecoder {
  public:
-  BatchDecoder(ModelRunner& runner, int64_t slots, int64_t capacity);
+  BatchDecoder(EngineBackend& backend, int64_t slots, int64_t capacity);
 
   int64_t slots() const { return static_cast<int64_t>(slots_.size()); }
   int64_t capacity() const { return capacity_; }
@@ -85,14 +85,14 @@ class BatchDecoder {
   void resume(int64_t slot, std::span<const int32_t> tokens, const GenerateOptions& options);
   // Frees a slot and returns its sequence (prompt + everything fed so far; a finished slot's
   // last sampled token is not yet in it — resume() feeds it first).
-  Sequence release(int64_t slot);
+  std::unique_ptr<SequenceState> release(int64_t slot);
   // Frees a slot in any state (a cancelled rollout), dropping whatever it holds.
   void discard(int64_t slot);
 
   // One forward pass over every active slot; one event per slot that sampled a token.
   std::vector<StepEvent> step();
 
-  const Sequence& sequence(int64_t slot) const;
+  const SequenceState& sequence(int64_t slot) const;
   bool is_free(int64_t slot) const;
   bool is_paused(int64_t slot) const;
 
@@ -100,7 +100,7 @@ class BatchDecoder {
   enum class State { kFree, kActive, kPaused, kWaitingForFork, kWaitingForPrefix };
   struct Slot {
     State state = State::kFree;
-    std::optional<Sequence> seq;
+    std::unique_ptr<SequenceState> seq;
     std::optional<Sampler> sampler;
     std::vector<int32_t> pending;  // fed in the next step
     std::vector<int32_t> stop_tokens;
@@ -112,9 +112,9 @@ class BatchDecoder {
     bool live = false;
     bool dropped = false;
     bool computed = false;
-    std::optional<Sequence> seq;   // the prompt but its last token
-    std::vector<int32_t> pending;  // that part, until computed
-    int32_t last = 0;              // fed by every fork in its first step
+    std::unique_ptr<SequenceState> seq;  // the prompt but its last token
+    std::vector<int32_t> pending;        // that part, until computed
+    int32_t last = 0;                    // fed by every fork in its first step
   };
   Slot& slot_at(int64_t slot);
   const Slot& slot_at(int64_t slot) const;
@@ -128,7 +128,7 @@ class BatchDecoder {
   // Samples for slot i from `logits` and updates its state.
   StepEvent sample_into(int64_t i, const float* logits);
 
-  ModelRunner& runner_;
+  EngineBackend& backend_;
   int64_t capacity_;
   int64_t sample_vocab_ = 0;
   bool preallocate_ = true;

@@ -22,6 +22,21 @@ ModelRunner ModelRunner::from_model(const ModelWeights& weights, WeightFormat fo
   return ModelRunner(EngineWeights::from_model(weights, format), pool);
 }
 
+std::unique_ptr<SequenceState> ModelRunner::new_state(int64_t capacity) const {
+  return std::make_unique<Sequence>(config(), capacity);
+}
+
+PassLogits ModelRunner::forward(std::span<const BackendInput> inputs) {
+  backend_inputs_.clear();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    auto* seq = dynamic_cast<Sequence*>(inputs[i].seq);
+    STOA_CHECK(inputs[i].seq == nullptr || seq != nullptr, ErrorKind::kInvalidArgument,
+               "batch input ", i, ": the sequence belongs to another engine backend");
+    backend_inputs_.push_back({seq, inputs[i].tokens, inputs[i].logits});
+  }
+  return append_batch_view(backend_inputs_);
+}
+
 Tensor ModelRunner::append(Sequence& seq, std::span<const int32_t> tokens, Logits which) {
   SequenceInput input{&seq, tokens, which};
   return std::move(append_batch(std::span<const SequenceInput>(&input, 1)).front());

@@ -19,6 +19,7 @@
 
 #include "core/tensor.h"
 #include "core/thread_pool.h"
+#include "engine/backend.h"
 #include "engine/decoder.h"
 #include "engine/engine_weights.h"
 #include "engine/sequence.h"
@@ -26,45 +27,15 @@
 
 namespace stoa::engine {
 
-enum class Logits {
-  kNone,  // only advance the state
-  kLast,  // [1, vocab] for the last appended token
-  kAll,   // [n, vocab], one row per appended token
-};
-
+// The CPU engine's own form of a batch input (its Sequence, not the backend's SequenceState).
 struct SequenceInput {
   Sequence* seq = nullptr;
   std::span<const int32_t> tokens;
   Logits logits = Logits::kLast;
 };
 
-// The logits of one pass, read in place from the runner's buffer: no allocation or copy per
-// sequence (at batch 32 a per-sequence tensor cost a zero-fill, a copy and fresh pages of
-// 32 x vocab floats every step). Valid until the runner's next pass; moving the runner ends it.
-class PassLogits {
- public:
-  PassLogits(const float* data, int64_t vocab, const std::vector<std::pair<int64_t, int64_t>>* rows)
-      : data_(data), vocab_(vocab), rows_(rows) {}
-
-  size_t size() const { return rows_->size(); }
-  int64_t vocab() const { return vocab_; }
-  // Rows requested for inputs[i] (0 for Logits::kNone, 1 for kLast, n for kAll).
-  int64_t count(size_t i) const { return (*rows_)[i].second - (*rows_)[i].first; }
-  // inputs[i]'s rows, [count(i) x vocab] row-major.
-  std::span<const float> rows(size_t i) const {
-    const auto [first, last] = (*rows_)[i];
-    return {data_ + first * vocab_, static_cast<size_t>((last - first) * vocab_)};
-  }
-  // inputs[i]'s last requested row (the next-token distribution of a decode step).
-  std::span<const float> last(size_t i) const;
-
- private:
-  const float* data_;
-  int64_t vocab_;
-  const std::vector<std::pair<int64_t, int64_t>>* rows_;  // per input: [first, last) row
-};
-
-class ModelRunner {
+// The CPU backend (backend.h): sequences in host memory, passes on the thread pool.
+class ModelRunner final : public EngineBackend {
  public:
   // `pool` defaults to ThreadPool::global(); it must outlive the runner.
   explicit ModelRunner(EngineWeights weights, ThreadPool* pool = nullptr);
@@ -76,7 +47,16 @@ class ModelRunner {
   ModelRunner(ModelRunner&&) noexcept = default;
   ModelRunner& operator=(ModelRunner&&) noexcept = default;
 
-  const ModelConfig& config() const { return weights_->config(); }
+  // EngineBackend
+  const char* backend_name() const override { return "cpu"; }
+  const ModelConfig& config() const override { return weights_->config(); }
+  EngineWeights& host_weights() override { return *weights_; }
+  // The passes read the host copy itself: nothing to mirror.
+  void weights_written(std::span<const std::string> /*names*/) override {}
+  std::unique_ptr<SequenceState> new_state(int64_t capacity) const override;
+  // kInvalidArgument for a sequence that is not this engine's Sequence.
+  PassLogits forward(std::span<const BackendInput> inputs) override;
+
   const EngineWeights& weights() const { return *weights_; }
   // For in-place weight updates between passes (never during one).
   EngineWeights& mutable_weights() { return *weights_; }
@@ -105,6 +85,7 @@ class ModelRunner {
   ThreadPool* pool_;
   std::vector<float> logits_;                              // grow-only: [rows, vocab]
   std::vector<std::pair<int64_t, int64_t>> logit_ranges_;  // per input of the last pass
+  std::vector<SequenceInput> backend_inputs_;              // forward()'s, grow-only
 };
 
 }  // namespace stoa::engine

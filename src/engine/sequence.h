@@ -5,13 +5,16 @@
 // multi-token append (ModelRunner::append) on an existing sequence.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <vector>
 
+#include "engine/backend.h"
 #include "model/config.h"
 
 namespace stoa::engine {
 
-class Sequence {
+// The CPU engine's SequenceState (backend.h).
+class Sequence final : public SequenceState {
  public:
   // `capacity` bounds the tokens it may ever hold; memory grows with use, not with capacity,
   // unless preallocate() is called.
@@ -24,17 +27,19 @@ class Sequence {
   // Reserves the KV cache for the whole capacity now, so appends never allocate or move the
   // cache (a decode slot's memory is fixed when the slot is made). Forks of a preallocated
   // sequence are preallocated too.
-  void preallocate();
+  void preallocate() override;
   bool preallocated() const { return preallocated_; }
 
   // A deep copy of the state, optionally with another capacity (>= length()).
   Sequence fork() const { return fork(capacity_); }
   Sequence fork(int64_t capacity) const;
+  std::unique_ptr<SequenceState> fork_state() const override {
+    return std::make_unique<Sequence>(fork());
+  }
 
-  int64_t length() const { return static_cast<int64_t>(tokens_.size()); }
-  int64_t capacity() const { return capacity_; }
-  int64_t remaining() const { return capacity_ - length(); }
-  const std::vector<int32_t>& tokens() const { return tokens_; }
+  int64_t length() const override { return static_cast<int64_t>(tokens_.size()); }
+  int64_t capacity() const override { return capacity_; }
+  const std::vector<int32_t>& tokens() const override { return tokens_; }
   size_t nbytes() const;
 
   // Per-layer state, used by the blocks during a forward pass.

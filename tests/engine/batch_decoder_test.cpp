@@ -110,8 +110,8 @@ TEST(BatchDecoder, ContinuousBatchingForksAndTurnsMatchSoloRuns) {
     }
     // The group's members sample differently (own streams) from one shared prompt pass.
     EXPECT_NE(got[group[0]].tokens, got[group[1]].tokens);
-    Sequence released = dec.release(group[0]);
-    EXPECT_EQ(released.length(), 14 + 4);
+    std::unique_ptr<SequenceState> released = dec.release(group[0]);
+    EXPECT_EQ(released->length(), 14 + 4);
     EXPECT_TRUE(dec.is_free(group[0]));
   }
 }

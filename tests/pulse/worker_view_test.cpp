@@ -6,8 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "engine/engine_weights.h"
+#include "engine/model_runner.h"
 #include "model/precision_plan.h"
 #include "pulse/format.h"
 #include "pulse/patch.h"
@@ -114,6 +119,29 @@ TEST(PulseWorkerView, EngineComputesOnTheTrainersView) {
   }
 }
 
+// The CPU engine behind the backend seam, recording what the worker's update path names as
+// written (engine/backend.h: a device backend uploads exactly those tensors).
+class RecordingBackend final : public engine::EngineBackend {
+ public:
+  explicit RecordingBackend(engine::EngineWeights weights) : cpu_(std::move(weights)) {}
+  const char* backend_name() const override { return "recording"; }
+  const ModelConfig& config() const override { return cpu_.config(); }
+  engine::EngineWeights& host_weights() override { return cpu_.host_weights(); }
+  void weights_written(std::span<const std::string> names) override {
+    written.assign(names.begin(), names.end());
+  }
+  std::unique_ptr<engine::SequenceState> new_state(int64_t capacity) const override {
+    return cpu_.new_state(capacity);
+  }
+  engine::PassLogits forward(std::span<const engine::BackendInput> inputs) override {
+    return cpu_.forward(inputs);
+  }
+  std::vector<std::string> written;
+
+ private:
+  engine::ModelRunner cpu_;
+};
+
 // The worker's real path for patches: the sync hands over the verified patches themselves and
 // the engine scatters them into the storage it computes from — the packed VNNI panels where the
 // target uses them and the row-major grid (reference backend) — with no tensor copy or repack,
@@ -127,7 +155,7 @@ TEST(PulseWorkerView, PatchesScatterIntoTheEngineInPlace) {
   ASSERT_TRUE(sync.step(std::chrono::seconds(0)));
   auto first = sync.take_update(worker::UpdateForm::kPatches);
   ASSERT_TRUE(first && first->full && first->patches.empty());
-  engine::EngineWeights fast = worker::engine_weights_from_update(config, *first);
+  RecordingBackend fast(worker::engine_weights_from_update(config, *first));
   engine::EngineWeights grid = worker::engine_weights_from_update(config, *first);
   grid.set_backend(engine::Backend::kReference);  // the row-major grid, whatever the target
   // Version 1 alone, then 2 and 3 between two takes (two patches, applied in order; 3 rescales
@@ -147,7 +175,12 @@ TEST(PulseWorkerView, PatchesScatterIntoTheEngineInPlace) {
     }
     worker::apply_update(fast, *update);
     worker::apply_update(grid, *update);
-    expect_engine_holds(fast, chain[batch.back()]);
+    std::set<std::string> touched;
+    for (const Patch& p : update->patches)
+      for (const auto& tp : p.tensors) touched.insert(tp.name);
+    EXPECT_EQ(fast.written, std::vector<std::string>(touched.begin(), touched.end()));
+    EXPECT_EQ(worker::touched_tensors(*update), fast.written);
+    expect_engine_holds(fast.host_weights(), chain[batch.back()]);
     expect_engine_holds(grid, chain[batch.back()]);
   }
 }

@@ -9,7 +9,7 @@
 
 namespace stoa::episode {
 
-EpisodeRunner::EpisodeRunner(engine::ModelRunner& model, const env::TokenCodec& codec,
+EpisodeRunner::EpisodeRunner(engine::EngineBackend& model, const env::TokenCodec& codec,
                              RunnerLimits limits, RunnerHooks hooks)
     : decoder_(model, limits.slots, limits.capacity),
       codec_(codec),
@@ -109,7 +109,7 @@ void EpisodeRunner::end_turn(int64_t id, bool by_capacity) {
   r.turn_budget = turn_budget(r);
   if (r.turn_budget <= 0) return finish(id, EpisodeEnd::kTruncated);
   // The last sampled token goes in with the observation.
-  const engine::Sequence& seq = decoder_.sequence(id);
+  const engine::SequenceState& seq = decoder_.sequence(id);
   if (seq.length() + 1 + static_cast<int64_t>(r.last.appended.size()) >= seq.capacity())
     return finish(id, EpisodeEnd::kOverflow);
   decoder_.resume(id, r.last.appended, turn_options(r));

@@ -25,8 +25,8 @@
 #include <span>
 #include <vector>
 
+#include "engine/backend.h"
 #include "engine/batch_decoder.h"
-#include "engine/model_runner.h"
 #include "engine/sampler.h"
 #include "env/episode.h"
 #include "env/token_codec.h"
@@ -81,7 +81,7 @@ class EpisodeRunner {
  public:
   // `model` and `codec` must outlive the runner; every episode's task and problem must outlive
   // the episode's end.
-  EpisodeRunner(engine::ModelRunner& model, const env::TokenCodec& codec, RunnerLimits limits,
+  EpisodeRunner(engine::EngineBackend& model, const env::TokenCodec& codec, RunnerLimits limits,
                 RunnerHooks hooks);
 
   int64_t free_slots() const { return decoder_.free_slots(); }

@@ -1,5 +1,6 @@
 #include "roles/worker/engine_update.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/dtype.h"
@@ -95,6 +96,21 @@ void apply_update(engine::EngineWeights& weights, const WeightUpdate& update) {
       weights.set_f32(name, int8_as_f32(t));
     }
   }
+}
+
+void apply_update(engine::EngineBackend& backend, const WeightUpdate& update) {
+  apply_update(backend.host_weights(), update);
+  backend.weights_written(touched_tensors(update));
+}
+
+std::vector<std::string> touched_tensors(const WeightUpdate& update) {
+  std::vector<std::string> names = update.written;
+  for (const auto& [name, t] : update.tensors) names.push_back(name);
+  for (const pulse::Patch& patch : update.patches)
+    for (const pulse::TensorPatch& tp : patch.tensors) names.push_back(tp.name);
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
 }
 
 }  // namespace stoa::worker

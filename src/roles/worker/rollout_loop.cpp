@@ -82,7 +82,7 @@ class RolloutLoop {
   WorkerGauges& gauges_;
   WorkerStats& stats_;
   const int64_t max_tokens_;
-  std::unique_ptr<engine::ModelRunner> model_;
+  std::unique_ptr<engine::EngineBackend> model_;  // today's is the CPU engine (ModelRunner)
   std::unique_ptr<episode::EpisodeRunner> runner_;
   uint64_t engine_version_ = 0;
   std::vector<Sample> samples_;
@@ -123,7 +123,7 @@ void RolloutLoop::take_weights() {
     runner_ = std::make_unique<episode::EpisodeRunner>(*model_, c_.codec, std::move(limits),
                                                        std::move(hooks));
   } else {
-    apply_update(model_->mutable_weights(), *update);
+    apply_update(*model_, *update);
     // A sample started from now on computes its prompt with these weights, as it would without
     // prompt sharing: the kept prompts are recomputed at the next start (samples already
     // waiting for one fork it after the next pass, under these weights too).

@@ -234,8 +234,10 @@ std::optional<WeightUpdate> EngineStore::take_update(UpdateForm /*form*/) {
   if (!have_state_ || broken_ || !update_pending_) return std::nullopt;
   // All or nothing: on a throw the engine is as it was and the patches stay pending.
   scatter_patches(*engine_, pending_);
-  pending_.clear();
   WeightUpdate update;
+  for (const pulse::Patch& patch : pending_)
+    for (const pulse::TensorPatch& tp : patch.tensors) update.written.push_back(tp.name);
+  pending_.clear();
   update.version = version_;
   update.state_hash = pulse::combine_state_hash(hashes_);
   update.full = full_pending_;

@@ -41,6 +41,9 @@ struct WeightUpdate {
   std::vector<std::pair<std::string, pulse::StateTensor>> tensors;
   std::vector<pulse::Patch> patches;  // in order; set only for UpdateForm::kPatches
   std::unique_ptr<engine::EngineWeights> engine;
+  // Tensors the sync already wrote into the engine's host weights (EngineStore): with `tensors`
+  // and `patches`, what the engine backend is told was written (touched_tensors()).
+  std::vector<std::string> written;
 };
 enum class UpdateForm {
   kTensors,  // copies of the touched tensors

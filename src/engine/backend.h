@@ -1,0 +1,109 @@
+// The seam between what drives generation (BatchDecoder, and through it the worker's episode
+// runner) and what computes a forward pass. Today's CPU engine (ModelRunner over EngineWeights,
+// sequences in host memory) is the one implementation; a GPU backend (Metal, CUDA, ggml) is
+// one more class behind this header, in a folder of its own, with nothing above it changed.
+// docs/design/engine-backend.md holds the design on paper.
+//
+// Four things make a backend:
+//   - weights: the model the passes compute with. The host copy (EngineWeights) stays the
+//     authority — PULSE scatters patches into it and hashes it — so a backend that computes
+//     elsewhere mirrors it;
+//   - write-tensor: after writing tensors of the host copy (between passes, never during one)
+//     the caller names them in weights_written(), so a device backend uploads just those (a
+//     PULSE patch touches a few tensors' values; the CPU backend computes from the host copy
+//     and has nothing to do);
+//   - sequence state: per token sequence, the KV caches and conv state, wherever the backend
+//     keeps them, behind SequenceState (tokens and lengths are the same for every backend);
+//   - a batched forward pass: many sequences, each appending one or more tokens, in one pass,
+//     the logits of the requested rows read in place.
+// Exactness is part of the contract: a token's logits depend only on its sequence's tokens and
+// the weights — never on the batch around it — so replay verification holds across backends
+// only where their arithmetic agrees bit for bit (a new backend proves it against this one).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/engine_weights.h"
+#include "model/config.h"
+
+namespace stoa::engine {
+
+enum class Logits {
+  kNone,  // only advance the state
+  kLast,  // [1, vocab] for the last appended token
+  kAll,   // [n, vocab], one row per appended token
+};
+
+// The decode state of one token sequence on some backend. Token i sits at position i, so the
+// length is the next position.
+class SequenceState {
+ public:
+  virtual ~SequenceState() = default;
+  virtual int64_t length() const = 0;
+  virtual int64_t capacity() const = 0;
+  int64_t remaining() const { return capacity() - length(); }
+  virtual const std::vector<int32_t>& tokens() const = 0;
+  // Reserves memory for the whole capacity now, so appends never allocate.
+  virtual void preallocate() = 0;
+  // A deep copy (several rollouts sharing one prompt prefix).
+  virtual std::unique_ptr<SequenceState> fork_state() const = 0;
+};
+
+struct BackendInput {
+  SequenceState* seq = nullptr;
+  std::span<const int32_t> tokens;
+  Logits logits = Logits::kLast;
+};
+
+// The logits of one pass, read in place from the backend's buffer: no allocation or copy per
+// sequence (at batch 32 a per-sequence tensor cost a zero-fill, a copy and fresh pages of
+// 32 x vocab floats every step). Valid until the backend's next pass.
+class PassLogits {
+ public:
+  PassLogits(const float* data, int64_t vocab, const std::vector<std::pair<int64_t, int64_t>>* rows)
+      : data_(data), vocab_(vocab), rows_(rows) {}
+
+  size_t size() const { return rows_->size(); }
+  int64_t vocab() const { return vocab_; }
+  // Rows requested for inputs[i] (0 for Logits::kNone, 1 for kLast, n for kAll).
+  int64_t count(size_t i) const { return (*rows_)[i].second - (*rows_)[i].first; }
+  // inputs[i]'s rows, [count(i) x vocab] row-major.
+  std::span<const float> rows(size_t i) const {
+    const auto [first, last] = (*rows_)[i];
+    return {data_ + first * vocab_, static_cast<size_t>((last - first) * vocab_)};
+  }
+  // inputs[i]'s last requested row (the next-token distribution of a decode step).
+  std::span<const float> last(size_t i) const;
+
+ private:
+  const float* data_;
+  int64_t vocab_;
+  const std::vector<std::pair<int64_t, int64_t>>* rows_;  // per input: [first, last) row
+};
+
+class EngineBackend {
+ public:
+  virtual ~EngineBackend() = default;
+
+  virtual const char* backend_name() const = 0;  // "cpu", ...
+  virtual const ModelConfig& config() const = 0;
+
+  // Weights: the authoritative host copy, for reading, hashing and in-place writes between
+  // passes; every write is followed by weights_written() naming the tensors it touched.
+  virtual EngineWeights& host_weights() = 0;
+  virtual void weights_written(std::span<const std::string> names) = 0;
+
+  // A fresh, empty sequence that may hold `capacity` tokens.
+  virtual std::unique_ptr<SequenceState> new_state(int64_t capacity) const = 0;
+
+  // Advances distinct sequences of this backend in one pass; row ranges follow `inputs`.
+  // Everything is validated before any state changes (a bad token id, a sequence over its
+  // capacity, of another backend or model, or listed twice is an Error and touches nothing).
+  virtual PassLogits forward(std::span<const BackendInput> inputs) = 0;
+};
+
+}  // namespace stoa::engine
