@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/group_drain.h"
 #include "bench/hub_bench_fleet.h"
 #include "core/log.h"
 #include "core/machine.h"
@@ -119,20 +120,7 @@ json run_once(const HubBenchOptions& o, int hoarders) {
   };
   publish(1);
 
-  // The trainer: consumes complete groups as they come (so intake never backs up).
-  std::thread trainer([&] {
-    int64_t step = 0;
-    while (running) {
-      auto groups = hub.take_groups(64, std::chrono::milliseconds(200));
-      if (groups.empty()) continue;
-      std::vector<std::string> ids;
-      for (const auto& g : groups) ids.push_back(g.group_id);
-      hub::StepReport report;
-      report.step = ++step;
-      report.groups = static_cast<int64_t>(ids.size());
-      hub.mark_trained(ids, report);
-    }
-  });
+  GroupDrain trainer(hub, 64);
 
   FleetOptions fo;
   fo.port = server.port();
@@ -198,7 +186,7 @@ json run_once(const HubBenchOptions& o, int hoarders) {
   fleet.stop();
   FleetResults r = fleet.results();
   hub.stop();
-  trainer.join();
+  trainer.stop();
   server.stop();
 
   json endpoints = json::object();

@@ -11,6 +11,7 @@
 
 #include "env/token_codec.h"
 #include "net/protocol.h"
+#include "roles/worker/rollout_record.h"
 
 namespace stoa::bench {
 
@@ -250,25 +251,11 @@ class Fleet {
   }
 
   net::RolloutSubmission rollout(const WorkerState& w, const net::Lease& lease, uint64_t version) {
-    net::RolloutSubmission m;
-    m.id = net::random_uuid();
-    m.worker_id = w.id;
-    m.lease_id = lease.lease_id;
-    m.group_id = lease.group_id;
-    m.prompt_id = lease.prompt_id;
-    m.tokens = lease.prompt_tokens;
-    m.mask.assign(m.tokens.size(), 0);
-    m.logprobs.assign(m.tokens.size(), 0.0f);
-    m.versions.assign(m.tokens.size(), 0);
+    worker::RolloutRecord record(lease, w.id);  // the worker's own builder
     const std::string text = "<answer>migraine</answer>";
-    for (int32_t id : f_.codec.encode(text)) {
-      m.tokens.push_back(id);
-      m.mask.push_back(1);
-      m.logprobs.push_back(-0.5f);
-      m.versions.push_back(version);
-    }
-    m.answer = text;
-    return m;
+    for (int32_t id : f_.codec.encode(text)) record.add_generated(id, -0.5f, version);
+    record.set_answer(text);
+    return record.finish();
   }
 
   // The worker's sync thread: long-polls /v1/version on its own connection; the delay between

@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/group_drain.h"
 #include "bench/scale_model.h"
 #include "bench/scale_process.h"
 #include "bench/scale_proxy.h"
@@ -217,34 +218,17 @@ int run_scale_bench(const ScaleBenchOptions& o) {
     hub.publish_version(p, anchor.state_hash);
   }
   // The trainer: takes complete groups; the first one ends the generate phase.
-  std::atomic<bool> running{true};
-  std::atomic<int64_t> groups_taken{0};
-  std::thread trainer([&] {
-    int64_t step = 0;
-    while (running) {
-      auto groups = hub.take_groups(16, std::chrono::milliseconds(200));
-      if (groups.empty()) continue;
-      std::vector<std::string> ids;
-      for (const auto& g : groups) ids.push_back(g.group_id);
-      hub::StepReport report;
-      report.step = ++step;
-      report.groups = static_cast<int64_t>(ids.size());
-      hub.mark_trained(ids, report);
-      groups_taken += static_cast<int64_t>(ids.size());
-    }
-  });
+  GroupDrain trainer(hub, 16);
   struct StopHub {
-    std::atomic<bool>& running;
     hub::Hub& hub;
-    std::thread& trainer;
+    GroupDrain& trainer;
     hub::HubServer& server;
     ~StopHub() {
-      running = false;
       hub.stop();
-      if (trainer.joinable()) trainer.join();
+      trainer.stop();
       server.stop();
     }
-  } stop_hub{running, hub, trainer, server};
+  } stop_hub{hub, trainer, server};
 
   // ---- the worker process: anchor_load, generate ----
   const std::string url = "http://127.0.0.1:" + std::to_string(server.port());
@@ -284,7 +268,7 @@ int run_scale_bench(const ScaleBenchOptions& o) {
                         std::chrono::duration<double>(loaded.at - worker_start).count());
     sampler->take_peak();
     const auto generate_deadline = Clock::now() + timeout;
-    while (groups_taken == 0) {
+    while (trainer.groups_taken() == 0) {
       STOA_CHECK(
           Clock::now() < generate_deadline && process_alive(worker->pid()), ErrorKind::kInternal,
           "stoa bench scale: no complete group from the worker; its last lines:\n", wlog.tail());

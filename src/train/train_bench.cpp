@@ -9,6 +9,7 @@
 #include "core/log.h"
 #include "core/rng.h"
 #include "model/arch_registry.h"
+#include "model/presets.h"
 #include "train/policy_model.h"
 #include "train/thread_ranks.h"
 #include "train/trainer.h"
@@ -16,29 +17,6 @@
 
 namespace stoa::train {
 namespace {
-
-ModelConfig make_config(Arch arch, int64_t vocab, int64_t hidden, int64_t ffn, int64_t layers,
-                        int64_t heads, int64_t kv_heads, const std::vector<int64_t>& attention) {
-  ModelConfig c;
-  c.arch = arch;
-  c.vocab_size = vocab;
-  c.hidden_size = hidden;
-  c.intermediate_size = ffn;
-  c.num_layers = layers;
-  c.num_heads = heads;
-  c.num_kv_heads = kv_heads;
-  c.head_dim = hidden / heads;
-  c.rms_norm_eps = arch == Arch::kQwen3 ? 1e-6 : 1e-5;
-  c.rope_theta = 1e6;
-  c.max_position_embeddings = 4096;
-  c.tie_word_embeddings = true;
-  for (int64_t i = 0; i < layers; ++i) {
-    bool attn =
-        arch == Arch::kQwen3 || std::find(attention.begin(), attention.end(), i) != attention.end();
-    c.layer_kinds.push_back(attn ? LayerKind::kAttention : LayerKind::kConv);
-  }
-  return c;
-}
 
 double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -68,16 +46,14 @@ ModelConfig train_bench_config(const std::string& arch, const std::string& size)
              size, "' (10m, 100m)");
   const bool big = size == "100m";
   const Arch a = info->arch;
-  ModelConfig c = big ? make_config(a, 32768, 768, 2048, 12, 12, 4, {2, 5, 8, 10})
-                      : make_config(a, 8192, 256, 768, 8, 8, 4, {2, 5, 7});
-  if (a == Arch::kLfm2Moe) {
-    c.num_experts = 8;
-    c.num_experts_per_tok = 2;
-    c.num_dense_layers = 2;
-    c.moe_intermediate_size = big ? 512 : 256;
-    c.norm_topk_prob = true;
-    c.use_expert_bias = true;
-  }
+  const int64_t vocab = big ? 32768 : 8192, hidden = big ? 768 : 256, ffn = big ? 2048 : 768;
+  const int64_t layers = big ? 12 : 8, heads = big ? 12 : 8, kv_heads = 4;
+  ModelConfig c =
+      a == Arch::kQwen3
+          ? qwen3_config(vocab, hidden, ffn, layers, heads, kv_heads, hidden / heads, true)
+          : lfm2_config(vocab, hidden, ffn, layers, heads, kv_heads,
+                        big ? std::vector<int64_t>{2, 5, 8, 10} : std::vector<int64_t>{2, 5, 7});
+  if (a == Arch::kLfm2Moe) c = lfm2_moe_config(std::move(c), 8, 2, 2, big ? 512 : 256);
   validate_model_config(c, cat("bench config ", arch, "-", size));
   return c;
 }

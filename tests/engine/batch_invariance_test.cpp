@@ -14,6 +14,7 @@
 #include "engine/model_runner.h"
 #include "engine/sampler.h"
 #include "engine_test_util.h"
+#include "support/param_names.h"
 
 namespace stoa::engine {
 namespace {
@@ -135,13 +136,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"tiny-lfm2moe", WeightFormat::kInt8, Backend::kW8A8},
                       Case{"tiny-lfm2moe", WeightFormat::kInt8, Backend::kW8A32}),
     [](const ::testing::TestParamInfo<Case>& param_info) {
-      std::string name = std::string(param_info.param.preset) + "_" +
-                         weight_format_name(param_info.param.format) + "_" +
-                         backend_name(param_info.param.backend);
-      for (char& ch : name) {
-        if (ch == '-') ch = '_';
-      }
-      return name;
+      return stoa::test::param_name(std::string(param_info.param.preset) + "_" +
+                                    weight_format_name(param_info.param.format) + "_" +
+                                    backend_name(param_info.param.backend));
     });
 
 // The fast backends stay close to the reference loops (W8A32: same weights, f32 activations;

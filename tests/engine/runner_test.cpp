@@ -10,6 +10,7 @@
 
 #include "engine/model_runner.h"
 #include "engine_test_util.h"
+#include "support/param_names.h"
 
 namespace stoa::engine {
 namespace {
@@ -140,12 +141,9 @@ INSTANTIATE_TEST_SUITE_P(AllArchs, RunnerTest,
                                            Case{"tiny-lfm2moe", WeightFormat::kF32},
                                            Case{"tiny-lfm2moe", WeightFormat::kInt8}),
                          [](const ::testing::TestParamInfo<Case>& param_info) {
-                           std::string name = std::string(param_info.param.preset) + "_" +
-                                              weight_format_name(param_info.param.format);
-                           for (char& ch : name) {
-                             if (ch == '-') ch = '_';
-                           }
-                           return name;
+                           return stoa::test::param_name(
+                               std::string(param_info.param.preset) + "_" +
+                               weight_format_name(param_info.param.format));
                          });
 
 // int8 against f32 on the same weights: the quantization error, as mean per-token KL.

@@ -15,6 +15,7 @@
 #include "engine/model_runner.h"
 #include "engine_test_util.h"
 #include "kernels/targets.h"
+#include "support/param_names.h"
 
 namespace stoa::engine {
 namespace {
@@ -120,13 +121,7 @@ TEST_P(TargetInvariance, SameLogitBitsOnEveryTargetThreadCountBatchAndPassShape)
 
 INSTANTIATE_TEST_SUITE_P(AllArchs, TargetInvariance,
                          ::testing::Values("tiny-qwen3", "tiny-lfm2", "tiny-lfm2moe"),
-                         [](const ::testing::TestParamInfo<const char*>& param_info) {
-                           std::string name = param_info.param;
-                           for (char& ch : name) {
-                             if (ch == '-') ch = '_';
-                           }
-                           return name;
-                         });
+                         stoa::test::PresetParamName());
 
 }  // namespace
 }  // namespace stoa::engine

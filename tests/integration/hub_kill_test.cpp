@@ -21,6 +21,7 @@
 #include "integration/cluster.h"
 #include "net/hub_client.h"
 #include "pulse/catalog.h"
+#include "roles/worker/rollout_record.h"
 
 namespace stoa::integration {
 namespace {
@@ -71,23 +72,11 @@ class ScriptedClient {
         const auto& l = *lr.lease;
         const uint64_t version = hub.version(std::nullopt, 0s).version.value_or(0);
         for (int s = 0; s < l.samples && !stop_; ++s) {
-          net::RolloutSubmission r;
-          r.id = net::random_uuid();
-          r.worker_id = hub.worker_id();
-          r.lease_id = l.lease_id;
-          r.group_id = l.group_id;
-          r.prompt_id = l.prompt_id;
-          r.tokens = l.prompt_tokens;
-          r.mask.assign(r.tokens.size(), 0);
-          r.logprobs.assign(r.tokens.size(), 0.0f);
-          r.versions.assign(r.tokens.size(), 0);
-          for (size_t t = 0; t < 4 && t < l.prompt_tokens.size(); ++t) {
-            r.tokens.push_back(l.prompt_tokens[t]);
-            r.mask.push_back(1);
-            r.logprobs.push_back(-1.0f - static_cast<float>(s));
-            r.versions.push_back(version);
-          }
-          r.turns = 1;
+          worker::RolloutRecord record(l, hub.worker_id());
+          for (size_t t = 0; t < 4 && t < l.prompt_tokens.size(); ++t)
+            record.add_generated(l.prompt_tokens[t], -1.0f - static_cast<float>(s), version);
+          record.set_turns(1);
+          const net::RolloutSubmission r = record.finish();
           auto resp = hub.submit(r);
           std::lock_guard lock(mutex_);
           if (resp.status == net::IntakeStatus::kAccepted) acked_.insert(r.id);

@@ -18,6 +18,7 @@
 #include "model/gguf_writer.h"
 #include "model/presets.h"
 #include "model/weights.h"
+#include "support/param_names.h"
 
 namespace stoa {
 namespace {
@@ -247,12 +248,7 @@ TEST_P(GgufPreset, Q8RoundTripIsOurInt8GridBitForBit) {
 
 INSTANTIATE_TEST_SUITE_P(Tiny, GgufPreset,
                          ::testing::Values("tiny-qwen3", "tiny-lfm2", "tiny-lfm2moe"),
-                         [](const auto& param_info) {
-                           std::string s = param_info.param;
-                           for (char& ch : s)
-                             if (ch == '-') ch = '_';
-                           return s;
-                         });
+                         stoa::test::PresetParamName());
 
 TEST(GgufExport, RefusesWhatLlamaCppCannotRepresent) {
   ModelConfig c = preset_config("tiny-lfm2moe");

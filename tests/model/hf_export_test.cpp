@@ -21,6 +21,7 @@
 #include "model/safetensors.h"
 #include "model/temp_dir.h"
 #include "model/tokenizer.h"
+#include "support/param_names.h"
 
 namespace stoa {
 namespace {
@@ -169,12 +170,7 @@ TEST_P(HfExportPreset, ShardedExportIsHfsLayoutAndReadsBackTheSame) {
 
 INSTANTIATE_TEST_SUITE_P(Tiny, HfExportPreset,
                          ::testing::Values("tiny-qwen3", "tiny-lfm2", "tiny-lfm2moe"),
-                         [](const auto& param_info) {
-                           std::string s = param_info.param;
-                           for (char& ch : s)
-                             if (ch == '-') ch = '_';
-                           return s;
-                         });
+                         stoa::test::PresetParamName());
 
 // torch rounds f32 -> bf16 to nearest, ties to even, with no flush of denormals: bit patterns
 // at and around the halfway point, read raw from the file.

@@ -14,6 +14,7 @@
 #include "model/hf_export_fixture.h"
 #include "model/weights.h"
 #include "oracle/llama_oracle.h"
+#include "support/param_names.h"
 #include "support/stoa_cli.h"
 
 namespace stoa {
@@ -64,12 +65,7 @@ TEST_P(HfExportOracle, TheExportedModelRunsInLlamaCppAsInOurEngine) {
 
 INSTANTIATE_TEST_SUITE_P(Tiny, HfExportOracle,
                          ::testing::Values("tiny-qwen3", "tiny-lfm2", "tiny-lfm2moe"),
-                         [](const auto& param_info) {
-                           std::string s = param_info.param;
-                           for (char& ch : s)
-                             if (ch == '-') ch = '_';
-                           return s;
-                         });
+                         stoa::test::PresetParamName());
 
 }  // namespace
 }  // namespace stoa

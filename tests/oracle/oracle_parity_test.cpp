@@ -29,6 +29,7 @@
 #include "model/presets.h"
 #include "model/weights.h"
 #include "oracle/llama_oracle.h"
+#include "support/param_names.h"
 
 namespace stoa {
 namespace {
@@ -107,12 +108,7 @@ TEST_P(OracleParity, Q8LogitsMatchOurInt8) {
 
 INSTANTIATE_TEST_SUITE_P(Tiny, OracleParity,
                          ::testing::Values("tiny-qwen3", "tiny-lfm2", "tiny-lfm2moe"),
-                         [](const auto& param_info) {
-                           std::string s = param_info.param;
-                           for (char& ch : s)
-                             if (ch == '-') ch = '_';
-                           return s;
-                         });
+                         stoa::test::PresetParamName());
 
 std::vector<char> file_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

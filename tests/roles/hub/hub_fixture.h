@@ -16,6 +16,7 @@
 #include "net/protocol.h"
 #include "pulse/blob_store.h"
 #include "roles/hub/hub.h"
+#include "roles/worker/rollout_record.h"
 
 namespace stoa::hub::testing {
 
@@ -79,24 +80,10 @@ class HubFixture : public ::testing::Test {
   // A rollout for `lease` whose generated text is `text`, every model token from `version`.
   net::RolloutSubmission rollout(const std::string& worker, const net::Lease& lease,
                                  const std::string& text, uint64_t version) {
-    net::RolloutSubmission m;
-    m.id = net::random_uuid();
-    m.worker_id = worker;
-    m.lease_id = lease.lease_id;
-    m.group_id = lease.group_id;
-    m.prompt_id = lease.prompt_id;
-    m.tokens = lease.prompt_tokens;
-    m.mask.assign(m.tokens.size(), 0);
-    m.logprobs.assign(m.tokens.size(), 0.0f);
-    m.versions.assign(m.tokens.size(), 0);
-    for (int32_t id : codec.encode(text)) {
-      m.tokens.push_back(id);
-      m.mask.push_back(1);
-      m.logprobs.push_back(-0.5f);
-      m.versions.push_back(version);
-    }
-    m.answer = text;
-    return m;
+    worker::RolloutRecord record(lease, worker);  // the worker's own builder
+    for (int32_t id : codec.encode(text)) record.add_generated(id, -0.5f, version);
+    record.set_answer(text);
+    return record.finish();
   }
 
   std::filesystem::path dir;
