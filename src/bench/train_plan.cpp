@@ -6,7 +6,6 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <random>
 
 #include <nlohmann/json.hpp>
 
@@ -15,6 +14,7 @@
 #include "core/machine.h"
 #include "core/process.h"
 #include "core/process_run.h"
+#include "core/rng.h"
 #include "model/presets.h"
 #include "model/tensor_source.h"
 #include "model/weights.h"
@@ -63,11 +63,11 @@ void prepare(const TrainPlanOptions& o, const ModelConfig& config, const fs::pat
     save_model_dir(RandomTensorSource(config, 1), (dir / "model").string(), DType::kBF16);
   }
   std::ofstream data(dir / "data.jsonl");
-  std::mt19937_64 rng(7);
-  std::uniform_int_distribution<int64_t> token(0, config.vocab_size - 1);
+  Rng rng(7, 0);
   for (int64_t i = 0; i < o.sequences * o.steps; ++i) {
     nlohmann::json tokens = nlohmann::json::array();
-    for (int64_t t = 0; t < o.seq_len; ++t) tokens.push_back(token(rng));
+    for (int64_t t = 0; t < o.seq_len; ++t)
+      tokens.push_back(rng.below(static_cast<uint64_t>(config.vocab_size)));
     data << nlohmann::json{{"id", "s" + std::to_string(i)}, {"tokens", tokens}}.dump() << "\n";
   }
   STOA_CHECK(data.good(), ErrorKind::kIo, "cannot write ", (dir / "data.jsonl").string());
