@@ -68,8 +68,11 @@ int run_train(const Options& o) {
   if (!o.config.empty()) {
     STOA_CHECK(!o.sft, ErrorKind::kInvalidArgument,
                "stoa train: --config (RL: hub + trainer) and --sft are different jobs");
-    if (!o.hub.empty()) return run::run_trainer_alone(o.config, o.hub, o.max_steps, ranks);
-    return run::run_hub_and_trainer(o.config, o.max_steps, ranks);
+    // Rank 0's peak here holds the hub too when it runs in this process.
+    const int status = !o.hub.empty() ? run::run_trainer_alone(o.config, o.hub, o.max_steps, ranks)
+                                      : run::run_hub_and_trainer(o.config, o.max_steps, ranks);
+    report();
+    return status;
   }
   STOA_CHECK(o.sft, ErrorKind::kInvalidArgument,
              "stoa train: give --config run.toml (RL: hub + asynchronous DPPO trainer) or --sft");

@@ -80,7 +80,9 @@ TEST(SplitRun, TwoFsdpRanksTrainAndPublishThroughTheHub) {
   Cluster c("split_run_fsdp", spec);
   c.start_hub(60s, "", /*alone=*/true);
   c.start_worker("w1");
-  c.start_trainer(c.trainer_join_string(), "", {}, {"--nproc", "2"});
+  const fs::path memory = c.dir() / "memory";
+  c.start_trainer(c.trainer_join_string(), "", {},
+                  {"--nproc", "2", "--memory-report", memory.string()});
   ASSERT_TRUE(wait_until(
       [&] {
         if (!c.trainer().running() || !c.hub().running()) return true;
@@ -94,6 +96,9 @@ TEST(SplitRun, TwoFsdpRanksTrainAndPublishThroughTheHub) {
   EXPECT_NE(c.trainer().err().find("rank 1 of 2"), std::string::npos) << c.trainer().err();
   EXPECT_NE(c.trainer().err().find("[fsdp]"), std::string::npos) << c.trainer().err();
   c.stop_all();
+  // Both ranks report their peak memory after a clean stop, rank 0 (the RL loop) included.
+  EXPECT_TRUE(fs::exists(memory / "rank-0.json")) << c.logs();
+  EXPECT_TRUE(fs::exists(memory / "rank-1.json")) << c.logs();
 }
 
 }  // namespace
