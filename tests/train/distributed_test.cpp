@@ -1,8 +1,8 @@
 // Data-parallel trainer on real Gloo process groups (a TCPStore on a free port; each rank a
-// thread with its own group): 2 ranks on one batch make the same update as 1 rank (DPPO and SFT,
-// parameters within 1e-6 relative), checkpoints from 2 ranks resume exactly on 2 and closely on
-// 1, a 1-rank checkpoint resumes on 2, and a rank that never joins fails the rendezvous at its
-// timeout instead of hanging.
+// thread with its own group): 2 ranks on one batch make the same update as 1 rank under both
+// shardings (DPPO and SFT, parameters within 1e-6 relative), checkpoints from 2 ranks resume
+// exactly on 2 and closely on 1, a 1-rank checkpoint resumes on 2, and a rank that never joins
+// fails the rendezvous at its timeout instead of hanging.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -13,12 +13,14 @@
 #include <functional>
 #include <random>
 #include <thread>
+#include <tuple>
 
 #include <gtest/gtest.h>
 
 #include "core/error.h"
 #include "model/presets.h"
 #include "ranks_harness.h"
+#include "support/param_names.h"
 #include "train/distributed.h"
 #include "train/trainer.h"
 
@@ -27,38 +29,53 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class Equivalence : public ::testing::TestWithParam<const char*> {};
+// Both ways of dividing the training state across ranks, ZeRO-1 (moments) and FSDP (masters,
+// gradients and moments: fsdp_test.cpp has its layout, holdings and checkpoints), make the update
+// of the one-process trainer; FSDP on one rank too (its own code path: gathers and reduce-scatters
+// of one).
+using EquivalenceCase = std::tuple<const char*, Sharding>;
+class Equivalence : public ::testing::TestWithParam<EquivalenceCase> {
+ protected:
+  ModelConfig config() const { return preset_config(std::get<0>(GetParam())); }
+  TrainOptions sharded() const {
+    TrainOptions o = options();
+    o.sharding = std::get<1>(GetParam());
+    return o;
+  }
+};
 
-TEST_P(Equivalence, TwoRanksMakeTheOneRankUpdateDppo) {
-  const ModelConfig config = preset_config(GetParam());
-  const ModelWeights init = random_weights(config, 3);
-  const auto batch1 = make_groups(config, 11), batch2 = make_groups(config, 12);
-  Trainer one(init, options());
-  const StepMetrics m1 = one.train_step(batch1);
-  one.train_step(batch2);  // the second step uses the (sharded) moments
+TEST_P(Equivalence, OneAndTwoRanksMakeTheOneProcessUpdateDppo) {
+  const ModelWeights init = random_weights(config(), 3);
+  const auto batch1 = make_groups(config(), 11), batch2 = make_groups(config(), 12);
+  Trainer plain(init, options());
+  const StepMetrics m1 = plain.train_step(batch1);
+  plain.train_step(batch2);  // the second step uses the (sharded) moments
+  Trainer alone(init, sharded());
+  alone.train_step(batch1);
+  alone.train_step(batch2);
+  expect_same_update(alone.weights(), plain.weights());
   StepMetrics m2;
-  const ModelWeights two = train_on_ranks(2, init, options(), [&](Trainer& trainer) {
+  const ModelWeights two = train_on_ranks(2, init, sharded(), [&](Trainer& trainer) {
     m2 = trainer.train_step(batch1);
     trainer.train_step(batch2);
   });
-  expect_same_update(two, one.weights());
+  expect_same_update(two, plain.weights());
   EXPECT_FALSE(same_bits(two, init));
   expect_same_metrics(m2, m1);
 }
 
-TEST_P(Equivalence, TwoRanksMakeTheOneRankUpdateSft) {
-  const ModelConfig config = preset_config(GetParam());
-  const ModelWeights init = random_weights(config, 4);
-  const auto batch = make_sft(config, 21);
-  Trainer one(init, options());
-  const StepMetrics m1 = one.sft_step(batch);
-  one.sft_step(batch);
+TEST_P(Equivalence, TwoRanksMakeTheOneProcessUpdateSft) {
+  const ModelWeights init = random_weights(config(), 4);
+  const auto batch = make_sft(config(), 21);
+  Trainer plain(init, options());
+  const StepMetrics m1 = plain.sft_step(batch);
+  plain.sft_step(batch);
   StepMetrics m2;
-  const ModelWeights two = train_on_ranks(2, init, options(), [&](Trainer& trainer) {
+  const ModelWeights two = train_on_ranks(2, init, sharded(), [&](Trainer& trainer) {
     m2 = trainer.sft_step(batch);
     trainer.sft_step(batch);
   });
-  expect_same_update(two, one.weights());
+  expect_same_update(two, plain.weights());
   EXPECT_NEAR(m2.loss, m1.loss, 1e-6 * std::fabs(m1.loss));
   EXPECT_EQ(m2.tokens_total, m1.tokens_total);
 }
@@ -82,7 +99,14 @@ TEST(DistributedEquivalence, DefaultEpsStaysWithinTheMicroBatchingNoise) {
 }
 
 // tiny-lfm2moe: experts no token reached have no gradient on any rank and must stay untouched.
-INSTANTIATE_TEST_SUITE_P(TinyPresets, Equivalence, ::testing::Values("tiny-qwen3", "tiny-lfm2moe"));
+INSTANTIATE_TEST_SUITE_P(TinyPresets, Equivalence,
+                         ::testing::Combine(::testing::Values("tiny-qwen3", "tiny-lfm2moe"),
+                                            ::testing::Values(Sharding::kZero1, Sharding::kFsdp)),
+                         [](const ::testing::TestParamInfo<EquivalenceCase>& param_info) {
+                           return stoa::test::param_name(
+                               std::string(std::get<0>(param_info.param)) + "_" +
+                               sharding_name(std::get<1>(param_info.param)));
+                         });
 
 TEST(DistributedCheckpoint, ResumesExactlyOnTwoRanksAndReshardsToOne) {
   const ModelConfig config = preset_config("tiny-qwen3");

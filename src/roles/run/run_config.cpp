@@ -52,6 +52,12 @@ class Section {
       out = static_cast<T>(*v);
     }
   }
+  // A duration the file gives in whole seconds (`key` ends in _s) and the config holds in ms.
+  void get_seconds_as_ms(const char* key, int64_t& ms) {
+    int64_t seconds = ms / 1000;
+    get(key, seconds);
+    ms = seconds * 1000;
+  }
   void check_unknown() const {
     if (!table_) return;
     for (const auto& [k, v] : *table_) {
@@ -181,11 +187,8 @@ RunConfig parse_run_config(const std::string& text, const std::string& source,
   hub.get("tls_key", c.server.tls_key_path);
   hub.get("join_token", c.hub.join_token);
   hub.get("group_size", c.hub.group_size);
-  int64_t ttl_s = c.hub.lease_ttl_ms / 1000, max_s = c.hub.lease_max_ms / 1000;
-  hub.get("lease_ttl_s", ttl_s);
-  hub.get("lease_max_s", max_s);
-  c.hub.lease_ttl_ms = ttl_s * 1000;
-  c.hub.lease_max_ms = max_s * 1000;
+  hub.get_seconds_as_ms("lease_ttl_s", c.hub.lease_ttl_ms);
+  hub.get_seconds_as_ms("lease_max_s", c.hub.lease_max_ms);
   hub.get("max_open_groups", c.hub.max_open_groups);
   size_t queued_groups = 0;
   hub.get("max_queued_groups", queued_groups);
@@ -196,11 +199,8 @@ RunConfig parse_run_config(const std::string& text, const std::string& source,
   hub.get("heartbeat_interval_s", c.hub.heartbeat_interval_s);
   hub.get("operator_token", c.hub.operator_token);
   hub.get("trainer_token", c.hub.trainer_token);
-  int64_t session_s = c.hub.session_ttl_ms / 1000, expiry_s = c.hub.worker_idle_expiry_ms / 1000;
-  hub.get("session_ttl_s", session_s);
-  hub.get("worker_expiry_s", expiry_s);
-  c.hub.session_ttl_ms = session_s * 1000;
-  c.hub.worker_idle_expiry_ms = expiry_s * 1000;
+  hub.get_seconds_as_ms("session_ttl_s", c.hub.session_ttl_ms);
+  hub.get_seconds_as_ms("worker_expiry_s", c.hub.worker_idle_expiry_ms);
   for (auto& [name, limit] : rate_limits(c.hub.limits)) {
     hub.get((name + "_per_s").c_str(), limit->rate_per_s);
     hub.get((name + "_burst").c_str(), limit->burst);
@@ -208,9 +208,7 @@ RunConfig parse_run_config(const std::string& text, const std::string& source,
   hub.get("max_leases_per_worker", c.hub.lease_caps.per_worker);
   hub.get("max_leases_per_address", c.hub.lease_caps.per_address);
   hub.get("max_leases_per_token", c.hub.lease_caps.per_token);
-  int64_t hoard_grace_s = c.hub.hoard_grace_ms / 1000;
-  hub.get("hoard_grace_s", hoard_grace_s);
-  c.hub.hoard_grace_ms = hoard_grace_s * 1000;
+  hub.get_seconds_as_ms("hoard_grace_s", c.hub.hoard_grace_ms);
   hub.get("hoard_min_tokens_per_s", c.hub.hoard_min_tokens_per_s);
   hub.check_unknown();
   STOA_CHECK(c.hub.hoard_min_tokens_per_s >= 0 && std::isfinite(c.hub.hoard_min_tokens_per_s),
@@ -317,7 +315,6 @@ RunConfig parse_run_config(const std::string& text, const std::string& source,
   // Replay verification (docs/design/verification.md).
   Section v(root["verify"].as_table(), "verify", source);
   auto& vp = c.hub.verify;
-  int64_t max_wait_s = vp.max_wait_ms / 1000;
   bool enabled = false;
   v.get("enabled", enabled);
   if (root["verify"]["enabled"]) c.verify_enabled = enabled;
@@ -325,16 +322,13 @@ RunConfig parse_run_config(const std::string& text, const std::string& source,
   vp.enabled = c.verify_enabled.value_or(c.hub.beyond_loopback);
   v.get("fraction", vp.fraction);
   v.get("first_rollouts", vp.first_rollouts);
-  v.get("max_wait_s", max_wait_s);
+  v.get_seconds_as_ms("max_wait_s", vp.max_wait_ms);
   v.get("train_on_timeout", vp.train_on_timeout);
   v.get("threads", vp.threads);
   v.get("max_queue", vp.max_queue);
   v.get("remote", vp.remote);
-  int64_t job_lease_s = vp.job_lease_ms / 1000;
-  v.get("job_lease_s", job_lease_s);
+  v.get_seconds_as_ms("job_lease_s", vp.job_lease_ms);
   v.check_unknown();
-  vp.max_wait_ms = max_wait_s * 1000;
-  vp.job_lease_ms = job_lease_s * 1000;
   STOA_CHECK(vp.fraction >= 0 && vp.fraction <= 1 && vp.threads >= (vp.remote ? 0 : 1) &&
                  vp.max_queue >= 1 && vp.job_lease_ms >= 1000,
              ErrorKind::kInvalidArgument, source,

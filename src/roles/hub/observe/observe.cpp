@@ -348,31 +348,22 @@ std::string Hub::metrics() const {
       }
     }
   }
-  o << "# HELP stoa_worker_tokens_per_second Generation throughput reported by each worker\n"
-       "# TYPE stoa_worker_tokens_per_second gauge\n";
-  for (const auto& w : st["workers"]) {
-    o << "stoa_worker_tokens_per_second{worker=\"" << worker_labels(w) << "\"} "
-      << w["tokens_per_s"].get<double>() << "\n";
-  }
-  o << "# HELP stoa_worker_idle_fraction Share of time each worker had nothing to generate\n"
-       "# TYPE stoa_worker_idle_fraction gauge\n";
-  for (const auto& w : st["workers"]) {
-    o << "stoa_worker_idle_fraction{worker=\"" << worker_labels(w) << "\"} "
-      << w["idle_fraction"].get<double>() << "\n";
-  }
-  o << "# HELP stoa_worker_rollouts_accepted_total Rollouts accepted from each worker\n"
-       "# TYPE stoa_worker_rollouts_accepted_total counter\n";
-  for (const auto& w : st["workers"]) {
-    o << "stoa_worker_rollouts_accepted_total{worker=\"" << worker_labels(w) << "\"} "
-      << w["rollouts_accepted"].get<double>() << "\n";
-  }
-  o << "# HELP stoa_worker_patch_lag_versions Latest version minus the worker's version\n"
-       "# TYPE stoa_worker_patch_lag_versions gauge\n";
-  for (const auto& w : st["workers"]) {
-    if (!w.contains("patch_lag")) continue;
-    o << "stoa_worker_patch_lag_versions{worker=\"" << worker_labels(w) << "\"} "
-      << w["patch_lag"].get<double>() << "\n";
-  }
+  // A family with one sample per worker that reports `field`.
+  auto per_worker = [&](const char* metric, const char* type, const char* help, const char* field) {
+    o << "# HELP " << metric << " " << help << "\n# TYPE " << metric << " " << type << "\n";
+    for (const auto& w : st["workers"]) {
+      if (!w.contains(field)) continue;
+      o << metric << "{worker=\"" << worker_labels(w) << "\"} " << w[field].get<double>() << "\n";
+    }
+  };
+  per_worker("stoa_worker_tokens_per_second", "gauge",
+             "Generation throughput reported by each worker", "tokens_per_s");
+  per_worker("stoa_worker_idle_fraction", "gauge",
+             "Share of time each worker had nothing to generate", "idle_fraction");
+  per_worker("stoa_worker_rollouts_accepted_total", "counter", "Rollouts accepted from each worker",
+             "rollouts_accepted");
+  per_worker("stoa_worker_patch_lag_versions", "gauge", "Latest version minus the worker's version",
+             "patch_lag");
   {
     std::lock_guard<std::mutex> lock(mutex_);
     o << verification_metrics_locked();
