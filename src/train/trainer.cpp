@@ -314,6 +314,40 @@ uint64_t Trainer::next_random() {
   return impl_->rng.next();
 }
 
+template <typename Sequences, typename LossOf>
+StepMetrics Trainer::Impl::accumulate_and_apply(Sequences seqs, StepMetrics m, double scale,
+                                                int64_t topk, const LossOf& loss_of,
+                                                const std::string& batch_name,
+                                                std::chrono::steady_clock::time_point start) {
+  m.sequences = static_cast<int64_t>(seqs.size());
+  keep_share(&seqs, ranks.get());
+  MetricSums sums;
+  clear_grads();
+  try {
+    const auto plan = plan_micro_batches(&seqs, options.micro_batch_tokens);
+    const int64_t rounds = micro_batch_rounds(static_cast<int64_t>(plan.size()));
+    for (auto [begin, end] : plan) {
+      MicroBatch mb = make_micro_batch(seqs, begin, end, scale, topk, device);
+      m.tokens_total += mb.real_tokens;
+      forward_backward(mb.tokens, mb.positions, [&](const torch::Tensor& logits) {
+        torch::Tensor loss = loss_of(mb, logits, sums);
+        m.loss += loss.item<double>();
+        return loss;
+      });
+    }
+    take_part(rounds - static_cast<int64_t>(plan.size()));
+  } catch (...) {
+    clear_grads();
+    throw;
+  }
+  if (distributed()) reduce_metrics(&sums, &m);
+  sums.finish(&m);
+  apply_gradients(&m, batch_name);
+  m.seconds = seconds_since(start);
+  m.tokens_per_second = m.seconds > 0 ? static_cast<double>(m.tokens_total) / m.seconds : 0.0;
+  return m;
+}
+
 StepMetrics Trainer::train_step(const std::vector<RolloutGroup>& groups) {
   if (impl_->distributed()) impl_->send(kCommandRlStep, encode_groups(groups));
   return impl_->rl_step(groups);
@@ -355,41 +389,21 @@ StepMetrics Trainer::Impl::rl_step(const std::vector<RolloutGroup>& groups) {
                                  ? static_cast<double>(trainable_tokens)
                                  : loss_config.sequence_constant * static_cast<double>(seqs.size());
   StepMetrics m;
-  m.sequences = static_cast<int64_t>(seqs.size());
   m.tokens = trainable_tokens;
-  keep_share(&seqs, im.ranks.get());
-  MetricSums sums;
-  im.clear_grads();
-  try {
-    const auto plan = plan_micro_batches(&seqs, im.options.micro_batch_tokens);
-    const int64_t rounds = im.micro_batch_rounds(static_cast<int64_t>(plan.size()));
-    for (auto [begin, end] : plan) {
-      MicroBatch mb = make_micro_batch(seqs, begin, end, 1.0 / denominator, topk, im.device);
-      m.tokens_total += mb.real_tokens;
-      im.forward_backward(mb.tokens, mb.positions, [&](const torch::Tensor& raw) {
-        torch::Tensor logits = raw;
-        if (im.options.temperature != 1.0) logits = logits / im.options.temperature;
-        ScoredTokens scored = score_tokens(logits, mb.targets, mb.topk_ids);
-        LossInputs in{scored.logp, mb.mu_logp,       mb.advantage,
-                      mb.weight,   scored.topk_logp, mb.topk_mu_logp};
-        LossTerms terms = policy_loss(loss_config, in);
-        m.loss += terms.loss.item<double>();
-        sums.add(in, terms, scored.entropy);
-        return terms.loss;
-      });
-    }
-    im.take_part(rounds - static_cast<int64_t>(plan.size()));
-  } catch (...) {
-    im.clear_grads();
-    throw;
-  }
-  if (im.distributed()) im.reduce_metrics(&sums, &m);
-  sums.finish(&m);
-  im.apply_gradients(
-      &m, cat("rollout batch (", groups.size(), " groups, first '", groups.front().id, "')"));
-  m.seconds = seconds_since(start);
-  m.tokens_per_second = m.seconds > 0 ? static_cast<double>(m.tokens_total) / m.seconds : 0.0;
-  return m;
+  const double temperature = im.options.temperature;
+  auto loss_of = [&](const MicroBatch& mb, const torch::Tensor& raw, MetricSums& sums) {
+    torch::Tensor logits = raw;
+    if (temperature != 1.0) logits = logits / temperature;
+    ScoredTokens scored = score_tokens(logits, mb.targets, mb.topk_ids);
+    LossInputs in{scored.logp, mb.mu_logp,       mb.advantage,
+                  mb.weight,   scored.topk_logp, mb.topk_mu_logp};
+    LossTerms terms = policy_loss(loss_config, in);
+    sums.add(in, terms, scored.entropy);
+    return terms.loss;
+  };
+  return im.accumulate_and_apply(
+      std::move(seqs), m, 1.0 / denominator, topk, loss_of,
+      cat("rollout batch (", groups.size(), " groups, first '", groups.front().id, "')"), start);
 }
 
 StepMetrics Trainer::sft_step(const std::vector<SftExample>& batch) {
@@ -424,37 +438,15 @@ StepMetrics Trainer::Impl::supervised_step(const std::vector<SftExample>& batch)
   STOA_CHECK(targets > 0, ErrorKind::kInvalidArgument,
              "the SFT batch has no masked (target) tokens after position 0");
   StepMetrics m;
-  m.sequences = static_cast<int64_t>(seqs.size());
   m.tokens = targets;
-  keep_share(&seqs, im.ranks.get());
-  MetricSums sums;
-  im.clear_grads();
-  try {
-    const auto plan = plan_micro_batches(&seqs, im.options.micro_batch_tokens);
-    const int64_t rounds = im.micro_batch_rounds(static_cast<int64_t>(plan.size()));
-    for (auto [begin, end] : plan) {
-      MicroBatch mb =
-          make_micro_batch(seqs, begin, end, 1.0 / static_cast<double>(targets), 0, im.device);
-      m.tokens_total += mb.real_tokens;
-      im.forward_backward(mb.tokens, mb.positions, [&](const torch::Tensor& logits) {
-        ScoredTokens scored = score_tokens(logits, mb.targets, {});
-        torch::Tensor loss = -(mb.weight * scored.logp).sum();
-        m.loss += loss.item<double>();
-        sums.add_sft(scored.logp, scored.entropy);
-        return loss;
-      });
-    }
-    im.take_part(rounds - static_cast<int64_t>(plan.size()));
-  } catch (...) {
-    im.clear_grads();
-    throw;
-  }
-  if (im.distributed()) im.reduce_metrics(&sums, &m);
-  sums.finish(&m);
-  im.apply_gradients(&m, cat("SFT batch (first example '", batch.front().id, "')"));
-  m.seconds = seconds_since(start);
-  m.tokens_per_second = m.seconds > 0 ? static_cast<double>(m.tokens_total) / m.seconds : 0.0;
-  return m;
+  auto loss_of = [](const MicroBatch& mb, const torch::Tensor& logits, MetricSums& sums) {
+    ScoredTokens scored = score_tokens(logits, mb.targets, {});
+    torch::Tensor loss = -(mb.weight * scored.logp).sum();
+    sums.add_sft(scored.logp, scored.entropy);
+    return loss;
+  };
+  return im.accumulate_and_apply(std::move(seqs), m, 1.0 / static_cast<double>(targets), 0, loss_of,
+                                 cat("SFT batch (first example '", batch.front().id, "')"), start);
 }
 
 Tensor Trainer::logits(const std::vector<int32_t>& tokens) const {

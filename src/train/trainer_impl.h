@@ -1,6 +1,7 @@
 // INTERNAL (includes libtorch). The state behind Trainer's pimpl, shared by trainer.cpp (steps)
 // and checkpoint.cpp (save/resume).
 #pragma once
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -62,6 +63,14 @@ struct Trainer::Impl {
   // The steps' bodies, run alike by every rank (the leader's public calls broadcast first).
   StepMetrics rl_step(const std::vector<RolloutGroup>& groups);
   StepMetrics supervised_step(const std::vector<SftExample>& batch);
+  // What both steps do once their batch is checked (trainer.cpp): this rank keeps its share of
+  // `seqs`, runs its micro-batches (`scale` per token, `topk` columns) through forward_backward
+  // with `loss_of(micro_batch, logits, sums)`, takes part in the rounds of ranks with more, reduces
+  // the metrics across ranks and applies AdamW. `m` comes with the batch-wide counts.
+  template <typename Sequences, typename LossOf>
+  StepMetrics accumulate_and_apply(Sequences seqs, StepMetrics m, double scale, int64_t topk,
+                                   const LossOf& loss_of, const std::string& batch_name,
+                                   std::chrono::steady_clock::time_point start);
 
   // Data parallel (data_parallel.cpp; docs/design/distributed-trainer.md). Null: one process.
   std::shared_ptr<Communicator> ranks;
