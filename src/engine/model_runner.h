@@ -50,6 +50,7 @@ class ModelRunner final : public EngineBackend {
   // EngineBackend
   const char* backend_name() const override { return "cpu"; }
   const ModelConfig& config() const override { return weights_->config(); }
+  // In-place weight updates between passes (never during one) write here.
   EngineWeights& host_weights() override { return *weights_; }
   // The passes read the host copy itself: nothing to mirror.
   void weights_written(std::span<const std::string> /*names*/) override {}
@@ -58,8 +59,6 @@ class ModelRunner final : public EngineBackend {
   PassLogits forward(std::span<const BackendInput> inputs) override;
 
   const EngineWeights& weights() const { return *weights_; }
-  // For in-place weight updates between passes (never during one).
-  EngineWeights& mutable_weights() { return *weights_; }
   // The int8 matmul backend (default kW8A8); kReference is the plain-loop reference engine.
   void set_backend(Backend backend) { weights_->set_backend(backend); }
 

@@ -36,7 +36,7 @@ class MirroredBackend final : public EngineBackend {
   void weights_written(std::span<const std::string> names) override {
     for (const std::string& name : names) {
       ++uploads;
-      device_.mutable_weights().set_int8(name, host_.linear(name).int8());
+      device_.host_weights().set_int8(name, host_.linear(name).int8());
     }
   }
   std::unique_ptr<SequenceState> new_state(int64_t capacity) const override {

@@ -149,12 +149,12 @@ TEST(EngineBadInput, MalformedInt8State) {
   ModelRunner runner = ModelRunner::from_model(w, WeightFormat::kInt8);
   std::vector<int8_t> short_values(10);
   EXPECT_NE(error_of([&] {
-              runner.mutable_weights().set_int8_values("model.layers.0.conv.in_proj.weight",
-                                                       short_values);
+              runner.host_weights().set_int8_values("model.layers.0.conv.in_proj.weight",
+                                                    short_values);
             }).find("has 10 values"),
             std::string::npos);
   EXPECT_NE(error_of([&] {
-              runner.mutable_weights().set_int8_values("model.layers.0.nope", short_values);
+              runner.host_weights().set_int8_values("model.layers.0.nope", short_values);
             }).find("lack int8 tensor model.layers.0.nope"),
             std::string::npos);
 }

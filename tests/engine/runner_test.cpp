@@ -195,16 +195,16 @@ TEST(RunnerTest, Int8StateAndInPlaceUpdates) {
   std::vector<int8_t> flipped(saved.size());
   std::transform(saved.begin(), saved.end(), flipped.begin(),
                  [](int8_t q) { return static_cast<int8_t>(-q); });
-  b.mutable_weights().set_int8_values(name, flipped);
+  b.host_weights().set_int8_values(name, flipped);
   Tensor changed = b.score(tokens, 16);
   EXPECT_GT(max_rel_diff(la, changed), 1e-3);
-  b.mutable_weights().set_int8_values(name, saved);
+  b.host_weights().set_int8_values(name, saved);
   EXPECT_EQ(max_rel_diff(la, b.score(tokens, 16)), 0.0);
   // A whole-matrix update (what an anchor delivers) takes effect the same way, including in the
   // packed copy the VNNI kernel computes from.
   Int8Matrix whole = b.weights().linear(name).int8();
   whole.values = flipped;
-  b.mutable_weights().set_int8(name, std::move(whole));
+  b.host_weights().set_int8(name, std::move(whole));
   EXPECT_EQ(max_rel_diff(changed, b.score(tokens, 16)), 0.0);
 }
 

@@ -124,7 +124,7 @@ inline std::vector<net::RolloutSubmission> generate_lease(
   runner.drop_prompt(prompt);
   for (int64_t step = 0; runner.running() > 0; ++step) {
     if (step == switch_after && second) {
-      worker::apply_update(model.mutable_weights(), full_update(*second));
+      worker::apply_update(model.host_weights(), full_update(*second));
       version = second->version();
     }
     runner.step();
