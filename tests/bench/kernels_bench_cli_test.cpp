@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "support/stoa_cli.h"
+
 namespace {
 
 TEST(BenchKernelsCli, PrintsJsonWithPositiveFigures) {
@@ -15,12 +17,9 @@ TEST(BenchKernelsCli, PrintsJsonWithPositiveFigures) {
   const std::string cmd =
       std::string(binary) +
       " bench kernels --json --quick --threads 1 --batch 1 3 --min-seconds 0.01";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  std::string out;
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
-  ASSERT_EQ(pclose(pipe), 0) << cmd << "\n" << out;
+  int status = 0;
+  const std::string out = ::stoa::testing::capture_output(cmd, &status);
+  ASSERT_EQ(status, 0) << cmd << "\n" << out;
   const auto doc = nlohmann::json::parse(out);
   EXPECT_FALSE(doc.at("cpu").get<std::string>().empty());
   EXPECT_GT(doc.at("memory").at("memcpy_gbps").at("1").get<double>(), 0.0);

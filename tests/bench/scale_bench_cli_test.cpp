@@ -24,6 +24,8 @@
 #include <string>
 #include <vector>
 
+#include "support/stoa_cli.h"
+
 namespace {
 
 // Runs `stoa bench scale ARGS --json` and parses its report into *doc.
@@ -31,12 +33,9 @@ void run_bench_scale(const std::string& args, nlohmann::json* doc) {
   const char* binary = std::getenv("STOA_BINARY");
   ASSERT_NE(binary, nullptr) << "STOA_BINARY is not set (run through ctest)";
   const std::string cmd = std::string(binary) + " bench scale " + args + " --json 2>/dev/null";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  std::string out;
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
-  ASSERT_EQ(pclose(pipe), 0) << cmd << "\n" << out;
+  int status = 0;
+  const std::string out = ::stoa::testing::capture_output(cmd, &status);
+  ASSERT_EQ(status, 0) << cmd << "\n" << out;
   *doc = nlohmann::json::parse(out);
 }
 

@@ -10,15 +10,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "support/stoa_cli.h"
+
 namespace {
 
 std::string run(const std::string& cmd, int* status) {
-  std::string out;
-  FILE* pipe = ::popen(cmd.c_str(), "r");
-  char buf[4096];
-  while (size_t n = std::fread(buf, 1, sizeof(buf), pipe)) out.append(buf, n);
-  *status = ::pclose(pipe);
-  return out;
+  return ::stoa::testing::capture_output(cmd, status);
 }
 
 TEST(BenchEngineCli, QuickJsonShape) {

@@ -16,6 +16,7 @@
 #include "model/presets.h"
 #include "model/tokenizer.h"
 #include "model/weights.h"
+#include "support/stoa_cli.h"
 
 namespace stoa::engine {
 namespace {
@@ -32,10 +33,7 @@ CliRun stoa(const std::string& args) {
   EXPECT_NE(binary, nullptr) << "STOA_BINARY is not set (run through ctest)";
   std::string cmd = std::string("'") + (binary ? binary : "stoa") + "' " + args + " 2>&1";
   CliRun r;
-  FILE* pipe = ::popen(cmd.c_str(), "r");
-  char buf[4096];
-  while (size_t n = std::fread(buf, 1, sizeof(buf), pipe)) r.out.append(buf, n);
-  r.status = ::pclose(pipe);
+  r.out = ::stoa::testing::capture_output(cmd, &r.status);
   return r;
 }
 

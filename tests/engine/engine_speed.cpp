@@ -7,7 +7,6 @@
 //
 // The GGUF is written once to $TMPDIR/engine_speed/<preset>.q8_0.gguf (seed 1, as the bench)
 // and reused; point stoa-llama-oracle bench at it for llama.cpp's side.
-#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -19,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "core/machine.h"
 #include "engine/model_runner.h"
 #include "model/gguf_reader.h"
 #include "model/gguf_writer.h"
@@ -29,11 +29,6 @@ using namespace stoa;
 
 namespace {
 
-double cpu_now() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
 double wall_now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
@@ -94,9 +89,9 @@ int main(int argc, char** argv) {
       std::vector<int32_t> prompt = tokens(P, V, rng);
       engine::Sequence seq = runner.new_sequence(P + 1);
       seq.preallocate();
-      const double w0 = wall_now(), c0 = cpu_now();
+      const double w0 = wall_now(), c0 = stoa::process_cpu_seconds();
       runner.append(seq, prompt, engine::Logits::kLast);
-      report("prefill", static_cast<double>(P), wall_now() - w0, cpu_now() - c0);
+      report("prefill", static_cast<double>(P), wall_now() - w0, stoa::process_cpu_seconds() - c0);
     }
     for (int64_t batch : {1, 8, 32}) {
       if (figure != "all" && figure != "b" + std::to_string(batch)) continue;
@@ -112,7 +107,7 @@ int main(int argc, char** argv) {
         inputs[s] = {&seqs[s], prompts[s], engine::Logits::kLast};
       engine::PassLogits logits = runner.append_batch_view(inputs);
       std::vector<int32_t> next(static_cast<size_t>(batch));
-      const double w0 = wall_now(), c0 = cpu_now();
+      const double w0 = wall_now(), c0 = stoa::process_cpu_seconds();
       for (int64_t step = 0; step < steps; ++step) {
         for (size_t s = 0; s < inputs.size(); ++s) {
           const float* row = logits.last(s).data();
@@ -122,7 +117,8 @@ int main(int argc, char** argv) {
         logits = runner.append_batch_view(inputs);
       }
       const std::string name = "decode b" + std::to_string(batch);
-      report(name.c_str(), static_cast<double>(batch * steps), wall_now() - w0, cpu_now() - c0);
+      report(name.c_str(), static_cast<double>(batch * steps), wall_now() - w0,
+             stoa::process_cpu_seconds() - c0);
     }
   }
   return 0;

@@ -15,7 +15,6 @@
 //
 // With threads = 2 every matrix's rows are split in two contiguous halves (as the engine's
 // parallel_for does), each half on its own thread, with a spin barrier between matrices.
-#include <time.h>
 
 #include <algorithm>
 #include <atomic>
@@ -32,6 +31,7 @@
 #include <immintrin.h>
 #endif
 
+#include "core/machine.h"
 #include "kernels/matmul_int8.h"
 #include "kernels/matmul_int8_packed.h"
 #include "kernels/targets.h"
@@ -40,11 +40,6 @@ using namespace stoa::kernels;
 
 namespace {
 
-double cpu_now() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
 double wall_now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
@@ -237,7 +232,7 @@ int main(int argc, char** argv) {
 
   double best_wall = 1e30, best_cpu = 1e30;
   for (int r = 0; r < reps + 1; ++r) {
-    const double w0 = wall_now(), c0 = cpu_now();
+    const double w0 = wall_now(), c0 = stoa::process_cpu_seconds();
     if (threads <= 1) {
       run_range(0, 1);
     } else {
@@ -247,7 +242,7 @@ int main(int argc, char** argv) {
       run_range(0, 2);
       t.join();
     }
-    const double w = wall_now() - w0, c = cpu_now() - c0;
+    const double w = wall_now() - w0, c = stoa::process_cpu_seconds() - c0;
     if (r == 0) continue;  // warm-up
     best_wall = std::min(best_wall, w);
     best_cpu = std::min(best_cpu, c);

@@ -11,6 +11,7 @@
 #include "model/presets.h"
 #include "model/temp_dir.h"
 #include "model/weights.h"
+#include "support/stoa_cli.h"
 
 namespace stoa {
 namespace {
@@ -24,12 +25,9 @@ CliResult run_stoa(const std::string& args) {
   const char* binary = std::getenv("STOA_BINARY");
   EXPECT_NE(binary, nullptr) << "STOA_BINARY is not set (run through ctest)";
   std::string command = cat(binary ? binary : "stoa", " ", args, " 2>&1");
-  FILE* pipe = popen(command.c_str(), "r");
-  EXPECT_NE(pipe, nullptr);
-  std::string output;
-  char buffer[4096];
-  while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
-  return {pclose(pipe), output};
+  int status = 0;
+  std::string output = ::stoa::testing::capture_output(command, &status);
+  return {status, output};
 }
 
 std::string slurp(const std::string& path) {

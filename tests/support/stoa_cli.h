@@ -1,8 +1,9 @@
 // The built `stoa` binary as the CLI tests run it: where it is (ctest sets STOA_BINARY), one run
-// with stdout and stderr kept in files, and reading those files back.
+// with stdout and stderr kept in files, reading those files back, or a command's stdout captured.
 #pragma once
 #include <sys/wait.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -32,6 +33,21 @@ inline int run_stoa(const std::filesystem::path& dir, const std::string& args) {
                           (dir / "err.txt").string();
   const int status = std::system(cmd.c_str());
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// Runs the shell command `cmd` and returns what it wrote to stdout; `status` gets pclose's status
+// (0: exited 0; -1: it could not be started).
+inline std::string capture_output(const std::string& cmd, int* status) {
+  std::string out;
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  if (pipe == nullptr) {
+    *status = -1;
+    return out;
+  }
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
+  *status = ::pclose(pipe);
+  return out;
 }
 
 }  // namespace stoa::testing

@@ -12,6 +12,7 @@
 #include "app/plot/plot_gnuplot.h"
 #include "app/plot/plot_script.h"
 #include "core/error.h"
+#include "support/stoa_cli.h"
 
 namespace stoa::app::plot {
 namespace {
@@ -200,12 +201,9 @@ TEST(PlotCommand, PrintsTheFilesItWrote) {
   const std::string cmd = std::string(bin) + " plot --run " + (t.path() / "a").string() +
                           " --label first --run " + (t.path() / "b").string() + " --out " + out +
                           " 2>" + (t.path() / "err.txt").string();
-  FILE* p = ::popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  std::string text;
-  char buf[4096];
-  for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) text.append(buf, n);
-  ASSERT_EQ(::pclose(p), 0) << read_all(t.path() / "err.txt");
+  int status = 0;
+  const std::string text = ::stoa::testing::capture_output(cmd, &status);
+  ASSERT_EQ(status, 0) << read_all(t.path() / "err.txt");
   const auto files = nlohmann::json::parse(text);
   ASSERT_TRUE(files.is_array());
   int pngs = 0;

@@ -18,6 +18,7 @@
 
 #include "roles/hub/http/server.h"
 #include "roles/hub/hub_fixture.h"
+#include "support/self_signed_cert.h"
 
 namespace stoa::hub::testing {
 namespace {
@@ -283,11 +284,7 @@ TEST_F(HttpAsync, BlobsAnswerRangesIfRangeAndUnsatisfiableRanges) {
 
 TEST_F(HttpAsync, OverTlsLongPollsParkAndBlobsAnswerRanges) {
   auto cert = (dir / "cert.pem").string(), key = (dir / "key.pem").string();
-  std::string cmd =
-      "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 "
-      "-addext subjectAltName=IP:127.0.0.1 -keyout " +
-      key + " -out " + cert + " >/dev/null 2>&1";
-  if (std::system(cmd.c_str()) != 0) GTEST_SKIP() << "openssl CLI unavailable";
+  if (!stoa::test::make_self_signed_cert(cert, key)) GTEST_SKIP() << "openssl CLI unavailable";
   ServerOptions so;
   so.tls_cert_path = cert;
   so.tls_key_path = key;
