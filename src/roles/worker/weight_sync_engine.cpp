@@ -235,8 +235,13 @@ std::optional<WeightUpdate> EngineStore::take_update(UpdateForm /*form*/) {
   // All or nothing: on a throw the engine is as it was and the patches stay pending.
   scatter_patches(*engine_, pending_);
   WeightUpdate update;
-  for (const pulse::Patch& patch : pending_)
-    for (const pulse::TensorPatch& tp : patch.tensors) update.written.push_back(tp.name);
+  if (full_pending_ && !owned_) {
+    // An anchor written into the runner's engine in place: every tensor changed.
+    for (const auto& [name, layout] : layout_.tensors) update.written.push_back(name);
+  } else {
+    for (const pulse::Patch& patch : pending_)
+      for (const pulse::TensorPatch& tp : patch.tensors) update.written.push_back(tp.name);
+  }
   pending_.clear();
   update.version = version_;
   update.state_hash = pulse::combine_state_hash(hashes_);

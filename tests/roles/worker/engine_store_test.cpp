@@ -6,14 +6,18 @@
 // beside the sync always sees a verified version.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "core/error.h"
 #include "engine/engine_weights.h"
 #include "model/presets.h"
 #include "pulse/format.h"
 #include "pulse/pulse_test_util.h"
+#include "roles/worker/engine_update.h"
 #include "roles/worker/engine_update_patch.h"
 #include "roles/worker/memory_hub.h"
 #include "roles/worker/weight_sync.h"
@@ -140,8 +144,14 @@ TEST_F(EngineStoreTest, ARefusedPatchLeavesTheEngineUntouched) {
   EXPECT_EQ(store.state_hash(), chain[0].state_hash());
 
   store.apply_patch(good);
-  ASSERT_TRUE(store.take_update(UpdateForm::kPatches));
+  const auto patched = store.take_update(UpdateForm::kPatches);
+  ASSERT_TRUE(patched);
   EXPECT_TRUE(same_bytes(held(*first->engine, 1), chain[1]));
+  // What the engine backend is told was written (engine/backend.h): the patch's tensors.
+  std::vector<std::string> patched_names;
+  for (const pulse::TensorPatch& tp : good.tensors) patched_names.push_back(tp.name);
+  std::sort(patched_names.begin(), patched_names.end());
+  EXPECT_EQ(touched_tensors(*patched), patched_names);
   store.detach_engine();
 }
 
@@ -166,6 +176,11 @@ TEST_F(EngineStoreTest, AFallbackAnchorIsWrittenIntoTheSameEngineInPlace) {
   EXPECT_TRUE(update->full);
   EXPECT_FALSE(update->engine) << "the runner keeps its engine; the anchor went into it";
   EXPECT_TRUE(same_bytes(held(*engine, 5), chain[5]));
+  // Every tensor was written in place, so every one is named to the engine backend.
+  std::vector<std::string> all_names;
+  for (const auto& [name, t] : chain[5].tensors()) all_names.push_back(name);
+  std::sort(all_names.begin(), all_names.end());
+  EXPECT_EQ(touched_tensors(*update), all_names);
   sync.detach_engine();
 }
 
