@@ -104,6 +104,9 @@ CommandRegistration reg(
                      "docs/design/verification.md)")
           ->check(CLI::Range(0.0, 1.0))
           ->capture_default_str();
+      app.add_flag("--peer-checks", o->rl.peer_checks,
+                   "every rollout replayed by another worker before it trains, disagreements "
+                   "settled by the hub's own replay ([verify] peer; docs/design/verification.md)");
       app.add_option("--worker-kernel-targets", o->rl.worker_kernel_targets,
                      "force the workers' SIMD kernel targets, round-robin: a comma list (e.g. "
                      "AVX3_DL,AVX2,SSE4) or all (every target this machine has); default: each "

@@ -101,6 +101,10 @@ CommandRegistration reg(
                      "MB of memory the worker may use (0: what the machine has free); a model "
                      "that needs more is refused before its download")
           ->capture_default_str();
+      auto no_checks = std::make_shared<bool>(false);
+      app.add_flag("--no-checks", *no_checks,
+                   "never take the hub's peer checks (replays of other workers' rollouts, on "
+                   "one core and a second copy of the weights)");
       auto kernel_target = std::make_shared<std::string>();
       app.add_option("--kernel-target", *kernel_target,
                      "run the kernels on this SIMD target instead of the CPU's best (e.g. "
@@ -109,7 +113,8 @@ CommandRegistration reg(
       auto verbose = std::make_shared<bool>(false);
       app.add_flag("--verbose,-v", *verbose,
                    "the detailed log on stderr (as STOA_LOG=info) besides the progress lines");
-      return [o, verbose, kernel_target, task_flags] {
+      return [o, verbose, kernel_target, task_flags, no_checks] {
+        o->peer_checks = !*no_checks;
         o->task_options = task_flags->options();
         if (o->join_string.empty() && o->hub_url.empty()) {
           std::fprintf(stderr, "stoa work: give --join STRING, or --hub URL and --token TOKEN\n");

@@ -120,6 +120,15 @@ std::vector<uint8_t> HubClient::fetch_verified(const std::string& route,
   return bytes;
 }
 
+HttpResponse HubClient::session_post(const std::string& route, const std::string& body,
+                                     bool idempotent) {
+  return with_session([&] { return http_.post_json(route, body, idempotent); });
+}
+
+HttpResponse HubClient::session_get(const std::string& route) {
+  return with_session([&] { return http_.get(route); });
+}
+
 LeaseResponse HubClient::lease() {
   auto r = with_session([&] {
     return http_.post_json("/v1/lease", to_json(LeaseRequest{worker_id()}).dump(), false);

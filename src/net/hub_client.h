@@ -64,6 +64,12 @@ class HubClient {
   TaskStepReply task_step(const std::string& prompt_id, const std::string& action,
                           bool tools_allowed);
 
+  // Any other call as this worker (the peer-check routes, roles/worker/check_thread.h): the
+  // session's 401 handling, the answer as it came. `idempotent` calls are retried on transport
+  // errors.
+  HttpResponse session_post(const std::string& route, const std::string& body, bool idempotent);
+  HttpResponse session_get(const std::string& route);
+
   HttpClient& http() { return http_; }
   uint64_t session_renewals() const { return renewals_; }
 

@@ -23,6 +23,10 @@ std::string rl_progress_line(const nlohmann::json& st, double elapsed_s) {
   if (c.contains("rollouts_verified"))
     o << "  verified " << c.value("rollouts_verified", 0.0) << " (failed "
       << c.value("verification_failures", 0.0) << ")";
+  if (c.contains("peer_checks_passed"))
+    o << "  peer-checked "
+      << c.value("peer_checks_passed", 0.0) + c.value("peer_checks_failed", 0.0) << " (escalated "
+      << c.value("checks_escalated", 0.0) << ")";
   if (st.contains("last_step")) {
     const auto& s = st["last_step"];
     o.precision(3);

@@ -83,8 +83,9 @@ void write_run_config(const RlOptions& o, const DemoPaths& p, const std::string&
   c.loop.staleness.max_staleness = static_cast<uint64_t>(o.max_staleness);
   c.loop.checkpoint_every = 1;
   c.loop.publisher.anchor_every = static_cast<uint64_t>(o.anchor_every);
-  c.hub.verify.enabled = o.verify > 0;
+  c.hub.verify.enabled = o.verify > 0 || o.peer_checks;
   if (o.verify > 0) c.hub.verify.fraction = o.verify;
+  c.hub.verify.peer = o.peer_checks;
   if (o.keep_anchors > 0)
     c.loop.publisher.retention.keep_anchors = static_cast<size_t>(o.keep_anchors);
   run::save_run_config(c, path, "Written by `stoa demo`: the hub + trainer of one RL phase.");
@@ -296,6 +297,11 @@ static nlohmann::json phase_figures(const RlOptions& o, const RlResult& r,
           {"verification_failures", counters.value("verification_failures", 0.0)},
           {"workers_quarantined", counters.value("workers_quarantined", 0.0)},
           {"verification_cpu_seconds", counters.value("verification_cpu_seconds", 0.0)},
+          {"peer_checks_passed", counters.value("peer_checks_passed", 0.0)},
+          {"peer_checks_failed", counters.value("peer_checks_failed", 0.0)},
+          {"peer_check_cpu_seconds", counters.value("peer_check_cpu_seconds", 0.0)},
+          {"checks_escalated", counters.value("checks_escalated", 0.0)},
+          {"checkers_quarantined", counters.value("checkers_quarantined", 0.0)},
           {"rollouts_dropped_stale", dropped_groups * o.group_size},
           // Closed without a trainer pass (every reward equal: zero gradient; trainer_loop.h).
           {"rollouts_uniform", steps["groups_uniform"].get<double>() * o.group_size},

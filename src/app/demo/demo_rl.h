@@ -66,6 +66,9 @@ struct RlOptions {
   // Replay verification ([verify] of the run config): the fraction of rollouts the hub replays
   // (0: off; 1: every rollout). docs/design/verification.md.
   double verify = 0;
+  // Peer checks ([verify] peer): every rollout past a worker's first ones replayed by another
+  // worker, disagreements settled by the hub's replay. Turns verification on.
+  bool peer_checks = false;
   // `stoa demo --worker-kernel-targets`: "" (every worker on its CPU's best target), "all", or a
   // comma list of kernel targets, assigned to the workers round-robin (worker_targets.h).
   std::string worker_kernel_targets;

@@ -17,8 +17,8 @@ struct DemoSetupOptions {
   std::string preset = "demo";  // model shape (model/presets.cpp); vocab comes from the tokenizer
   int64_t vocab_size = 4096;    // BPE vocabulary (bytes + merges + special + task tags)
   int64_t sft_examples = 1000;  // scripted demonstrations (train split only)
-  // Add env/tasks/search/copy_curriculum.h's short copy examples (two per train question) to the SFT data:
-  // what taught the `demo` model to copy at all (docs/results.md), at ~3x the SFT tokens.
+  // Add env/tasks/search/copy_curriculum.h's short copy examples (two per train question) to the
+  // SFT data: what taught the `demo` model to copy at all (docs/results.md), at ~3x the SFT tokens.
   bool copy_curriculum = false;
   int sft_epochs = 2;
   // > 0: stop the SFT at the first snapshot (every sft_snapshot_every steps) whose greedy pass@1

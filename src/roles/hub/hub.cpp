@@ -271,6 +271,7 @@ void Hub::publish_version(const pulse::Published& published, const Hash128& stat
 // ---------------------------------------------------------------- leases
 
 void Hub::expire_locked(int64_t now_ms) {
+  sweep_checks_locked(now_ms);  // peer checks past their deadlines go to the trusted replay
   // Hoarded: no rollout accepted on it within the deadline, though heartbeats kept it alive.
   for (const auto& id : fairness_.overdue(now_ms, hoard_deadline_ms())) {
     revoke_locked(id, "hoarded: no rollout accepted within the deadline", now_ms);
@@ -486,6 +487,8 @@ net::LeaseResponse Hub::lease(const std::string& worker_id, const std::string& p
         throttle_locked(lease_per_worker_, worker_id, "lease (this worker)");
         if (!peer.empty()) throttle_locked(lease_per_ip_, peer, "lease (this address)");
         throttled = true;
+        if (auto w = workers_.find(worker_id); w != workers_.end() && !peer.empty())
+          w->second.address = peer;
       }
       if (stopped_) {
         resp.retry_after_ms = config_.no_work_retry_ms;

@@ -155,6 +155,7 @@ struct WorkerStats {
   // (lease_fairness.h: proven, new, hoarder).
   size_t leases_held = 0;
   std::string standing;
+  std::string address;  // where its last request came from ("" in-process): peer checks
 };
 
 // True for a host the hub binds that only this machine can reach (127.0.0.0/8, ::1,
@@ -233,6 +234,23 @@ class Hub final : public TrainerPort {
   // RequestError 401 without a token, 403 for one that is not a validator's.
   void check_validator(const std::string& bearer);
   bool is_validator(const std::string& bearer);
+  // ---- peer checks (peer_checks.cpp; docs/design/verification.md "Peer checks") ----
+  struct CheckLease {
+    std::string job_id;
+    AuditJob job;
+    int64_t deadline_ms = 0;  // ms left to answer
+  };
+  // A rollout for worker `worker_id` to replay, chosen at random among those it may check, or
+  // nullopt (nothing eligible, or the worker is at its share). RequestError 404 when the hub
+  // runs no peer checks.
+  std::optional<CheckLease> lease_check(const std::string& worker_id, const std::string& peer = "");
+  // The worker's verdict on its check `job_id`: a pass releases the rollout (or sends a random
+  // audit_fraction on to the trusted replay), a failure sends it there. RequestError 404 for a
+  // job this worker does not hold, 409 for one that ran out and went to the trusted replay.
+  // Returns the rollout id.
+  std::string record_check(const std::string& worker_id, const std::string& job_id,
+                           const AuditVerdict& verdict);
+  size_t checks_waiting() const;
 
   // Wakes every blocked long-poll and take_groups (shutdown).
   void stop();
@@ -347,6 +365,20 @@ class Hub final : public TrainerPort {
   void quarantine_locked(const std::string& worker_id, const std::string& why);
   void drop_group_locked(const std::string& group_id, const std::string& reason);
   void verification_counters_locked(std::map<std::string, double>& m) const;
+  // Peer checks (peer_checks.cpp).
+  void enqueue_check_locked(AuditJob job, const GroupState& g);
+  void sweep_checks_locked(int64_t now_ms);
+  // Sends the rollout of peer job `rollout_id` on to the trusted replay; no room there drops its
+  // group (`unchecked`): nothing trains without a check.
+  void escalate_locked(const std::string& rollout_id, const std::string& why,
+                       const std::string& checker, CheckOpinion opinion);
+  void end_check_lease_locked(const std::string& rollout_id, bool expired);
+  void judge_checker_locked(const std::string& rollout_id, const AuditVerdict& trusted);
+  void credit_rollout_locked(const std::string& worker_id);
+  std::optional<env::QaItem> checked_problem_locked(const std::string& worker_id,
+                                                    const std::string& prompt_id) const;
+  // Forgets a rollout's peer job and escalation (its group was dropped or timed out).
+  void forget_check_locked(const std::string& rollout_id);
   std::string verification_metrics_locked() const;
 
   HubConfig config_;

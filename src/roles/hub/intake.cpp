@@ -65,6 +65,8 @@ net::RolloutResponse Hub::submit(const std::string& caller, const net::RolloutSu
     std::lock_guard<std::mutex> lock(mutex_);
     throttle_locked(rollouts_per_worker_, caller, "rollouts (this worker)");
     if (!peer.empty()) throttle_locked(rollouts_per_ip_, peer, "rollouts (this address)");
+    if (auto w = workers_.find(caller); w != workers_.end() && !peer.empty())
+      w->second.address = peer;
     reserve_writes_locked();
     response = intake_locked(caller, m, std::move(payload));
     ticket = written_locked();
@@ -276,6 +278,7 @@ std::vector<AcceptedGroup> Hub::take_groups(size_t max_groups, std::chrono::mill
   };
   // The complete groups waiting (queued_groups_locked prunes the list), oldest first.
   auto candidates = [&] {
+    sweep_checks_locked(now());
     queued_groups_locked();
     const uint64_t durable = writer_->durable_ticket();
     std::vector<const std::string*> ids;

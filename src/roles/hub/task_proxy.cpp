@@ -15,6 +15,9 @@ std::optional<env::QaItem> Hub::leased_problem(const std::string& worker_id,
     if (g == groups_.end() || g->second.row.prompt_id != prompt_id) continue;
     return deps_.prompts.at(static_cast<size_t>(g->second.row.prompt_index));
   }
+  // A check job it holds: the replay walks the same turns (peer_checks.cpp).
+  if (std::optional<env::QaItem> checked = checked_problem_locked(worker_id, prompt_id))
+    return checked;
   return std::nullopt;
 }
 

@@ -328,7 +328,24 @@ RunConfig parse_run_config(const std::string& text, const std::string& source,
   v.get("max_queue", vp.max_queue);
   v.get("remote", vp.remote);
   v.get_seconds_as_ms("job_lease_s", vp.job_lease_ms);
+  // Peer checks: on by default where verification is on by default (strangers may join).
+  bool peer = false;
+  v.get("peer", peer);
+  if (root["verify"]["peer"]) c.verify_peer = peer;
+  vp.peer = vp.enabled && c.verify_peer.value_or(c.hub.beyond_loopback);
+  v.get_seconds_as_ms("peer_wait_s", vp.peer_wait_ms);
+  v.get_seconds_as_ms("peer_lease_s", vp.peer_lease_ms);
+  v.get("audit_fraction", vp.audit_fraction);
+  v.get("check_share", vp.check_share);
+  v.get("check_allowance", vp.check_allowance);
+  v.get("max_checks_in_flight", vp.max_checks_in_flight);
   v.check_unknown();
+  STOA_CHECK(vp.audit_fraction >= 0 && vp.audit_fraction <= 1 && vp.check_share >= 0 &&
+                 vp.check_allowance >= 0 && vp.max_checks_in_flight >= 1 &&
+                 vp.peer_wait_ms >= 1000 && vp.peer_lease_ms >= 1000,
+             ErrorKind::kInvalidArgument, source,
+             ": [verify] audit_fraction must be in [0, 1], check_share and check_allowance >= 0, "
+             "max_checks_in_flight >= 1, peer_wait_s and peer_lease_s >= 1");
   STOA_CHECK(vp.fraction >= 0 && vp.fraction <= 1 && vp.threads >= (vp.remote ? 0 : 1) &&
                  vp.max_queue >= 1 && vp.job_lease_ms >= 1000,
              ErrorKind::kInvalidArgument, source,
@@ -517,6 +534,14 @@ std::string to_toml(const RunConfig& c) {
   w.put("max_queue", toml_integer(vp.max_queue, "verify", "max_queue"));
   w.put("remote", vp.remote);
   w.put("job_lease_s", toml_integer(vp.job_lease_ms / 1000, "verify", "job_lease_s"));
+  if (c.verify_peer || vp.peer != !hub::is_loopback_host(c.server.host)) w.put("peer", vp.peer);
+  w.put("peer_wait_s", toml_integer(vp.peer_wait_ms / 1000, "verify", "peer_wait_s"));
+  w.put("peer_lease_s", toml_integer(vp.peer_lease_ms / 1000, "verify", "peer_lease_s"));
+  w.put("audit_fraction", vp.audit_fraction);
+  w.put("check_share", vp.check_share);
+  w.put("check_allowance", toml_integer(vp.check_allowance, "verify", "check_allowance"));
+  w.put("max_checks_in_flight", toml_integer(static_cast<int64_t>(vp.max_checks_in_flight),
+                                             "verify", "max_checks_in_flight"));
   return w.text();
 }
 

@@ -65,6 +65,7 @@ struct RunConfig {
   // (on beyond loopback). to_toml writes the key when set or when hub.verify.enabled differs
   // from the host's default.
   std::optional<bool> verify_enabled;
+  std::optional<bool> verify_peer;  // [verify] peer as the file says it (unset: the host decides)
 };
 
 // Throws kInvalidArgument naming the file and the key for an unknown key, a wrong type or an

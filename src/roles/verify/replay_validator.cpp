@@ -71,13 +71,14 @@ double thread_cpu_seconds() {
 
 ReplayValidator::ReplayValidator(const ModelConfig& config, const env::Task& task,
                                  const env::TokenCodec& codec, ReplaySettings settings,
-                                 VersionStates& states, int threads)
+                                 VersionStates& states, int threads, size_t keep_versions)
     : config_(config),
       task_(task),
       codec_(codec),
       settings_(std::move(settings)),
       states_(states),
-      pool_(std::make_unique<ThreadPool>(std::max(1, threads))) {}
+      pool_(std::make_unique<ThreadPool>(std::max(1, threads))),
+      keep_versions_(std::max<size_t>(1, keep_versions)) {}
 
 ReplayValidator::~ReplayValidator() = default;
 
@@ -149,7 +150,6 @@ Verdict ReplayValidator::check_observations(const net::RolloutSubmission& r,
 }
 
 engine::ModelRunner& ReplayValidator::runner_for(uint64_t version) {
-  constexpr size_t kKeep = 3;
   if (auto it = runners_.find(version); it != runners_.end()) return *it->second;
   const pulse::Int8State& state = states_.at(version);
   worker::WeightUpdate update;
@@ -159,7 +159,7 @@ engine::ModelRunner& ReplayValidator::runner_for(uint64_t version) {
   // The worker's own path from PULSE state to engine weights (roles/worker/engine_update.h).
   auto runner = std::make_unique<engine::ModelRunner>(
       worker::engine_weights_from_update(config_, update), pool_.get());
-  while (runners_.size() >= kKeep) runners_.erase(runners_.begin());  // the oldest version
+  while (runners_.size() >= keep_versions_) runners_.erase(runners_.begin());  // the oldest
   return *runners_.emplace(version, std::move(runner)).first->second;
 }
 

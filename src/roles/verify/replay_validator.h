@@ -54,7 +54,8 @@ class ReplayValidator {
   // Everything must outlive the validator. `threads` for the engine's pool (the hub's spare
   // cores).
   ReplayValidator(const ModelConfig& config, const env::Task& task, const env::TokenCodec& codec,
-                  ReplaySettings settings, VersionStates& states, int threads = 1);
+                  ReplaySettings settings, VersionStates& states, int threads = 1,
+                  size_t keep_versions = 3);
   ~ReplayValidator();
 
   // Replays `rollout` (already through the hub's structural intake checks) for `problem`, whose
@@ -81,6 +82,7 @@ class ReplayValidator {
   ReplaySettings settings_;
   VersionStates& states_;
   std::unique_ptr<ThreadPool> pool_;
+  size_t keep_versions_;
   std::map<uint64_t, std::unique_ptr<engine::ModelRunner>> runners_;  // by version
   struct CachedPrompt {
     uint64_t version = 0;

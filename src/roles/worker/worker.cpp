@@ -17,6 +17,7 @@
 #include "net/hub_client.h"
 #include "net/join_string.h"
 #include "pulse/model_view.h"
+#include "roles/worker/check_thread.h"
 #include "roles/worker/failure_advice.h"
 #include "roles/worker/heartbeat.h"
 #include "roles/worker/hub_task.h"
@@ -182,6 +183,22 @@ WorkerStats run_worker(const WorkerOptions& o, const std::atomic<bool>& stop) {
   SyncThread sync_thread(sync, threads_stop, threads_done);
   HeartbeatThread heartbeat_thread(hub, joined.worker_id, joined.heartbeat_interval_s, book, gauges,
                                    threads_stop, threads_done);
+  std::unique_ptr<CheckThread> check_thread;
+  if (o.peer_checks) {
+    // The task a check replays: this worker's own way to the run's task.
+    auto make_task = [&hub, &o, stop_strings = joined.stop_strings](
+                         const net::ValidationJob& job) -> std::unique_ptr<env::Task> {
+      if (o.task_options.empty()) return std::make_unique<HubTask>(hub, job.task, stop_strings);
+      const env::TaskRegistry& tasks = env::builtin_tasks();
+      return tasks.make(
+          job.task, tasks.with_local(job.task, env::TaskOptions(job.task_options), o.task_options));
+    };
+    CheckOptions check_options;
+    check_options.mirror_dir = (fs::path(state_dir) / "checks").string();
+    check_thread =
+        std::make_unique<CheckThread>(hub, verify::ReplayModel{config, &codec, sample_vocab},
+                                      make_task, check_options, threads_stop);
+  }
   StopThreadsOnThrow stop_threads_on_throw(threads_stop, hub);
 
   // ---- generation ----
@@ -207,6 +224,7 @@ WorkerStats run_worker(const WorkerOptions& o, const std::atomic<bool>& stop) {
   if (threads_done < 2) hub.http().cancel();
   sync_thread.join();
   heartbeat_thread.join();
+  if (check_thread) check_thread->join();
   stop_threads_on_throw.disarm();
   stats.tokens_generated = gauges.tokens_generated;
   stats.idle_fraction = gauges.idle_fraction;

@@ -2,6 +2,7 @@
 //   - sync (sync_thread.h): long-polls the hub and keeps a verified int8 state (WeightSync);
 //   - heartbeat (heartbeat.h): renews the leases in progress, learns of cancelled ones;
 //   - streamer: sends each finished rollout the moment it is done (RolloutStreamer);
+//   - checks (check_thread.h): replays other workers' rollouts the hub leases to it;
 //   - generation (the caller's thread, rollout_loop.h): leases groups (lease_book.h) and runs up
 //     to `slots` multi-turn rollouts as one batch on the EpisodeRunner, switching weights
 //     between decode steps.
@@ -36,6 +37,10 @@ struct WorkerOptions {
   int join_timeout_s = 60;    // keep retrying an unreachable hub this long at start
   double max_memory_mb = 0;   // > 0: refuse a model that needs more (memory_check.h)
   bool progress = true;       // plain-words progress lines on stdout (progress_report.h)
+  // Take the hub's peer checks (check_thread.h): other workers' rollouts replayed on a thread of
+  // their own. Off: this worker is never a checker (a hub with peer checks then relies on the
+  // others and its own replay).
+  bool peer_checks = true;
 };
 
 struct WorkerStats {

@@ -151,6 +151,8 @@ HandlerOutcome HubServer::route(const RequestContext& req) {
   }
   if (p.rfind("/v1/validation/", 0) == 0)
     return guarded(req, [&]() -> HandlerOutcome { return validation_route(req, bearer(req)); });
+  if (p.rfind("/v1/checks/", 0) == 0)
+    return guarded(req, [&]() -> HttpReply { return check_route(req, bearer(req)); });
   if (p.rfind("/v1/trainer/", 0) == 0)
     return guarded(req, [&]() -> HandlerOutcome { return trainer_route(req, bearer(req)); });
   return guarded(req, [&]() -> HttpReply {

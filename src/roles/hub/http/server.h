@@ -10,6 +10,7 @@
 #include <mutex>
 #include <string>
 
+#include "net/validation_protocol.h"
 #include "roles/hub/http/http_server.h"
 #include "roles/hub/hub.h"
 #include "roles/hub/store/blob_serving.h"
@@ -18,6 +19,13 @@
 #include "roles/hub/verification/validation_queue.h"
 
 namespace stoa::hub {
+
+// What a replayer (`stoa validate`, or a worker's peer check) is sent for one job
+// (validation_routes.cpp): the rollout and everything its replay needs besides the weights.
+net::ValidationJob wire_job(const std::string& job_id, const AuditJob& job, int64_t deadline_ms,
+                            const HubConfig& config, const HubDeps& deps);
+// GET .../catalog: the hub's PULSE catalog, from which a replayer mirrors the blobs it needs.
+HttpReply catalog_reply(Hub& hub);
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
@@ -59,6 +67,8 @@ class HubServer {
   HandlerOutcome route(const RequestContext& request);
   HandlerOutcome long_poll(const RequestContext& request);
   HandlerOutcome validation_route(const RequestContext& request, const std::string& bearer);
+  // /v1/checks/* (check_routes.cpp): peer checks leased to workers ([verify] peer).
+  HttpReply check_route(const RequestContext& request, const std::string& bearer);
   // /v1/trainer/* (trainer_routes.cpp): a trainer away from the hub (HubConfig::serve_trainer).
   HttpReply trainer_route(const RequestContext& request, const std::string& bearer);
   // The trainer routes serve one trainer: the newest that attached. A call from another one (a

@@ -6,7 +6,6 @@
 #include <filesystem>
 
 #include "env/dataset.h"
-#include "net/validation_protocol.h"
 #include "pulse/catalog.h"
 #include "roles/hub/http/server.h"
 
@@ -23,22 +22,29 @@ HttpReply reply(const json& j, int status = 200) {
   return r;
 }
 
-net::ValidationJob wire_job(const ValidationQueue::Leased& l, const HubConfig& config,
-                            const HubDeps& deps) {
+}  // namespace
+
+net::ValidationJob wire_job(const std::string& job_id, const AuditJob& job, int64_t deadline_ms,
+                            const HubConfig& config, const HubDeps& deps) {
   net::ValidationJob j;
-  j.job_id = l.job_id;
-  j.rollout = l.job.rollout;
-  j.problem = env::to_json(l.job.problem);
-  j.prompt_length = static_cast<int64_t>(l.job.prompt_length);
+  j.job_id = job_id;
+  j.rollout = job.rollout;
+  j.problem = env::to_json(job.problem);
+  j.prompt_length = static_cast<int64_t>(job.prompt_length);
   j.sampling = config.sampling;
   j.max_tokens = config.max_tokens;
-  j.deadline_ms = l.deadline_ms;
+  j.deadline_ms = deadline_ms;
   j.task = deps.task->name();
   j.task_options = deps.task_options.values();
   return j;
 }
 
-}  // namespace
+HttpReply catalog_reply(Hub& hub) {
+  // The PULSE catalog: which blobs rebuild which version (a replayer mirrors what it needs).
+  const std::string path = hub.store().dir() + "/catalog.json";
+  if (!std::filesystem::exists(path)) return reply(pulse::Catalog().to_json());
+  return reply(pulse::Catalog::load(path).to_json());
+}
 
 HandlerOutcome HubServer::validation_route(const RequestContext& req, const std::string& token) {
   const std::string& p = req.path;
@@ -46,19 +52,14 @@ HandlerOutcome HubServer::validation_route(const RequestContext& req, const std:
   hub_.check_validator(token);
   if (!validation_)
     throw RequestError(404, "this hub has no remote validation ([verify] remote = false)");
-  if (get && p == "/v1/validation/catalog") {
-    // The PULSE catalog: which blobs rebuild which version (the validator mirrors what it needs).
-    const std::string path = hub_.store().dir() + "/catalog.json";
-    if (!std::filesystem::exists(path)) return reply(pulse::Catalog().to_json());
-    return reply(pulse::Catalog::load(path).to_json());
-  }
+  if (get && p == "/v1/validation/catalog") return catalog_reply(hub_);
   if (post && p == "/v1/validation/lease") {
     const net::ValidationLeaseRequest m =
         net::validation_lease_request_from_json(net::parse_body(req.body, "validation lease"));
     const HubConfig& config = hub_.config();
     auto answer = [this, &config](const std::optional<ValidationQueue::Leased>& l) {
       net::ValidationLeaseResponse r;
-      if (l) r.job = wire_job(*l, config, hub_.deps());
+      if (l) r.job = wire_job(l->job_id, l->job, l->deadline_ms, config, hub_.deps());
       r.queued = static_cast<int64_t>(validation_->stats().queued);
       return reply(net::to_json(r));
     };

@@ -194,6 +194,7 @@ net::JoinResponse Hub::join(const std::string& bearer, const net::JoinRequest& r
   w.id = row.id;
   w.name = row.name;
   w.token_name = row.token_name;
+  if (!peer.empty()) w.address = peer;
   fairness_.set_token(row.id, row.token_name);
   w.last_seen_ms = t;
   w.session_issued_ms = t;

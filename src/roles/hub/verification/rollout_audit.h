@@ -27,6 +27,23 @@ struct VerifyPolicy {
   // What happens to a group whose verdicts did not come in time: dropped (the default — an
   // attacker who floods the validator gains nothing) or trained on.
   bool train_on_timeout = false;
+  // Peer checks (docs/design/verification.md, "Peer checks"): every accepted rollout past a
+  // worker's first_rollouts is replayed by another worker the hub picks at random (never the
+  // author; not one sharing its join token or address while the fleet has any other), and a
+  // failing check, one not answered in time or a random `audit_fraction` of passes goes to the
+  // hub's own (trusted) replay, which decides and quarantines the liar, author or checker.
+  bool peer = false;
+  int64_t peer_wait_ms = 15'000;   // a job no peer leased by then goes to the trusted replay
+  int64_t peer_lease_ms = 30'000;  // a leased check not answered by then goes there too
+  double audit_fraction = 0.1;     // of peer passes, also replayed by the hub
+  // A worker leases at most check_share x (its rollouts that passed a check) + check_allowance
+  // checks, and holds at most max_checks_in_flight at once: checking rights are earned by
+  // checked work, so an identity that generates nothing checks nothing and a fraction of the
+  // checking costs about that fraction of the fleet's generation.
+  double check_share = 1.0;
+  int64_t check_allowance = 2;
+  size_t max_checks_in_flight = 2;
+  size_t max_peer_jobs = 4096;  // jobs waiting for or leased to peers; beyond: trusted replay
 };
 
 // One rollout to replay: the submission as accepted, the problem its prompt renders, and the
@@ -50,6 +67,10 @@ struct AuditVerdict {
   std::string detail;
   double cpu_seconds = 0;
 };
+
+// What a checking worker said of a rollout sent on to the trusted replay (kNone: nothing — its
+// check timed out, or its own call to the task failed), judged by the trusted verdict.
+enum class CheckOpinion { kNone, kPass, kFail };
 
 class RolloutAuditor {
  public:

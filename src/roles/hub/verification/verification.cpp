@@ -101,12 +101,17 @@ void Hub::audit_locked(const net::RolloutSubmission& m, const GroupState& g, siz
   if (m.seed) v.seeds_used[m.lease_id].insert(*m.seed);
   const auto& w = workers_[m.worker_id];
   const bool mandatory = w.rollouts_accepted <= config_.verify.first_rollouts;
-  if (!mandatory && !v.sampler.chance(config_.verify.fraction)) return;
+  const bool peer = config_.verify.peer;
+  if (!mandatory && !peer && !v.sampler.chance(config_.verify.fraction)) return;
   AuditJob job;
   job.rollout = m;
   job.problem = deps_.prompts.at(static_cast<size_t>(g.row.prompt_index));
   job.prompt_length = prompt_length;
-  if (!v.auditor->enqueue(std::move(job))) {
+  // With peer checks every rollout is checked: a new worker's first ones by the trusted replay
+  // (they also earn it its checking rights), the rest by a peer (peer_checks.cpp).
+  if (peer && !mandatory) return enqueue_check_locked(std::move(job), g);
+  if (peer && !v.auditor->enqueue(job)) return enqueue_check_locked(std::move(job), g);
+  if (!peer && !v.auditor->enqueue(std::move(job))) {
     ++v.skipped_queue_full;
     return;
   }
@@ -125,9 +130,16 @@ bool Hub::held_for_verdict_locked(const std::string& group_id) {
     overdue |= now() >= p.deadline_ms;
   }
   if (!waiting || !overdue) return waiting;
-  for (auto it = v.pending.begin(); it != v.pending.end();)
-    it = it->second.group_id == group_id ? (++v.timeouts, v.pending.erase(it)) : std::next(it);
-  if (config_.verify.train_on_timeout) return false;
+  for (auto it = v.pending.begin(); it != v.pending.end();) {
+    if (it->second.group_id != group_id) {
+      ++it;
+      continue;
+    }
+    ++v.timeouts;
+    forget_check_locked(it->first);
+    it = v.pending.erase(it);
+  }
+  if (config_.verify.train_on_timeout && !config_.verify.peer) return false;
   write_locked([group_id](Ledger& l) {
     l.set_group_status(group_id, GroupStatus::kDropped, -1, "verify_timeout");
   });
@@ -167,7 +179,9 @@ void Hub::record_verdict(const std::string& rollout_id, const AuditVerdict& verd
       if (!group_id.empty()) drop_group_locked(group_id, "environment");
     } else {
       v.count(kernel_target, verdict.pass);
+      if (verdict.pass && !worker.empty()) credit_rollout_locked(worker);
     }
+    judge_checker_locked(rollout_id, verdict);
     if (!verdict.pass && verdict.what != kEnvironmentVerdict) {
       log_error("verify", "rollout ", rollout_id, " of worker ", worker,
                 " FAILED replay at position ", verdict.position, " (", verdict.what,
@@ -186,6 +200,12 @@ void Hub::quarantine_locked(const std::string& worker_id, const std::string& why
   Verification& v = *verification_;
   if (!v.quarantined.insert(worker_id).second) return;
   log_error("verify", "worker ", worker_id, " quarantined: ", why);
+  // Its checks in hand go back to the queue for another checker.
+  for (auto& [rollout_id, p] : v.peer_jobs) {
+    if (p.checker != worker_id) continue;
+    end_check_lease_locked(rollout_id, true);
+    p.stage_deadline_ms = now() + config_.verify.peer_wait_ms;
+  }
   write_locked([worker_id, why, at = now()](Ledger& l) {
     l.put_quarantine(worker_id, why, at);  // a restarted hub keeps refusing it
   });
@@ -218,8 +238,14 @@ void Hub::drop_group_locked(const std::string& group_id, const std::string& reas
   g->second.row.drop_reason = reason;
   counters_->dropped[reason]++;
   Verification& v = *verification_;
-  for (auto it = v.pending.begin(); it != v.pending.end();)
-    it = it->second.group_id == group_id ? v.pending.erase(it) : std::next(it);
+  for (auto it = v.pending.begin(); it != v.pending.end();) {
+    if (it->second.group_id != group_id) {
+      ++it;
+      continue;
+    }
+    forget_check_locked(it->first);
+    it = v.pending.erase(it);
+  }
 }
 
 void Hub::verification_counters_locked(std::map<std::string, double>& m) const {
@@ -233,6 +259,19 @@ void Hub::verification_counters_locked(std::map<std::string, double>& m) const {
   m["verification_timeouts"] = static_cast<double>(v.timeouts);
   m["verification_cpu_seconds"] = v.cpu_seconds;
   m["verification_environment_failures"] = static_cast<double>(v.environment_failures);
+  if (!config_.verify.peer) return;
+  m["peer_checks_passed"] = static_cast<double>(v.peer_passed);
+  m["peer_checks_failed"] = static_cast<double>(v.peer_failed);
+  m["peer_checks_waiting"] = static_cast<double>(v.peer_jobs.size() - v.peer_leases.size());
+  m["peer_checks_leased"] = static_cast<double>(v.peer_leases.size());
+  m["peer_check_cpu_seconds"] = v.peer_cpu_seconds;
+  m["checkers_quarantined"] = static_cast<double>(v.checkers_quarantined);
+  int64_t escalated = 0;
+  for (const auto& [why, n] : v.escalated) {
+    m["checks_escalated_" + why] = static_cast<double>(n);
+    escalated += n;
+  }
+  m["checks_escalated"] = static_cast<double>(escalated);
 }
 
 std::string Hub::verification_metrics_locked() const {

@@ -2,6 +2,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <set>
 #include <string>
@@ -20,7 +21,39 @@ struct Hub::Verification {
     std::string kernel_target;  // as the rollout recorded it (for by_target)
     int64_t deadline_ms = 0;
   };
-  std::map<std::string, Pending> pending;                // rollout id -> what waits on it
+  std::map<std::string, Pending> pending;  // rollout id -> what waits on it
+  // Peer checks (peer_checks.cpp): rollouts waiting for a checking worker or leased to one. A
+  // rollout here is also in `pending` (its group is held).
+  struct PeerJob {
+    AuditJob job;
+    std::string prompt_id;
+    std::string author_token, author_address;
+    std::string checker;  // while leased
+    std::string job_id;   // while leased
+    int64_t stage_deadline_ms = 0;
+  };
+  std::map<std::string, PeerJob> peer_jobs;        // rollout id -> job
+  std::map<std::string, std::string> peer_leases;  // job id -> rollout id
+  std::set<std::string> expired_checks;            // job ids escalated while leased (bounded)
+  std::deque<std::string> expired_order;
+  // A rollout sent on to the trusted replay by a peer check, and what its checker said.
+  struct Escalation {
+    std::string checker;
+    CheckOpinion opinion = CheckOpinion::kNone;
+  };
+  std::map<std::string, Escalation> escalations;  // rollout id ->
+  struct CheckerBook {
+    int64_t leased = 0;           // checks ever leased
+    size_t in_flight = 0;         // leased, not answered
+    int64_t rollouts_passed = 0;  // its own rollouts that passed a check (earn checking rights)
+  };
+  std::map<std::string, CheckerBook> checkers;  // worker id ->
+  int64_t peer_passed = 0;
+  int64_t peer_failed = 0;
+  double peer_cpu_seconds = 0;               // as the checkers report it
+  std::map<std::string, int64_t> escalated;  // why -> count
+  int64_t checkers_quarantined = 0;
+  int64_t last_sweep_ms = 0;
   std::map<std::string, std::set<uint64_t>> seeds_used;  // lease id -> seeds accepted
   std::set<std::string> quarantined;                     // worker ids (also in the ledger)
   // Seeds used on leases issued before this hub started are read back from the ledger's

@@ -1,0 +1,247 @@
+// Peer checks (docs/design/verification.md, "Peer checks"): every accepted rollout past its
+// author's first ones is replayed by another worker, chosen by the hub at random, before its
+// group may train. One honest replay decides, so a checker's pass is taken; a failing check, a
+// check not answered in time, a job no peer took, and a random share of the passes go on to the
+// trusted replay (the hub's own thread or a `stoa validate`), whose verdict quarantines whoever
+// lied: the author of a forged rollout, a checker that failed an honest one or passed a forged one.
+#include <algorithm>
+
+#include "core/log.h"
+#include "net/protocol.h"
+#include "roles/hub/hub.h"
+#include "roles/hub/observe/hub_counters.h"
+#include "roles/hub/verification/verification_state.h"
+
+namespace stoa::hub {
+
+namespace {
+constexpr size_t kMaxExpiredChecks = 4096;  // job ids remembered to answer 409, not 404
+constexpr int64_t kSweepEveryMs = 100;
+// A worker counts as present for the distinct-checker rule when seen this recently.
+constexpr int64_t kPresentMs = 60'000;
+}  // namespace
+
+void Hub::enqueue_check_locked(AuditJob job, const GroupState& g) {
+  Verification& v = *verification_;
+  const std::string rollout_id = job.rollout.id;
+  const auto& author = workers_[job.rollout.worker_id];
+  const bool full = v.peer_jobs.size() >= config_.verify.max_peer_jobs;
+  Verification::PeerJob& p = v.peer_jobs[rollout_id];
+  p.job = std::move(job);
+  p.prompt_id = g.row.prompt_id;
+  p.author_token = author.token_name;
+  p.author_address = author.address;
+  p.stage_deadline_ms = now() + config_.verify.peer_wait_ms;
+  v.pending[rollout_id] = {g.row.id, p.job.rollout.worker_id, p.job.rollout.kernel_target,
+                           now() + config_.verify.max_wait_ms};
+  if (full) escalate_locked(rollout_id, "peer_queue_full", "", CheckOpinion::kNone);
+}
+
+void Hub::escalate_locked(const std::string& rollout_id, const std::string& why,
+                          const std::string& checker, CheckOpinion opinion) {
+  Verification& v = *verification_;
+  auto it = v.peer_jobs.find(rollout_id);
+  if (it == v.peer_jobs.end()) return;
+  AuditJob job = std::move(it->second.job);
+  end_check_lease_locked(rollout_id, false);
+  v.peer_jobs.erase(rollout_id);
+  v.escalated[why]++;
+  auto pending = v.pending.find(rollout_id);
+  const std::string group_id = pending != v.pending.end() ? pending->second.group_id : "";
+  if (!v.auditor || !v.auditor->enqueue(std::move(job))) {
+    // No room for a trusted replay: the rollout cannot be checked, so its group does not train.
+    ++v.skipped_queue_full;
+    v.pending.erase(rollout_id);
+    log_warn("verify", "rollout ", rollout_id, " could not be checked (", why,
+             ", the trusted replay's queue is full): its group is dropped");
+    if (!group_id.empty()) drop_group_locked(group_id, "unchecked");
+    return;
+  }
+  if (pending != v.pending.end()) pending->second.deadline_ms = now() + config_.verify.max_wait_ms;
+  v.escalations[rollout_id] = {checker, opinion};
+}
+
+// Clears the peer lease on `rollout_id` (answered, escalated or forgotten); an `expired` lease's
+// id is remembered so that a late verdict on it is told why it is refused.
+void Hub::end_check_lease_locked(const std::string& rollout_id, bool expired) {
+  Verification& v = *verification_;
+  auto it = v.peer_jobs.find(rollout_id);
+  if (it == v.peer_jobs.end() || it->second.job_id.empty()) return;
+  Verification::PeerJob& p = it->second;
+  v.peer_leases.erase(p.job_id);
+  if (auto c = v.checkers.find(p.checker); c != v.checkers.end() && c->second.in_flight > 0)
+    --c->second.in_flight;
+  if (expired && v.expired_checks.insert(p.job_id).second) {
+    v.expired_order.push_back(p.job_id);
+    if (v.expired_order.size() > kMaxExpiredChecks) {
+      v.expired_checks.erase(v.expired_order.front());
+      v.expired_order.pop_front();
+    }
+  }
+  p.job_id.clear();
+  p.checker.clear();
+}
+
+void Hub::sweep_checks_locked(int64_t now_ms) {
+  if (!verification_ || !config_.verify.peer) return;
+  Verification& v = *verification_;
+  if (now_ms - v.last_sweep_ms < kSweepEveryMs) return;
+  v.last_sweep_ms = now_ms;
+  std::vector<std::pair<std::string, std::string>> due;  // rollout id, checker ("" : unclaimed)
+  for (const auto& [id, p] : v.peer_jobs)
+    if (now_ms >= p.stage_deadline_ms) due.emplace_back(id, p.checker);
+  for (const auto& [id, checker] : due) {
+    if (!checker.empty()) end_check_lease_locked(id, true);
+    escalate_locked(id, checker.empty() ? "unclaimed" : "check_timeout", checker,
+                    CheckOpinion::kNone);
+  }
+}
+
+std::optional<Hub::CheckLease> Hub::lease_check(const std::string& worker_id,
+                                                const std::string& peer) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!verification_ || !config_.verify.peer)
+    throw RequestError(404, "this hub runs no peer checks ([verify] peer = false)");
+  throttle_locked(lease_per_worker_, worker_id, "check leases (this worker)");
+  const int64_t t = now();
+  sweep_checks_locked(t);
+  Verification& v = *verification_;
+  if (v.quarantined.count(worker_id)) return std::nullopt;
+  auto w = workers_.find(worker_id);
+  if (w == workers_.end()) return std::nullopt;
+  if (!peer.empty()) w->second.address = peer;
+  Verification::CheckerBook& book = v.checkers[worker_id];
+  const VerifyPolicy& policy = config_.verify;
+  const double earned =
+      policy.check_share * static_cast<double>(book.rollouts_passed) + policy.check_allowance;
+  if (book.in_flight >= policy.max_checks_in_flight || static_cast<double>(book.leased) >= earned)
+    return std::nullopt;
+  // The distinct-checker rule, relaxed only where the fleet leaves no choice: a checker must
+  // differ from the author in join token and in address while some present worker does.
+  size_t present = 0;
+  std::map<std::string, size_t> by_token, by_address;
+  for (const auto& [id, ws] : workers_) {
+    if (t - ws.last_seen_ms > kPresentMs || v.quarantined.count(id)) continue;
+    ++present;
+    ++by_token[ws.token_name];
+    if (!ws.address.empty()) ++by_address[ws.address];
+  }
+  auto others = [present](const std::map<std::string, size_t>& counts, const std::string& key) {
+    auto it = counts.find(key);
+    return present - (it == counts.end() ? 0 : std::min(present, it->second));
+  };
+  const WorkerStats& me = w->second;
+  std::vector<const std::string*> eligible;
+  for (const auto& [id, p] : v.peer_jobs) {
+    if (!p.checker.empty() || p.job.rollout.worker_id == worker_id) continue;
+    if (p.author_token == me.token_name && others(by_token, p.author_token) > 0) continue;
+    if (!p.author_address.empty() && p.author_address == me.address &&
+        others(by_address, p.author_address) > 0)
+      continue;
+    eligible.push_back(&id);
+  }
+  if (eligible.empty()) return std::nullopt;
+  const std::string rollout_id = *eligible[v.sampler.below(eligible.size())];
+  Verification::PeerJob& p = v.peer_jobs.at(rollout_id);
+  p.checker = worker_id;
+  p.job_id = net::random_token();
+  p.stage_deadline_ms = t + policy.peer_lease_ms;
+  v.peer_leases[p.job_id] = rollout_id;
+  ++book.leased;
+  ++book.in_flight;
+  return CheckLease{p.job_id, p.job, policy.peer_lease_ms};
+}
+
+std::string Hub::record_check(const std::string& worker_id, const std::string& job_id,
+                              const AuditVerdict& verdict) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!verification_ || !config_.verify.peer)
+      throw RequestError(404, "this hub runs no peer checks ([verify] peer = false)");
+    Verification& v = *verification_;
+    sweep_checks_locked(now());
+    auto lease = v.peer_leases.find(job_id);
+    if (lease == v.peer_leases.end() || v.peer_jobs.at(lease->second).checker != worker_id) {
+      if (v.expired_checks.count(job_id))
+        throw RequestError(409, cat("check: job '", job_id.substr(0, 64),
+                                    "' ran out before its verdict and went to the hub's replay"));
+      throw RequestError(404, cat("check: you hold no check job '", job_id.substr(0, 64), "'"));
+    }
+    const std::string rollout_id = lease->second;
+    end_check_lease_locked(rollout_id, false);
+    v.peer_cpu_seconds += verdict.cpu_seconds;
+    if (verdict.pass) {
+      ++v.peer_passed;
+      if (v.sampler.chance(config_.verify.audit_fraction)) {
+        escalate_locked(rollout_id, "audit", worker_id, CheckOpinion::kPass);
+      } else {
+        credit_rollout_locked(v.peer_jobs.at(rollout_id).job.rollout.worker_id);
+        v.peer_jobs.erase(rollout_id);
+        v.pending.erase(rollout_id);
+      }
+    } else if (verdict.what == kEnvironmentVerdict) {
+      // The checker could not run the task (its own trouble or the environment's): no opinion.
+      escalate_locked(rollout_id, "checker_environment", worker_id, CheckOpinion::kNone);
+    } else {
+      ++v.peer_failed;
+      log_warn("verify", "worker ", worker_id, " says rollout ", rollout_id, " fails at position ",
+               verdict.position, " (", verdict.what, "); the hub's replay decides");
+      escalate_locked(rollout_id, "disagreement", worker_id, CheckOpinion::kFail);
+    }
+    groups_cv_.notify_all();
+    return rollout_id;
+  }
+}
+
+// A trusted verdict on a rollout a checker spoke for: a checker whose word the trusted replay
+// contradicts lied (exact replay leaves an honest checker nothing to get wrong), and is
+// quarantined as a forging author is.
+void Hub::judge_checker_locked(const std::string& rollout_id, const AuditVerdict& trusted) {
+  Verification& v = *verification_;
+  auto it = v.escalations.find(rollout_id);
+  if (it == v.escalations.end()) return;
+  const Verification::Escalation e = it->second;
+  v.escalations.erase(it);
+  if (e.checker.empty() || e.opinion == CheckOpinion::kNone || trusted.what == kEnvironmentVerdict)
+    return;
+  const bool lied = (e.opinion == CheckOpinion::kPass) != trusted.pass;
+  if (!lied) return;
+  ++v.checkers_quarantined;
+  quarantine_locked(e.checker,
+                    e.opinion == CheckOpinion::kPass
+                        ? cat("passed rollout ", rollout_id, ", which failed the hub's replay (",
+                              trusted.what, " at position ", trusted.position, ")")
+                        : cat("failed rollout ", rollout_id, ", which passed the hub's replay"));
+}
+
+void Hub::forget_check_locked(const std::string& rollout_id) {
+  Verification& v = *verification_;
+  end_check_lease_locked(rollout_id, true);
+  v.peer_jobs.erase(rollout_id);
+  v.escalations.erase(rollout_id);
+}
+
+void Hub::credit_rollout_locked(const std::string& worker_id) {
+  if (verification_) verification_->checkers[worker_id].rollouts_passed++;
+}
+
+std::optional<env::QaItem> Hub::checked_problem_locked(const std::string& worker_id,
+                                                       const std::string& prompt_id) const {
+  if (!verification_) return std::nullopt;
+  // The leased jobs only (a few per checking worker), not every waiting one.
+  for (const auto& [job_id, rollout_id] : verification_->peer_leases) {
+    const auto& p = verification_->peer_jobs.at(rollout_id);
+    if (p.checker == worker_id && p.prompt_id == prompt_id) return p.job.problem;
+  }
+  return std::nullopt;
+}
+
+size_t Hub::checks_waiting() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!verification_) return 0;
+  size_t n = 0;
+  for (const auto& [id, p] : verification_->peer_jobs) n += p.checker.empty();
+  return n;
+}
+
+}  // namespace stoa::hub
