@@ -164,7 +164,8 @@ std::string Hub::record_check(const std::string& worker_id, const std::string& j
     if (lease == v.peer_leases.end() || v.peer_jobs.at(lease->second).checker != worker_id) {
       if (v.expired_checks.count(job_id))
         throw RequestError(409, cat("check: job '", job_id.substr(0, 64),
-                                    "' ran out before its verdict and went to the hub's replay"));
+                                    "' is closed (it ran out and went to the hub's replay, or "
+                                    "its group was dropped): the verdict is not needed"));
       throw RequestError(404, cat("check: you hold no check job '", job_id.substr(0, 64), "'"));
     }
     const std::string rollout_id = lease->second;
@@ -205,7 +206,7 @@ void Hub::judge_checker_locked(const std::string& rollout_id, const AuditVerdict
   if (e.checker.empty() || e.opinion == CheckOpinion::kNone || trusted.what == kEnvironmentVerdict)
     return;
   const bool lied = (e.opinion == CheckOpinion::kPass) != trusted.pass;
-  if (!lied) return;
+  if (!lied || v.quarantined.count(e.checker)) return;
   ++v.checkers_quarantined;
   quarantine_locked(e.checker,
                     e.opinion == CheckOpinion::kPass

@@ -1,0 +1,255 @@
+// Peer checks in one process (docs/design/verification.md, "Peer checks"): a real Hub with
+// [verify] peer, real PULSE blobs, rollouts generated through the worker's own EpisodeRunner,
+// the hub's trusted replay on its validator thread, and checkers that replay leased jobs with
+// their own ReplayValidator (what a worker's check thread does) — or lie. Every rollout past a
+// worker's first group waits for a check before its group may train; a checker never gets its
+// own rollouts and checks no more than its own checked work earns; a forger is caught by an
+// honest checker, a checker that fails an honest rollout or passes a forged one by the hub's
+// replay; checks not answered or not taken in time go to the hub's replay.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "roles/verify/replay_fixture.h"
+
+namespace stoa::verify {
+namespace {
+
+using testing::attack_point;
+using testing::Worker;
+
+class PeerTest : public testing::ReplayFixture {
+ protected:
+  void configure(hub::HubConfig& hc, hub::HubDeps& deps) override {
+    hc.verify.peer = true;
+    hc.verify.first_rollouts = 2;  // a worker's first group: the hub's own replay
+    hc.verify.audit_fraction = audit_fraction();
+    hc.verify.check_allowance = 0;
+    hc.verify.check_share = 1.0;
+    hc.verify.max_checks_in_flight = 4;
+    clock_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::system_clock::now().time_since_epoch())
+                   .count();
+    deps.clock_ms = [this] { return clock_ms.load(); };
+  }
+  virtual double audit_fraction() const { return 0.0; }
+  void SetUp() override {
+    ReplayFixture::SetUp();
+    peer_states = std::make_unique<VersionStates>(*store);
+    peer = std::make_unique<ReplayValidator>(config, *task, codec, replay_settings, *peer_states);
+  }
+
+  // A group generated under version 2 and submitted; `forge` changes one log-prob of its first
+  // rollout by one ulp. Returns the rollout ids.
+  std::vector<std::string> submit_group(const Worker& w, bool forge = false,
+                                        const std::string& address = "") {
+    const net::Lease l = lease(w);
+    auto rollouts = generate(w, l, v2, nullptr, -1);
+    if (forge) {
+      net::RolloutSubmission& m = rollouts.at(0);
+      const size_t p = attack_point(m) + 2;
+      m.logprobs[p] = std::nextafter(m.logprobs[p], -INFINITY);
+    }
+    std::vector<std::string> ids;
+    for (const auto& m : rollouts) {
+      const auto r = hub->submit(w.id, m, address);
+      EXPECT_EQ(r.status, net::IntakeStatus::kAccepted) << r.reason << ": " << r.detail;
+      ids.push_back(m.id);
+    }
+    return ids;
+  }
+  // Each worker's first group, through the hub's replay: it earns the worker its checks.
+  void first_groups(const std::vector<Worker>& workers) {
+    for (const auto& w : workers) submit_group(w);
+    hub_validator->drain();
+    for (const auto& w : workers) ASSERT_FALSE(hub->quarantined(w.id));
+  }
+  // The checker's honest replay of a leased job.
+  hub::AuditVerdict replay(const hub::Hub::CheckLease& l) {
+    const Verdict v = peer->check(l.job.rollout, l.job.problem, l.job.prompt_length);
+    return {v.pass, v.position, v.what, v.detail, v.cpu_seconds};
+  }
+  double counter(const std::string& name) {
+    const auto c = hub->counters();
+    return c.count(name) ? c.at(name) : 0.0;
+  }
+  size_t takeable() { return hub->take_groups(100, std::chrono::milliseconds(0)).size(); }
+
+  std::atomic<int64_t> clock_ms{0};
+  std::unique_ptr<VersionStates> peer_states;
+  std::unique_ptr<ReplayValidator> peer;
+};
+
+TEST_F(PeerTest, EveryRolloutIsCheckedByAnotherWorkerBeforeItTrains) {
+  const std::vector<Worker> w = {join("a"), join("b"), join("c")};
+  first_groups(w);
+  EXPECT_EQ(takeable(), 3u);  // the first groups, replayed by the hub
+  std::set<std::string> waiting;
+  for (const auto& x : w)
+    for (const auto& id : submit_group(x)) waiting.insert(id);
+  EXPECT_EQ(takeable(), 0u) << "a group trained before its rollouts were checked";
+  EXPECT_EQ(hub->checks_waiting(), 6u);
+  // Worker a earned two checks (its two rollouts that passed) and gets two of b's and c's, never
+  // its own; a third is refused although four wait.
+  std::vector<hub::Hub::CheckLease> mine;
+  for (int i = 0; i < 2; ++i) {
+    auto l = hub->lease_check(w[0].id);
+    ASSERT_TRUE(l.has_value());
+    EXPECT_NE(l->job.rollout.worker_id, w[0].id) << "a worker was given its own rollout";
+    mine.push_back(*l);
+  }
+  EXPECT_FALSE(hub->lease_check(w[0].id).has_value()) << "checks past the worker's share";
+  for (const auto& l : mine) {
+    EXPECT_EQ(hub->record_check(w[0].id, l.job_id, replay(l)), l.job.rollout.id);
+    waiting.erase(l.job.rollout.id);
+  }
+  for (int round = 0; round < 8 && !waiting.empty(); ++round) {
+    for (const auto& x : {w[1], w[2]}) {
+      auto l = hub->lease_check(x.id);
+      if (!l) continue;
+      EXPECT_NE(l->job.rollout.worker_id, x.id);
+      hub->record_check(x.id, l->job_id, replay(*l));
+      waiting.erase(l->job.rollout.id);
+    }
+  }
+  EXPECT_TRUE(waiting.empty()) << waiting.size() << " rollouts never checked";
+  EXPECT_EQ(takeable(), 3u);
+  EXPECT_EQ(counter("peer_checks_passed"), 6.0);
+  EXPECT_EQ(counter("checks_escalated"), 0.0);
+  EXPECT_EQ(counter("workers_quarantined"), 0.0);
+  // A verdict on a check already answered, or by someone who does not hold it, is refused.
+  try {
+    hub->record_check(w[1].id, mine[0].job_id, replay(mine[0]));
+    ADD_FAILURE() << "a verdict on another worker's check was taken";
+  } catch (const hub::RequestError& e) {
+    EXPECT_EQ(e.status(), 404);
+  }
+}
+
+TEST_F(PeerTest, TheHubsReplayDecidesADisagreementAndQuarantinesTheLiar) {
+  const Worker honest = join("honest"), forger = join("forger"), liar = join("liar"),
+               other = join("other");
+  first_groups({honest, forger, liar, other});
+  EXPECT_EQ(takeable(), 4u);
+  // The forger's group: only `honest` may check it now (the others wait their turn below).
+  const auto forged = submit_group(forger, /*forge=*/true);
+  set_hold_verdicts(true);  // both checks answered before the forger's quarantine drops its group
+  for (int i = 0; i < 2; ++i) {
+    auto l = hub->lease_check(honest.id);
+    ASSERT_TRUE(l.has_value());
+    EXPECT_EQ(l->job.rollout.worker_id, forger.id);
+    const hub::AuditVerdict v = replay(*l);
+    EXPECT_EQ(v.pass, l->job.rollout.id != forged[0]) << v.what << " " << v.detail;
+    hub->record_check(honest.id, l->job_id, v);
+  }
+  set_hold_verdicts(false);
+  hub_validator->drain();  // the disagreement, replayed by the hub
+  EXPECT_TRUE(hub->quarantined(forger.id));
+  EXPECT_FALSE(hub->quarantined(honest.id));
+  // A liar fails an honest group: the hub's replay passes it, the liar is quarantined and the
+  // group trains.
+  submit_group(other);
+  for (int i = 0; i < 2; ++i) {
+    auto l = hub->lease_check(liar.id);
+    ASSERT_TRUE(l.has_value());
+    hub->record_check(liar.id, l->job_id, {false, 5, "logprob", "a lie", 0.0});
+  }
+  hub_validator->drain();
+  EXPECT_TRUE(hub->quarantined(liar.id));
+  EXPECT_FALSE(hub->quarantined(other.id));
+  EXPECT_EQ(counter("peer_checks_failed"), 3.0);  // the forged rollout and the liar's two
+  EXPECT_EQ(counter("checks_escalated_disagreement"), 3.0);
+  EXPECT_EQ(counter("checkers_quarantined"), 1.0);
+  const auto groups = hub->take_groups(100, std::chrono::milliseconds(0));
+  ASSERT_EQ(groups.size(), 1u);
+  for (const auto& r : groups[0].rollouts) EXPECT_EQ(r.worker_id, other.id);
+}
+
+// Every pass audited: a colluding checker that passes its team's forged rollout is caught with it.
+class AuditedPeerTest : public PeerTest {
+  double audit_fraction() const override { return 1.0; }
+};
+
+TEST_F(AuditedPeerTest, ACheckerThatPassesAForgeryIsQuarantinedWithItsAuthor) {
+  const Worker forger = join("forger"), colluder = join("colluder"), honest = join("honest");
+  first_groups({forger, colluder, honest});
+  EXPECT_EQ(takeable(), 3u);
+  submit_group(forger, /*forge=*/true);
+  for (int i = 0; i < 2; ++i) {
+    auto l = hub->lease_check(colluder.id);
+    ASSERT_TRUE(l.has_value());
+    hub->record_check(colluder.id, l->job_id, {true, -1, "", "", 0.0});  // "looks fine"
+  }
+  EXPECT_EQ(takeable(), 0u) << "an audited pass released its group before the hub's verdict";
+  hub_validator->drain();
+  EXPECT_TRUE(hub->quarantined(forger.id));
+  EXPECT_TRUE(hub->quarantined(colluder.id));
+  EXPECT_FALSE(hub->quarantined(honest.id));
+  EXPECT_EQ(counter("checks_escalated_audit"), 2.0);
+  EXPECT_EQ(takeable(), 0u) << "the forged group trained";
+}
+
+TEST_F(PeerTest, ChecksNotAnsweredOrNotTakenInTimeGoToTheHubsReplay) {
+  const Worker author = join("author"), slow = join("slow");
+  first_groups({author, slow});
+  EXPECT_EQ(takeable(), 2u);
+  submit_group(author);
+  auto l = hub->lease_check(slow.id);
+  ASSERT_TRUE(l.has_value());
+  clock_ms += hub_config.verify.peer_lease_ms + 1000;  // past both deadlines
+  EXPECT_EQ(takeable(), 0u);                           // the sweep escalates both
+  EXPECT_EQ(counter("checks_escalated_check_timeout"), 1.0);
+  EXPECT_EQ(counter("checks_escalated_unclaimed"), 1.0);
+  try {
+    hub->record_check(slow.id, l->job_id, replay(*l));
+    ADD_FAILURE() << "a verdict past the check's deadline was taken";
+  } catch (const hub::RequestError& e) {
+    EXPECT_EQ(e.status(), 409);
+  }
+  hub_validator->drain();
+  EXPECT_EQ(takeable(), 1u);
+  EXPECT_FALSE(hub->quarantined(slow.id)) << "a late checker said nothing against anyone";
+  EXPECT_FALSE(hub->quarantined(author.id));
+}
+
+TEST_F(PeerTest, ACheckerSharingTheAuthorsAddressIsPassedOverWhileAnotherCanCheck) {
+  const Worker author = join("author", "10.0.0.1"), neighbour = join("neighbour", "10.0.0.1"),
+               stranger = join("stranger", "10.0.0.2");
+  for (const auto& [w, address] : std::vector<std::pair<Worker, std::string>>{
+           {author, "10.0.0.1"}, {neighbour, "10.0.0.1"}, {stranger, "10.0.0.2"}})
+    submit_group(w, false, address);
+  hub_validator->drain();
+  EXPECT_EQ(takeable(), 3u);
+  submit_group(author, false, "10.0.0.1");
+  EXPECT_FALSE(hub->lease_check(neighbour.id, "10.0.0.1").has_value());
+  auto l = hub->lease_check(stranger.id, "10.0.0.2");
+  ASSERT_TRUE(l.has_value());
+  EXPECT_EQ(l->job.rollout.worker_id, author.id);
+}
+
+TEST_F(PeerTest, AHubWithoutPeerChecksAnswers404) {
+  hub::HubConfig off = hub_config;
+  off.verify.peer = false;
+  off.ledger_path = *dir / "off.sqlite";
+  hub::HubDeps deps;
+  deps.task = task.get();
+  deps.codec = &codec;
+  deps.vocab_size = config.vocab_size;
+  deps.prompts = prompts;
+  deps.store = store.get();
+  hub::Hub plain(off, deps);
+  try {
+    plain.lease_check("w-any");
+    ADD_FAILURE() << "a hub without peer checks leased one";
+  } catch (const hub::RequestError& e) {
+    EXPECT_EQ(e.status(), 404);
+  }
+}
+
+}  // namespace
+}  // namespace stoa::verify
