@@ -368,11 +368,12 @@ class Hub final : public TrainerPort {
   // Peer checks (peer_checks.cpp).
   void enqueue_check_locked(AuditJob job, const GroupState& g);
   void sweep_checks_locked(int64_t now_ms);
-  // Sends the rollout of peer job `rollout_id` on to the trusted replay; no room there drops its
-  // group (`unchecked`): nothing trains without a check.
+  // Sends the rollout of peer job `rollout_id` on to the trusted replay (or its backlog, while
+  // the replay is behind).
   void escalate_locked(const std::string& rollout_id, const std::string& why,
                        const std::string& checker, CheckOpinion opinion);
   void end_check_lease_locked(const std::string& rollout_id, bool expired);
+  void drain_backlog_locked();
   void judge_checker_locked(const std::string& rollout_id, const AuditVerdict& trusted);
   void credit_rollout_locked(const std::string& worker_id);
   std::optional<env::QaItem> checked_problem_locked(const std::string& worker_id,

@@ -46,19 +46,34 @@ void Hub::escalate_locked(const std::string& rollout_id, const std::string& why,
   end_check_lease_locked(rollout_id, false);
   v.peer_jobs.erase(rollout_id);
   v.escalated[why]++;
-  auto pending = v.pending.find(rollout_id);
-  const std::string group_id = pending != v.pending.end() ? pending->second.group_id : "";
-  if (!v.auditor || !v.auditor->enqueue(std::move(job))) {
-    // No room for a trusted replay: the rollout cannot be checked, so its group does not train.
+  v.escalations[rollout_id] = {checker, opinion};
+  if (auto pending = v.pending.find(rollout_id); pending != v.pending.end())
+    pending->second.deadline_ms = now() + config_.verify.max_wait_ms;
+  if (v.backlog.empty() && v.auditor->enqueue(job)) return;
+  if (v.backlog.size() >= config_.verify.max_peer_jobs) {
+    // Memory is bounded: a rollout that can be neither checked nor kept waiting does not train.
     ++v.skipped_queue_full;
+    v.escalations.erase(rollout_id);
+    auto pending = v.pending.find(rollout_id);
+    const std::string group_id = pending != v.pending.end() ? pending->second.group_id : "";
     v.pending.erase(rollout_id);
-    log_warn("verify", "rollout ", rollout_id, " could not be checked (", why,
-             ", the trusted replay's queue is full): its group is dropped");
+    log_warn("verify", "rollout ", rollout_id, " cannot be checked (", why,
+             "; the trusted replay is ", v.backlog.size(), " jobs behind): its group is dropped");
     if (!group_id.empty()) drop_group_locked(group_id, "unchecked");
     return;
   }
-  if (pending != v.pending.end()) pending->second.deadline_ms = now() + config_.verify.max_wait_ms;
-  v.escalations[rollout_id] = {checker, opinion};
+  // The trusted replay is behind: the job waits its turn, a disagreement (someone is lying)
+  // before an audit or a job nobody took. Its group stays held; past max_wait_s it is dropped.
+  if (why == "disagreement")
+    v.backlog.emplace_front(rollout_id, std::move(job));
+  else
+    v.backlog.emplace_back(rollout_id, std::move(job));
+}
+
+// Hands backlogged escalations to the trusted replay while its queue has room.
+void Hub::drain_backlog_locked() {
+  Verification& v = *verification_;
+  while (!v.backlog.empty() && v.auditor->enqueue(v.backlog.front().second)) v.backlog.pop_front();
 }
 
 // Clears the peer lease on `rollout_id` (answered, escalated or forgotten); an `expired` lease's
@@ -87,6 +102,7 @@ void Hub::sweep_checks_locked(int64_t now_ms) {
   Verification& v = *verification_;
   if (now_ms - v.last_sweep_ms < kSweepEveryMs) return;
   v.last_sweep_ms = now_ms;
+  drain_backlog_locked();
   std::vector<std::pair<std::string, std::string>> due;  // rollout id, checker ("" : unclaimed)
   for (const auto& [id, p] : v.peer_jobs)
     if (now_ms >= p.stage_deadline_ms) due.emplace_back(id, p.checker);
@@ -220,6 +236,7 @@ void Hub::forget_check_locked(const std::string& rollout_id) {
   end_check_lease_locked(rollout_id, true);
   v.peer_jobs.erase(rollout_id);
   v.escalations.erase(rollout_id);
+  std::erase_if(v.backlog, [&](const auto& b) { return b.first == rollout_id; });
 }
 
 void Hub::credit_rollout_locked(const std::string& worker_id) {

@@ -264,6 +264,7 @@ void Hub::verification_counters_locked(std::map<std::string, double>& m) const {
   m["peer_checks_failed"] = static_cast<double>(v.peer_failed);
   m["peer_checks_waiting"] = static_cast<double>(v.peer_jobs.size() - v.peer_leases.size());
   m["peer_checks_leased"] = static_cast<double>(v.peer_leases.size());
+  m["checks_escalation_backlog"] = static_cast<double>(v.backlog.size());
   m["peer_check_cpu_seconds"] = v.peer_cpu_seconds;
   m["checkers_quarantined"] = static_cast<double>(v.checkers_quarantined);
   int64_t escalated = 0;

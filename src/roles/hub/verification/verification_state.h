@@ -42,6 +42,9 @@ struct Hub::Verification {
     CheckOpinion opinion = CheckOpinion::kNone;
   };
   std::map<std::string, Escalation> escalations;  // rollout id ->
+  // Escalated while the trusted replay's queue was full: they wait here (disagreements first)
+  // and are handed over as it drains; their groups stay held, up to max_wait_s.
+  std::deque<std::pair<std::string, AuditJob>> backlog;
   struct CheckerBook {
     int64_t leased = 0;           // checks ever leased
     size_t in_flight = 0;         // leased, not answered
