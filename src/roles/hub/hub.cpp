@@ -487,8 +487,7 @@ net::LeaseResponse Hub::lease(const std::string& worker_id, const std::string& p
         throttle_locked(lease_per_worker_, worker_id, "lease (this worker)");
         if (!peer.empty()) throttle_locked(lease_per_ip_, peer, "lease (this address)");
         throttled = true;
-        if (auto w = workers_.find(worker_id); w != workers_.end() && !peer.empty())
-          w->second.address = peer;
+        note_address_locked(worker_id, peer);
       }
       if (stopped_) {
         resp.retry_after_ms = config_.no_work_retry_ms;

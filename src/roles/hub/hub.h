@@ -374,6 +374,8 @@ class Hub final : public TrainerPort {
                        const std::string& checker, CheckOpinion opinion);
   void end_check_lease_locked(const std::string& rollout_id, bool expired);
   void drain_backlog_locked();
+  // Where the worker's request came from (the distinct-checker rule); "" (in-process) changes none.
+  void note_address_locked(const std::string& worker_id, const std::string& peer);
   void judge_checker_locked(const std::string& rollout_id, const AuditVerdict& trusted);
   void credit_rollout_locked(const std::string& worker_id);
   std::optional<env::QaItem> checked_problem_locked(const std::string& worker_id,

@@ -65,8 +65,7 @@ net::RolloutResponse Hub::submit(const std::string& caller, const net::RolloutSu
     std::lock_guard<std::mutex> lock(mutex_);
     throttle_locked(rollouts_per_worker_, caller, "rollouts (this worker)");
     if (!peer.empty()) throttle_locked(rollouts_per_ip_, peer, "rollouts (this address)");
-    if (auto w = workers_.find(caller); w != workers_.end() && !peer.empty())
-      w->second.address = peer;
+    note_address_locked(caller, peer);
     reserve_writes_locked();
     response = intake_locked(caller, m, std::move(payload));
     ticket = written_locked();

@@ -88,6 +88,8 @@ WorkerStats run_worker(const WorkerOptions& o, const std::atomic<bool>& stop) {
   std::string model_dir = o.model_dir;
   ModelConfig config;
   env::ModelCodec model_codec;
+  // Peer checks hold up to two more versions' weights (check_thread.h): taken only with room.
+  bool room_for_checks = true;
   auto prepare_model = [&] {
     config = load_model_config(model_dir + "/config.json");
     model_codec = env::load_model_codec(model_dir, config, "stoa work");
@@ -98,6 +100,10 @@ WorkerStats run_worker(const WorkerOptions& o, const std::atomic<bool>& stop) {
     const auto disk = disk_free(state_dir);
     if (report) report->room_checked(need.total(), memory, need.weights_bytes, disk);
     if (memory) check_memory(need, *memory);
+    room_for_checks = !memory || *memory >= need.total() + 2 * need.weights_bytes;
+    if (o.peer_checks && !room_for_checks)
+      log_warn("worker", "no peer checks: they need ", human_bytes(2 * need.weights_bytes),
+               " more memory than the model (", human_bytes(*memory), " available)");
     STOA_CHECK(!disk || *disk >= need.weights_bytes, ErrorKind::kIo, "not enough disk space in ",
                state_dir, " for the model's download: it needs about ",
                human_bytes(need.weights_bytes), ", ", human_bytes(disk.value_or(0)), " is free");
@@ -184,7 +190,7 @@ WorkerStats run_worker(const WorkerOptions& o, const std::atomic<bool>& stop) {
   HeartbeatThread heartbeat_thread(hub, joined.worker_id, joined.heartbeat_interval_s, book, gauges,
                                    threads_stop, threads_done);
   std::unique_ptr<CheckThread> check_thread;
-  if (o.peer_checks) {
+  if (o.peer_checks && room_for_checks) {
     // The task a check replays: this worker's own way to the run's task.
     auto make_task = [&hub, &o, stop_strings = joined.stop_strings](
                          const net::ValidationJob& job) -> std::unique_ptr<env::Task> {

@@ -97,6 +97,7 @@ std::map<std::string, std::set<std::string>> parser_keys() {
   c.hub.join_token = "t";
   c.max_queued_groups = 8;
   c.verify_enabled = true;  // written only when set
+  c.verify_peer = true;     // as is this
   const toml::table written = toml::parse(to_toml(c));
   std::map<std::string, std::set<std::string>> out;
   for (const auto& [section, table] : written) {

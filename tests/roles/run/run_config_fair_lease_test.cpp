@@ -9,8 +9,8 @@ namespace stoa::run {
 namespace {
 
 std::string config_text(const std::string& hub_extra, const std::string& verify = "") {
-  return "[run]\nmodel = \"m\"\ndata = \"d\"\ntask = \"search\"\n[hub]\njoin_token = \"t\"\n" + hub_extra +
-         (verify.empty() ? "" : "[verify]\n" + verify);
+  return "[run]\nmodel = \"m\"\ndata = \"d\"\ntask = \"search\"\n[hub]\njoin_token = \"t\"\n" +
+         hub_extra + (verify.empty() ? "" : "[verify]\n" + verify);
 }
 
 TEST(RunConfigFairLease, CapsAndTheHoardingDeadlineAreReadAndWrittenBack) {
@@ -63,6 +63,32 @@ TEST(RunConfigFairLease, VerificationDefaultsOnBeyondLoopbackAndOffOnLoopback) {
   RunConfig demo = local;
   demo.hub.verify.enabled = true;
   EXPECT_TRUE(parse_run_config(to_toml(demo), "rt.toml", "").hub.verify.enabled);
+}
+
+TEST(RunConfigFairLease, PeerChecksFollowVerificationsDefault) {
+  const RunConfig local = parse_run_config(config_text(""), "run.toml", "");
+  EXPECT_FALSE(local.hub.verify.peer);
+  const RunConfig open = parse_run_config(config_text("host = \"0.0.0.0\"\n"), "run.toml", "");
+  EXPECT_TRUE(open.hub.verify.peer) << "a hub serving strangers checks every rollout";
+  EXPECT_EQ(to_toml(open).find("peer ="), std::string::npos) << "the host decides when read back";
+  EXPECT_TRUE(parse_run_config(to_toml(open), "rt.toml", "").hub.verify.peer);
+  // Off only by its key (sampled replay instead), or with verification itself.
+  const RunConfig sampled =
+      parse_run_config(config_text("host = \"0.0.0.0\"\n", "peer = false\n"), "run.toml", "");
+  EXPECT_TRUE(sampled.hub.verify.enabled);
+  EXPECT_FALSE(sampled.hub.verify.peer);
+  EXPECT_FALSE(parse_run_config(to_toml(sampled), "rt.toml", "").hub.verify.peer);
+  const RunConfig off =
+      parse_run_config(config_text("host = \"0.0.0.0\"\n", "enabled = false\n"), "run.toml", "");
+  EXPECT_FALSE(off.hub.verify.peer);
+  // Turned on in code over loopback (stoa demo --peer-checks): kept when read back.
+  RunConfig demo = local;
+  demo.hub.verify.enabled = true;
+  demo.hub.verify.peer = true;
+  EXPECT_TRUE(parse_run_config(to_toml(demo), "rt.toml", "").hub.verify.peer);
+  EXPECT_THROW(parse_run_config(config_text("", "audit_fraction = 2\n"), "run.toml", ""), Error);
+  EXPECT_THROW(parse_run_config(config_text("", "max_checks_in_flight = 0\n"), "run.toml", ""),
+               Error);
 }
 
 }  // namespace

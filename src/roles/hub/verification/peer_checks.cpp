@@ -113,6 +113,11 @@ void Hub::sweep_checks_locked(int64_t now_ms) {
   }
 }
 
+void Hub::note_address_locked(const std::string& worker_id, const std::string& peer) {
+  if (peer.empty()) return;
+  if (auto w = workers_.find(worker_id); w != workers_.end()) w->second.address = peer;
+}
+
 std::optional<Hub::CheckLease> Hub::lease_check(const std::string& worker_id,
                                                 const std::string& peer) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -123,9 +128,9 @@ std::optional<Hub::CheckLease> Hub::lease_check(const std::string& worker_id,
   sweep_checks_locked(t);
   Verification& v = *verification_;
   if (v.quarantined.count(worker_id)) return std::nullopt;
+  note_address_locked(worker_id, peer);
   auto w = workers_.find(worker_id);
   if (w == workers_.end()) return std::nullopt;
-  if (!peer.empty()) w->second.address = peer;
   Verification::CheckerBook& book = v.checkers[worker_id];
   const VerifyPolicy& policy = config_.verify;
   const double earned =
