@@ -63,9 +63,14 @@ ReplayJobStats run_replay_jobs(ReplayJobSource& source, const ReplayModel& model
                                const std::atomic<bool>& stop) {
   STOA_CHECK(model.codec, ErrorKind::kInvalidArgument, o.log_tag, ": no token codec");
   pulse::BlobStore mirror((fs::path(o.mirror_dir) / "blobs").string());
+  // The mirror holds what the hub's catalog holds and no more: blobs the hub pruned go here too,
+  // so a long run does not fill a volunteer's disk with old anchors.
   auto refresh_catalog = [&] {
-    pulse::Catalog::from_json(source.catalog(), "the hub's catalog")
-        .save(mirror.dir() + "/catalog.json");
+    const pulse::Catalog catalog = pulse::Catalog::from_json(source.catalog(), "the hub's catalog");
+    catalog.save(mirror.dir() + "/catalog.json");
+    const std::vector<Hash128> dropped = mirror.prune(catalog.hashes());
+    if (!dropped.empty())
+      log_info(o.log_tag, "pruned ", dropped.size(), " blobs the hub no longer lists");
   };
   // The worker's download path: the bytes must hash to the name.
   auto fetch = [&](const pulse::CatalogEntry& e) {
