@@ -10,13 +10,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/bench_task.h"
 #include "bench/group_drain.h"
 #include "bench/hub_bench_fleet.h"
 #include "core/log.h"
 #include "core/machine.h"
-#include "env/tasks/search/bm25_index.h"
-#include "env/tasks/search/search_task.h"
-#include "env/token_codec.h"
 #include "net/protocol.h"
 #include "roles/hub/http/server.h"
 #include "roles/hub/hub.h"
@@ -49,23 +47,6 @@ void raise_fd_limit() {
   }
 }
 
-std::vector<env::QaItem> prompts() {
-  std::vector<env::QaItem> out;
-  for (int i = 0; i < 64; ++i) {
-    out.push_back({"q" + std::to_string(i),
-                   "What does Borvex treat? (" + std::to_string(i) + ")",
-                   {"migraine"},
-                   "migraine",
-                   "",
-                   "",
-                   "",
-                   "train",
-                   "",
-                   ""});
-  }
-  return out;
-}
-
 // One bench run on a fresh hub with `hoarders` Sybils beside o.workers honest workers.
 json run_once(const HubBenchOptions& o, int hoarders) {
   const bool temp = o.workdir.empty();
@@ -73,13 +54,7 @@ json run_once(const HubBenchOptions& o, int hoarders) {
       temp ? fs::temp_directory_path() / ("stoa_hub_bench_" + net::random_token().substr(0, 10))
            : fs::path(o.workdir);
   fs::create_directories(dir);
-  env::build_bm25_index(std::vector<env::CorpusDoc>{{"d1", "Borvex\nBorvex treats migraine."},
-                                                    {"d2", "Kalumin\nKalumin is made by Zentra."}},
-                        (dir / "index").string());
-  env::Bm25Index index((dir / "index").string());
-  env::SearchTask task(index);
-  env::ByteCodec codec;
-  pulse::BlobStore store((dir / "blobs").string());
+  BenchTask world(dir, 64);
 
   hub::HubConfig config;
   config.ledger_path = (dir / "ledger.sqlite").string();
@@ -97,13 +72,7 @@ json run_once(const HubBenchOptions& o, int hoarders) {
   config.hoard_min_tokens_per_s = static_cast<double>(config.sampling.max_turns) *
                                   config.sampling.max_new_tokens /
                                   std::max(0.001, o.hoard_deadline_seconds);
-  hub::HubDeps deps;
-  deps.task = &task;
-  deps.codec = &codec;
-  deps.vocab_size = 256;
-  deps.prompts = prompts();
-  deps.store = &store;
-  hub::Hub hub(config, deps);
+  hub::Hub hub(config, world.deps());
 
   hub::ServerOptions so;
   so.threads = o.handler_threads;

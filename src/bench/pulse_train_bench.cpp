@@ -33,8 +33,8 @@ pulse::WeightViews views_of(const ModelWeights& w) {
 // One group of rollouts with random tokens; the behaviour log-probs are the policy's own
 // (on-policy, so the trust region masks nothing) and the rewards alternate 0/1, so every
 // rollout carries a non-zero advantage and the step is a full-strength AdamW update.
-std::vector<train::RolloutGroup> make_batch(const train::Trainer& trainer, const PulseTrainBenchOptions& o,
-                                            Rng& rng) {
+std::vector<train::RolloutGroup> make_batch(const train::Trainer& trainer,
+                                            const PulseTrainBenchOptions& o, Rng& rng) {
   const auto vocab = static_cast<uint64_t>(trainer.config().vocab_size);
   train::RolloutGroup g{"pulse-bench", {}};
   for (int64_t b = 0; b < o.batch; ++b) {

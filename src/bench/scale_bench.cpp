@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/bench_task.h"
 #include "bench/group_drain.h"
 #include "bench/scale_model.h"
 #include "bench/scale_process.h"
@@ -25,9 +26,6 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/process.h"
-#include "env/tasks/search/bm25_index.h"
-#include "env/tasks/search/search_task.h"
-#include "env/token_codec.h"
 #include "model/config.h"
 #include "model/weights.h"
 #include "net/http_client.h"
@@ -51,20 +49,6 @@ double since(Clock::time_point t) {
 
 json phase(uint64_t peak_rss_bytes, double seconds) {
   return {{"peak_rss_bytes", peak_rss_bytes}, {"seconds", seconds}};
-}
-
-std::vector<env::QaItem> prompts() {
-  std::vector<env::QaItem> out;
-  for (int i = 0; i < 16; ++i) {
-    env::QaItem item;
-    item.id = "q" + std::to_string(i);
-    item.question = "What does Borvex treat? (" + std::to_string(i) + ")";
-    item.golden_answers = {"migraine"};
-    item.answer = "migraine";
-    item.split = "train";
-    out.push_back(item);
-  }
-  return out;
 }
 
 // What the worker reported, by its log lines: when it started generating with each version,
@@ -176,13 +160,8 @@ int run_scale_bench(const ScaleBenchOptions& o) {
            made.max_rss_bytes);
 
   // ---- the hub, publishing the anchor ----
-  env::build_bm25_index(std::vector<env::CorpusDoc>{{"d1", "Borvex\nBorvex treats migraine."},
-                                                    {"d2", "Kalumin\nKalumin is made by Zentra."}},
-                        (dir / "index").string());
-  env::Bm25Index index((dir / "index").string());
-  env::SearchTask task(index);
-  env::ByteCodec codec;
-  pulse::BlobStore store((dir / "blobs").string());
+  BenchTask world(dir, 16);
+  pulse::BlobStore& store = world.store();
   const std::string catalog_path = (dir / "blobs" / "catalog.json").string();
   pulse::Catalog catalog;
   const AnchorFromModel anchor = write_anchor_from_model(model_dir.string(), store, 1);
@@ -202,13 +181,7 @@ int run_scale_bench(const ScaleBenchOptions& o) {
   hc.heartbeat_interval_s = 2;
   hc.lease_ttl_ms = static_cast<int64_t>(o.timeout_s * 1000);
   hc.lease_max_ms = 2 * hc.lease_ttl_ms;
-  hub::HubDeps deps;
-  deps.task = &task;
-  deps.codec = &codec;
-  deps.vocab_size = config.vocab_size;
-  deps.prompts = prompts();
-  deps.store = &store;
-  hub::Hub hub(hc, deps);
+  hub::Hub hub(hc, world.deps(config.vocab_size));
   hub::HubServer server(hub, hub::ServerOptions{});
   server.start();
   {

@@ -1,5 +1,7 @@
 #include "bench/sybil_sim.h"
 
+#include "bench/bench_task.h"
+
 #include <algorithm>
 #include <cmath>
 #include <deque>
@@ -9,13 +11,10 @@
 #include <set>
 #include <string>
 
+#include "bench/bench_task.h"
 #include "core/log.h"
 #include "core/rng.h"
-#include "env/tasks/search/bm25_index.h"
-#include "env/tasks/search/search_task.h"
-#include "env/token_codec.h"
 #include "net/protocol.h"
-#include "pulse/blob_store.h"
 #include "roles/hub/hub.h"
 #include "roles/worker/rollout_record.h"
 
@@ -51,28 +50,11 @@ struct SimWorker {
   std::vector<hub::Hub::CheckLease> checks;  // leased last second, answered this one
 };
 
-std::vector<env::QaItem> sim_prompts() {
-  std::vector<env::QaItem> out;
-  for (int i = 0; i < 64; ++i) {
-    env::QaItem q;
-    q.id = "q" + std::to_string(i);
-    q.question = "What does Borvex treat? (" + std::to_string(i) + ")";
-    q.golden_answers = {"migraine"};
-    q.split = "train";
-    out.push_back(q);
-  }
-  return out;
-}
-
 json run_one(const SybilSimOptions& o, double f, double audit, const fs::path& dir) {
   fs::remove_all(dir);
   fs::create_directories(dir);
-  env::build_bm25_index(std::vector<env::CorpusDoc>{{"d1", "Borvex\nBorvex treats migraine."}},
-                        (dir / "index").string());
-  env::Bm25Index index((dir / "index").string());
-  env::SearchTask task(index);
-  env::ByteCodec codec;
-  pulse::BlobStore store((dir / "blobs").string());
+  BenchTask world(dir, 64);
+  const env::ByteCodec& codec = world.codec();
   int64_t clock_ms = 1'000'000;
   hub::HubConfig config;
   config.ledger_path = (dir / "ledger.sqlite").string();
@@ -89,12 +71,7 @@ json run_one(const SybilSimOptions& o, double f, double audit, const fs::path& d
   config.verify.check_allowance = o.check_allowance;
   config.verify.max_wait_ms = 3'600'000;
   config.seed = o.seed;
-  hub::HubDeps deps;
-  deps.task = &task;
-  deps.codec = &codec;
-  deps.vocab_size = 256;
-  deps.prompts = sim_prompts();
-  deps.store = &store;
+  hub::HubDeps deps = world.deps();
   deps.clock_ms = [&clock_ms] { return clock_ms; };
   hub::Hub hub(config, deps);
   TruthAuditor truth(config.verify.max_queue);

@@ -36,13 +36,7 @@ HttpReply HubServer::check_route(const RequestContext& req, const std::string& t
   if (post && p == "/v1/checks/verdict") {
     const net::ValidationVerdict v =
         net::validation_verdict_from_json(net::parse_body(req.body, "check verdict"));
-    AuditVerdict a;
-    a.pass = v.pass;
-    a.position = v.position;
-    a.what = v.what;
-    a.detail = v.detail;
-    a.cpu_seconds = v.cpu_seconds;
-    return reply(json{{"recorded", hub_.record_check(worker, v.job_id, a)}});
+    return reply(json{{"recorded", hub_.record_check(worker, v.job_id, audit_verdict(v))}});
   }
   throw RequestError(404, cat("no such route: ", req.method, " ", p));
 }

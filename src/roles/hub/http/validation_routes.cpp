@@ -39,6 +39,16 @@ net::ValidationJob wire_job(const std::string& job_id, const AuditJob& job, int6
   return j;
 }
 
+AuditVerdict audit_verdict(const net::ValidationVerdict& v) {
+  AuditVerdict a;
+  a.pass = v.pass;
+  a.position = v.position;
+  a.what = v.what;
+  a.detail = v.detail;
+  a.cpu_seconds = v.cpu_seconds;
+  return a;
+}
+
 HttpReply catalog_reply(Hub& hub) {
   // The PULSE catalog: which blobs rebuild which version (a replayer mirrors what it needs).
   const std::string path = hub.store().dir() + "/catalog.json";
@@ -88,13 +98,7 @@ HandlerOutcome HubServer::validation_route(const RequestContext& req, const std:
     if (c.status == Status::kExpired)
       throw RequestError(409, cat("verdict: validation job '", v.job_id.substr(0, 64),
                                   "' expired before its verdict and went back to the queue"));
-    AuditVerdict a;
-    a.pass = v.pass;
-    a.position = v.position;
-    a.what = v.what;
-    a.detail = v.detail;
-    a.cpu_seconds = v.cpu_seconds;
-    hub_.record_verdict(c.rollout_id, a);
+    hub_.record_verdict(c.rollout_id, audit_verdict(v));
     return reply(json{{"recorded", c.rollout_id}});
   }
   throw RequestError(404, cat("no such route: ", req.method, " ", p));
