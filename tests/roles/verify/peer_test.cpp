@@ -232,6 +232,45 @@ TEST_F(PeerTest, ACheckerSharingTheAuthorsAddressIsPassedOverWhileAnotherCanChec
   EXPECT_EQ(l->job.rollout.worker_id, author.id);
 }
 
+// A trusted replay with no room (its queue full): escalations wait, their groups held, and go
+// over as it drains — a busy hub drops nothing it could still check.
+class FullAuditor final : public hub::RolloutAuditor {
+ public:
+  bool enqueue(hub::AuditJob job) override {
+    if (!room) return false;
+    taken.push_back(std::move(job));
+    return true;
+  }
+  bool room = false;
+  std::vector<hub::AuditJob> taken;
+};
+
+TEST_F(PeerTest, EscalationsWaitWhileTheHubsReplayIsBehind) {
+  const Worker author = join("author"), checker = join("checker");
+  first_groups({author, checker});
+  EXPECT_EQ(takeable(), 2u);
+  FullAuditor full;
+  hub->set_auditor(&full);
+  submit_group(author);
+  for (int i = 0; i < 2; ++i) {
+    auto l = hub->lease_check(checker.id);
+    ASSERT_TRUE(l.has_value());
+    hub->record_check(checker.id, l->job_id, {false, 3, "logprob", "says it fails", 0.0});
+  }
+  EXPECT_EQ(counter("checks_escalation_backlog"), 2.0);
+  EXPECT_EQ(takeable(), 0u);
+  EXPECT_EQ(counter("groups_dropped_unchecked"), 0.0);
+  full.room = true;
+  clock_ms += 1000;  // the next sweep hands the backlog over
+  EXPECT_EQ(takeable(), 0u);
+  ASSERT_EQ(full.taken.size(), 2u);
+  EXPECT_EQ(counter("checks_escalation_backlog"), 0.0);
+  for (const auto& job : full.taken) hub->record_verdict(job.rollout.id, {true, -1, "", "", 0.0});
+  EXPECT_EQ(takeable(), 1u) << "the group trains once the hub's replay passed it";
+  EXPECT_TRUE(hub->quarantined(checker.id)) << "it failed an honest group";
+  EXPECT_FALSE(hub->quarantined(author.id));
+}
+
 TEST_F(PeerTest, AHubWithoutPeerChecksAnswers404) {
   hub::HubConfig off = hub_config;
   off.verify.peer = false;
