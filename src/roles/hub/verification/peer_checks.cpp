@@ -175,44 +175,42 @@ std::optional<Hub::CheckLease> Hub::lease_check(const std::string& worker_id,
 
 std::string Hub::record_check(const std::string& worker_id, const std::string& job_id,
                               const AuditVerdict& verdict) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!verification_ || !config_.verify.peer)
-      throw RequestError(404, "this hub runs no peer checks ([verify] peer = false)");
-    Verification& v = *verification_;
-    sweep_checks_locked(now());
-    auto lease = v.peer_leases.find(job_id);
-    if (lease == v.peer_leases.end() || v.peer_jobs.at(lease->second).checker != worker_id) {
-      if (v.expired_checks.count(job_id))
-        throw RequestError(409, cat("check: job '", job_id.substr(0, 64),
-                                    "' is closed (it ran out and went to the hub's replay, or "
-                                    "its group was dropped): the verdict is not needed"));
-      throw RequestError(404, cat("check: you hold no check job '", job_id.substr(0, 64), "'"));
-    }
-    const std::string rollout_id = lease->second;
-    end_check_lease_locked(rollout_id, false);
-    v.peer_cpu_seconds += verdict.cpu_seconds;
-    if (verdict.pass) {
-      ++v.peer_passed;
-      if (v.sampler.chance(config_.verify.audit_fraction)) {
-        escalate_locked(rollout_id, "audit", worker_id, CheckOpinion::kPass);
-      } else {
-        credit_rollout_locked(v.peer_jobs.at(rollout_id).job.rollout.worker_id);
-        v.peer_jobs.erase(rollout_id);
-        v.pending.erase(rollout_id);
-      }
-    } else if (verdict.what == kEnvironmentVerdict) {
-      // The checker could not run the task (its own trouble or the environment's): no opinion.
-      escalate_locked(rollout_id, "checker_environment", worker_id, CheckOpinion::kNone);
-    } else {
-      ++v.peer_failed;
-      log_warn("verify", "worker ", worker_id, " says rollout ", rollout_id, " fails at position ",
-               verdict.position, " (", verdict.what, "); the hub's replay decides");
-      escalate_locked(rollout_id, "disagreement", worker_id, CheckOpinion::kFail);
-    }
-    groups_cv_.notify_all();
-    return rollout_id;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!verification_ || !config_.verify.peer)
+    throw RequestError(404, "this hub runs no peer checks ([verify] peer = false)");
+  Verification& v = *verification_;
+  sweep_checks_locked(now());
+  auto lease = v.peer_leases.find(job_id);
+  if (lease == v.peer_leases.end() || v.peer_jobs.at(lease->second).checker != worker_id) {
+    if (v.expired_checks.count(job_id))
+      throw RequestError(409, cat("check: job '", job_id.substr(0, 64),
+                                  "' is closed (it ran out and went to the hub's replay, or "
+                                  "its group was dropped): the verdict is not needed"));
+    throw RequestError(404, cat("check: you hold no check job '", job_id.substr(0, 64), "'"));
   }
+  const std::string rollout_id = lease->second;
+  end_check_lease_locked(rollout_id, false);
+  v.peer_cpu_seconds += verdict.cpu_seconds;
+  if (verdict.pass) {
+    ++v.peer_passed;
+    if (v.sampler.chance(config_.verify.audit_fraction)) {
+      escalate_locked(rollout_id, "audit", worker_id, CheckOpinion::kPass);
+    } else {
+      credit_rollout_locked(v.peer_jobs.at(rollout_id).job.rollout.worker_id);
+      v.peer_jobs.erase(rollout_id);
+      v.pending.erase(rollout_id);
+    }
+  } else if (verdict.what == kEnvironmentVerdict) {
+    // The checker could not run the task (its own trouble or the environment's): no opinion.
+    escalate_locked(rollout_id, "checker_environment", worker_id, CheckOpinion::kNone);
+  } else {
+    ++v.peer_failed;
+    log_warn("verify", "worker ", worker_id, " says rollout ", rollout_id, " fails at position ",
+             verdict.position, " (", verdict.what, "); the hub's replay decides");
+    escalate_locked(rollout_id, "disagreement", worker_id, CheckOpinion::kFail);
+  }
+  groups_cv_.notify_all();
+  return rollout_id;
 }
 
 // A trusted verdict on a rollout a checker spoke for: a checker whose word the trusted replay
@@ -261,10 +259,8 @@ std::optional<env::QaItem> Hub::checked_problem_locked(const std::string& worker
 
 size_t Hub::checks_waiting() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!verification_) return 0;
-  size_t n = 0;
-  for (const auto& [id, p] : verification_->peer_jobs) n += p.checker.empty();
-  return n;
+  // Every peer job is either waiting or leased (escalated ones have left peer_jobs).
+  return verification_ ? verification_->peer_jobs.size() - verification_->peer_leases.size() : 0;
 }
 
 }  // namespace stoa::hub
