@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <string>
 #include <thread>
 #include <vector>
@@ -227,6 +228,10 @@ TEST_F(EngineStoreTest, GenerationBesideTheSyncSeesOnlyVerifiedVersions) {
   for (uint64_t v = 1; v < chain.size(); ++v) {
     publish(v, v, {});
     ASSERT_TRUE(sync.step(kNoWait));
+    // The first patch is taken before the next is verified (under load the generation thread
+    // could otherwise sleep through every version and take only the last: one switch).
+    for (int i = 0; v == 1 && switches.load() < 2 && i < 5000; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   done = true;
   generation.join();
