@@ -105,6 +105,20 @@ CommandRegistration reg(
       app.add_flag("--no-checks", *no_checks,
                    "never take the hub's peer checks (replays of other workers' rollouts, on "
                    "one core and a second copy of the weights)");
+      auto swarm = std::make_shared<std::string>("auto");
+      app.add_option("--swarm", *swarm,
+                     "fetch weights from other workers as well as the hub, and serve them on: "
+                     "on, off, or auto (on unless the hub is on this machine's loopback)")
+          ->check(CLI::IsMember({"auto", "on", "off"}))
+          ->capture_default_str();
+      auto no_serve = std::make_shared<bool>(false);
+      app.add_flag("--no-serve", *no_serve,
+                   "take weights from the swarm but never upload them to other workers");
+      app.add_option("--upload", o->upload_kib_s,
+                     "the most KiB/s this worker uploads to other workers (0: no cap)")
+          ->capture_default_str();
+      app.add_option("--swarm-listen", o->swarm_listen,
+                     "address:port the swarm listens on (default: every address, a free port)");
       auto kernel_target = std::make_shared<std::string>();
       app.add_option("--kernel-target", *kernel_target,
                      "run the kernels on this SIMD target instead of the CPU's best (e.g. "
@@ -113,8 +127,12 @@ CommandRegistration reg(
       auto verbose = std::make_shared<bool>(false);
       app.add_flag("--verbose,-v", *verbose,
                    "the detailed log on stderr (as STOA_LOG=info) besides the progress lines");
-      return [o, verbose, kernel_target, task_flags, no_checks] {
+      return [o, verbose, kernel_target, task_flags, no_checks, swarm, no_serve] {
         o->peer_checks = !*no_checks;
+        o->serve = !*no_serve;
+        o->swarm = *swarm == "on"    ? worker::WorkerOptions::Swarm::kOn
+                   : *swarm == "off" ? worker::WorkerOptions::Swarm::kOff
+                                     : worker::WorkerOptions::Swarm::kAuto;
         o->task_options = task_flags->options();
         if (o->join_string.empty() && o->hub_url.empty()) {
           std::fprintf(stderr, "stoa work: give --join STRING, or --hub URL and --token TOKEN\n");

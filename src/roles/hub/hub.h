@@ -120,6 +120,9 @@ struct HubConfig {
   // write is answered 503 with Retry-After (the disk is behind), as a full WorkPool is.
   size_t max_pending_writes = 4096;
   VerifyPolicy verify;  // used once set_auditor() gave the hub a validator
+  // Torrents, tracker and web seed for workers that spread blobs among themselves
+  // (roles/hub/swarm/; a build without libtorrent has none whatever this says).
+  bool swarm = true;
 };
 
 // What the hub serves and computes rewards with; all must outlive the Hub.

@@ -210,6 +210,7 @@ RunConfig parse_run_config(const std::string& text, const std::string& source,
   hub.get("max_leases_per_token", c.hub.lease_caps.per_token);
   hub.get_seconds_as_ms("hoard_grace_s", c.hub.hoard_grace_ms);
   hub.get("hoard_min_tokens_per_s", c.hub.hoard_min_tokens_per_s);
+  hub.get("swarm", c.hub.swarm);
   hub.check_unknown();
   STOA_CHECK(c.hub.hoard_min_tokens_per_s >= 0 && std::isfinite(c.hub.hoard_min_tokens_per_s),
              ErrorKind::kInvalidArgument, source,
@@ -483,6 +484,7 @@ std::string to_toml(const RunConfig& c) {
         toml_integer(c.hub.lease_caps.per_token, "hub", "max_leases_per_token"));
   w.put("hoard_grace_s", whole_seconds(c.hub.hoard_grace_ms, "hoard_grace_s"));
   w.put("hoard_min_tokens_per_s", c.hub.hoard_min_tokens_per_s);
+  w.put("swarm", c.hub.swarm);
   w.section("sampling");
   w.put("temperature", sp.temperature);
   w.put("top_p", sp.top_p);

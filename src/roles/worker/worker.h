@@ -41,6 +41,12 @@ struct WorkerOptions {
   // their own. Off: this worker is never a checker (a hub with peer checks then relies on the
   // others and its own replay).
   bool peer_checks = true;
+  // Blobs from peers as well as the hub (swarm_source.h). kAuto: on with a hub beyond loopback
+  // (on loopback every worker shares the hub's machine: peers would add nothing).
+  enum class Swarm { kAuto, kOn, kOff } swarm = Swarm::kAuto;
+  bool serve = true;         // serve used blobs to other workers (--no-serve: never upload)
+  int upload_kib_s = 1024;   // the cap on what is served (KiB/s; 0: none)
+  std::string swarm_listen;  // libtorrent listen interfaces (empty: any address, a free port)
 };
 
 struct WorkerStats {

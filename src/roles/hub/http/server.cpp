@@ -82,6 +82,9 @@ HubServer::HubServer(Hub& hub, ServerOptions options)
       blobs_(hub.store()),
       tasks_(hub, hub.config().limits.task_per_worker),
       uploads_(hub.store()) {
+  if (hub.config().swarm && net::swarm::available())
+    swarm_ = std::make_unique<SwarmTracker>(
+        hub.store(), [&hub](const std::string& worker) { return !hub.quarantined(worker); });
   if (hub.run_files_store()) run_files_ = std::make_unique<BlobServing>(*hub.run_files_store());
   HttpServerOptions o;
   o.host = options_.host;
@@ -153,6 +156,8 @@ HandlerOutcome HubServer::route(const RequestContext& req) {
     return guarded(req, [&]() -> HandlerOutcome { return validation_route(req, bearer(req)); });
   if (p.rfind("/v1/checks/", 0) == 0)
     return guarded(req, [&]() -> HttpReply { return check_route(req, bearer(req)); });
+  if (p.rfind("/v1/swarm/", 0) == 0)
+    return guarded(req, [&]() -> HttpReply { return swarm_route(req, bearer(req)); });
   if (p.rfind("/v1/trainer/", 0) == 0)
     return guarded(req, [&]() -> HandlerOutcome { return trainer_route(req, bearer(req)); });
   return guarded(req, [&]() -> HttpReply {

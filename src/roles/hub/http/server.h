@@ -15,6 +15,7 @@
 #include "roles/hub/hub.h"
 #include "roles/hub/store/blob_serving.h"
 #include "roles/hub/store/blob_upload.h"
+#include "roles/hub/swarm/swarm_tracker.h"
 #include "roles/hub/task_proxy.h"
 #include "roles/hub/verification/validation_queue.h"
 
@@ -71,6 +72,8 @@ class HubServer {
   HandlerOutcome validation_route(const RequestContext& request, const std::string& bearer);
   // /v1/checks/* (check_routes.cpp): peer checks leased to workers ([verify] peer).
   HttpReply check_route(const RequestContext& request, const std::string& bearer);
+  // /v1/swarm/* (swarm_routes.cpp): torrents, the tracker and the web seed of the swarm.
+  HttpReply swarm_route(const RequestContext& request, const std::string& bearer);
   // /v1/trainer/* (trainer_routes.cpp): a trainer away from the hub (HubConfig::serve_trainer).
   HttpReply trainer_route(const RequestContext& request, const std::string& bearer);
   // The trainer routes serve one trainer: the newest that attached. A call from another one (a
@@ -84,6 +87,7 @@ class HubServer {
   std::unique_ptr<BlobServing> run_files_;  // null when the hub serves no run files
   std::unique_ptr<HttpServer> http_;
   ValidationQueue* validation_ = nullptr;
+  std::unique_ptr<SwarmTracker> swarm_;  // null in a build without a swarm engine
   TaskProxy tasks_;
   BlobUpload uploads_;
   std::mutex trainer_mutex_;

@@ -1,0 +1,88 @@
+// The swarm routes (docs/protocol.md, "Swarm"): what a worker needs to fetch blobs from peers.
+//   POST /v1/swarm/key               (session)  -> {key, announce, seed}: the worker's swarm key
+//   GET  /v1/swarm/torrents/{hash}   (session)  -> the blob's .torrent (application/x-bittorrent)
+//   GET  /v1/swarm/{key}/announce?…  (key)      -> a bencoded tracker reply (BEP 3, compact)
+//   GET  /v1/swarm/{key}/blobs/{hash} (key)     -> the blob, with Range: the swarm's web seed
+// libtorrent calls the last two itself and cannot add our Authorization header, hence the key
+// in the path. A tracker answers 200 with a bencoded failure, never an HTTP error, as clients
+// expect.
+#include "roles/hub/http/server.h"
+
+namespace stoa::hub {
+
+using nlohmann::json;
+
+namespace {
+
+bool hex32(const std::string& s, Hash128* out) {
+  return s.size() == 32 && Hash128::parse(s, out);
+}
+
+HttpReply bencoded(std::string body) {
+  HttpReply r;
+  r.content_type = "text/plain";
+  r.body = std::move(body);
+  return r;
+}
+
+}  // namespace
+
+HttpReply HubServer::swarm_route(const RequestContext& req, const std::string& token) {
+  const std::string& p = req.path;
+  const bool get = req.method == "GET", post = req.method == "POST";
+  if (!swarm_) throw RequestError(404, "this hub serves no swarm (built without libtorrent)");
+  const std::string prefix = "/v1/swarm/";
+  const std::string rest = p.substr(prefix.size());
+  if (post && rest == "key") {
+    const std::string worker = hub_.authenticate(token);
+    const std::string key = swarm_->key_for(worker);
+    HttpReply r;
+    r.body = json{{"key", key},
+                  {"announce", prefix + key + "/announce"},
+                  {"seed", prefix + key + "/blobs/"}}
+                 .dump();
+    return r;
+  }
+  Hash128 blob;
+  if (get && rest.rfind("torrents/", 0) == 0) {
+    hub_.authenticate(token);
+    if (!hex32(rest.substr(9), &blob)) throw RequestError(400, "torrent name is not 32 hex digits");
+    const std::vector<char> bytes = swarm_->torrent(blob);
+    HttpReply r;
+    r.content_type = "application/x-bittorrent";
+    r.body.assign(bytes.begin(), bytes.end());
+    return r;
+  }
+  const size_t slash = rest.find('/');
+  if (!get || slash == std::string::npos) throw RequestError(404, "no such swarm route");
+  const std::string key = rest.substr(0, slash), what = rest.substr(slash + 1);
+  if (what == "announce") {
+    SwarmAnnounce a;
+    auto q = [&](const char* name) {
+      auto it = req.query.find(name);
+      return it == req.query.end() ? std::string() : it->second;
+    };
+    a.info_hash = q("info_hash");
+    a.ip = req.peer_ip;
+    a.event = q("event");
+    const std::string port = q("port"), left = q("left");
+    const bool numbers = !port.empty() && port.size() <= 5 &&
+                         port.find_first_not_of("0123456789") == std::string::npos &&
+                         left.size() <= 19 &&
+                         left.find_first_not_of("0123456789") == std::string::npos;
+    if (!numbers) return bencoded(net::swarm::announce_failure("port or left is not a number"));
+    const unsigned long port_number = std::stoul(port);
+    if (port_number > 65535) return bencoded(net::swarm::announce_failure("port out of range"));
+    a.port = static_cast<uint16_t>(port_number);
+    a.left = left.empty() ? 0 : std::stoull(left);
+    return bencoded(swarm_->announce(key, a));
+  }
+  if (what.rfind("blobs/", 0) == 0) {
+    if (!swarm_->worker_of(key)) throw RequestError(403, "unknown or refused swarm key");
+    if (!hex32(what.substr(6), &blob)) throw RequestError(400, "blob name is not 32 hex digits");
+    return blobs_.serve(blob, req);
+  }
+  throw RequestError(404, "no such swarm route");
+}
+
+}  // namespace stoa::hub

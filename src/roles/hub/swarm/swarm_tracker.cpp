@@ -1,0 +1,170 @@
+#include "roles/hub/swarm/swarm_tracker.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "core/rng.h"
+#include "net/protocol.h"
+#include "net/secret.h"
+
+namespace stoa::hub {
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+std::string hex_of(const std::string& raw) {
+  static const char* kDigits = "0123456789abcdef";
+  std::string out;
+  for (const char c : raw) {
+    const auto b = static_cast<uint8_t>(c);
+    out += kDigits[b >> 4];
+    out += kDigits[b & 15];
+  }
+  return out;
+}
+
+}  // namespace
+
+SwarmTracker::SwarmTracker(pulse::BlobStore& store,
+                           std::function<bool(const std::string&)> worker_ok, int interval_s)
+    : store_(store), worker_ok_(std::move(worker_ok)), interval_s_(std::max(1, interval_s)) {
+  // The keys' secret lives beside the torrents, so keys outlive a hub restart: a worker's
+  // libtorrent goes on announcing with the URL it was given.
+  const fs::path path = fs::path(store_.dir()) / "torrents" / "swarm_secret";
+  fs::create_directories(path.parent_path());
+  if (fs::exists(path)) {
+    std::ifstream in(path);
+    std::getline(in, secret_);
+  }
+  if (secret_.size() < 32) {
+    secret_ = net::random_token();
+    pulse::write_file_atomic(
+        path.string(), std::span(reinterpret_cast<const uint8_t*>(secret_.data()), secret_.size()));
+    fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write);
+  }
+}
+
+std::string SwarmTracker::key_for(const std::string& worker_id) {
+  return worker_id + "-" + net::sha256_hex(secret_ + ":" + worker_id).substr(0, 32);
+}
+
+std::optional<std::string> SwarmTracker::worker_of(const std::string& key) {
+  const size_t dash = key.rfind('-');
+  if (dash == std::string::npos || dash == 0) return std::nullopt;
+  const std::string worker = key.substr(0, dash);
+  if (!net::constant_time_equal(key, key_for(worker))) return std::nullopt;
+  if (worker_ok_ && !worker_ok_(worker)) return std::nullopt;
+  return worker;
+}
+
+std::vector<char> SwarmTracker::torrent(const Hash128& blob) {
+  const std::string hex = blob.hex();
+  {
+    std::lock_guard lock(mutex_);
+    auto it = torrents_.find(hex);
+    if (it != torrents_.end()) return it->second;
+  }
+  STOA_CHECK(fs::exists(store_.path_of(blob)), ErrorKind::kNotFound, "blob ", hex,
+             " is not on this hub");
+  std::lock_guard making(make_mutex_);
+  {
+    std::lock_guard lock(mutex_);
+    auto it = torrents_.find(hex);
+    if (it != torrents_.end()) return it->second;  // made while this call waited
+  }
+  // Kept beside the blobs so a restarted hub does not hash its anchors again. A torrent file
+  // that does not parse or names another blob is made anew.
+  const fs::path cached = fs::path(store_.dir()) / "torrents" / (hex + ".torrent");
+  std::optional<net::swarm::Torrent> made;
+  if (fs::exists(cached)) {
+    std::ifstream in(cached, std::ios::binary);
+    std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    try {
+      made = net::swarm::parse_torrent(std::move(bytes));
+    } catch (const Error& e) {
+      log_warn("swarm", "torrent cache ", cached.string(), ": ", e.what(), "; made again");
+    }
+  }
+  if (!made) {
+    made = net::swarm::make_torrent(store_.dir(), hex);
+    fs::create_directories(cached.parent_path());
+    pulse::write_file_atomic(
+        cached.string(),
+        std::span(reinterpret_cast<const uint8_t*>(made->bytes.data()), made->bytes.size()));
+    log_info("swarm", "torrent of blob ", hex.substr(0, 12), ": ", made->size, " bytes in ",
+             made->size / std::max(1, made->piece_bytes), " pieces of ", made->piece_bytes);
+  }
+  std::lock_guard lock(mutex_);
+  ++torrents_made_;
+  if (torrents_.size() >= kMaxTorrents) torrents_.erase(torrents_.begin());
+  torrents_[hex] = made->bytes;
+  Swarm& swarm = swarms_[made->announce_hash];
+  swarm.blob = blob;
+  return made->bytes;
+}
+
+void SwarmTracker::expire_locked(Swarm& s, Clock::time_point now) {
+  const auto ttl = std::chrono::seconds(3 * interval_s_);
+  for (auto it = s.peers.begin(); it != s.peers.end();) {
+    if (now - it->second.seen > ttl)
+      it = s.peers.erase(it);
+    else
+      ++it;
+  }
+}
+
+std::string SwarmTracker::announce(const std::string& key, const SwarmAnnounce& a) {
+  const std::optional<std::string> worker = worker_of(key);
+  if (!worker) return net::swarm::announce_failure("unknown or refused swarm key");
+  if (a.info_hash.size() != 20) return net::swarm::announce_failure("info_hash is not 20 bytes");
+  if (a.port == 0) return net::swarm::announce_failure("port 0");
+  std::lock_guard lock(mutex_);
+  ++announces_;
+  auto it = swarms_.find(hex_of(a.info_hash));
+  if (it == swarms_.end()) return net::swarm::announce_failure("not a torrent of this hub");
+  Swarm& swarm = it->second;
+  const auto now = Clock::now();
+  expire_locked(swarm, now);
+  const auto address = std::make_pair(a.ip, a.port);
+  if (a.event == "stopped") {
+    swarm.peers.erase(address);
+  } else {
+    if (!swarm.peers.count(address) && swarm.peers.size() >= kMaxPeers) {
+      auto stalest = std::min_element(
+          swarm.peers.begin(), swarm.peers.end(),
+          [](const auto& x, const auto& y) { return x.second.seen < y.second.seen; });
+      swarm.peers.erase(stalest);
+    }
+    swarm.peers[address] = Peer{*worker, a.left, now};
+  }
+  // Up to 50 others, drawn at random so that a thousand workers do not all dial the same few.
+  std::vector<net::swarm::PeerAddress> others;
+  int complete = 0, incomplete = 0;
+  for (const auto& [addr, peer] : swarm.peers) {
+    (peer.left == 0 ? complete : incomplete) += 1;
+    if (addr != address && peer.worker != *worker) others.push_back({addr.first, addr.second});
+  }
+  for (size_t i = others.size(); i > 1; --i) std::swap(others[i - 1], others[shuffle_.next() % i]);
+  if (others.size() > 50) others.resize(50);
+  return net::swarm::announce_reply(others, interval_s_, complete, incomplete);
+}
+
+SwarmTrackerStats SwarmTracker::stats() const {
+  std::lock_guard lock(mutex_);
+  SwarmTrackerStats s;
+  s.torrents = torrents_.size();
+  for (const auto& [hash, swarm] : swarms_) {
+    s.peers += swarm.peers.size();
+    for (const auto& [addr, peer] : swarm.peers) s.seeds += peer.left == 0;
+  }
+  s.announces = announces_;
+  s.torrents_made = torrents_made_;
+  return s;
+}
+
+}  // namespace stoa::hub

@@ -1,0 +1,91 @@
+// The hub's part in the swarm (net/swarm/swarm.h): a torrent for each blob it serves, made once
+// from its own file and kept beside it, and the swarm's tracker. A worker gets a swarm key
+// (POST /v1/swarm/key) that names it in the tracker and web-seed URLs libtorrent calls without
+// our headers; the key grants nothing but announcing and reading blobs, so a key seen by a
+// TLS interceptor (libtorrent cannot pin the hub's certificate) does not open the worker's
+// session.
+//
+// A key is the worker's id and a MAC of it under a secret the hub keeps on disk: nothing to
+// remember per worker, and valid across hub restarts. Bounded: torrents only for blobs in the store
+// (at most kMaxTorrents remembered in memory), peers per torrent at most kMaxPeers (the stalest
+// leave first), and a peer not heard from in three announce intervals leaves the list. A
+// quarantined or unknown worker's announce is refused.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/hash.h"
+#include "core/rng.h"
+#include "net/swarm/swarm.h"
+#include "pulse/blob_store.h"
+
+namespace stoa::hub {
+
+struct SwarmAnnounce {
+  std::string info_hash;  // the 20 raw bytes
+  std::string ip;         // as the hub saw the connection
+  uint16_t port = 0;
+  uint64_t left = 0;
+  std::string event;  // "started", "completed", "stopped" or empty
+};
+
+struct SwarmTrackerStats {
+  size_t torrents = 0;
+  size_t peers = 0;  // entries over every torrent
+  size_t seeds = 0;  // of them, holding the whole blob
+  uint64_t announces = 0;
+  uint64_t torrents_made = 0;
+};
+
+class SwarmTracker {
+ public:
+  static constexpr size_t kMaxTorrents = 256;
+  static constexpr size_t kMaxPeers = 2000;
+  // `worker_ok(worker_id)`: false for a worker no longer allowed (quarantined).
+  SwarmTracker(pulse::BlobStore& store, std::function<bool(const std::string&)> worker_ok,
+               int interval_s = 15);
+
+  // The worker's key (the same one for every call of that worker).
+  std::string key_for(const std::string& worker_id);
+  // The worker a key names, or nullopt (an unknown key, or a worker no longer allowed).
+  std::optional<std::string> worker_of(const std::string& key);
+  // The blob's torrent (made on first use; hashing the file). Throws kNotFound for a blob the
+  // store does not hold.
+  std::vector<char> torrent(const Hash128& blob);
+  // A bencoded tracker reply (a failure reply for an unknown torrent or key).
+  std::string announce(const std::string& key, const SwarmAnnounce& a);
+  SwarmTrackerStats stats() const;
+
+ private:
+  struct Peer {
+    std::string worker;
+    uint64_t left = 0;
+    std::chrono::steady_clock::time_point seen;
+  };
+  struct Swarm {
+    Hash128 blob;
+    std::map<std::pair<std::string, uint16_t>, Peer> peers;
+  };
+  void expire_locked(Swarm& s, std::chrono::steady_clock::time_point now);
+
+  pulse::BlobStore& store_;
+  std::function<bool(const std::string&)> worker_ok_;
+  const int interval_s_;
+  mutable std::mutex mutex_;
+  std::mutex make_mutex_;  // one torrent hashed at a time (a 9 GB anchor takes a while)
+  std::string secret_;     // keys are worker id + a MAC under it (kept beside the torrents)
+  std::map<std::string, std::vector<char>> torrents_;  // blob hex -> .torrent bytes
+  std::map<std::string, Swarm> swarms_;                // announce hash (hex) -> its peers
+  uint64_t announces_ = 0, torrents_made_ = 0;
+  Rng shuffle_{static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()),
+               29};
+};
+
+}  // namespace stoa::hub

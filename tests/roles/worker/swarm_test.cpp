@@ -1,0 +1,312 @@
+// The swarm (net/swarm/swarm.h) against the real hub over HTTP on loopback: its torrents, its
+// tracker and its web seed, and real libtorrent sessions as workers. Peers serve each other
+// (a blob fetched with no web seed at all comes whole from a peer); a peer that serves corrupt
+// bytes is caught by the v2 piece hashes (nothing bad is handed out) and banned; a peer that
+// leaves mid-transfer is replaced by another; a transfer goes on while the hub restarts, whose
+// keys survive it; a swarm of one finishes from the hub's web seed;
+// a fetch nobody can serve stalls and leaves nothing behind; a hub without a swarm is fetched
+// from as before; the tracker refuses strangers.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "net/hub_client.h"
+#include "net/swarm/swarm.h"
+#include "roles/hub/http/server.h"
+#include "roles/hub/hub_fixture.h"
+#include "roles/worker/swarm_source.h"
+#include "roles/worker/weight_sync.h"
+
+namespace stoa::hub::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+std::vector<uint8_t> random_bytes(size_t n, uint64_t x) {
+  std::vector<uint8_t> bytes(n);
+  for (auto& b : bytes) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    b = static_cast<uint8_t>(x);
+  }
+  return bytes;
+}
+
+std::vector<uint8_t> read_all(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<uint8_t>((std::istreambuf_iterator<char>(in)), {});
+}
+
+net::swarm::PeerSessionOptions on_loopback(int upload_kib_s = 0) {
+  net::swarm::PeerSessionOptions o;
+  o.listen = "127.0.0.1:0";
+  o.one_host = true;
+  o.nat_traversal = false;
+  o.upload_kib_s = upload_kib_s;
+  return o;
+}
+
+class Swarm : public HubFixture {
+ protected:
+  void SetUp() override {
+    if (!net::swarm::available()) GTEST_SKIP() << "this build has no swarm engine";
+    HubFixture::SetUp();
+    open_hub();
+    ServerOptions so;
+    so.threads = 8;
+    server = std::make_unique<HubServer>(*hub, so);
+    server->start();
+    url = "http://127.0.0.1:" + std::to_string(server->port());
+  }
+  void TearDown() override {
+    server.reset();
+    HubFixture::TearDown();
+  }
+
+  // A joined worker's client and its swarm URLs.
+  struct Member {
+    std::unique_ptr<net::HubClient> client;
+    std::string announce, seed;
+  };
+  Member member() {
+    Member m;
+    m.client = std::make_unique<net::HubClient>(url);
+    m.client->join("join-secret", {});
+    const net::HttpResponse r = m.client->http().post_json("/v1/swarm/key", "{}", true);
+    EXPECT_EQ(r.status, 200) << r.body;
+    const auto j = nlohmann::json::parse(r.body);
+    m.announce = url + j.at("announce").get<std::string>();
+    m.seed = url + j.at("seed").get<std::string>();
+    return m;
+  }
+  net::swarm::FetchRequest request(const Member& m, const Hash128& blob, const std::string& where,
+                                   bool web_seed) {
+    const net::HttpResponse t = m.client->http().get("/v1/swarm/torrents/" + blob.hex());
+    EXPECT_EQ(t.status, 200) << t.body;
+    net::swarm::FetchRequest r;
+    r.torrent.assign(t.body.begin(), t.body.end());
+    r.tracker_url = m.announce;
+    if (web_seed) r.web_seed_url = m.seed + blob.hex();
+    r.save_dir = (dir / where).string();
+    r.stall_timeout = 60s;
+    return r;
+  }
+
+  std::unique_ptr<HubServer> server;
+  std::string url;
+};
+
+TEST_F(Swarm, ASwarmOfOneFinishesFromTheHubsWebSeed) {
+  const auto bytes = random_bytes(3 << 20, 7);
+  const Hash128 h = store->put(bytes);
+  Member a = member();
+  net::swarm::PeerSession session(on_loopback());
+  const std::string path = session.fetch(request(a, h, "a", true));
+  EXPECT_EQ(read_all(path), bytes);
+  const net::swarm::SwarmStats s = session.stats();
+  EXPECT_EQ(s.from_peers_bytes, 0u);
+  EXPECT_GE(s.from_hub_bytes, bytes.size());
+}
+
+TEST_F(Swarm, APeerServesAWholeBlobWithoutTheHub) {
+  const auto bytes = random_bytes(4 << 20, 11);
+  const Hash128 h = store->put(bytes);
+  Member a = member(), b = member();
+  net::swarm::PeerSession seeder(on_loopback());
+  const std::string seeded = seeder.fetch(request(a, h, "a", true));
+  seeder.release(seeded);  // used: now served to others
+  net::swarm::PeerSession leecher(on_loopback());
+  const std::string got = leecher.fetch(request(b, h, "b", false));  // peers only
+  EXPECT_EQ(read_all(got), bytes);
+  EXPECT_GE(leecher.stats().from_peers_bytes, bytes.size());
+  EXPECT_EQ(leecher.stats().from_hub_bytes, 0u);
+  EXPECT_GE(seeder.stats().uploaded_bytes, bytes.size());
+  EXPECT_EQ(seeder.stats().seeding, 1);
+}
+
+TEST_F(Swarm, APeerServingCorruptBytesIsCaughtAndBanned) {
+  const auto bytes = random_bytes(4 << 20, 13);
+  const Hash128 h = store->put(bytes);
+  Member liar = member(), honest = member(), victim = member();
+  // The liar on an address of its own: a ban is per address, and on one address it would
+  // take the honest peer with it.
+  net::swarm::PeerSessionOptions liar_address = on_loopback();
+  liar_address.listen = "127.0.0.2:0";
+  liar_address.outgoing_interface = "127.0.0.2";
+  net::swarm::PeerSession bad(liar_address), good(on_loopback());
+  const std::string bad_path = bad.fetch(request(liar, h, "liar", true));
+  bad.release(bad_path);
+  good.release(good.fetch(request(honest, h, "honest", true)));
+  // The liar's copy rots on disk after it was verified: libtorrent serves it as it is.
+  {
+    std::fstream f(bad_path, std::ios::in | std::ios::out | std::ios::binary);
+    const std::vector<char> junk(bytes.size(), 'X');
+    f.write(junk.data(), static_cast<std::streamsize>(junk.size()));
+  }
+  net::swarm::PeerSession session(on_loopback());
+  const std::string got = session.fetch(request(victim, h, "victim", false));  // peers only
+  EXPECT_EQ(read_all(got), bytes);  // nothing of the liar's made it in
+  const net::swarm::SwarmStats s = session.stats();
+  EXPECT_GE(s.hash_failures, 1) << "the liar was never asked for a piece";
+  EXPECT_EQ(s.banned_peers, 1);
+}
+
+TEST_F(Swarm, APeerLeavingMidTransferIsReplaced) {
+  const auto bytes = random_bytes(4 << 20, 17);
+  const Hash128 h = store->put(bytes);
+  Member first = member(), second = member(), downloader = member();
+  auto leaver = std::make_unique<net::swarm::PeerSession>(on_loopback(512));  // 8 s for it all
+  leaver->release(leaver->fetch(request(first, h, "first", true)));
+  net::swarm::PeerSession session(on_loopback());
+  std::string got, failure;
+  const net::swarm::FetchRequest peers_only = request(downloader, h, "downloader", false);
+  std::thread fetching([&] {
+    try {
+      got = session.fetch(peers_only);
+    } catch (const std::exception& e) {
+      failure = e.what();
+    }
+  });
+  // Part of the blob has come from the capped peer: it leaves.
+  for (int i = 0; i < 400 && session.stats().from_peers_bytes < (512u << 10); ++i)
+    std::this_thread::sleep_for(25ms);
+  EXPECT_LT(session.stats().from_peers_bytes, bytes.size());
+  leaver.reset();
+  // Another peer holds it: the download goes on from there.
+  net::swarm::PeerSession replacement(on_loopback());
+  replacement.release(replacement.fetch(request(second, h, "second", true)));
+  fetching.join();
+  ASSERT_EQ(failure, "");
+  EXPECT_EQ(read_all(got), bytes);
+}
+
+TEST_F(Swarm, TheSwarmGoesOnWhileTheHubRestarts) {
+  const auto bytes = random_bytes(4 << 20, 37);
+  const Hash128 h = store->put(bytes);
+  Member a = member(), b = member(), c = member();
+  net::swarm::PeerSession seeder(on_loopback(512));  // 8 s for the whole blob
+  seeder.release(seeder.fetch(request(a, h, "a", true)));
+  const net::swarm::FetchRequest later = request(c, h, "c", true);  // key and torrent from now
+  net::swarm::PeerSession session(on_loopback());
+  std::string got, failure;
+  const net::swarm::FetchRequest peers_only = request(b, h, "b", false);
+  std::thread fetching([&] {
+    try {
+      got = session.fetch(peers_only);
+    } catch (const std::exception& e) {
+      failure = e.what();
+    }
+  });
+  for (int i = 0; i < 400 && session.stats().from_peers_bytes < (512u << 10); ++i)
+    std::this_thread::sleep_for(25ms);
+  // The hub goes down mid-transfer: its tracker and web seed with it.
+  const int port = server->port();
+  server.reset();
+  hub.reset();
+  std::this_thread::sleep_for(500ms);
+  EXPECT_LT(session.stats().from_peers_bytes, bytes.size());
+  ServerOptions so;
+  so.port = port;
+  open_hub();
+  server = std::make_unique<HubServer>(*hub, so);
+  server->start();
+  fetching.join();
+  ASSERT_EQ(failure, "");
+  EXPECT_EQ(read_all(got), bytes);
+  // The restarted hub knows the keys it gave before: a worker's libtorrent keeps its URLs.
+  net::HttpClient anonymous(url);
+  EXPECT_EQ(anonymous.get(later.web_seed_url.substr(url.size())).status, 200);
+  net::swarm::PeerSession third(on_loopback());
+  EXPECT_EQ(read_all(third.fetch(later)), bytes);
+}
+
+TEST_F(Swarm, AFetchWithNoPeersAndNoWebSeedStallsAndLeavesNothing) {
+  const auto bytes = random_bytes(1 << 20, 19);
+  const Hash128 h = store->put(bytes);
+  Member a = member();
+  net::swarm::PeerSession session(on_loopback());
+  net::swarm::FetchRequest r = request(a, h, "alone", false);  // nobody holds it
+  r.stall_timeout = 1500ms;
+  try {
+    session.fetch(r);
+    FAIL() << "a fetch from nobody finished";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kNetwork) << e.what();
+    EXPECT_NE(std::string(e.what()).find("no verified byte"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(dir / "alone" / h.hex()));
+  EXPECT_EQ(session.stats().seeding, 0);
+}
+
+TEST_F(Swarm, AHubWithoutASwarmIsFetchedFromAsBefore) {
+  server.reset();
+  hub.reset();
+  config.swarm = false;
+  open_hub();
+  server = std::make_unique<HubServer>(*hub, ServerOptions{});
+  server->start();
+  url = "http://127.0.0.1:" + std::to_string(server->port());
+  const auto bytes = random_bytes(1 << 20, 31);
+  const Hash128 h = store->put(bytes);
+  net::HubClient client(url);
+  client.join("join-secret", {});
+  worker::HubBlobSource hub_source(client, (dir / "spool").string());
+  worker::SwarmSourceOptions o;
+  o.session = on_loopback();
+  o.dir = (dir / "swarm").string();
+  worker::SwarmBlobSource source(client, hub_source, o);
+  const std::optional<std::string> path = source.blob_file(h.hex());
+  ASSERT_TRUE(path);
+  EXPECT_EQ(read_all(*path), bytes);
+  EXPECT_EQ(fs::path(*path).parent_path(), dir / "spool");
+  EXPECT_EQ(source.fallbacks(), 0u);  // not a failure: this hub has no swarm
+}
+
+TEST_F(Swarm, TheSourceSeedsWhatTheSyncUsedAndRefetchesFromTheHub) {
+  const auto bytes = random_bytes(2 << 20, 23);
+  const Hash128 h = store->put(bytes);
+  Member a = member();
+  worker::HubBlobSource hub_source(*a.client, (dir / "spool").string());
+  worker::SwarmSourceOptions o;
+  o.session = on_loopback();
+  o.dir = (dir / "swarm").string();
+  worker::SwarmBlobSource source(*a.client, hub_source, o);
+  const std::optional<std::string> path = source.blob_file(h.hex());
+  ASSERT_TRUE(path);
+  EXPECT_EQ(fs::path(*path).parent_path(), dir / "swarm");
+  EXPECT_EQ(read_all(*path), bytes);
+  source.discard(h.hex());
+  EXPECT_TRUE(fs::exists(*path));  // kept, and served
+  EXPECT_EQ(source.stats().seeding, 1);
+  // The sync asks again only for what it refused: that comes from the hub's own route.
+  const std::optional<std::string> again = source.blob_file(h.hex());
+  ASSERT_TRUE(again);
+  EXPECT_EQ(fs::path(*again).parent_path(), dir / "spool");
+}
+
+TEST_F(Swarm, TheTrackerRefusesUnknownKeysAndForeignTorrents) {
+  const auto bytes = random_bytes(1 << 16, 29);
+  const Hash128 h = store->put(bytes);
+  Member a = member();
+  net::HttpClient anonymous(url);
+  const net::HttpResponse r =
+      anonymous.get("/v1/swarm/nokey/announce?info_hash=%00%01&port=1&left=0");
+  EXPECT_EQ(r.status, 200);  // trackers answer failures in bencode
+  EXPECT_NE(r.body.find("failure reason"), std::string::npos);
+  EXPECT_EQ(anonymous.get("/v1/swarm/torrents/" + h.hex()).status, 401);
+  EXPECT_EQ(anonymous.get("/v1/swarm/nokey/blobs/" + h.hex()).status, 403);
+  // A known key, a torrent this hub never made.
+  const net::HttpResponse f = anonymous.get(
+      a.announce.substr(url.size()) +
+      "?info_hash=%11%22%33%44%55%66%77%88%99%aa%bb%cc%dd%ee%ff%00%01%02%03%04&port=7&left=0");
+  EXPECT_NE(f.body.find("not a torrent of this hub"), std::string::npos) << f.body;
+  EXPECT_EQ(a.client->http().get("/v1/swarm/torrents/" + std::string(32, '0')).status, 404);
+}
+
+}  // namespace
+}  // namespace stoa::hub::testing
