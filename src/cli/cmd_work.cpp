@@ -13,6 +13,7 @@
 #include "net/hub_client.h"
 #include "net/join_string.h"
 #include "roles/worker/failure_advice.h"
+#include "roles/worker/sync_only.h"
 #include "roles/worker/worker.h"
 
 namespace stoa::cli {
@@ -26,7 +27,7 @@ void stop_work_on_signal(int) {
 // Exit status: 0 stopped cleanly (signal or --minutes), 3 the hub refused the join (wrong
 // token: retrying cannot help), 1 any other error. Every error is told on stderr in plain words
 // with what to do (roles/worker/failure_advice.h; the catalogue is docs/volunteer.md).
-int run(const worker::WorkerOptions& o, bool verbose) {
+int run(const worker::WorkerOptions& o, bool verbose, bool sync_only) {
   // The volunteer reads the progress lines on stdout; the detailed log is for --verbose (or an
   // explicit STOA_LOG); warnings and errors always show.
   if (!verbose && !std::getenv("STOA_LOG") && log_level() < LogLevel::kWarn)
@@ -37,8 +38,12 @@ int run(const worker::WorkerOptions& o, bool verbose) {
   std::string hub_url = o.hub_url;
   try {
     if (!o.join_string.empty()) hub_url = net::parse_join_string(o.join_string).url;
-    const worker::WorkerStats s = worker::run_worker(o, g_stop);
-    (void)s;
+    if (sync_only) {
+      worker::run_sync_only(o, g_stop);
+    } else {
+      const worker::WorkerStats s = worker::run_worker(o, g_stop);
+      (void)s;
+    }
   } catch (const std::exception& e) {
     std::fputs(worker::format_advice(worker::advise(e, hub_url)).c_str(), stderr);
     return dynamic_cast<const net::JoinRefused*>(&e) ? 3 : 1;
@@ -119,6 +124,10 @@ CommandRegistration reg(
           ->capture_default_str();
       app.add_option("--swarm-listen", o->swarm_listen,
                      "address:port the swarm listens on (default: every address, a free port)");
+      auto sync_only = std::make_shared<bool>(false);
+      app.add_flag("--sync-only", *sync_only,
+                   "only follow the hub's weight versions (fetch, verify, serve them on): no "
+                   "model, no rollouts");
       auto kernel_target = std::make_shared<std::string>();
       app.add_option("--kernel-target", *kernel_target,
                      "run the kernels on this SIMD target instead of the CPU's best (e.g. "
@@ -127,7 +136,7 @@ CommandRegistration reg(
       auto verbose = std::make_shared<bool>(false);
       app.add_flag("--verbose,-v", *verbose,
                    "the detailed log on stderr (as STOA_LOG=info) besides the progress lines");
-      return [o, verbose, kernel_target, task_flags, no_checks, swarm, no_serve] {
+      return [o, verbose, kernel_target, task_flags, no_checks, swarm, no_serve, sync_only] {
         o->peer_checks = !*no_checks;
         o->serve = !*no_serve;
         o->swarm = *swarm == "on"    ? worker::WorkerOptions::Swarm::kOn
@@ -139,7 +148,7 @@ CommandRegistration reg(
           return 2;
         }
         if (!kernel_target->empty() && !force_kernel_target(*kernel_target)) return 2;
-        return run(*o, *verbose);
+        return run(*o, *verbose, *sync_only);
       };
     });
 

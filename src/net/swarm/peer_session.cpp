@@ -17,6 +17,7 @@
 #include <libtorrent/torrent_status.hpp>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -187,10 +188,17 @@ std::string PeerSession::fetch(const FetchRequest& r) {
       lt::span<char const>(r.torrent.data(), static_cast<long>(r.torrent.size())), ec,
       lt::from_span);
   STOA_CHECK(!ec, ErrorKind::kBadFormat, "swarm: the hub's torrent does not parse: ", ec.message());
-  STOA_CHECK(info->num_files() == 1, ErrorKind::kBadFormat, "swarm: a blob's torrent holds ",
-             info->num_files(), " files");
+  // One file, and a pad file after it where the blob is not a whole number of pieces.
+  std::optional<lt::file_index_t> blob_file;
+  for (const lt::file_index_t f : info->files().file_range()) {
+    if (info->files().pad_file_at(f)) continue;
+    STOA_CHECK(!blob_file, ErrorKind::kBadFormat,
+               "swarm: a blob's torrent holds more than one file");
+    blob_file = f;
+  }
+  STOA_CHECK(blob_file, ErrorKind::kBadFormat, "swarm: a blob's torrent holds no file");
   const std::string path =
-      (fs::path(r.save_dir) / std::string(info->files().file_path(lt::file_index_t{0}))).string();
+      (fs::path(r.save_dir) / std::string(info->files().file_path(*blob_file))).string();
   STOA_CHECK(fs::path(path).parent_path() == fs::path(r.save_dir), ErrorKind::kBadFormat,
              "swarm: the torrent's file name leaves the save directory");
   lt::torrent_handle handle;

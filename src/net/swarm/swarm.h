@@ -1,10 +1,10 @@
 // The swarm: PULSE blobs spread worker to worker with BitTorrent (libtorrent-rasterbar), so the
 // hub's uplink need not grow with the fleet. The hub stays the source of truth: it makes one
-// private, BitTorrent v2 torrent per blob from its own file (the torrent's single file is named
-// by the blob's content hash), acts as the swarm's only tracker and serves its HTTP blob route
-// as a web seed, so a swarm of one still finishes. A worker fetches the torrent from the hub over
-// its authenticated API, downloads from peers and the web seed at once, and every 16 KiB block
-// is checked against the v2 merkle tree the hub made (a peer that sends a bad block is
+// private BitTorrent torrent (v1 and v2 hashes) per blob from its own file (the torrent's single
+// file is named by the blob's content hash), acts as the swarm's only tracker and serves its HTTP
+// blob route as a web seed, so a swarm of one still finishes. A worker fetches the torrent from the
+// hub over its authenticated API, downloads from peers and the web seed at once, and every 16 KiB
+// block is checked against the v2 merkle tree the hub made (a peer that sends a bad block is
 // identified and banned); the blob is then checked again by its content hash before use, as
 // every blob is. What a worker has used it keeps seeding, with its upload capped.
 //
@@ -29,12 +29,13 @@ bool available();
 
 struct Torrent {
   std::vector<char> bytes;    // the bencoded .torrent
-  std::string announce_hash;  // hex of the 20 bytes the tracker is announced with
+  std::vector<std::string> announce_hashes;  // hex of the 20 bytes it is announced with
   uint64_t size = 0;          // the blob's bytes
   int piece_bytes = 0;
 };
 
-// A private, v2-only torrent of the single file `dir`/`name` (hashes the whole file).
+// A private torrent (hybrid: v1 and v2 hashes) of the single file `dir`/`name` (hashes the
+// whole file).
 // Throws kIo for a missing or unreadable file.
 Torrent make_torrent(const std::string& dir, const std::string& name);
 // The announce hash and size of a torrent made earlier (kBadFormat for bytes that are not one).

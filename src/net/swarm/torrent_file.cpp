@@ -35,10 +35,23 @@ std::string hex_of(const char* data, size_t n) {
   return out;
 }
 
+// The index of the blob's file: a v2 torrent pads its file to a whole piece with a pad file.
+int blob_file_index(const lt::torrent_info& info) {
+  int index = -1;
+  for (const lt::file_index_t f : info.files().file_range()) {
+    if (info.files().pad_file_at(f)) continue;
+    if (index >= 0) return -1;
+    index = static_cast<int>(f);
+  }
+  return index;
+}
+
 Torrent describe(std::vector<char> bytes, const lt::torrent_info& info) {
   Torrent t;
-  const lt::sha1_hash best = info.info_hashes().get_best();
-  t.announce_hash = hex_of(best.data(), best.size());
+  // A hybrid torrent is announced under both: the v1 hash and the v2 hash cut to 20 bytes.
+  const lt::info_hash_t& hashes = info.info_hashes();
+  if (hashes.has_v1()) t.announce_hashes.push_back(hex_of(hashes.v1.data(), hashes.v1.size()));
+  if (hashes.has_v2()) t.announce_hashes.push_back(hex_of(hashes.v2.data(), 20));
   t.size = static_cast<uint64_t>(info.total_size());
   t.piece_bytes = info.piece_length();
   t.bytes = std::move(bytes);
@@ -55,9 +68,11 @@ Torrent make_torrent(const std::string& dir, const std::string& name) {
              ec.message());
   lt::file_storage files;
   files.add_file(name, static_cast<std::int64_t>(size));
-  // v2 only: its per-block merkle hashes name the peer that sent a bad block (v1's per-piece
-  // SHA-1 cannot), and the hub's clients are all ours, so nothing needs the v1 half.
-  lt::create_torrent maker(files, 0, lt::create_torrent::v2_only);
+  // Hybrid, v1 and v2: v2's per-block merkle hashes name the peer that sent a bad block (v1's
+  // per-piece SHA-1 cannot). Not v2 only: libtorrent 2.0.8 pads a v2-only torrent's last file
+  // to a whole piece, which makes a one-file torrent a directory and its web seed a directory
+  // URL; a hybrid torrent of one file has no pad.
+  lt::create_torrent maker(files, 0);
   maker.set_priv(true);  // no DHT, no peer exchange: peers come from the hub's tracker only
   maker.set_creator("stoa");
   lt::error_code lec;
@@ -72,8 +87,8 @@ Torrent parse_torrent(std::vector<char> bytes) {
   lt::torrent_info info(lt::span<char const>(bytes.data(), static_cast<long>(bytes.size())), ec,
                         lt::from_span);
   STOA_CHECK(!ec, ErrorKind::kBadFormat, "swarm: not a torrent: ", ec.message());
-  STOA_CHECK(info.num_files() == 1, ErrorKind::kBadFormat, "swarm: a blob's torrent holds ",
-             info.num_files(), " files, not 1");
+  STOA_CHECK(blob_file_index(info) >= 0, ErrorKind::kBadFormat,
+             "swarm: a blob's torrent holds one file, not ", info.num_files());
   return describe(std::move(bytes), info);
 }
 

@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "net/hub_client.h"
+#include "roles/worker/worker.h"
 
 namespace stoa::worker {
 namespace fs = std::filesystem;
@@ -116,6 +117,37 @@ std::optional<net::BlobDownload> SwarmBlobSource::download_progress() const {
 
 net::swarm::SwarmStats SwarmBlobSource::stats() const {
   return session_.stats();
+}
+
+// The swarm as the options ask (WorkerOptions::swarm), or null: off, auto with a hub on
+// loopback, or a build without a swarm engine.
+std::unique_ptr<SwarmBlobSource> make_swarm_source(const WorkerOptions& o, net::HubClient& hub,
+                                                   HubBlobSource& hub_source,
+                                                   const std::string& state_dir) {
+  const std::string& url = hub.http().base_url();
+  const bool loopback = url.find("://127.") != std::string::npos ||
+                        url.find("://localhost") != std::string::npos ||
+                        url.find("://[::1]") != std::string::npos;
+  if (o.swarm == WorkerOptions::Swarm::kOff || (o.swarm == WorkerOptions::Swarm::kAuto && loopback))
+    return nullptr;
+  if (!net::swarm::available()) {
+    log_warn("swarm", "this build has no swarm engine: blobs come from the hub alone");
+    return nullptr;
+  }
+  SwarmSourceOptions so;
+  so.dir = (fs::path(state_dir) / "swarm").string();
+  so.session.serve = o.serve;
+  so.session.upload_kib_s = o.upload_kib_s;
+  if (!o.swarm_listen.empty())
+    so.session.listen = o.swarm_listen;
+  else
+    so.session.listen = "0.0.0.0:0,[::]:0";
+  so.session.one_host = loopback;  // every worker of a loopback hub shares one address
+  so.session.nat_traversal = !loopback;
+  // The hub's certificate is pinned by our own client; libtorrent's connections carry only the
+  // swarm key, which opens nothing but blobs and announces.
+  so.session.validate_https = false;
+  return std::make_unique<SwarmBlobSource>(hub, hub_source, so);
 }
 
 uint64_t SwarmBlobSource::fallbacks() const {

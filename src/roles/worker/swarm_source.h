@@ -54,4 +54,11 @@ class SwarmBlobSource final : public BlobSource {
   uint64_t fallbacks_ = 0;
 };
 
+struct WorkerOptions;
+// The swarm source WorkerOptions::swarm asks for, or null: off, auto with a hub on loopback, or a
+// build without a swarm engine (said in the log).
+std::unique_ptr<SwarmBlobSource> make_swarm_source(const WorkerOptions& options,
+                                                   net::HubClient& hub, HubBlobSource& hub_source,
+                                                   const std::string& state_dir);
+
 }  // namespace stoa::worker

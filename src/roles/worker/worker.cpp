@@ -70,37 +70,6 @@ class StopReportOnExit {
 };
 }  // namespace
 
-// The swarm as the options ask (WorkerOptions::swarm), or null: off, auto with a hub on
-// loopback, or a build without a swarm engine.
-static std::unique_ptr<SwarmBlobSource> start_swarm(const WorkerOptions& o, net::HubClient& hub,
-                                                    HubBlobSource& hub_source,
-                                                    const std::string& state_dir) {
-  const std::string& url = hub.http().base_url();
-  const bool loopback = url.find("://127.") != std::string::npos ||
-                        url.find("://localhost") != std::string::npos ||
-                        url.find("://[::1]") != std::string::npos;
-  if (o.swarm == WorkerOptions::Swarm::kOff || (o.swarm == WorkerOptions::Swarm::kAuto && loopback))
-    return nullptr;
-  if (!net::swarm::available()) {
-    log_warn("swarm", "this build has no swarm engine: blobs come from the hub alone");
-    return nullptr;
-  }
-  SwarmSourceOptions so;
-  so.dir = (fs::path(state_dir) / "swarm").string();
-  so.session.serve = o.serve;
-  so.session.upload_kib_s = o.upload_kib_s;
-  if (!o.swarm_listen.empty())
-    so.session.listen = o.swarm_listen;
-  else
-    so.session.listen = "0.0.0.0:0,[::]:0";
-  so.session.one_host = loopback;  // every worker of a loopback hub shares one address
-  so.session.nat_traversal = !loopback;
-  // The hub's certificate is pinned by our own client; libtorrent's connections carry only the
-  // swarm key, which opens nothing but blobs and announces.
-  so.session.validate_https = false;
-  return std::make_unique<SwarmBlobSource>(hub, hub_source, so);
-}
-
 WorkerStats run_worker(const WorkerOptions& o, const std::atomic<bool>& stop) {
   STOA_CHECK(!o.hub_url.empty() || !o.join_string.empty(), ErrorKind::kInvalidArgument,
              "stoa work: --join STRING (or --hub URL with --token) is required");
@@ -194,7 +163,7 @@ WorkerStats run_worker(const WorkerOptions& o, const std::atomic<bool>& stop) {
   // ---- background threads: weight sync, heartbeat, rollout streamer ----
   // Blobs download to <state dir>/blobs and resume from there (after a drop or a restart).
   HubBlobSource hub_source(hub, (fs::path(state_dir) / "blobs").string());
-  std::unique_ptr<SwarmBlobSource> swarm_source = start_swarm(o, hub, hub_source, state_dir);
+  std::unique_ptr<SwarmBlobSource> swarm_source = make_swarm_source(o, hub, hub_source, state_dir);
   BlobSource& source = swarm_source ? static_cast<BlobSource&>(*swarm_source) : hub_source;
   WeightSync sync(source, config);  // the engine's weights are the one resident copy
   LeaseBook book;

@@ -47,6 +47,26 @@ SwarmTracker::SwarmTracker(pulse::BlobStore& store,
         path.string(), std::span(reinterpret_cast<const uint8_t*>(secret_.data()), secret_.size()));
     fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write);
   }
+  // The torrents made before a restart: workers go on announcing them. One whose blob is gone
+  // (pruned) goes too.
+  for (const auto& entry : fs::directory_iterator(path.parent_path())) {
+    if (entry.path().extension() != ".torrent") continue;
+    const std::string blob_hex = entry.path().stem().string();
+    Hash128 blob;
+    std::error_code ec;
+    if (!Hash128::parse(blob_hex, &blob) || !fs::exists(store_.path_of(blob))) {
+      fs::remove(entry.path(), ec);
+      continue;
+    }
+    std::ifstream in(entry.path(), std::ios::binary);
+    std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    try {
+      remember_locked(blob_hex, net::swarm::parse_torrent(std::move(bytes)));
+    } catch (const Error& e) {
+      log_warn("swarm", "torrent cache ", entry.path().string(), ": ", e.what(), "; removed");
+      fs::remove(entry.path(), ec);
+    }
+  }
 }
 
 std::string SwarmTracker::key_for(const std::string& worker_id) {
@@ -101,11 +121,15 @@ std::vector<char> SwarmTracker::torrent(const Hash128& blob) {
   }
   std::lock_guard lock(mutex_);
   ++torrents_made_;
-  if (torrents_.size() >= kMaxTorrents) torrents_.erase(torrents_.begin());
-  torrents_[hex] = made->bytes;
-  Swarm& swarm = swarms_[made->announce_hash];
-  swarm.blob = blob;
+  remember_locked(hex, *made);
   return made->bytes;
+}
+
+void SwarmTracker::remember_locked(const std::string& blob_hex, const net::swarm::Torrent& t) {
+  if (torrents_.size() >= kMaxTorrents) torrents_.erase(torrents_.begin());
+  torrents_[blob_hex] = t.bytes;
+  swarms_[blob_hex];
+  for (const std::string& h : t.announce_hashes) announce_to_blob_[h] = blob_hex;
 }
 
 void SwarmTracker::expire_locked(Swarm& s, Clock::time_point now) {
@@ -125,9 +149,10 @@ std::string SwarmTracker::announce(const std::string& key, const SwarmAnnounce& 
   if (a.port == 0) return net::swarm::announce_failure("port 0");
   std::lock_guard lock(mutex_);
   ++announces_;
-  auto it = swarms_.find(hex_of(a.info_hash));
-  if (it == swarms_.end()) return net::swarm::announce_failure("not a torrent of this hub");
-  Swarm& swarm = it->second;
+  auto alias = announce_to_blob_.find(hex_of(a.info_hash));
+  if (alias == announce_to_blob_.end())
+    return net::swarm::announce_failure("not a torrent of this hub");
+  Swarm& swarm = swarms_[alias->second];
   const auto now = Clock::now();
   expire_locked(swarm, now);
   const auto address = std::make_pair(a.ip, a.port);

@@ -70,9 +70,9 @@ class SwarmTracker {
     std::chrono::steady_clock::time_point seen;
   };
   struct Swarm {
-    Hash128 blob;
     std::map<std::pair<std::string, uint16_t>, Peer> peers;
   };
+  void remember_locked(const std::string& blob_hex, const net::swarm::Torrent& torrent);
   void expire_locked(Swarm& s, std::chrono::steady_clock::time_point now);
 
   pulse::BlobStore& store_;
@@ -81,8 +81,9 @@ class SwarmTracker {
   mutable std::mutex mutex_;
   std::mutex make_mutex_;  // one torrent hashed at a time (a 9 GB anchor takes a while)
   std::string secret_;     // keys are worker id + a MAC under it (kept beside the torrents)
-  std::map<std::string, std::vector<char>> torrents_;  // blob hex -> .torrent bytes
-  std::map<std::string, Swarm> swarms_;                // announce hash (hex) -> its peers
+  std::map<std::string, std::vector<char>> torrents_;    // blob hex -> .torrent bytes
+  std::map<std::string, Swarm> swarms_;                  // blob hex -> its peers
+  std::map<std::string, std::string> announce_to_blob_;  // v1 and v2 announce hashes (hex)
   uint64_t announces_ = 0, torrents_made_ = 0;
   Rng shuffle_{static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()),
                29};

@@ -1,0 +1,37 @@
+// `stoa bench swarm`: a version and a fresh anchor to N workers on emulated home links, with
+// peers serving each other and without (bench/swarm_bench.h). Needs root (network namespaces).
+#include <memory>
+
+#include "bench/swarm_bench.h"
+#include "cli/command.h"
+
+namespace stoa::cli {
+namespace {
+
+CommandRegistration bench_cmd(
+    "bench swarm",
+    "time for a version (and a fresh anchor) to reach N sync-only workers on emulated home "
+    "links, and the hub's bytes out, with peers serving each other and from the hub alone",
+    [](CLI::App& app) {
+      auto o = std::make_shared<bench::SwarmBenchOptions>();
+      app.add_option("--workers", o->workers, "worker counts, one run each")
+          ->delimiter(',')
+          ->capture_default_str();
+      app.add_option("--modes", o->modes, "peers (--swarm on), hub (--swarm off)")
+          ->delimiter(',')
+          ->capture_default_str();
+      app.add_option("--anchor-mb", o->anchor_mb)->capture_default_str();
+      app.add_option("--patch-mb", o->patch_mb)->capture_default_str();
+      app.add_option("--hub-mbit", o->rates.hub_up_mbit, "the hub's uplink")->capture_default_str();
+      app.add_option("--down-mbit", o->rates.down_mbit, "each worker's downlink")
+          ->capture_default_str();
+      app.add_option("--up-mbit", o->rates.up_mbit, "each worker's uplink")->capture_default_str();
+      app.add_option("--workdir", o->workdir);
+      app.add_flag("--keep", o->keep, "keep the work directory");
+      app.add_option("--timeout", o->timeout_s, "seconds per phase")->capture_default_str();
+      app.add_flag("--json", o->json);
+      return [o] { return bench::run_swarm_bench(*o); };
+    });
+
+}  // namespace
+}  // namespace stoa::cli
