@@ -52,6 +52,10 @@ lt::settings_pack session_settings(const PeerSessionOptions& o) {
   // Not serving: no upload slot is ever opened, so nothing is sent but requests.
   if (!o.serve) s.set_int(lt::settings_pack::unchoke_slots_limit, 0);
   s.set_int(lt::settings_pack::connections_limit, 200);
+  // One piece per web-seed request: the hub's web seed decides piece by piece whether the swarm
+  // should serve it instead (a 503 with Retry-After), and a many-piece request would be refused
+  // whole for one piece.
+  s.set_int(lt::settings_pack::urlseed_max_request_bytes, 16 << 10);
   if (!o.outgoing_interface.empty())
     s.set_str(lt::settings_pack::outgoing_interfaces, o.outgoing_interface);
   s.set_int(lt::settings_pack::stop_tracker_timeout, 2);
@@ -239,6 +243,10 @@ std::string PeerSession::fetch(const FetchRequest& r) {
     const bool done = st.is_finished && st.total_wanted_done == st.total_wanted &&
                       st.state != lt::torrent_status::checking_files;
     const auto now = Clock::now();
+    {
+      std::lock_guard lock(impl_->mutex);
+      impl_->sample_locked();  // the web seed's share, before its connection can close
+    }
     if (st.total_wanted_done > last_done) {
       last_done = st.total_wanted_done;
       last_gain = now;

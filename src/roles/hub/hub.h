@@ -123,6 +123,9 @@ struct HubConfig {
   // Torrents, tracker and web seed for workers that spread blobs among themselves
   // (roles/hub/swarm/; a build without libtorrent has none whatever this says).
   bool swarm = true;
+  // How many times the web seed sends each piece of a blob before the swarm must spread it
+  // (SwarmTracker::web_seed_allowed): the hub's bytes out per blob stay near this many copies.
+  int swarm_web_seed_copies = 2;
 };
 
 // What the hub serves and computes rewards with; all must outlive the Hub.

@@ -211,6 +211,7 @@ RunConfig parse_run_config(const std::string& text, const std::string& source,
   hub.get_seconds_as_ms("hoard_grace_s", c.hub.hoard_grace_ms);
   hub.get("hoard_min_tokens_per_s", c.hub.hoard_min_tokens_per_s);
   hub.get("swarm", c.hub.swarm);
+  hub.get("swarm_web_seed_copies", c.hub.swarm_web_seed_copies);
   hub.check_unknown();
   STOA_CHECK(c.hub.hoard_min_tokens_per_s >= 0 && std::isfinite(c.hub.hoard_min_tokens_per_s),
              ErrorKind::kInvalidArgument, source,
@@ -485,6 +486,8 @@ std::string to_toml(const RunConfig& c) {
   w.put("hoard_grace_s", whole_seconds(c.hub.hoard_grace_ms, "hoard_grace_s"));
   w.put("hoard_min_tokens_per_s", c.hub.hoard_min_tokens_per_s);
   w.put("swarm", c.hub.swarm);
+  w.put("swarm_web_seed_copies",
+        toml_integer(c.hub.swarm_web_seed_copies, "hub", "swarm_web_seed_copies"));
   w.section("sampling");
   w.put("temperature", sp.temperature);
   w.put("top_p", sp.top_p);

@@ -1,11 +1,12 @@
 // The swarm (net/swarm/swarm.h) against the real hub over HTTP on loopback: its torrents, its
 // tracker and its web seed, and real libtorrent sessions as workers. Peers serve each other
-// (a blob fetched with no web seed at all comes whole from a peer); a peer that serves corrupt
-// bytes is caught by the v2 piece hashes (nothing bad is handed out) and banned; a peer that
-// leaves mid-transfer is replaced by another; a transfer goes on while the hub restarts, whose
-// keys survive it; a swarm of one finishes from the hub's web seed;
-// a fetch nobody can serve stalls and leaves nothing behind; a hub without a swarm is fetched
-// from as before; the tracker refuses strangers.
+// (a blob fetched with no web seed at all comes whole from a peer; the hub's web seed sends each
+// piece twice and refuses it after, so a third worker gets it from the first two); a peer that
+// serves corrupt bytes is caught by the v2 piece hashes (nothing bad is handed out) and banned; a
+// peer that leaves mid-transfer is replaced by another; a transfer goes on while the hub restarts,
+// whose keys survive it; a swarm of one finishes from the hub's web seed; a fetch nobody can serve
+// stalls and leaves nothing behind; a hub without a swarm is fetched from as before; the tracker
+// refuses strangers.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -127,6 +128,22 @@ TEST_F(Swarm, APeerServesAWholeBlobWithoutTheHub) {
   EXPECT_EQ(leecher.stats().from_hub_bytes, 0u);
   EXPECT_GE(seeder.stats().uploaded_bytes, bytes.size());
   EXPECT_EQ(seeder.stats().seeding, 1);
+}
+
+TEST_F(Swarm, EachPieceLeavesTheHubTwiceAndTheSwarmServesTheRest) {
+  const auto bytes = random_bytes((2 << 20) + 777, 41);
+  const Hash128 h = store->put(bytes);
+  Member a = member(), b = member(), c = member();
+  net::swarm::PeerSession first(on_loopback()), second(on_loopback());
+  first.release(first.fetch(request(a, h, "a", true)));
+  second.release(second.fetch(request(b, h, "b", true)));
+  // Every piece has left the hub twice: the hub's web seed refuses it to a third worker.
+  net::HttpClient anonymous(url);
+  EXPECT_EQ(anonymous.get(request(c, h, "c", true).web_seed_url.substr(url.size())).status, 503);
+  net::swarm::PeerSession third(on_loopback());
+  const std::string got = third.fetch(request(c, h, "c", true));
+  EXPECT_EQ(read_all(got), bytes);
+  EXPECT_GE(third.stats().from_peers_bytes, bytes.size());
 }
 
 TEST_F(Swarm, APeerServingCorruptBytesIsCaughtAndBanned) {

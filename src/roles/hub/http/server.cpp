@@ -84,7 +84,8 @@ HubServer::HubServer(Hub& hub, ServerOptions options)
       uploads_(hub.store()) {
   if (hub.config().swarm && net::swarm::available())
     swarm_ = std::make_unique<SwarmTracker>(
-        hub.store(), [&hub](const std::string& worker) { return !hub.quarantined(worker); });
+        hub.store(), [&hub](const std::string& worker) { return !hub.quarantined(worker); },
+        hub.config().swarm_web_seed_copies);
   if (hub.run_files_store()) run_files_ = std::make_unique<BlobServing>(*hub.run_files_store());
   HttpServerOptions o;
   o.host = options_.host;

@@ -6,6 +6,8 @@
 // libtorrent calls the last two itself and cannot add our Authorization header, hence the key
 // in the path. A tracker answers 200 with a bencoded failure, never an HTTP error, as clients
 // expect.
+#include <filesystem>
+
 #include "roles/hub/http/server.h"
 
 namespace stoa::hub {
@@ -80,6 +82,15 @@ HttpReply HubServer::swarm_route(const RequestContext& req, const std::string& t
   if (what.rfind("blobs/", 0) == 0) {
     if (!swarm_->worker_of(key)) throw RequestError(403, "unknown or refused swarm key");
     if (!hex32(what.substr(6), &blob)) throw RequestError(400, "blob name is not 32 hex digits");
+    // The hub sends each piece a few times; the rest of the swarm gets it from those workers.
+    std::error_code ec;
+    const uint64_t size = std::filesystem::file_size(hub_.store().path_of(blob), ec);
+    if (!ec) {
+      ByteRange range{0, size};
+      if (parse_range(req.header("range"), size, &range) != RangeParse::kRange) range = {0, size};
+      if (!swarm_->web_seed_allowed(blob, range.first, range.length))
+        throw RequestError(503, "this piece has left the hub enough times: ask the swarm", 2000);
+    }
     return blobs_.serve(blob, req);
   }
   throw RequestError(404, "no such swarm route");

@@ -31,8 +31,12 @@ std::string hex_of(const std::string& raw) {
 }  // namespace
 
 SwarmTracker::SwarmTracker(pulse::BlobStore& store,
-                           std::function<bool(const std::string&)> worker_ok, int interval_s)
-    : store_(store), worker_ok_(std::move(worker_ok)), interval_s_(std::max(1, interval_s)) {
+                           std::function<bool(const std::string&)> worker_ok, int web_seed_copies,
+                           int interval_s)
+    : store_(store),
+      worker_ok_(std::move(worker_ok)),
+      web_seed_copies_(std::max(1, web_seed_copies)),
+      interval_s_(std::max(1, interval_s)) {
   // The keys' secret lives beside the torrents, so keys outlive a hub restart: a worker's
   // libtorrent goes on announcing with the URL it was given.
   const fs::path path = fs::path(store_.dir()) / "torrents" / "swarm_secret";
@@ -130,6 +134,35 @@ void SwarmTracker::remember_locked(const std::string& blob_hex, const net::swarm
   torrents_[blob_hex] = t.bytes;
   swarms_[blob_hex];
   for (const std::string& h : t.announce_hashes) announce_to_blob_[h] = blob_hex;
+  PieceLedger& ledger = pieces_[blob_hex];
+  if (ledger.piece_bytes == 0 && t.piece_bytes > 0) {
+    ledger.piece_bytes = static_cast<uint64_t>(t.piece_bytes);
+    const size_t n = static_cast<size_t>((t.size + ledger.piece_bytes - 1) / ledger.piece_bytes);
+    ledger.sent.assign(n, 0);
+    ledger.last.assign(n, {});
+  }
+}
+
+bool SwarmTracker::web_seed_allowed(const Hash128& blob, uint64_t first, uint64_t length) {
+  std::lock_guard lock(mutex_);
+  auto it = pieces_.find(blob.hex());
+  if (it == pieces_.end() || it->second.piece_bytes == 0 || length == 0) return true;
+  PieceLedger& ledger = it->second;
+  const size_t from = static_cast<size_t>(first / ledger.piece_bytes);
+  const size_t to = std::min(ledger.sent.size(),
+                             static_cast<size_t>((first + length - 1) / ledger.piece_bytes) + 1);
+  const auto now = Clock::now();
+  for (size_t p = from; p < to; ++p) {
+    if (ledger.sent[p] >= web_seed_copies_ && now - ledger.last[p] < stuck_after_) {
+      ++web_seed_refusals_;
+      return false;
+    }
+  }
+  for (size_t p = from; p < to; ++p) {
+    ledger.sent[p] = static_cast<uint8_t>(std::min(255, ledger.sent[p] + 1));
+    ledger.last[p] = now;
+  }
+  return true;
 }
 
 void SwarmTracker::expire_locked(Swarm& s, Clock::time_point now) {
@@ -189,6 +222,7 @@ SwarmTrackerStats SwarmTracker::stats() const {
   }
   s.announces = announces_;
   s.torrents_made = torrents_made_;
+  s.web_seed_refusals = web_seed_refusals_;
   return s;
 }
 

@@ -41,6 +41,7 @@ struct SwarmTrackerStats {
   size_t peers = 0;  // entries over every torrent
   size_t seeds = 0;  // of them, holding the whole blob
   uint64_t announces = 0;
+  uint64_t web_seed_refusals = 0;  // ranges whose pieces had left the hub often enough
   uint64_t torrents_made = 0;
 };
 
@@ -50,7 +51,7 @@ class SwarmTracker {
   static constexpr size_t kMaxPeers = 2000;
   // `worker_ok(worker_id)`: false for a worker no longer allowed (quarantined).
   SwarmTracker(pulse::BlobStore& store, std::function<bool(const std::string&)> worker_ok,
-               int interval_s = 15);
+               int web_seed_copies = 2, int interval_s = 15);
 
   // The worker's key (the same one for every call of that worker).
   std::string key_for(const std::string& worker_id);
@@ -61,6 +62,11 @@ class SwarmTracker {
   std::vector<char> torrent(const Hash128& blob);
   // A bencoded tracker reply (a failure reply for an unknown torrent or key).
   std::string announce(const std::string& key, const SwarmAnnounce& a);
+  // The web seed's share: may a worker have bytes [first, first + length) of `blob` from the
+  // hub now? Each piece leaves the hub at most `copies` times; after that the workers that have
+  // it serve it, and the hub sends it again only when none has for `stuck_after` (its holders
+  // left, or cannot be reached). Counts the pieces of an allowed range as sent.
+  bool web_seed_allowed(const Hash128& blob, uint64_t first, uint64_t length);
   SwarmTrackerStats stats() const;
 
  private:
@@ -72,19 +78,28 @@ class SwarmTracker {
   struct Swarm {
     std::map<std::pair<std::string, uint16_t>, Peer> peers;
   };
+  // Per blob: how often and when each piece last left through the web seed.
+  struct PieceLedger {
+    uint64_t piece_bytes = 0;
+    std::vector<uint8_t> sent;
+    std::vector<std::chrono::steady_clock::time_point> last;
+  };
   void remember_locked(const std::string& blob_hex, const net::swarm::Torrent& torrent);
   void expire_locked(Swarm& s, std::chrono::steady_clock::time_point now);
 
   pulse::BlobStore& store_;
   std::function<bool(const std::string&)> worker_ok_;
+  const int web_seed_copies_;
   const int interval_s_;
+  const std::chrono::seconds stuck_after_{10};
+  std::map<std::string, PieceLedger> pieces_;  // blob hex ->
   mutable std::mutex mutex_;
   std::mutex make_mutex_;  // one torrent hashed at a time (a 9 GB anchor takes a while)
   std::string secret_;     // keys are worker id + a MAC under it (kept beside the torrents)
   std::map<std::string, std::vector<char>> torrents_;    // blob hex -> .torrent bytes
   std::map<std::string, Swarm> swarms_;                  // blob hex -> its peers
   std::map<std::string, std::string> announce_to_blob_;  // v1 and v2 announce hashes (hex)
-  uint64_t announces_ = 0, torrents_made_ = 0;
+  uint64_t announces_ = 0, torrents_made_ = 0, web_seed_refusals_ = 0;
   Rng shuffle_{static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()),
                29};
 };
