@@ -28,6 +28,7 @@
 namespace stoa::net::swarm {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
+constexpr auto kReseedAfter = std::chrono::seconds(3);
 
 namespace {
 
@@ -234,6 +235,7 @@ std::string PeerSession::fetch(const FetchRequest& r) {
   int64_t last_done = -1;
   auto last_gain = Clock::now();
   auto last_report = Clock::now() - r.progress_interval;
+  auto last_reseed = Clock::now();
   for (;;) {
     const lt::torrent_status st = handle.status();
     if (st.errc) {
@@ -265,6 +267,15 @@ std::string PeerSession::fetch(const FetchRequest& r) {
       std::lock_guard lock(impl_->mutex);
       impl_->sample_locked();
       return path;
+    }
+    // libtorrent drops a web seed that answered 503 (a piece the hub wants the swarm to spread);
+    // when the swarm stops delivering, the hub is asked again: it sends a piece once more when
+    // nobody got it from the hub for a while (its holders left or cannot serve).
+    if (!r.web_seed_url.empty() && now - last_gain > kReseedAfter &&
+        now - last_reseed > kReseedAfter) {
+      last_reseed = now;
+      handle.remove_url_seed(r.web_seed_url);
+      handle.add_url_seed(r.web_seed_url);
     }
     if (now - last_gain > r.stall_timeout) {
       drop();

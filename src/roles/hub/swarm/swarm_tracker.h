@@ -91,7 +91,7 @@ class SwarmTracker {
   std::function<bool(const std::string&)> worker_ok_;
   const int web_seed_copies_;
   const int interval_s_;
-  const std::chrono::seconds stuck_after_{10};
+  const std::chrono::seconds stuck_after_{5};
   std::map<std::string, PieceLedger> pieces_;  // blob hex ->
   mutable std::mutex mutex_;
   std::mutex make_mutex_;  // one torrent hashed at a time (a 9 GB anchor takes a while)
