@@ -11,95 +11,17 @@
 #include "core/enum_names.h"
 #include "core/error.h"
 #include "core/hash.h"
+#include "net/json_fields.h"
 
 namespace stoa::net {
 namespace {
 
 using nlohmann::json;
-
-// A JSON number as the integer type T, refusing floats, booleans and out-of-range values:
-// nlohmann's get<T>() would cast 1e99 or -1 silently (the former is undefined behaviour).
-template <typename T>
-bool as_integer(const json& v, T* out) {
-  if (v.is_number_unsigned()) {
-    uint64_t u = v.get<uint64_t>();
-    if (u > static_cast<uint64_t>(std::numeric_limits<T>::max())) return false;
-    *out = static_cast<T>(u);
-    return true;
-  }
-  if (v.is_number_integer()) {
-    int64_t i = v.get<int64_t>();
-    if constexpr (std::is_unsigned_v<T>) {
-      if (i < 0) return false;
-    } else {
-      if (i < static_cast<int64_t>(std::numeric_limits<T>::min())) return false;
-    }
-    if (static_cast<uint64_t>(std::max<int64_t>(i, 0)) >
-        static_cast<uint64_t>(std::numeric_limits<T>::max())) {
-      return false;
-    }
-    *out = static_cast<T>(i);
-    return true;
-  }
-  return false;
-}
-
-// True for std::vector of an integer type (token ids, mask bytes, versions).
-template <typename T>
-struct is_int_vector : std::false_type {};
-template <typename T>
-struct is_int_vector<std::vector<T>> : std::bool_constant<std::is_integral_v<T>> {};
-
-// Typed field access with messages that name the message and the field.
-template <typename T>
-T req(const json& j, const char* msg, const char* field) {
-  STOA_CHECK(j.is_object(), ErrorKind::kInvalidArgument, msg, ": expected a JSON object");
-  auto it = j.find(field);
-  STOA_CHECK(it != j.end(), ErrorKind::kInvalidArgument, msg, ": missing field '", field, "'");
-  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-    T out{};
-    STOA_CHECK(as_integer(*it, &out), ErrorKind::kInvalidArgument, msg, ": field '", field,
-               "' is not an integer in range (", it->dump().substr(0, 40), ")");
-    return out;
-  } else if constexpr (is_int_vector<T>::value) {
-    STOA_CHECK(it->is_array(), ErrorKind::kInvalidArgument, msg, ": field '", field,
-               "' is not an array");
-    T out;
-    out.reserve(it->size());
-    for (size_t i = 0; i < it->size(); ++i) {
-      typename T::value_type v{};
-      STOA_CHECK(as_integer((*it)[i], &v), ErrorKind::kInvalidArgument, msg, ": field '", field,
-                 "[", i, "]' is not an integer in range (", (*it)[i].dump().substr(0, 40), ")");
-      out.push_back(v);
-    }
-    return out;
-  } else {
-    try {
-      return it->get<T>();
-    } catch (const json::exception& e) {
-      fail(ErrorKind::kInvalidArgument, msg, ": field '", field, "' has the wrong type (",
-           it->type_name(), ")");
-    }
-  }
-}
-
-template <typename T>
-T opt(const json& j, const char* msg, const char* field, T fallback) {
-  STOA_CHECK(j.is_object(), ErrorKind::kInvalidArgument, msg, ": expected a JSON object");
-  auto it = j.find(field);
-  if (it == j.end() || it->is_null()) return fallback;
-  return req<T>(j, msg, field);
-}
+using namespace json_fields;
 
 void check_protocol(int protocol, const char* msg) {
   STOA_CHECK(protocol == kProtocolVersion, ErrorKind::kInvalidArgument, msg, ": protocol version ",
              protocol, " is not supported (this hub speaks ", kProtocolVersion, ")");
-}
-
-std::optional<uint64_t> opt_u64(const json& j, const char* msg, const char* field) {
-  auto it = j.find(field);
-  if (it == j.end() || it->is_null()) return std::nullopt;
-  return req<uint64_t>(j, msg, field);
 }
 
 }  // namespace
@@ -449,69 +371,6 @@ RolloutResponse rollout_response_from_json(const json& j) {
   m.reason = opt<std::string>(j, msg, "reason", "");
   m.detail = opt<std::string>(j, msg, "detail", "");
   m.reward = opt<double>(j, msg, "reward", 0);
-  return m;
-}
-
-json to_json(const BlobDownload& m) {
-  return {{"hash", m.hash},
-          {"bytes", m.bytes},
-          {"total", m.total},
-          {"bytes_per_s", m.bytes_per_s},
-          {"eta_s", m.eta_s}};
-}
-json to_json(const Heartbeat& m) {
-  json j = {{"worker_id", m.worker_id},
-            {"version", m.version ? json(*m.version) : json(nullptr)},
-            {"leases", m.leases},
-            {"tokens_generated", m.tokens_generated},
-            {"tokens_per_s", m.tokens_per_s},
-            {"idle_fraction", m.idle_fraction}};
-  if (m.download) j["download"] = to_json(*m.download);  // additive: older hubs ignore it
-  return j;
-}
-Heartbeat heartbeat_from_json(const json& j) {
-  const char* msg = "heartbeat";
-  Heartbeat m;
-  m.worker_id = req<std::string>(j, msg, "worker_id");
-  m.version = opt_u64(j, msg, "version");
-  m.leases = opt<std::vector<std::string>>(j, msg, "leases", {});
-  STOA_CHECK(m.leases.size() <= 1024, ErrorKind::kInvalidArgument, msg, ": too many leases");
-  m.tokens_generated = opt<uint64_t>(j, msg, "tokens_generated", 0);
-  m.tokens_per_s = opt<double>(j, msg, "tokens_per_s", 0);
-  m.idle_fraction = opt<double>(j, msg, "idle_fraction", 0);
-  STOA_CHECK(std::isfinite(m.tokens_per_s) && m.tokens_per_s >= 0, ErrorKind::kInvalidArgument, msg,
-             ": tokens_per_s must be finite and >= 0");
-  if (auto it = j.find("download"); it != j.end() && !it->is_null()) {
-    const char* dmsg = "heartbeat download";
-    STOA_CHECK(it->is_object(), ErrorKind::kInvalidArgument, dmsg, ": must be an object");
-    BlobDownload d;
-    d.hash = req<std::string>(*it, dmsg, "hash");
-    STOA_CHECK(d.hash.size() <= 64, ErrorKind::kInvalidArgument, dmsg, ": hash too long");
-    d.bytes = opt<uint64_t>(*it, dmsg, "bytes", 0);
-    d.total = opt<uint64_t>(*it, dmsg, "total", 0);
-    d.bytes_per_s = opt<double>(*it, dmsg, "bytes_per_s", 0);
-    d.eta_s = opt<double>(*it, dmsg, "eta_s", -1);
-    STOA_CHECK(std::isfinite(d.bytes_per_s) && d.bytes_per_s >= 0 && std::isfinite(d.eta_s),
-               ErrorKind::kInvalidArgument, dmsg, ": rate and ETA must be finite");
-    m.download = std::move(d);
-  }
-  return m;
-}
-
-json to_json(const HeartbeatResponse& m) {
-  return {{"latest_version", m.latest_version ? json(*m.latest_version) : json(nullptr)},
-          {"renewed", m.renewed},
-          {"cancelled", m.cancelled},
-          {"session_token", m.session_token}};
-}
-HeartbeatResponse heartbeat_response_from_json(const json& j) {
-  const char* msg = "heartbeat response";
-  HeartbeatResponse m;
-  STOA_CHECK(j.is_object(), ErrorKind::kInvalidArgument, msg, ": expected a JSON object");
-  m.latest_version = opt_u64(j, msg, "latest_version");
-  m.renewed = opt<std::vector<std::string>>(j, msg, "renewed", {});
-  m.cancelled = opt<std::vector<std::string>>(j, msg, "cancelled", {});
-  m.session_token = opt<std::string>(j, msg, "session_token", "");
   return m;
 }
 

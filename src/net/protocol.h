@@ -173,6 +173,14 @@ struct BlobDownload {
   double bytes_per_s = 0;
   double eta_s = -1;  // -1: unknown
 };
+// What a worker serves to other workers (net/swarm/swarm.h), in its heartbeat.
+struct SwarmServing {
+  uint64_t uploaded_bytes = 0;    // to peers, since the worker started
+  uint64_t from_peers_bytes = 0;  // received from peers
+  uint64_t from_hub_bytes = 0;    // received from the hub's web seed
+  int64_t serving_peers = 0;      // peers it uploads to now
+  int64_t seeding = 0;            // blobs it offers
+};
 struct Heartbeat {
   std::string worker_id;
   std::optional<uint64_t> version;  // the version the worker currently generates with
@@ -181,6 +189,7 @@ struct Heartbeat {
   double tokens_per_s = 0;
   double idle_fraction = 0;              // cumulative fraction of time with nothing to generate
   std::optional<BlobDownload> download;  // while the worker downloads a blob
+  std::optional<SwarmServing> swarm;     // when the worker is in the swarm
 };
 struct HeartbeatResponse {
   std::optional<uint64_t> latest_version;
@@ -205,6 +214,7 @@ nlohmann::json to_json(const ReleaseRequest& m);
 nlohmann::json to_json(const RolloutSubmission& m);
 nlohmann::json to_json(const RolloutResponse& m);
 nlohmann::json to_json(const BlobDownload& m);
+nlohmann::json to_json(const SwarmServing& m);
 nlohmann::json to_json(const Heartbeat& m);
 nlohmann::json to_json(const HeartbeatResponse& m);
 

@@ -129,6 +129,17 @@ TEST(Protocol, OtherMessagesRoundTrip) {
   auto hb = heartbeat_from_json(to_json(h));
   EXPECT_EQ(hb.leases, h.leases);
   EXPECT_EQ(hb.version, 3u);
+  EXPECT_FALSE(hb.swarm);
+  h.swarm = SwarmServing{1 << 20, 5, 6, 3, 2};
+  hb = heartbeat_from_json(json::parse(to_json(h).dump()));
+  ASSERT_TRUE(hb.swarm);
+  EXPECT_EQ(hb.swarm->uploaded_bytes, 1u << 20);
+  EXPECT_EQ(hb.swarm->serving_peers, 3);
+  json bad = to_json(h);
+  bad["swarm"]["serving_peers"] = -1;
+  EXPECT_THROW(heartbeat_from_json(bad), Error);
+  bad["swarm"] = "many";
+  EXPECT_THROW(heartbeat_from_json(bad), Error);
 
   JoinResponse j;
   j.worker_id = "w";

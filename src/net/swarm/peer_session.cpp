@@ -28,7 +28,8 @@
 namespace stoa::net::swarm {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
-constexpr auto kReseedAfter = std::chrono::seconds(3);
+// A web seed that has been away this long is added again (the hub's Retry-After is 1 s).
+constexpr auto kReseedAfter = std::chrono::milliseconds(1500);
 
 namespace {
 
@@ -159,6 +160,15 @@ struct PeerSession::Impl {
     }
   }
 
+  // Whether the torrent at `path` has a web-seed connection now (as of the last sample).
+  bool web_seed_live(const std::string& path) const {
+    const std::string prefix = path + "|";
+    for (auto it = seen.lower_bound(prefix); it != seen.end() && it->first.rfind(prefix, 0) == 0;
+         ++it)
+      if (it->second.live) return true;
+    return false;
+  }
+
   void remove_locked(std::vector<Held>::iterator it, bool delete_file) {
     sample_locked();
     const lt::torrent_status st = it->handle.status();
@@ -235,7 +245,7 @@ std::string PeerSession::fetch(const FetchRequest& r) {
   int64_t last_done = -1;
   auto last_gain = Clock::now();
   auto last_report = Clock::now() - r.progress_interval;
-  auto last_reseed = Clock::now();
+  auto last_reseed = Clock::now(), last_web_seed = Clock::now();
   for (;;) {
     const lt::torrent_status st = handle.status();
     if (st.errc) {
@@ -268,10 +278,16 @@ std::string PeerSession::fetch(const FetchRequest& r) {
       impl_->sample_locked();
       return path;
     }
-    // libtorrent drops a web seed that answered 503 (a piece the hub wants the swarm to spread);
-    // when the swarm stops delivering, the hub is asked again: it sends a piece once more when
-    // nobody got it from the hub for a while (its holders left or cannot serve).
-    if (!r.web_seed_url.empty() && now - last_gain > kReseedAfter &&
+    // libtorrent drops a web seed that answered 503 (a piece the hub wants the swarm to spread)
+    // and would wait its own retry time: the hub's uplink would idle. It is added back at once,
+    // so the hub keeps sending the pieces that have left it least.
+    bool web_seed_connected;
+    {
+      std::lock_guard lock(impl_->mutex);
+      web_seed_connected = impl_->web_seed_live(path);
+    }
+    if (web_seed_connected) last_web_seed = now;
+    if (!r.web_seed_url.empty() && now - last_web_seed > kReseedAfter &&
         now - last_reseed > kReseedAfter) {
       last_reseed = now;
       handle.remove_url_seed(r.web_seed_url);

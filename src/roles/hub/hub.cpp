@@ -75,7 +75,6 @@ Hub::~Hub() {
 }
 
 // ---------------------------------------------------------------- the ledger's group commit
-
 void Hub::reserve_writes_locked() {
   if (writer_->has_room()) return;
   if (const std::string why = writer_->failure(); !why.empty())
@@ -173,7 +172,6 @@ void Hub::reload_catalog_locked() {
 }
 
 // ---------------------------------------------------------------- versions
-
 net::VersionInfo Hub::version_info_locked(std::optional<uint64_t> after) const {
   net::VersionInfo info;
   info.max_staleness = config_.max_staleness;
@@ -269,7 +267,6 @@ void Hub::publish_version(const pulse::Published& published, const Hash128& stat
 }
 
 // ---------------------------------------------------------------- leases
-
 void Hub::expire_locked(int64_t now_ms) {
   sweep_checks_locked(now_ms);  // peer checks past their deadlines go to the trusted replay
   // Hoarded: no rollout accepted on it within the deadline, though heartbeats kept it alive.
@@ -568,6 +565,7 @@ void Hub::heartbeat_locked(const std::string& caller, const net::Heartbeat& hb,
   w.tokens_per_s = hb.tokens_per_s;
   w.idle_fraction = hb.idle_fraction;
   w.download = hb.download;
+  w.swarm = hb.swarm;
   write_locked([caller, t](Ledger& l) { l.touch_worker(caller, t); });
   resp.latest_version = version_info_locked(std::nullopt).version;
   // Rotation: past half its life the session gets a successor; the worker switches to it and

@@ -157,6 +157,7 @@ struct WorkerStats {
   int64_t rollouts_accepted = 0;
   int64_t session_issued_ms = 0;              // the newest session token's issue time (rotation)
   std::optional<net::BlobDownload> download;  // the worker's blob download in progress
+  std::optional<net::SwarmServing> swarm;     // what it serves to other workers
   // Filled by status(): open leases counting against its caps, and its standing
   // (lease_fairness.h: proven, new, hoarder).
   size_t leases_held = 0;

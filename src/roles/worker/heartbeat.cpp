@@ -43,6 +43,7 @@ void HeartbeatThread::loop() {
     hb.tokens_per_s = rate.sample(hb.tokens_generated);
     hb.idle_fraction = gauges_.idle_fraction;
     if (gauges_.download) hb.download = gauges_.download();
+    if (gauges_.swarm) hb.swarm = gauges_.swarm();
     try {
       book_.mark_cancelled(hub_.heartbeat(hb).cancelled);
     } catch (const std::exception& e) {

@@ -44,6 +44,8 @@ struct WorkerGauges {
   std::atomic<int64_t> rollouts_running{0};
   // The blob download in progress, if any (set once before the threads start).
   std::function<std::optional<net::BlobDownload>()> download;
+  // What the worker serves to other workers, when it is in the swarm (set once likewise).
+  std::function<std::optional<net::SwarmServing>()> swarm;
   // Called on the generation thread when the engine took new weights (set before the start).
   std::function<void(uint64_t version, bool anchor, double apply_ms)> on_weights;
   FatalReason fatal;

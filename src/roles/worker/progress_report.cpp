@@ -195,9 +195,13 @@ void ProgressReport::tick(Clock::time_point now) {
   if (next_status_ == Clock::time_point{}) next_status_ = now + kFirstStatusAfter;
   if (now < next_status_) return;
   next_status_ = now + kStatusEvery;
+  std::string serving;
+  if (const auto swarm = gauges_->swarm ? gauges_->swarm() : std::nullopt)
+    serving = cat("; serving weights to ", swarm->serving_peers, " other workers (",
+                  human_bytes(swarm->uploaded_bytes), " sent so far)");
   say(cat("Generating: ", fixed(rate, 1), " tokens/s (last 30 s); rollouts sent ", sent_.load(),
           ", accepted ", accepted_.load(), ", rejected ", rejected_.load(), "; weights version ",
-          gauges_->engine_version.load()));
+          gauges_->engine_version.load(), serving));
 }
 
 }  // namespace stoa::worker

@@ -168,6 +168,12 @@ WorkerStats run_worker(const WorkerOptions& o, const std::atomic<bool>& stop) {
   WeightSync sync(source, config);  // the engine's weights are the one resident copy
   LeaseBook book;
   WorkerGauges gauges;
+  if (swarm_source)
+    gauges.swarm = [&swarm_source]() -> std::optional<net::SwarmServing> {
+      const net::swarm::SwarmStats s = swarm_source->stats();
+      return net::SwarmServing{s.uploaded_bytes, s.from_peers_bytes, s.from_hub_bytes,
+                               s.serving_peers, s.seeding};
+    };
   gauges.download = [&] {
     return swarm_source ? swarm_source->download_progress() : hub_source.download_progress();
   };

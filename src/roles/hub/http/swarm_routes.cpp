@@ -89,7 +89,7 @@ HttpReply HubServer::swarm_route(const RequestContext& req, const std::string& t
       ByteRange range{0, size};
       if (parse_range(req.header("range"), size, &range) != RangeParse::kRange) range = {0, size};
       if (!swarm_->web_seed_allowed(blob, range.first, range.length))
-        throw RequestError(503, "this piece has left the hub enough times: ask the swarm", 2000);
+        throw RequestError(503, "this piece has left the hub enough times: ask the swarm", 1000);
     }
     return blobs_.serve(blob, req);
   }

@@ -118,11 +118,12 @@ function showStatus(s){
     if(k in c||k in s)items.push([k.replace('_',' '),c[k]??s[k]]);
   document.getElementById('summary').replaceChildren(...items.map(([k,v])=>{const sp=el('span',k+' ');sp.appendChild(el('b',fmt(v)));return sp}));
   table('step',s.last_step?Object.entries(s.last_step).filter(([,v])=>typeof v!=='object').map(([k,v])=>row([el('td',k,'k'),el('td',fmt(v))])):[]);
-  const head=row(['worker','version','lag','tok/s','idle','accepted','leases','standing','seen (s ago)'].map((h,i)=>el('th',h,i?'':'k')));
+  const head=row(['worker','version','lag','tok/s','idle','accepted','leases','standing','serves','seen (s ago)'].map((h,i)=>el('th',h,i?'':'k')));
+  const serves=w=>w.swarm?(w.swarm.serving_peers+' peers, '+(num(w.swarm.uploaded_bytes)/1048576).toFixed(1)+' MiB'):'';
   const ws=s.workers||[];
   table('workers',[head,...ws.map(w=>row([el('td',String(w.name??''),'k'),el('td',fmt(w.version)),el('td',fmt(w.patch_lag)),
     el('td',fmt(w.tokens_per_s)),el('td',fmt(w.idle_fraction)),el('td',fmt(w.rollouts_accepted)),
-    el('td',fmt(w.leases)),el('td',fmt(w.standing)),el('td',fmt(w.seen_s_ago))]))]);
+    el('td',fmt(w.leases)),el('td',fmt(w.standing)),el('td',serves(w)),el('td',fmt(w.seen_s_ago))]))]);
   const t=(Date.now()-t0)/1000;
   for(const w of ws){const id=String(w.id??w.name);let e=workerSeries.get(id);
     if(!e){if(workerSeries.size>=256)continue;e={name:String(w.name??id),points:[],last:0};workerSeries.set(id,e)}

@@ -201,6 +201,7 @@ json Hub::status(size_t offset, size_t limit) const {
                {"standing", w.standing}};
     if (latest && w.version) wj["patch_lag"] = *latest - std::min(*latest, *w.version);
     if (w.download) wj["download"] = net::to_json(*w.download);
+    if (w.swarm) wj["swarm"] = net::to_json(*w.swarm);
     workers.push_back(wj);
   }
   j["workers"] = workers;
