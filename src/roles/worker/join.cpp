@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "net/join_string.h"
 
 namespace stoa::worker {
 namespace {
@@ -23,6 +24,18 @@ std::string read_text(const fs::path& p) {
 }
 
 }  // namespace
+
+HubTarget hub_target(const std::string& hub_url, const std::string& join_token,
+                     const std::string& join_string) {
+  HubTarget t{hub_url, join_token, {}};
+  if (!join_string.empty()) {
+    const net::JoinString js = net::parse_join_string(join_string);
+    t.url = js.url;
+    t.join_token = js.token;
+    t.http.pin_sha256 = js.sha256;  // the hub's certificate, whoever signed it
+  }
+  return t;
+}
 
 net::JoinResponse join_hub(net::HubClient& hub, const std::string& join_token,
                            const std::string& name, int threads, const std::string& state_dir,

@@ -17,6 +17,15 @@ namespace stoa::worker {
 // join_timeout_s (the last error past that, or once `stop` is set). A refusal (net::JoinRefused:
 // wrong token) is final. Writes the worker id the hub assigned to <state_dir>/worker_id.
 // `on_retry`, when set, hears the error behind each retry (the progress report words it).
+// Where to join: --join's URL, token and certificate pin, or --hub and --token.
+struct HubTarget {
+  std::string url;
+  std::string join_token;
+  net::HttpClientOptions http;  // the pin, when --join named one
+};
+HubTarget hub_target(const std::string& hub_url, const std::string& join_token,
+                     const std::string& join_string);
+
 net::JoinResponse join_hub(net::HubClient& hub, const std::string& join_token,
                            const std::string& name, int threads, const std::string& state_dir,
                            int join_timeout_s, const std::atomic<bool>& stop,

@@ -9,7 +9,6 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "net/hub_client.h"
-#include "net/join_string.h"
 #include "roles/worker/join.h"
 #include "roles/worker/swarm_source.h"
 #include "roles/worker/weight_sync.h"
@@ -41,18 +40,11 @@ nlohmann::json swarm_json(const SwarmBlobSource* swarm) {
 void run_sync_only(const WorkerOptions& o, const std::atomic<bool>& stop) {
   const std::string state_dir = o.state_dir.empty() ? (".stoa-worker-" + o.name) : o.state_dir;
   fs::create_directories(state_dir);
-  net::HttpClientOptions http_options;
-  std::string hub_url = o.hub_url, join_token = o.join_token;
-  if (!o.join_string.empty()) {
-    const net::JoinString js = net::parse_join_string(o.join_string);
-    hub_url = js.url;
-    join_token = js.token;
-    http_options.pin_sha256 = js.sha256;
-  }
-  net::HubClient hub(hub_url, http_options);
+  const HubTarget target = hub_target(o.hub_url, o.join_token, o.join_string);
+  net::HubClient hub(target.url, target.http);
   const net::JoinResponse joined =
-      join_hub(hub, join_token, o.name, 1, state_dir, o.join_timeout_s, stop);
-  std::printf("joined %s as %s (sync only)\n", hub_url.c_str(), joined.worker_id.c_str());
+      join_hub(hub, target.join_token, o.name, 1, state_dir, o.join_timeout_s, stop);
+  std::printf("joined %s as %s (sync only)\n", target.url.c_str(), joined.worker_id.c_str());
   std::fflush(stdout);
   HubBlobSource hub_source(hub, (fs::path(state_dir) / "blobs").string());
   std::unique_ptr<SwarmBlobSource> swarm = make_swarm_source(o, hub, hub_source, state_dir);

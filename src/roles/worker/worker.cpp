@@ -15,7 +15,6 @@
 #include "env/model_codec.h"
 #include "env/tasks/builtin_tasks.h"
 #include "net/hub_client.h"
-#include "net/join_string.h"
 #include "pulse/model_view.h"
 #include "roles/worker/check_thread.h"
 #include "roles/worker/failure_advice.h"
@@ -112,14 +111,10 @@ WorkerStats run_worker(const WorkerOptions& o, const std::atomic<bool>& stop) {
   if (!model_dir.empty()) prepare_model();
 
   // ---- join (resuming the previous identity when the state dir has one) ----
-  net::HttpClientOptions http_options;
-  std::string hub_url = o.hub_url, join_token = o.join_token;
-  if (!o.join_string.empty()) {
-    const net::JoinString js = net::parse_join_string(o.join_string);
-    hub_url = js.url;
-    join_token = js.token;
-    http_options.pin_sha256 = js.sha256;  // the hub's certificate, whoever signed it
-  }
+  const HubTarget target = hub_target(o.hub_url, o.join_token, o.join_string);
+  const std::string& hub_url = target.url;
+  const std::string& join_token = target.join_token;
+  const net::HttpClientOptions& http_options = target.http;
   net::HubClient hub(hub_url, http_options);
   if (report) report->connecting(hub_url, http_options.pin_sha256);
   bool resumed = false;

@@ -52,6 +52,38 @@ net::swarm::PeerSessionOptions on_loopback(int upload_kib_s = 0) {
   return o;
 }
 
+// A fetch on a thread of its own, so the test can act on the swarm while it runs.
+class BackgroundFetch {
+ public:
+  BackgroundFetch(net::swarm::PeerSession& session, net::swarm::FetchRequest request)
+      : session_(session), thread_([this, r = std::move(request)] {
+          try {
+            path_ = session_.fetch(r);
+          } catch (const std::exception& e) {
+            failure_ = e.what();
+          }
+        }) {}
+  ~BackgroundFetch() {
+    if (thread_.joinable()) thread_.join();
+  }
+  // Waits (up to 10 s) until this many bytes came from peers.
+  void wait_for_bytes(uint64_t bytes) {
+    for (int i = 0; i < 400 && session_.stats().from_peers_bytes < bytes; ++i)
+      std::this_thread::sleep_for(25ms);
+  }
+  // Joins; the fetched file's path (a failure fails the test).
+  std::string path() {
+    thread_.join();
+    EXPECT_EQ(failure_, "");
+    return path_;
+  }
+
+ private:
+  net::swarm::PeerSession& session_;
+  std::string path_, failure_;
+  std::thread thread_;
+};
+
 class Swarm : public HubFixture {
  protected:
   void SetUp() override {
@@ -180,26 +212,15 @@ TEST_F(Swarm, APeerLeavingMidTransferIsReplaced) {
   auto leaver = std::make_unique<net::swarm::PeerSession>(on_loopback(512));  // 8 s for it all
   leaver->release(leaver->fetch(request(first, h, "first", true)));
   net::swarm::PeerSession session(on_loopback());
-  std::string got, failure;
-  const net::swarm::FetchRequest peers_only = request(downloader, h, "downloader", false);
-  std::thread fetching([&] {
-    try {
-      got = session.fetch(peers_only);
-    } catch (const std::exception& e) {
-      failure = e.what();
-    }
-  });
+  BackgroundFetch fetching(session, request(downloader, h, "downloader", false));
   // Part of the blob has come from the capped peer: it leaves.
-  for (int i = 0; i < 400 && session.stats().from_peers_bytes < (512u << 10); ++i)
-    std::this_thread::sleep_for(25ms);
+  fetching.wait_for_bytes(512u << 10);
   EXPECT_LT(session.stats().from_peers_bytes, bytes.size());
   leaver.reset();
   // Another peer holds it: the download goes on from there.
   net::swarm::PeerSession replacement(on_loopback());
   replacement.release(replacement.fetch(request(second, h, "second", true)));
-  fetching.join();
-  ASSERT_EQ(failure, "");
-  EXPECT_EQ(read_all(got), bytes);
+  EXPECT_EQ(read_all(fetching.path()), bytes);
 }
 
 TEST_F(Swarm, TheSwarmGoesOnWhileTheHubRestarts) {
@@ -210,17 +231,8 @@ TEST_F(Swarm, TheSwarmGoesOnWhileTheHubRestarts) {
   seeder.release(seeder.fetch(request(a, h, "a", true)));
   const net::swarm::FetchRequest later = request(c, h, "c", true);  // key and torrent from now
   net::swarm::PeerSession session(on_loopback());
-  std::string got, failure;
-  const net::swarm::FetchRequest peers_only = request(b, h, "b", false);
-  std::thread fetching([&] {
-    try {
-      got = session.fetch(peers_only);
-    } catch (const std::exception& e) {
-      failure = e.what();
-    }
-  });
-  for (int i = 0; i < 400 && session.stats().from_peers_bytes < (512u << 10); ++i)
-    std::this_thread::sleep_for(25ms);
+  BackgroundFetch fetching(session, request(b, h, "b", false));
+  fetching.wait_for_bytes(512u << 10);
   // The hub goes down mid-transfer: its tracker and web seed with it.
   const int port = server->port();
   server.reset();
@@ -232,9 +244,7 @@ TEST_F(Swarm, TheSwarmGoesOnWhileTheHubRestarts) {
   open_hub();
   server = std::make_unique<HubServer>(*hub, so);
   server->start();
-  fetching.join();
-  ASSERT_EQ(failure, "");
-  EXPECT_EQ(read_all(got), bytes);
+  EXPECT_EQ(read_all(fetching.path()), bytes);
   // The restarted hub knows the keys it gave before: a worker's libtorrent keeps its URLs.
   net::HttpClient anonymous(url);
   EXPECT_EQ(anonymous.get(later.web_seed_url.substr(url.size())).status, 200);
