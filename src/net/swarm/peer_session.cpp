@@ -30,6 +30,7 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 // A web seed that has been away this long is added again (the hub's Retry-After is 1 s).
 constexpr auto kReseedAfter = std::chrono::milliseconds(1500);
+constexpr auto kReannounceAfter = std::chrono::seconds(5);
 
 namespace {
 
@@ -245,7 +246,7 @@ std::string PeerSession::fetch(const FetchRequest& r) {
   int64_t last_done = -1;
   auto last_gain = Clock::now();
   auto last_report = Clock::now() - r.progress_interval;
-  auto last_reseed = Clock::now(), last_web_seed = Clock::now();
+  auto last_reseed = Clock::now(), last_web_seed = Clock::now(), last_reannounce = Clock::now();
   for (;;) {
     const lt::torrent_status st = handle.status();
     if (st.errc) {
@@ -292,6 +293,12 @@ std::string PeerSession::fetch(const FetchRequest& r) {
       last_reseed = now;
       handle.remove_url_seed(r.web_seed_url);
       handle.add_url_seed(r.web_seed_url);
+    }
+    // A swarm that stopped delivering may have lost its peers: ask the tracker for the others
+    // now rather than at the next interval.
+    if (now - last_gain > kReannounceAfter && now - last_reannounce > kReannounceAfter) {
+      last_reannounce = now;
+      handle.force_reannounce(0, -1, lt::torrent_handle::ignore_min_interval);
     }
     if (now - last_gain > r.stall_timeout) {
       drop();
