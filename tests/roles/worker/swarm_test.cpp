@@ -207,8 +207,8 @@ TEST_F(Swarm, APeerServingCorruptBytesIsCaughtAndBanned) {
   }
   net::swarm::PeerSession session(on_loopback());
   // The web seed too: the liar and the honest peer took every piece from the hub already, so it
-  // refuses them for 5 s and the victim asks its peers; and it finishes whatever libtorrent's
-  // bans cost (a v1 piece hash cannot tell which of a piece's senders lied).
+  // refuses them for 5 s and the victim asks its peers; it also finishes the fetch should the
+  // honest peer stop delivering after the liar's ban (seen once, peers only: swarm.md).
   const std::string got = session.fetch(request(victim, h, "victim", true));
   EXPECT_EQ(read_all(got), bytes);  // nothing of the liar's made it in
   const net::swarm::SwarmStats s = session.stats();
