@@ -1,0 +1,139 @@
+// The hub's swarm tracker without HTTP: keys that name their worker and survive a restart, the
+// compact peer lists it hands out (never the announcer itself, "stopped" leaves the list, a
+// refused worker gets a failure), torrents only for blobs in the store, and the web seed's share
+// (each piece at most `copies` times, counted per piece of the asked range).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <set>
+
+#include "net/protocol.h"
+#include "net/swarm/swarm.h"
+#include "pulse/blob_store.h"
+#include "roles/hub/swarm/swarm_tracker.h"
+
+namespace stoa::hub {
+namespace {
+
+namespace fs = std::filesystem;
+
+class SwarmTrackerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!net::swarm::available()) GTEST_SKIP() << "this build has no swarm engine";
+    dir = fs::temp_directory_path() / ("stoa_swarm_tracker_" + net::random_token().substr(0, 10));
+    store = std::make_unique<pulse::BlobStore>((dir / "blobs").string());
+    std::vector<uint8_t> bytes(300'000);
+    for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 7 + i / 991);
+    blob = store->put(bytes);
+    blob_size = bytes.size();
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+  // The raw 20-byte announce hashes of the blob's torrent.
+  std::vector<std::string> announce_hashes(SwarmTracker& tracker) {
+    const net::swarm::Torrent t = net::swarm::parse_torrent(tracker.torrent(blob));
+    std::vector<std::string> raw;
+    for (const std::string& hex : t.announce_hashes) {
+      std::string bytes;
+      for (size_t i = 0; i < hex.size(); i += 2)
+        bytes += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+      raw.push_back(bytes);
+    }
+    return raw;
+  }
+  SwarmAnnounce announce(const std::string& info_hash, const std::string& ip, uint16_t port) {
+    SwarmAnnounce a;
+    a.info_hash = info_hash;
+    a.ip = ip;
+    a.port = port;
+    a.left = 100;
+    return a;
+  }
+
+  fs::path dir;
+  std::unique_ptr<pulse::BlobStore> store;
+  Hash128 blob;
+  uint64_t blob_size = 0;
+};
+
+TEST_F(SwarmTrackerTest, KeysNameTheirWorkerAndSurviveARestart) {
+  std::string key;
+  {
+    SwarmTracker tracker(*store, {});
+    key = tracker.key_for("w-abc");
+    EXPECT_EQ(tracker.key_for("w-abc"), key);
+    EXPECT_NE(tracker.key_for("w-abd"), key);
+    EXPECT_EQ(tracker.worker_of(key), "w-abc");
+    EXPECT_FALSE(tracker.worker_of(key.substr(0, key.size() - 1) + "0"));
+    EXPECT_FALSE(tracker.worker_of("w-abd" + key.substr(5)));  // another worker, the same MAC
+    EXPECT_FALSE(tracker.worker_of("nodash"));
+  }
+  SwarmTracker restarted(*store, {});
+  EXPECT_EQ(restarted.worker_of(key), "w-abc");
+  SwarmTracker refusing(*store, [](const std::string& w) { return w != "w-abc"; });
+  EXPECT_FALSE(refusing.worker_of(key));
+  EXPECT_NE(refusing.announce(key, announce("x", "10.0.0.1", 1)).find("failure reason"),
+            std::string::npos);
+}
+
+TEST_F(SwarmTrackerTest, PeersAreTheOthersAndStoppedOnesLeave) {
+  SwarmTracker tracker(*store, {});
+  const std::vector<std::string> hashes = announce_hashes(tracker);
+  ASSERT_EQ(hashes.size(), 2u);  // v1 and v2
+  const std::string a = tracker.key_for("w-a"), b = tracker.key_for("w-b");
+  // The first announcer hears of nobody; the second of the first, whichever hash it uses.
+  const std::string first = tracker.announce(a, announce(hashes[0], "10.0.0.1", 6881));
+  EXPECT_NE(first.find("5:peers0:"), std::string::npos) << first;
+  const std::string second = tracker.announce(b, announce(hashes[1], "10.0.0.2", 6881));
+  const std::string compact_a = std::string("\x0a\x00\x00\x01\x1a\xe1", 6);
+  EXPECT_NE(second.find("5:peers6:" + compact_a), std::string::npos) << second;
+  EXPECT_EQ(tracker.stats().peers, 2u);
+  SwarmAnnounce stop = announce(hashes[0], "10.0.0.1", 6881);
+  stop.event = "stopped";
+  tracker.announce(a, stop);
+  EXPECT_EQ(tracker.stats().peers, 1u);
+  EXPECT_NE(tracker.announce(b, announce(std::string(20, 'z'), "10.0.0.2", 6881))
+                .find("not a torrent of this hub"),
+            std::string::npos);
+  EXPECT_NE(tracker.announce(b, announce(hashes[0], "10.0.0.2", 0)).find("port 0"),
+            std::string::npos);
+}
+
+TEST_F(SwarmTrackerTest, TorrentsOnlyForBlobsInTheStoreAndKeptAcrossARestart) {
+  {
+    SwarmTracker tracker(*store, {});
+    EXPECT_THROW(tracker.torrent(Hash128{1, 2}), Error);
+    const net::swarm::Torrent t = net::swarm::parse_torrent(tracker.torrent(blob));
+    EXPECT_EQ(t.size, blob_size);
+    EXPECT_EQ(tracker.stats().torrents_made, 1u);
+  }
+  EXPECT_TRUE(fs::exists(dir / "blobs" / "torrents" / (blob.hex() + ".torrent")));
+  SwarmTracker restarted(*store, {});
+  const std::vector<std::string> hashes = announce_hashes(restarted);
+  EXPECT_EQ(restarted.stats().torrents_made, 0u);  // read back from disk, not hashed again
+  const std::string reply =
+      restarted.announce(restarted.key_for("w-a"), announce(hashes[0], "10.0.0.1", 6881));
+  EXPECT_EQ(reply.find("failure reason"), std::string::npos) << reply;
+}
+
+TEST_F(SwarmTrackerTest, TheWebSeedSendsEachPieceAtMostCopiesTimes) {
+  SwarmTracker tracker(*store, {}, 2);
+  const net::swarm::Torrent t = net::swarm::parse_torrent(tracker.torrent(blob));
+  const uint64_t piece = static_cast<uint64_t>(t.piece_bytes);
+  ASSERT_GT(blob_size, 3 * piece);
+  EXPECT_TRUE(tracker.web_seed_allowed(blob, 0, piece));
+  EXPECT_TRUE(tracker.web_seed_allowed(blob, 0, piece));
+  EXPECT_FALSE(tracker.web_seed_allowed(blob, 0, piece));      // sent twice
+  EXPECT_FALSE(tracker.web_seed_allowed(blob, 0, 2 * piece));  // one of its pieces is
+  EXPECT_TRUE(tracker.web_seed_allowed(blob, piece, piece));   // another piece
+  EXPECT_TRUE(tracker.web_seed_allowed(blob, piece + 10, 5));  // inside that piece: its 2nd
+  EXPECT_FALSE(tracker.web_seed_allowed(blob, piece, 1));
+  EXPECT_TRUE(tracker.web_seed_allowed(blob, 2 * piece, blob_size - 2 * piece));  // to the end
+  EXPECT_EQ(tracker.stats().web_seed_refusals, 3u);
+}
+
+}  // namespace
+}  // namespace stoa::hub
