@@ -1,16 +1,11 @@
 #include "bench/swarm_links.h"
 
-#include <signal.h>
 #include <unistd.h>
-
-#include <cerrno>
-#include <cstdlib>
 
 #include <fstream>
 
 #include "app/fleet/fleet_link.h"
 #include "core/error.h"
-#include "core/process_run.h"
 
 namespace stoa::bench {
 
@@ -39,16 +34,7 @@ Command tbf(const std::string& dev, double mbit) {
 }  // namespace
 
 SwarmLinks::SwarmLinks(int workers, const SwarmLinkRates& rates) {
-  // Namespaces of benches that died without cleaning up (their pid is in the name).
-  const std::string list = run_capture({"ip", "netns", "list"}).out;
-  for (size_t pos = 0; (pos = list.find(kPrefix, pos)) != std::string::npos;) {
-    const size_t end = list.find_first_of(" \n", pos);
-    const std::string name = list.substr(pos, end - pos);
-    pos = end;
-    const long pid = std::strtol(name.c_str() + std::string(kPrefix).size(), nullptr, 10);
-    if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
-      run_quiet({"ip", "netns", "del", name});
-  }
+  app::fleet::remove_stale_namespaces(kPrefix);
   const std::string pid = std::to_string(::getpid() % 100000);
   bridge_ns_ = std::string(kPrefix) + std::to_string(::getpid()) + "-br";
   hub_dev_ = "sw" + pid + "h";

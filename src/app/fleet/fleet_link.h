@@ -49,26 +49,28 @@ inline Command in_netns(const std::string& netns, Command cmd) {
   return cmd;
 }
 
+// Removes the namespaces named <prefix><pid>... whose bench process is gone (killed -9, say).
+inline void remove_stale_namespaces(const std::string& prefix) {
+  std::string list = run_capture({"ip", "netns", "list"}).out;
+  size_t pos = 0;
+  while ((pos = list.find(prefix, pos)) != std::string::npos) {
+    const size_t end = list.find_first_of(" \n", pos);
+    const std::string name = list.substr(pos, end - pos);
+    pos = end;
+    const long pid = std::strtol(name.c_str() + prefix.size(), nullptr, 10);
+    if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
+      log_info("bench", "removing stale namespace ", name);
+      run_quiet({"ip", "netns", "del", name});
+    }
+  }
+}
+
 class HomeLinks {
  public:
   static constexpr const char* kPrefix = "stoa-fleet-";
 
   // Removes namespaces of earlier benches whose process is gone.
-  static void remove_stale() {
-    std::string list = run_capture({"ip", "netns", "list"}).out;
-    size_t pos = 0;
-    while ((pos = list.find(kPrefix, pos)) != std::string::npos) {
-      const size_t end = list.find_first_of(" \n", pos);
-      const std::string name = list.substr(pos, end - pos);
-      pos = end;
-      const std::string rest = name.substr(std::string(kPrefix).size());
-      const long pid = std::strtol(rest.c_str(), nullptr, 10);
-      if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
-        log_info("bench", "removing stale namespace ", name);
-        run_quiet({"ip", "netns", "del", name});
-      }
-    }
-  }
+  static void remove_stale() { remove_stale_namespaces(kPrefix); }
 
   // Creates `n` links of `rate_mbit` each way. Throws kUnsupported naming the failed command
   // (no permission, no iproute2, ...); whatever was created is removed first.
