@@ -135,5 +135,22 @@ TEST_F(SwarmTrackerTest, TheWebSeedSendsEachPieceAtMostCopiesTimes) {
   EXPECT_EQ(tracker.stats().web_seed_refusals, 3u);
 }
 
+TEST_F(SwarmTrackerTest, OnlyTheNewestTorrentsAreRemembered) {
+  SwarmTracker tracker(*store, {});
+  const std::vector<std::string> first = announce_hashes(tracker);
+  const std::string key = tracker.key_for("w-a");
+  for (size_t i = 0; i < SwarmTracker::kMaxTorrents; ++i) {
+    const std::vector<uint8_t> other = {static_cast<uint8_t>(i), static_cast<uint8_t>(i >> 8), 1};
+    tracker.torrent(store->put(other));
+  }
+  EXPECT_EQ(tracker.stats().torrents, SwarmTracker::kMaxTorrents);
+  // The first blob's torrent was the oldest: forgotten, announces and all.
+  EXPECT_NE(tracker.announce(key, announce(first[0], "10.0.0.1", 6881)).find("not a torrent"),
+            std::string::npos);
+  announce_hashes(tracker);  // asked for again: known again
+  EXPECT_EQ(tracker.announce(key, announce(first[0], "10.0.0.1", 6881)).find("failure"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace stoa::hub

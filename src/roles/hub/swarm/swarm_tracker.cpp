@@ -130,7 +130,20 @@ std::vector<char> SwarmTracker::torrent(const Hash128& blob) {
 }
 
 void SwarmTracker::remember_locked(const std::string& blob_hex, const net::swarm::Torrent& t) {
-  if (torrents_.size() >= kMaxTorrents) torrents_.erase(torrents_.begin());
+  // The oldest blob goes whole (torrent, peers, pieces, announce hashes): a long run makes a
+  // blob per version, and the versions still in use are the newest. A worker still announcing
+  // an evicted one is told it is unknown until the torrent is asked for again.
+  if (!torrents_.count(blob_hex)) {
+    remembered_.push_back(blob_hex);
+    while (remembered_.size() > kMaxTorrents) {
+      const std::string old = remembered_.front();
+      remembered_.pop_front();
+      torrents_.erase(old);
+      swarms_.erase(old);
+      pieces_.erase(old);
+      std::erase_if(announce_to_blob_, [&](const auto& alias) { return alias.second == old; });
+    }
+  }
   torrents_[blob_hex] = t.bytes;
   swarms_[blob_hex];
   for (const std::string& h : t.announce_hashes) announce_to_blob_[h] = blob_hex;

@@ -7,12 +7,13 @@
 //
 // A key is the worker's id and a MAC of it under a secret the hub keeps on disk: nothing to
 // remember per worker, and valid across hub restarts. Bounded: torrents only for blobs in the store
-// (at most kMaxTorrents remembered in memory), peers per torrent at most kMaxPeers (the stalest
-// leave first), and a peer not heard from in three announce intervals leaves the list. A
-// quarantined or unknown worker's announce is refused.
+// (at most kMaxTorrents remembered, the oldest forgotten whole), peers per torrent at most
+// kMaxPeers (the stalest leave first), and a peer not heard from in three announce intervals leaves
+// the list. A quarantined or unknown worker's announce is refused.
 #pragma once
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -96,6 +97,7 @@ class SwarmTracker {
   mutable std::mutex mutex_;
   std::mutex make_mutex_;  // one torrent hashed at a time (a 9 GB anchor takes a while)
   std::string secret_;     // keys are worker id + a MAC under it (kept beside the torrents)
+  std::deque<std::string> remembered_;  // blob hex, oldest first (at most kMaxTorrents)
   std::map<std::string, std::vector<char>> torrents_;    // blob hex -> .torrent bytes
   std::map<std::string, Swarm> swarms_;                  // blob hex -> its peers
   std::map<std::string, std::string> announce_to_blob_;  // v1 and v2 announce hashes (hex)
