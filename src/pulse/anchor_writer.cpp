@@ -6,8 +6,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include "core/byte_io.h"
 #include "core/error.h"
-#include "pulse/byte_io.h"
 
 namespace stoa::pulse {
 

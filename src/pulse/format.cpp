@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/byte_io.h"
 #include "core/error.h"
-#include "pulse/byte_io.h"
 
 namespace stoa::pulse {
 

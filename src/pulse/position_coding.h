@@ -16,7 +16,7 @@
 #include <span>
 #include <vector>
 
-#include "pulse/byte_io.h"
+#include "core/byte_io.h"
 
 namespace stoa::pulse {
 

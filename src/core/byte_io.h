@@ -1,5 +1,6 @@
-// Little-endian byte writer and a bounds-checked reader for the PULSE formats. The reader never
-// reads past its span: every short read throws kBadFormat naming `what` (the blob) and the field.
+// Little-endian byte writer and a bounds-checked reader for the binary formats (PULSE, the
+// pipeline's stage frames). The reader never reads past its span: every short read throws
+// kBadFormat naming `what` (the blob or frame) and the field.
 #pragma once
 #include <bit>
 #include <cstdint>
@@ -11,10 +12,10 @@
 
 #include "core/error.h"
 
-namespace stoa::pulse {
+namespace stoa {
 
 static_assert(std::endian::native == std::endian::little,
-              "the PULSE codec copies little-endian arrays directly");
+              "the binary codecs copy little-endian arrays directly");
 
 class ByteWriter {
  public:
@@ -86,4 +87,4 @@ class ByteReader {
   std::string what_;
 };
 
-}  // namespace stoa::pulse
+}  // namespace stoa

@@ -1,6 +1,6 @@
-#include "pulse/byte_io.h"
+#include "core/byte_io.h"
 
-namespace stoa::pulse {
+namespace stoa {
 
 void ByteReader::bad(const std::string& message) const {
   fail(ErrorKind::kBadFormat, what_, ": ", message, " (at byte ", pos_, " of ", data_.size(), ")");
@@ -43,4 +43,4 @@ void ByteReader::need(uint64_t count, uint64_t elem_size, const char* field) con
     bad(cat(field, " needs ", count, " x ", elem_size, " bytes, ", remaining(), " left"));
 }
 
-}  // namespace stoa::pulse
+}  // namespace stoa
