@@ -15,7 +15,8 @@
 //   - sequence state: per token sequence, the KV caches and conv state, wherever the backend
 //     keeps them, behind SequenceState (tokens and lengths are the same for every backend);
 //   - a batched forward pass: many sequences, each appending one or more tokens, in one pass,
-//     the logits of the requested rows read in place.
+//     the logits of the requested rows read in place — or, through forward_sampled, the tokens
+//     drawn from them (a pipeline samples at its last stage: docs/design/pipeline.md).
 // Exactness is part of the contract: a token's logits depend only on its sequence's tokens and
 // the weights — never on the batch around it — so replay verification holds across backends
 // only where their arithmetic agrees bit for bit (a new backend proves it against this one).
@@ -27,7 +28,9 @@
 #include <utility>
 #include <vector>
 
+#include "core/error.h"
 #include "engine/engine_weights.h"
+#include "engine/sampler.h"
 #include "model/config.h"
 
 namespace stoa::engine {
@@ -85,6 +88,33 @@ class PassLogits {
   const std::vector<std::pair<int64_t, int64_t>>* rows_;  // per input: [first, last) row
 };
 
+// One token to draw from the last logits row of inputs[input]: the first `vocab` logits (0: all)
+// under `params` with the uniform `uniform` (Sampler::draw). Several requests may name one
+// input (the samples of a group forked from one prompt pass).
+struct SampleRequest {
+  size_t input = 0;
+  SamplingParams params;
+  double uniform = 0;
+  int64_t vocab = 0;
+};
+
+// Throws kInvalidArgument unless every request names an input that makes logits and carries
+// valid sampling settings; run before a pass, so a bad request changes no sequence.
+template <typename Input>
+void check_sample_requests(std::span<const Input> inputs, std::span<const SampleRequest> requests) {
+  for (const SampleRequest& r : requests) {
+    STOA_CHECK(r.input < inputs.size() && inputs[r.input].logits != Logits::kNone &&
+                   !inputs[r.input].tokens.empty(),
+               ErrorKind::kInvalidArgument, "sample request for batch input ", r.input,
+               ", which makes no logits");
+    validate_sampling_params(r.params);
+  }
+}
+
+// The tokens `requests` draw from a pass's logits, result i for requests[i].
+std::vector<SampledToken> sample_requests(const PassLogits& logits,
+                                          std::span<const SampleRequest> requests);
+
 class EngineBackend {
  public:
   virtual ~EngineBackend() = default;
@@ -104,6 +134,11 @@ class EngineBackend {
   // Everything is validated before any state changes (a bad token id, a sequence over its
   // capacity, of another backend or model, or listed twice is an Error and touches nothing).
   virtual PassLogits forward(std::span<const BackendInput> inputs) = 0;
+  // The same pass, answered with the tokens `requests` draw (result i for requests[i]), each
+  // sample_with_uniform of its row: bit for bit what sampling forward()'s logits gives. The
+  // default does exactly that; a backend whose logits live far away samples where they are.
+  virtual std::vector<SampledToken> forward_sampled(std::span<const BackendInput> inputs,
+                                                    std::span<const SampleRequest> requests);
 };
 
 }  // namespace stoa::engine

@@ -225,15 +225,21 @@ std::unique_ptr<SequenceState> BatchDecoder::release(int64_t slot) {
   return seq;
 }
 
-StepEvent BatchDecoder::sample_into(int64_t i, const float* logits) {
+SampleRequest BatchDecoder::request_for(int64_t i, size_t input, uint64_t position) {
   Slot& s = slots_[static_cast<size_t>(i)];
-  const int64_t V = backend_.config().vocab_size;
+  SampleRequest r;
+  r.input = input;
+  r.params = s.sampler->params();
+  r.uniform = s.sampler->draw(position);
+  r.vocab = sample_vocab_;
+  return r;
+}
+
+StepEvent BatchDecoder::take_sample(int64_t i, SampledToken sampled) {
+  Slot& s = slots_[static_cast<size_t>(i)];
   StepEvent e;
   e.slot = i;
-  const int64_t n = sample_vocab_ > 0 ? std::min(V, sample_vocab_) : V;
-  // The token goes in at index length(): the position a positional draw is keyed by.
-  e.sampled = s.sampler->sample(std::span<const float>(logits, static_cast<size_t>(n)),
-                                static_cast<uint64_t>(s.seq->length()));
+  e.sampled = std::move(sampled);
   --s.budget;
   e.stopped =
       std::find(s.stop_tokens.begin(), s.stop_tokens.end(), e.sampled.token) != s.stop_tokens.end();
@@ -264,7 +270,25 @@ std::vector<StepEvent> BatchDecoder::step() {
   }
   std::vector<StepEvent> events;
   if (inputs.empty()) return events;
-  const PassLogits logits = backend_.forward(inputs);
+  // Every draw is made before the pass: a token goes in at index length() after it, the
+  // position a positional draw is keyed by, and a fork waiting on a leader's prompt pass draws
+  // from the leader's row at the same position. Forks first, as their events come first.
+  std::vector<SampleRequest> requests;
+  std::vector<int64_t> drawer;  // the slot of each request
+  for (size_t k = 0; k < slot_inputs; ++k) {
+    const int64_t i = owner[k];
+    const Slot& leader = slots_[static_cast<size_t>(i)];
+    const auto position = static_cast<uint64_t>(leader.seq->length()) + leader.pending.size();
+    for (size_t f = 0; f < slots_.size(); ++f) {
+      const Slot& w = slots_[f];
+      if (w.state != State::kWaitingForFork || w.leader != i) continue;
+      requests.push_back(request_for(static_cast<int64_t>(f), k, position));
+      drawer.push_back(static_cast<int64_t>(f));
+    }
+    requests.push_back(request_for(i, k, position));
+    drawer.push_back(i);
+  }
+  std::vector<SampledToken> sampled = backend_.forward_sampled(inputs, requests);
   // Slots waiting for a prefix computed in this pass fork it now and feed its last token next
   // step.
   for (const int64_t p : computing) {
@@ -275,19 +299,17 @@ std::vector<StepEvent> BatchDecoder::step() {
       if (w.state == State::kWaitingForPrefix && w.prefix == p) fork_prefix(w, x);
     free_prefix_if_unused(p);
   }
-  for (size_t k = 0; k < slot_inputs; ++k) {
-    const int64_t i = owner[k];
-    // Forks first: they copy the leader's state before the leader's pending token changes
-    // meaning (the state itself is already final for this pass).
-    for (size_t f = 0; f < slots_.size(); ++f) {
-      Slot& w = slots_[f];
-      if (w.state != State::kWaitingForFork || w.leader != i) continue;
-      w.seq = slots_[static_cast<size_t>(i)].seq->fork_state();
-      w.state = State::kActive;
-      w.leader = -1;
-      events.push_back(sample_into(static_cast<int64_t>(f), logits.last(k).data()));
+  for (size_t r = 0; r < requests.size(); ++r) {
+    const int64_t i = drawer[r];
+    Slot& s = slots_[static_cast<size_t>(i)];
+    if (s.state == State::kWaitingForFork) {
+      // A fork copies its leader's state, final for this pass, before the leader's pending
+      // token changes meaning (the leader's request comes after its forks').
+      s.seq = slots_[static_cast<size_t>(s.leader)].seq->fork_state();
+      s.state = State::kActive;
+      s.leader = -1;
     }
-    events.push_back(sample_into(i, logits.last(k).data()));
+    events.push_back(take_sample(i, std::move(sampled[r])));
   }
   std::sort(events.begin(), events.end(),
             [](const StepEvent& a, const StepEvent& b) { return a.slot < b.slot; });

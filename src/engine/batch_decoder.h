@@ -126,7 +126,10 @@ class BatchDecoder {
   void fork_prefix(Slot& s, const Prefix& p);
   void free_prefix_if_unused(int64_t prefix);
   // Samples for slot i from `logits` and updates its state.
-  StepEvent sample_into(int64_t i, const float* logits);
+  // The draw of slot i's next token, which goes in at `position`.
+  SampleRequest request_for(int64_t i, size_t input, uint64_t position);
+  // Slot i's event for the token it drew.
+  StepEvent take_sample(int64_t i, SampledToken sampled);
 
   EngineBackend& backend_;
   int64_t capacity_;

@@ -16,7 +16,7 @@ void Architecture::forward_layers(const Batch& batch, float* hidden, ThreadPool&
   float* delta = scratch(delta_buf, static_cast<size_t>(T * H));
   for (size_t li = 0; li < layers_.size(); ++li) {
     const DecoderLayer& layer = layers_[li];
-    const int64_t index = static_cast<int64_t>(li);
+    const int64_t index = first_layer_ + static_cast<int64_t>(li);
     for (int64_t t = 0; t < T; ++t) {
       rms_norm(hidden + t * H, layer.mixer_norm, H, eps_, normed + t * H);
     }
@@ -35,6 +35,8 @@ void Architecture::forward_layers(const Batch& batch, float* hidden, ThreadPool&
 }
 
 void Architecture::final_norm(const float* x, float* out) const {
+  STOA_CHECK(final_norm_ != nullptr, ErrorKind::kInternal,
+             "final norm asked of a stage that does not end the model");
   rms_norm(x, final_norm_, hidden_, eps_, out);
 }
 
@@ -96,7 +98,15 @@ SwiGluWeights bind_dense_swiglu(const EngineWeights& w, int64_t layer) {
 }
 
 const float* bind_final_norm(const EngineWeights& w) {
-  return bind_vector(w, TensorRole::kFinalNorm);
+  return w.span().heads(w.config()) ? bind_vector(w, TensorRole::kFinalNorm) : nullptr;
+}
+
+std::unique_ptr<Architecture> make_stack(const EngineWeights& w, std::vector<DecoderLayer> layers) {
+  const ModelConfig& c = w.config();
+  STOA_CHECK(static_cast<int64_t>(layers.size()) == w.span().size(), ErrorKind::kInternal, "bound ",
+             layers.size(), " layers for ", span_string(c, w.span()));
+  return std::make_unique<Architecture>(std::move(layers), w.span().first, bind_final_norm(w),
+                                        c.hidden_size, c.rms_norm_eps);
 }
 
 }  // namespace stoa::engine

@@ -32,12 +32,18 @@ struct DecoderLayer {
 
 class Architecture {
  public:
-  Architecture(std::vector<DecoderLayer> layers, const float* final_norm, int64_t hidden,
-               double eps)
-      : layers_(std::move(layers)), final_norm_(final_norm), hidden_(hidden), eps_(eps) {}
+  // `layers` are the model's layers first_layer, first_layer + 1, ... (a pipeline stage holds a
+  // contiguous span of them); `final_norm` is null on a stage that does not end the model.
+  Architecture(std::vector<DecoderLayer> layers, int64_t first_layer, const float* final_norm,
+               int64_t hidden, double eps)
+      : layers_(std::move(layers)),
+        first_layer_(first_layer),
+        final_norm_(final_norm),
+        hidden_(hidden),
+        eps_(eps) {}
   virtual ~Architecture() = default;
 
-  // Runs every layer over the batch; hidden is [batch.size(), hidden] and is updated in place.
+  // Runs every layer held over the batch; hidden is [batch.size(), hidden], updated in place.
   virtual void forward_layers(const Batch& batch, float* hidden, ThreadPool& pool) const;
   // The final RMSNorm of one token's hidden state.
   void final_norm(const float* x, float* out) const;
@@ -46,6 +52,7 @@ class Architecture {
 
  protected:
   std::vector<DecoderLayer> layers_;
+  int64_t first_layer_;
   const float* final_norm_;
   int64_t hidden_;
   double eps_;
@@ -55,7 +62,7 @@ class Architecture {
 // outlive it and must not move).
 std::unique_ptr<Architecture> make_architecture(const EngineWeights& weights);
 
-// Per-architecture binders (one file each).
+// Per-architecture binders (one file each), binding the layers of weights.span().
 std::unique_ptr<Architecture> make_qwen3(const EngineWeights& weights);
 std::unique_ptr<Architecture> make_lfm2(const EngineWeights& weights);
 std::unique_ptr<Architecture> make_lfm2_moe(const EngineWeights& weights);
@@ -69,6 +76,8 @@ const Linear& bind_linear(const EngineWeights& w, TensorRole role, int64_t layer
 DecoderLayer bind_norms(const EngineWeights& w, int64_t layer);  // kind kAttention, norms set
 AttentionWeights bind_attention(const EngineWeights& w, int64_t layer);
 SwiGluWeights bind_dense_swiglu(const EngineWeights& w, int64_t layer);
-const float* bind_final_norm(const EngineWeights& w);
+const float* bind_final_norm(const EngineWeights& w);  // null unless the span ends the model
+// The Architecture of `layers` (those of w.span(), in order) with the model's norm settings.
+std::unique_ptr<Architecture> make_stack(const EngineWeights& w, std::vector<DecoderLayer> layers);
 
 }  // namespace stoa::engine

@@ -25,10 +25,16 @@ bool int8_eligible(const std::string& name, const Shape& shape) {
 }
 
 EngineWeights EngineWeights::from_model(const ModelWeights& weights, WeightFormat format) {
+  return from_model(weights, format, whole_model(weights.config));
+}
+
+EngineWeights EngineWeights::from_model(const ModelWeights& weights, WeightFormat format,
+                                        LayerSpan span) {
   EngineWeights out;
   out.config_ = weights.config;
+  out.span_ = span;
   out.format_ = format;
-  for (const TensorSpec& spec : expected_tensors(weights.config)) {
+  for (const TensorSlot& spec : span_tensor_slots(weights.config, span)) {
     const Tensor& t = weights.at(spec.name);
     STOA_CHECK(t.shape() == spec.shape, ErrorKind::kInvalidArgument, "tensor ", spec.name,
                " has shape ", shape_string(t.shape()), ", the config implies ",
@@ -46,10 +52,13 @@ EngineWeights EngineWeights::from_model(const ModelWeights& weights, WeightForma
       out.vectors_.emplace(spec.name, copy_f32(t, spec.name));
     }
   }
-  // Touch the head now so a missing one fails at load, not at the first token.
-  (void)out.embedding();
-  (void)out.lm_head();
+  out.check_ends();
   return out;
+}
+
+void EngineWeights::check_ends() const {
+  if (span_.embeds()) (void)embedding();
+  if (span_.heads(config_)) (void)lm_head();
 }
 
 EngineWeights EngineWeights::from_state(const ModelConfig& config,
@@ -67,11 +76,16 @@ EngineWeights EngineWeights::from_state(const ModelConfig& config,
 }
 
 EngineWeights EngineWeights::begin_state(const ModelConfig& config) {
+  return begin_state(config, whole_model(config));
+}
+
+EngineWeights EngineWeights::begin_state(const ModelConfig& config, LayerSpan span) {
   EngineWeights out;
   out.config_ = config;
+  out.span_ = span;
   out.format_ = WeightFormat::kF32;  // kInt8 once an int8 tensor arrives
-  for (const TensorSpec& spec : expected_tensors(config))
-    out.pending_.emplace(spec.name, spec.shape);
+  for (const TensorSlot& slot : span_tensor_slots(config, span))
+    out.pending_.emplace(slot.name, slot.shape);
   return out;
 }
 
@@ -80,6 +94,8 @@ const Shape& EngineWeights::take_pending(const std::string& name) {
   if (it != pending_.end()) return it->second;
   STOA_CHECK(linears_.count(name) == 0 && vectors_.count(name) == 0, ErrorKind::kInvalidArgument,
              "int8 state has tensor ", name, " twice");
+  STOA_CHECK(span_.whole(config_), ErrorKind::kInvalidArgument, "int8 state has tensor ", name,
+             " that the stage of ", span_string(config_, span_), " does not hold");
   fail(ErrorKind::kInvalidArgument, "int8 state has tensor ", name, " that ",
        arch_name(config_.arch), " does not use");
 }
@@ -130,8 +146,7 @@ void EngineWeights::add_state_f32(const std::string& name, Tensor given) {
 void EngineWeights::finish_state() {
   STOA_CHECK(pending_.empty(), ErrorKind::kNotFound, "int8 state lacks tensor ",
              pending_.empty() ? std::string() : pending_.begin()->first);
-  (void)embedding();
-  (void)lm_head();
+  check_ends();
 }
 
 const Linear& EngineWeights::linear(const std::string& name) const {

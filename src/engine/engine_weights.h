@@ -13,6 +13,7 @@
 #include "core/tensor.h"
 #include "engine/linear.h"
 #include "model/config.h"
+#include "model/layer_span.h"
 #include "model/weights.h"
 
 namespace stoa::engine {
@@ -31,6 +32,8 @@ class EngineWeights {
  public:
   // Quantizes (kInt8) or copies (kF32) every tensor the config expects; checks names and shapes.
   static EngineWeights from_model(const ModelWeights& weights, WeightFormat format);
+  // A pipeline stage's share (model/layer_span.h): only the tensors of `span`.
+  static EngineWeights from_model(const ModelWeights& weights, WeightFormat format, LayerSpan span);
   // A pre-quantized state (what a worker receives): `int8` holds the int8 tensors, `f32` every
   // other tensor, in f32, bf16 or f16 (widened to f32). Each expected tensor must appear in
   // exactly one of the two. An int8 tensor that is not int8_eligible (the MoE router) is
@@ -42,6 +45,8 @@ class EngineWeights {
   // add_state_f32 for every expected tensor once, then finish_state (kNotFound naming a tensor
   // that never came).
   static EngineWeights begin_state(const ModelConfig& config);
+  // A stage's state: the tensors of `span` are expected, and any other is refused.
+  static EngineWeights begin_state(const ModelConfig& config, LayerSpan span);
   void add_state_int8(const std::string& name, Int8Matrix matrix);
   void add_state_f32(const std::string& name, Tensor tensor);  // f32, bf16 or f16
   void finish_state();
@@ -51,12 +56,15 @@ class EngineWeights {
 
   const ModelConfig& config() const { return config_; }
   WeightFormat format() const { return format_; }
+  // The layers held (whole_model unless these are a pipeline stage's weights).
+  LayerSpan span() const { return span_; }
 
   bool has_linear(const std::string& name) const { return linears_.count(name) != 0; }
   const Linear& linear(const std::string& name) const;  // kNotFound naming the tensor
   // An f32 non-linear tensor; checks its element count when `numel` >= 0.
   const float* vec(const std::string& name, int64_t numel = -1) const;
-  // The embedding table and the output projection (the same Linear when tied).
+  // The embedding table and the output projection (the same Linear when tied); a stage holds
+  // the first when its span embeds, the second when it heads.
   const Linear& embedding() const;
   const Linear& lm_head() const;
 
@@ -83,7 +91,10 @@ class EngineWeights {
   Linear& int8_linear(const std::string& name);  // kNotFound unless an int8 Linear
   // The shape the config implies for `name`, which must still be missing (built by state).
   const Shape& take_pending(const std::string& name);
+  // Touches the embedding and the head the span holds, so a missing one fails at load.
+  void check_ends() const;
   ModelConfig config_;
+  LayerSpan span_;
   WeightFormat format_ = WeightFormat::kF32;
   std::map<std::string, Linear> linears_;  // node-based: pointers stay valid across updates
   std::map<std::string, Tensor> vectors_;

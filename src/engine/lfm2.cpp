@@ -27,11 +27,9 @@ DecoderLayer bind_lfm2_layer(const EngineWeights& w, int64_t i) {
 }
 
 std::unique_ptr<Architecture> make_lfm2(const EngineWeights& w) {
-  const ModelConfig& c = w.config();
   std::vector<DecoderLayer> layers;
-  for (int64_t i = 0; i < c.num_layers; ++i) layers.push_back(bind_lfm2_layer(w, i));
-  return std::make_unique<Architecture>(std::move(layers), bind_final_norm(w), c.hidden_size,
-                                        c.rms_norm_eps);
+  for (int64_t i = w.span().first; i < w.span().last; ++i) layers.push_back(bind_lfm2_layer(w, i));
+  return make_stack(w, std::move(layers));
 }
 
 }  // namespace stoa::engine

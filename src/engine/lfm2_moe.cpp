@@ -12,7 +12,7 @@ std::unique_ptr<Architecture> make_lfm2_moe(const EngineWeights& w) {
       ErrorKind::kInvalidArgument, "LFM2-MoE needs 0 < num_experts_per_tok (",
       c.num_experts_per_tok, ") <= num_experts (", c.num_experts, ")");
   std::vector<DecoderLayer> layers;
-  for (int64_t i = 0; i < c.num_layers; ++i) {
+  for (int64_t i = w.span().first; i < w.span().last; ++i) {
     DecoderLayer layer = bind_lfm2_layer(w, i);
     if (c.is_moe_layer(i)) {
       MoeWeights moe;
@@ -32,8 +32,7 @@ std::unique_ptr<Architecture> make_lfm2_moe(const EngineWeights& w) {
     }
     layers.push_back(std::move(layer));
   }
-  return std::make_unique<Architecture>(std::move(layers), bind_final_norm(w), c.hidden_size,
-                                        c.rms_norm_eps);
+  return make_stack(w, std::move(layers));
 }
 
 }  // namespace stoa::engine

@@ -42,12 +42,6 @@ Tensor ModelRunner::append(Sequence& seq, std::span<const int32_t> tokens, Logit
   return std::move(append_batch(std::span<const SequenceInput>(&input, 1)).front());
 }
 
-std::span<const float> PassLogits::last(size_t i) const {
-  STOA_CHECK(count(i) > 0, ErrorKind::kInvalidArgument, "batch input ", i, " asked for no logits");
-  const int64_t row = (*rows_)[i].second - 1;
-  return {data_ + row * vocab_, static_cast<size_t>(vocab_)};
-}
-
 std::vector<Tensor> ModelRunner::append_batch(std::span<const SequenceInput> inputs) {
   const PassLogits logits = append_batch_view(inputs);
   const int64_t V = config().vocab_size;
@@ -63,7 +57,20 @@ std::vector<Tensor> ModelRunner::append_batch(std::span<const SequenceInput> inp
 }
 
 PassLogits ModelRunner::append_batch_view(std::span<const SequenceInput> inputs) {
+  STOA_CHECK(weights_->span().whole(config()), ErrorKind::kInvalidArgument,
+             "this engine holds only ", span_string(config(), weights_->span()),
+             ": a pipeline stage's passes take the previous stage's hidden states");
+  return append_batch_stage(inputs, nullptr);
+}
+
+PassLogits ModelRunner::append_batch_stage(std::span<const SequenceInput> inputs,
+                                           const float* hidden_in) {
   const ModelConfig& c = config();
+  const LayerSpan span = weights_->span();
+  STOA_CHECK((hidden_in == nullptr) == span.embeds(), ErrorKind::kInvalidArgument, "the stage of ",
+             span_string(c, span),
+             span.embeds() ? " embeds its tokens and takes no hidden states"
+                           : " needs the previous stage's hidden states");
   const int64_t H = c.hidden_size;
   const int64_t V = c.vocab_size;
 
@@ -128,18 +135,28 @@ PassLogits ModelRunner::append_batch_view(std::span<const SequenceInput> inputs)
       offset += n;
     }
   }
+  // Only the stage that ends the model makes logits.
+  if (!span.heads(c)) {
+    rows.clear();
+    for (auto& r : range) r = {0, 0};
+  }
   const int64_t R = static_cast<int64_t>(rows.size());
 
-  thread_local std::vector<float> hidden_buf, normed_buf;
-  float* hidden = scratch(hidden_buf, static_cast<size_t>(T * H));
+  thread_local std::vector<float> normed_buf;
+  float* hidden = scratch(hidden_, static_cast<size_t>(T * H));
+  pass_hidden_floats_ = static_cast<size_t>(T * H);
   float* normed = scratch(normed_buf, static_cast<size_t>(R * H));
   float* logits = scratch(logits_, static_cast<size_t>(R * V));
   // The whole pass holds the pool's threads once (pass_workers.h): its ~100s of parallel
   // operations are handed out by spinning, not by condition-variable wakeups.
   run_pass(*pool_, [&] {
-    const Linear& embedding = weights_->embedding();
-    for (int64_t t = 0; t < T; ++t)
-      embedding.row(batch.tokens[static_cast<size_t>(t)], hidden + t * H);
+    if (hidden_in == nullptr) {
+      const Linear& embedding = weights_->embedding();
+      for (int64_t t = 0; t < T; ++t)
+        embedding.row(batch.tokens[static_cast<size_t>(t)], hidden + t * H);
+    } else {
+      std::copy(hidden_in, hidden_in + T * H, hidden);
+    }
     if (T > 0) arch_->forward_layers(batch, hidden, *pool_);
     for (int64_t r = 0; r < R; ++r) {
       arch_->final_norm(hidden + rows[static_cast<size_t>(r)] * H, normed + r * H);

@@ -73,6 +73,16 @@ class ModelRunner final : public EngineBackend {
   // The same pass, its logits read in place (the decode loops' form; see PassLogits).
   PassLogits append_batch_view(std::span<const SequenceInput> inputs);
 
+  // A pipeline stage's pass (docs/design/pipeline.md) over the layers of weights().span():
+  // `hidden_in` holds the previous stage's hidden states of the inputs' tokens, [T, hidden]
+  // back to back in input order (null on the stage that embeds: it embeds the tokens). The
+  // stage that ends the model returns the requested logits as append_batch_view does; any
+  // other returns no rows and leaves the hidden states for the next stage in pass_hidden().
+  // Every token arithmetic is the whole model's, so K stages give a whole runner's bits.
+  PassLogits append_batch_stage(std::span<const SequenceInput> inputs, const float* hidden_in);
+  // [T, hidden] after the layers of the last pass (valid until the next pass).
+  std::span<const float> pass_hidden() const { return {hidden_.data(), pass_hidden_floats_}; }
+
   // The oracle's entry point: runs `tokens` on a fresh sequence, the first `prefill` in one
   // pass and the rest one token at a time (so the cache is exercised), and returns the logits
   // of every position [tokens.size(), vocab].
@@ -82,7 +92,9 @@ class ModelRunner final : public EngineBackend {
   std::unique_ptr<EngineWeights> weights_;  // heap: the architecture points into it
   std::unique_ptr<Architecture> arch_;
   ThreadPool* pool_;
-  std::vector<float> logits_;                              // grow-only: [rows, vocab]
+  std::vector<float> logits_;  // grow-only: [rows, vocab]
+  std::vector<float> hidden_;  // grow-only: [tokens, hidden]
+  size_t pass_hidden_floats_ = 0;
   std::vector<std::pair<int64_t, int64_t>> logit_ranges_;  // per input of the last pass
   std::vector<SequenceInput> backend_inputs_;              // forward()'s, grow-only
 };

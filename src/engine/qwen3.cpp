@@ -5,17 +5,15 @@
 namespace stoa::engine {
 
 std::unique_ptr<Architecture> make_qwen3(const EngineWeights& w) {
-  const ModelConfig& c = w.config();
   std::vector<DecoderLayer> layers;
-  for (int64_t i = 0; i < c.num_layers; ++i) {
+  for (int64_t i = w.span().first; i < w.span().last; ++i) {
     DecoderLayer layer = bind_norms(w, i);
     layer.kind = LayerKind::kAttention;
     layer.attention = bind_attention(w, i);
     layer.ffn.dense = bind_dense_swiglu(w, i);
     layers.push_back(std::move(layer));
   }
-  return std::make_unique<Architecture>(std::move(layers), bind_final_norm(w), c.hidden_size,
-                                        c.rms_norm_eps);
+  return make_stack(w, std::move(layers));
 }
 
 }  // namespace stoa::engine

@@ -203,20 +203,27 @@ Sampler::Sampler(SamplingParams params, uint64_t seed, uint64_t stream, DrawMode
   validate_sampling_params(params_);
 }
 
-SampledToken Sampler::sample(std::span<const float> logits, uint64_t position) {
-  Scratch& s = scratch();
-  std::vector<TokenLogprob>& dist = s.dist;
-  distribution_into(logits, params_, s, dist);
-  SampledToken out;
+double Sampler::draw(uint64_t position) {
   // One draw per token, even when greedy, so a run's random stream does not depend on which
   // steps happened to be deterministic.
-  const double u =
-      mode_ == DrawMode::kPositional ? positional_uniform(seed_, position) : rng_.uniform();
+  return mode_ == DrawMode::kPositional ? positional_uniform(seed_, position) : rng_.uniform();
+}
+
+SampledToken Sampler::sample(std::span<const float> logits, uint64_t position) {
+  return sample_with_uniform(logits, params_, draw(position));
+}
+
+SampledToken sample_with_uniform(std::span<const float> logits, const SamplingParams& params,
+                                 double u) {
+  Scratch& s = scratch();
+  std::vector<TokenLogprob>& dist = s.dist;
+  distribution_into(logits, params, s, dist);
+  SampledToken out;
   const size_t pick = pick_index(dist, u);
   out.token = dist[pick].token;
   out.logprob = dist[pick].logprob;
-  if (params_.top_logprobs > 0) {
-    const size_t k = std::min(dist.size(), static_cast<size_t>(params_.top_logprobs));
+  if (params.top_logprobs > 0) {
+    const size_t k = std::min(dist.size(), static_cast<size_t>(params.top_logprobs));
     std::partial_sort(dist.begin(), dist.begin() + static_cast<std::ptrdiff_t>(k), dist.end(),
                       [](const TokenLogprob& a, const TokenLogprob& b) {
                         return a.logprob != b.logprob ? a.logprob > b.logprob : a.token < b.token;

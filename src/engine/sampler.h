@@ -73,6 +73,12 @@ size_t pick_index(const std::vector<TokenLogprob>& dist, double u);
 // positional draws (the worker's rollouts, which a validator replays).
 enum class DrawMode { kStream, kPositional };
 
+// The token the uniform `u` draws from `logits` under `params`, with its log-prob and top list.
+// Sampler::sample is its draw() then this, so a machine given another's uniform (a pipeline's
+// last stage: docs/design/pipeline.md) draws that machine's token, bit for bit.
+SampledToken sample_with_uniform(std::span<const float> logits, const SamplingParams& params,
+                                 double u);
+
 class Sampler {
  public:
   Sampler(SamplingParams params, uint64_t seed, uint64_t stream = 0,
@@ -80,6 +86,8 @@ class Sampler {
 
   // `position` is the index the token will have in its sequence; only positional draws read it.
   SampledToken sample(std::span<const float> logits, uint64_t position = 0);
+  // The uniform sample() draws for a token at `position` (a stream sampler advances).
+  double draw(uint64_t position = 0);
   const SamplingParams& params() const { return params_; }
   DrawMode mode() const { return mode_; }
 
