@@ -1,0 +1,140 @@
+#include "engine/pipeline_backend.h"
+
+#include "core/error.h"
+#include "core/log.h"
+
+namespace stoa::engine {
+
+// A sequence of the pipeline: the head's own copy (its layers' caches, the tokens) and its id
+// on the stages after it, which drop their copies when this one goes.
+class PipelineSequence final : public SequenceState {
+ public:
+  PipelineSequence(const PipelineBackend& owner, uint64_t id, Sequence head)
+      : owner_(owner), id_(id), head_(std::move(head)) {}
+  ~PipelineSequence() override {
+    if (owner_.broken()) return;  // the stages are being rebuilt: nothing to tell them
+    try {
+      owner_.control({StageFrameKind::kClose, id_, 0, 0});
+    } catch (const Error& e) {
+      log_warn("pipeline", "dropping sequence ", id_, " on the stages failed: ", e.what());
+    }
+  }
+  PipelineSequence(const PipelineSequence&) = delete;
+  PipelineSequence& operator=(const PipelineSequence&) = delete;
+
+  int64_t length() const override { return head_.length(); }
+  int64_t capacity() const override { return head_.capacity(); }
+  const std::vector<int32_t>& tokens() const override { return head_.tokens(); }
+  void preallocate() override {
+    owner_.control({StageFrameKind::kReserve, id_, 0, 0});
+    head_.preallocate();
+  }
+  std::unique_ptr<SequenceState> fork_state() const override {
+    const uint64_t id = owner_.next_id_++;
+    owner_.control({StageFrameKind::kFork, id, id_, 0});
+    return std::make_unique<PipelineSequence>(owner_, id, head_.fork());
+  }
+
+  uint64_t id() const { return id_; }
+  Sequence& head() { return head_; }
+  const PipelineBackend* owner() const { return &owner_; }
+
+ private:
+  const PipelineBackend& owner_;
+  uint64_t id_;
+  Sequence head_;
+};
+
+PipelineBackend::PipelineBackend(std::unique_ptr<EngineWeights> head,
+                                 std::unique_ptr<StageLink> next, ThreadPool* pool)
+    : runner_(std::move(head), pool), next_(std::move(next)) {
+  const LayerSpan span = runner_.weights().span();
+  STOA_CHECK(span.embeds() && !span.heads(config()) && next_ != nullptr,
+             ErrorKind::kInvalidArgument, "a pipeline's head holds the first layers and not the",
+             " output head, and links to the next stage; this one holds ",
+             span_string(config(), span));
+}
+
+PipelineBackend::~PipelineBackend() = default;
+
+void PipelineBackend::check_usable() const {
+  STOA_CHECK(broken_.empty(), ErrorKind::kNetwork, "the pipeline is broken: ", broken_);
+}
+
+std::vector<uint8_t> PipelineBackend::exchange(std::span<const uint8_t> frame) const {
+  check_usable();
+  std::vector<uint8_t> answer;
+  try {
+    bytes_sent_ += static_cast<int64_t>(frame.size());
+    answer = next_->exchange(frame);
+    bytes_received_ += static_cast<int64_t>(answer.size());
+    if (stage_frame_kind(answer) == StageFrameKind::kError)
+      fail(ErrorKind::kNetwork, decode_stage_error(answer));
+  } catch (const Error& e) {
+    broken_ = e.what();
+    throw Error(ErrorKind::kNetwork, cat("pipeline: ", e.what()));
+  }
+  return answer;
+}
+
+void PipelineBackend::control(const StageControl& c) const {
+  const std::vector<uint8_t> answer = exchange(encode_stage_control(c));
+  if (stage_frame_kind(answer) != StageFrameKind::kDone) {
+    broken_ = cat("a stage answered a ", stage_frame_kind_name(c.kind), " frame with ",
+                  stage_frame_kind_name(stage_frame_kind(answer)));
+    fail(ErrorKind::kNetwork, "pipeline: ", broken_);
+  }
+}
+
+std::unique_ptr<SequenceState> PipelineBackend::new_state(int64_t capacity) const {
+  Sequence head = runner_.new_sequence(capacity);  // checks the capacity before the stages see it
+  const uint64_t id = next_id_++;
+  control({StageFrameKind::kOpen, id, 0, capacity});
+  return std::make_unique<PipelineSequence>(*this, id, std::move(head));
+}
+
+PassLogits PipelineBackend::forward(std::span<const BackendInput> /*inputs*/) {
+  fail(ErrorKind::kUnsupported,
+       "a pipeline's logits stay on its last stage: it is driven through forward_sampled");
+}
+
+std::vector<SampledToken> PipelineBackend::forward_sampled(
+    std::span<const BackendInput> inputs, std::span<const SampleRequest> requests) {
+  check_usable();
+  check_sample_requests(inputs, requests);
+  StagePass pass;
+  pass.pass = ++passes_;
+  pass.hidden = config().hidden_size;
+  pass.requests.assign(requests.begin(), requests.end());
+  head_inputs_.clear();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    auto* seq = dynamic_cast<PipelineSequence*>(inputs[i].seq);
+    STOA_CHECK(seq != nullptr && seq->owner() == this, ErrorKind::kInvalidArgument, "batch input ",
+               i, ": the sequence belongs to another engine backend");
+    head_inputs_.push_back({&seq->head(), inputs[i].tokens, inputs[i].logits});
+    pass.inputs.push_back({seq->id(),
+                           seq->length(),
+                           inputs[i].logits,
+                           {inputs[i].tokens.begin(), inputs[i].tokens.end()}});
+  }
+  // The head's pass validates the inputs before any sequence changes; past it, a failure
+  // breaks the pipeline (the stages are out of step with the head).
+  (void)runner_.append_batch_stage(head_inputs_, nullptr);
+  const std::span<const float> hidden = runner_.pass_hidden();
+  pass.rows.assign(hidden.begin(), hidden.end());
+  const std::vector<uint8_t> answer = exchange(encode_stage_pass(pass));
+  StageSampled sampled;
+  try {
+    sampled = decode_stage_sampled(answer);
+    STOA_CHECK(sampled.pass == pass.pass && sampled.tokens.size() == requests.size(),
+               ErrorKind::kNetwork, "the last stage answered pass ", pass.pass, " with pass ",
+               sampled.pass, " and ", sampled.tokens.size(), " tokens for ", requests.size(),
+               " draws");
+  } catch (const Error& e) {
+    broken_ = e.what();
+    throw Error(ErrorKind::kNetwork, cat("pipeline: ", e.what()));
+  }
+  return std::move(sampled.tokens);
+}
+
+}  // namespace stoa::engine

@@ -1,0 +1,67 @@
+// The head of a pipeline as an EngineBackend (docs/design/pipeline.md): the stage that embeds —
+// it holds layers [0, k) and the embeddings, and drives the rollouts — and a link to the
+// stages after it, the last of which holds the output head and draws the tokens. BatchDecoder,
+// the episode runner and the worker drive it as they drive the CPU engine, through
+// forward_sampled: the head runs its layers, sends the hidden states down with the draws' uniforms,
+// and gets the tokens back. The bits are a whole machine's (tested): every token's arithmetic is
+// the same, only cut between machines, and the sampler is the same function of the same uniform.
+//
+// Its sequences are ids on every stage; opening, forking, reserving and dropping one is a
+// control frame down the chain. A failure past the head (a stage erring, a link dying) leaves
+// the stages out of step with the head, so the backend is broken from then on: every later
+// call fails at once with the first failure's reason, and the caller rebuilds the pipeline
+// (the hub re-issues the group's leases).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/backend.h"
+#include "engine/model_runner.h"
+#include "engine/pipeline_stage.h"
+
+namespace stoa::engine {
+
+class PipelineBackend final : public EngineBackend {
+ public:
+  // `head` holds a span that embeds and does not end the model; `next` reaches the rest.
+  PipelineBackend(std::unique_ptr<EngineWeights> head, std::unique_ptr<StageLink> next,
+                  ThreadPool* pool = nullptr);
+  ~PipelineBackend() override;
+
+  const char* backend_name() const override { return "pipeline"; }
+  const ModelConfig& config() const override { return runner_.config(); }
+  // The head stage's share of the weights (each stage patches its own share).
+  EngineWeights& host_weights() override { return runner_.host_weights(); }
+  void weights_written(std::span<const std::string> /*names*/) override {}
+  std::unique_ptr<SequenceState> new_state(int64_t capacity) const override;
+  // Logits stay on the last stage: kUnsupported (drive a pipeline through forward_sampled).
+  PassLogits forward(std::span<const BackendInput> inputs) override;
+  std::vector<SampledToken> forward_sampled(std::span<const BackendInput> inputs,
+                                            std::span<const SampleRequest> requests) override;
+
+  bool broken() const { return !broken_.empty(); }
+  // Bytes of the frames sent down and of the answers, since construction.
+  int64_t bytes_sent() const { return bytes_sent_; }
+  int64_t bytes_received() const { return bytes_received_; }
+
+ private:
+  friend class PipelineSequence;
+  // Sends a control frame down; throws (and breaks the pipeline) unless every stage did it.
+  void control(const StageControl& c) const;
+  std::vector<uint8_t> exchange(std::span<const uint8_t> frame) const;
+  void check_usable() const;
+
+  ModelRunner runner_;
+  std::unique_ptr<StageLink> next_;
+  // Mutable: opening a sequence is a const operation of EngineBackend but talks to the stages.
+  mutable uint64_t next_id_ = 1;
+  mutable std::string broken_;
+  mutable int64_t bytes_sent_ = 0;
+  mutable int64_t bytes_received_ = 0;
+  uint64_t passes_ = 0;
+  std::vector<SequenceInput> head_inputs_;  // per pass, grow-only
+};
+
+}  // namespace stoa::engine
