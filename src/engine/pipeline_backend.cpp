@@ -14,7 +14,7 @@ class PipelineSequence final : public SequenceState {
   ~PipelineSequence() override {
     if (owner_.broken()) return;  // the stages are being rebuilt: nothing to tell them
     try {
-      owner_.control({StageFrameKind::kClose, id_, 0, 0});
+      (void)owner_.control({StageFrameKind::kClose, id_, 0, 0});
     } catch (const Error& e) {
       log_warn("pipeline", "dropping sequence ", id_, " on the stages failed: ", e.what());
     }
@@ -26,12 +26,11 @@ class PipelineSequence final : public SequenceState {
   int64_t capacity() const override { return head_.capacity(); }
   const std::vector<int32_t>& tokens() const override { return head_.tokens(); }
   void preallocate() override {
-    owner_.control({StageFrameKind::kReserve, id_, 0, 0});
+    (void)owner_.control({StageFrameKind::kReserve, id_, 0, 0});
     head_.preallocate();
   }
   std::unique_ptr<SequenceState> fork_state() const override {
-    const uint64_t id = owner_.next_id_++;
-    owner_.control({StageFrameKind::kFork, id, id_, 0});
+    const uint64_t id = owner_.control({StageFrameKind::kFork, 0, id_, 0});
     return std::make_unique<PipelineSequence>(owner_, id, head_.fork());
   }
 
@@ -57,39 +56,63 @@ PipelineBackend::PipelineBackend(std::unique_ptr<EngineWeights> head,
 
 PipelineBackend::~PipelineBackend() = default;
 
+bool PipelineBackend::broken() const {
+  std::lock_guard<std::mutex> lock(broken_mu_);
+  return !broken_.empty();
+}
+
 void PipelineBackend::check_usable() const {
+  std::lock_guard<std::mutex> lock(broken_mu_);
   STOA_CHECK(broken_.empty(), ErrorKind::kNetwork, "the pipeline is broken: ", broken_);
 }
 
-std::vector<uint8_t> PipelineBackend::exchange(std::span<const uint8_t> frame) const {
+void PipelineBackend::break_with(const std::string& reason) const {
+  {
+    std::lock_guard<std::mutex> lock(broken_mu_);
+    if (broken_.empty()) broken_ = reason;
+  }
+  fail(ErrorKind::kNetwork, "pipeline: ", reason);
+}
+
+uint64_t PipelineBackend::send_locked(std::span<const uint8_t> frame) const {
   check_usable();
-  std::vector<uint8_t> answer;
   try {
     bytes_sent_ += static_cast<int64_t>(frame.size());
-    answer = next_->exchange(frame);
-    bytes_received_ += static_cast<int64_t>(answer.size());
-    if (stage_frame_kind(answer) == StageFrameKind::kError)
-      fail(ErrorKind::kNetwork, decode_stage_error(answer));
+    return next_->send(frame);
   } catch (const Error& e) {
-    broken_ = e.what();
-    throw Error(ErrorKind::kNetwork, cat("pipeline: ", e.what()));
+    break_with(e.what());
+  }
+}
+
+std::vector<uint8_t> PipelineBackend::await_answer(uint64_t ticket) const {
+  std::vector<uint8_t> answer;
+  try {
+    answer = next_->await(ticket);
+    bytes_received_ += static_cast<int64_t>(answer.size());
+    if (stage_frame_kind(answer) == StageFrameKind::kError) break_with(decode_stage_error(answer));
+  } catch (const Error& e) {
+    break_with(e.what());
   }
   return answer;
 }
 
-void PipelineBackend::control(const StageControl& c) const {
-  const std::vector<uint8_t> answer = exchange(encode_stage_control(c));
-  if (stage_frame_kind(answer) != StageFrameKind::kDone) {
-    broken_ = cat("a stage answered a ", stage_frame_kind_name(c.kind), " frame with ",
-                  stage_frame_kind_name(stage_frame_kind(answer)));
-    fail(ErrorKind::kNetwork, "pipeline: ", broken_);
+uint64_t PipelineBackend::control(StageControl c) const {
+  uint64_t ticket = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (c.seq == 0) c.seq = next_id_++;
+    ticket = send_locked(encode_stage_control(c));
   }
+  const std::vector<uint8_t> answer = await_answer(ticket);
+  if (stage_frame_kind(answer) != StageFrameKind::kDone)
+    break_with(cat("a stage answered a ", stage_frame_kind_name(c.kind), " frame with ",
+                   stage_frame_kind_name(stage_frame_kind(answer))));
+  return c.seq;
 }
 
 std::unique_ptr<SequenceState> PipelineBackend::new_state(int64_t capacity) const {
   Sequence head = runner_.new_sequence(capacity);  // checks the capacity before the stages see it
-  const uint64_t id = next_id_++;
-  control({StageFrameKind::kOpen, id, 0, capacity});
+  const uint64_t id = control({StageFrameKind::kOpen, 0, 0, capacity});
   return std::make_unique<PipelineSequence>(*this, id, std::move(head));
 }
 
@@ -100,8 +123,8 @@ PassLogits PipelineBackend::forward(std::span<const BackendInput> /*inputs*/) {
 
 std::vector<SampledToken> PipelineBackend::forward_sampled(
     std::span<const BackendInput> inputs, std::span<const SampleRequest> requests) {
-  check_usable();
   check_sample_requests(inputs, requests);
+  std::unique_lock<std::mutex> lock(mu_);
   StagePass pass;
   pass.pass = ++passes_;
   pass.hidden = config().hidden_size;
@@ -122,7 +145,9 @@ std::vector<SampledToken> PipelineBackend::forward_sampled(
   (void)runner_.append_batch_stage(head_inputs_, nullptr);
   const std::span<const float> hidden = runner_.pass_hidden();
   pass.rows.assign(hidden.begin(), hidden.end());
-  const std::vector<uint8_t> answer = exchange(encode_stage_pass(pass));
+  const uint64_t ticket = send_locked(encode_stage_pass(pass));
+  lock.unlock();  // the next micro-batch's head pass runs while this one is down the chain
+  const std::vector<uint8_t> answer = await_answer(ticket);
   StageSampled sampled;
   try {
     sampled = decode_stage_sampled(answer);
@@ -131,8 +156,7 @@ std::vector<SampledToken> PipelineBackend::forward_sampled(
                sampled.pass, " and ", sampled.tokens.size(), " tokens for ", requests.size(),
                " draws");
   } catch (const Error& e) {
-    broken_ = e.what();
-    throw Error(ErrorKind::kNetwork, cat("pipeline: ", e.what()));
+    break_with(e.what());
   }
   return std::move(sampled.tokens);
 }

@@ -6,14 +6,21 @@
 // and gets the tokens back. The bits are a whole machine's (tested): every token's arithmetic is
 // the same, only cut between machines, and the sampler is the same function of the same uniform.
 //
+// Thread-safe, so several decoders (each on its own thread, each with its own slots) keep
+// several micro-batches in flight: a caller holds the head only for its pass and the send, and
+// waits for its tokens while the others compute — the head works on one micro-batch while the
+// stages after it work on the others, which is what hides the links' latency.
+//
 // Its sequences are ids on every stage; opening, forking, reserving and dropping one is a
 // control frame down the chain. A failure past the head (a stage erring, a link dying) leaves
 // the stages out of step with the head, so the backend is broken from then on: every later
 // call fails at once with the first failure's reason, and the caller rebuilds the pipeline
 // (the hub re-issues the group's leases).
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -41,7 +48,7 @@ class PipelineBackend final : public EngineBackend {
   std::vector<SampledToken> forward_sampled(std::span<const BackendInput> inputs,
                                             std::span<const SampleRequest> requests) override;
 
-  bool broken() const { return !broken_.empty(); }
+  bool broken() const;
   // Bytes of the frames sent down and of the answers, since construction.
   int64_t bytes_sent() const { return bytes_sent_; }
   int64_t bytes_received() const { return bytes_received_; }
@@ -49,19 +56,26 @@ class PipelineBackend final : public EngineBackend {
  private:
   friend class PipelineSequence;
   // Sends a control frame down; throws (and breaks the pipeline) unless every stage did it.
-  void control(const StageControl& c) const;
-  std::vector<uint8_t> exchange(std::span<const uint8_t> frame) const;
+  // `seq` is the new sequence's id for kOpen and kFork (0: a fresh one is taken).
+  uint64_t control(StageControl c) const;
+  // With mu_ held: the frame goes down (in the order of the head's passes).
+  uint64_t send_locked(std::span<const uint8_t> frame) const;
+  // Without it: the answer of a ticket, an error frame or a dead link breaking the pipeline.
+  std::vector<uint8_t> await_answer(uint64_t ticket) const;
+  [[noreturn]] void break_with(const std::string& reason) const;
   void check_usable() const;
 
   ModelRunner runner_;
   std::unique_ptr<StageLink> next_;
   // Mutable: opening a sequence is a const operation of EngineBackend but talks to the stages.
+  mutable std::mutex mu_;  // the head's runner, the counters below, the order of sends
   mutable uint64_t next_id_ = 1;
-  mutable std::string broken_;
-  mutable int64_t bytes_sent_ = 0;
-  mutable int64_t bytes_received_ = 0;
   uint64_t passes_ = 0;
   std::vector<SequenceInput> head_inputs_;  // per pass, grow-only
+  mutable std::mutex broken_mu_;
+  mutable std::string broken_;
+  mutable std::atomic<int64_t> bytes_sent_{0};
+  mutable std::atomic<int64_t> bytes_received_{0};
 };
 
 }  // namespace stoa::engine

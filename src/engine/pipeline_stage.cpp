@@ -4,8 +4,20 @@
 
 namespace stoa::engine {
 
-std::vector<uint8_t> LocalStageLink::exchange(std::span<const uint8_t> frame) {
-  return next_.handle(frame);
+uint64_t LocalStageLink::send(std::span<const uint8_t> frame) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const uint64_t ticket = next_ticket_++;
+  answers_.emplace(ticket, next_.handle(frame));
+  return ticket;
+}
+
+std::vector<uint8_t> LocalStageLink::await(uint64_t ticket) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = answers_.find(ticket);
+  STOA_CHECK(it != answers_.end(), ErrorKind::kInternal, "no answer for ticket ", ticket);
+  std::vector<uint8_t> answer = std::move(it->second);
+  answers_.erase(it);
+  return answer;
 }
 
 PipelineStage::PipelineStage(std::unique_ptr<EngineWeights> weights,
@@ -16,23 +28,32 @@ PipelineStage::PipelineStage(std::unique_ptr<EngineWeights> weights,
   STOA_CHECK(!span().embeds(), ErrorKind::kInvalidArgument,
              "a pipeline stage after the head holds ", span_string(c, span()),
              ": the layers from 0 are the head's");
-  STOA_CHECK((next_ == nullptr) == span().heads(c), ErrorKind::kInvalidArgument, "the stage of ",
-             span_string(c, span()),
-             span().heads(c) ? " ends the model and has no next stage"
-                             : " does not end the model and needs a link to the next stage");
+  STOA_CHECK(next_ == nullptr || !span().heads(c), ErrorKind::kInvalidArgument, "the stage of ",
+             span_string(c, span()), " ends the model and has no next stage");
   STOA_CHECK(max_sequences_ > 0, ErrorKind::kInvalidArgument, "a stage needs room for a sequence");
 }
 
 std::vector<uint8_t> PipelineStage::handle(std::span<const uint8_t> frame) {
+  StageOutcome outcome = process(frame);
+  if (!outcome.forward) return std::move(outcome.bytes);
+  try {
+    STOA_CHECK(next_ != nullptr, ErrorKind::kInternal, "no link to the next stage");
+    return forward_down(outcome.bytes);
+  } catch (const Error& e) {
+    return encode_stage_error(cat("stage ", span_string(runner_.config(), span()), ": ", e.what()));
+  }
+}
+
+StageOutcome PipelineStage::process(std::span<const uint8_t> frame) {
   try {
     const StageFrameKind kind = stage_frame_kind(frame);
     if (kind == StageFrameKind::kPass) return pass(decode_stage_pass(frame));
-    StageControl c = decode_stage_control(frame);
-    std::vector<uint8_t> mine = control(c);
-    if (stage_frame_kind(mine) != StageFrameKind::kDone || next_ == nullptr) return mine;
-    return forward_down(frame);
+    control(decode_stage_control(frame));
+    if (span().heads(runner_.config())) return {false, encode_stage_done()};
+    return {true, std::vector<uint8_t>(frame.begin(), frame.end())};
   } catch (const Error& e) {
-    return encode_stage_error(cat("stage ", span_string(runner_.config(), span()), ": ", e.what()));
+    return {false, encode_stage_error(
+                       cat("stage ", span_string(runner_.config(), span()), ": ", e.what()))};
   }
 }
 
@@ -42,7 +63,7 @@ Sequence& PipelineStage::sequence(uint64_t id) {
   return it->second;
 }
 
-std::vector<uint8_t> PipelineStage::control(const StageControl& c) {
+void PipelineStage::control(const StageControl& c) {
   switch (c.kind) {
     case StageFrameKind::kOpen:
     case StageFrameKind::kFork: {
@@ -66,10 +87,9 @@ std::vector<uint8_t> PipelineStage::control(const StageControl& c) {
     default:
       fail(ErrorKind::kInvalidArgument, "not a control frame");
   }
-  return encode_stage_done();
 }
 
-std::vector<uint8_t> PipelineStage::pass(const StagePass& p) {
+StageOutcome PipelineStage::pass(const StagePass& p) {
   const ModelConfig& c = runner_.config();
   STOA_CHECK(p.hidden == c.hidden_size, ErrorKind::kInvalidArgument, "pass ", p.pass,
              " carries hidden states of width ", p.hidden, ", the model's is ", c.hidden_size);
@@ -81,14 +101,14 @@ std::vector<uint8_t> PipelineStage::pass(const StagePass& p) {
                " at position ", in.position, " (a stage out of step)");
     inputs_.push_back({&seq, in.tokens, in.logits});
   }
-  if (next_ == nullptr)
-    check_sample_requests(std::span<const SequenceInput>(inputs_), std::span(p.requests));
+  const bool last = span().heads(c);
+  if (last) check_sample_requests(std::span<const SequenceInput>(inputs_), std::span(p.requests));
   const PassLogits logits = runner_.append_batch_stage(inputs_, p.rows.data());
-  if (next_ == nullptr) {
+  if (last) {
     StageSampled out;
     out.pass = p.pass;
     out.tokens = sample_requests(logits, p.requests);
-    return encode_stage_sampled(out);
+    return {false, encode_stage_sampled(out)};
   }
   StagePass down;
   down.pass = p.pass;
@@ -97,7 +117,7 @@ std::vector<uint8_t> PipelineStage::pass(const StagePass& p) {
   down.inputs = p.inputs;
   const std::span<const float> hidden = runner_.pass_hidden();
   down.rows.assign(hidden.begin(), hidden.end());
-  return forward_down(encode_stage_pass(down));
+  return {true, encode_stage_pass(down)};
 }
 
 std::vector<uint8_t> PipelineStage::forward_down(std::span<const uint8_t> frame) {

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <vector>
 
@@ -24,10 +25,15 @@ namespace stoa::engine {
 
 // How a stage reaches the stages after it: one frame out, the answer back (the last stage's
 // answer, relayed by the stages between). In a process, a call; across machines, a connection.
+// Frames are answered in the order they were sent, so a link may carry many at once: send()
+// returns a ticket at once and await() its answer — how a head keeps several micro-batches in
+// flight to hide the links' latency. Both are thread-safe.
 class StageLink {
  public:
   virtual ~StageLink() = default;
-  virtual std::vector<uint8_t> exchange(std::span<const uint8_t> frame) = 0;
+  virtual uint64_t send(std::span<const uint8_t> frame) = 0;
+  virtual std::vector<uint8_t> await(uint64_t ticket) = 0;
+  std::vector<uint8_t> exchange(std::span<const uint8_t> frame) { return await(send(frame)); }
 };
 
 class PipelineStage;
@@ -37,22 +43,41 @@ class PipelineStage;
 class LocalStageLink final : public StageLink {
  public:
   explicit LocalStageLink(PipelineStage& next) : next_(next) {}
-  std::vector<uint8_t> exchange(std::span<const uint8_t> frame) override;
+  // The stage answers at once (under a lock: a stage computes one frame at a time).
+  uint64_t send(std::span<const uint8_t> frame) override;
+  std::vector<uint8_t> await(uint64_t ticket) override;
 
  private:
   PipelineStage& next_;
+  std::mutex mu_;
+  uint64_t next_ticket_ = 0;
+  std::map<uint64_t, std::vector<uint8_t>> answers_;
+};
+
+// What a stage does with a frame: answer it (the last stage, a control frame there, or an
+// error) or hand `bytes` down to the next stage, whose answer is then the answer.
+struct StageOutcome {
+  bool forward = false;
+  std::vector<uint8_t> bytes;
 };
 
 class PipelineStage {
  public:
-  // `next` is null on the last stage (whose span must end the model); a stage that is not the
-  // first takes hidden states, so its span must not start at layer 0. At most `max_sequences`
-  // sequences live at once (a head that never closes cannot grow a stage without bound).
+  // `next` is null on the last stage (whose span must end the model) and on a stage whose
+  // server forwards for it (process()); a stage that is not the first takes hidden states, so
+  // its span must not start at layer 0. At most `max_sequences` sequences live at once (a head
+  // that never closes cannot grow a stage without bound).
   PipelineStage(std::unique_ptr<EngineWeights> weights, std::unique_ptr<StageLink> next,
                 ThreadPool* pool = nullptr, int64_t max_sequences = 4096);
 
-  // Answers one frame; never throws for what the frame says (an error frame instead).
+  // Answers one frame, through the link for what goes down; never throws for what the frame
+  // says (an error frame instead).
   std::vector<uint8_t> handle(std::span<const uint8_t> frame);
+  // The stage's own part of handle(): what to answer or to hand down (a server with its own
+  // connection to the next stage forwards, and relays answers in order).
+  StageOutcome process(std::span<const uint8_t> frame);
+  // Drops every sequence (a new head session: the old head's sequences are gone).
+  void reset() { sequences_.clear(); }
 
   LayerSpan span() const { return runner_.weights().span(); }
   ModelRunner& runner() { return runner_; }
@@ -62,8 +87,8 @@ class PipelineStage {
   int64_t bytes_received() const { return bytes_received_; }
 
  private:
-  std::vector<uint8_t> control(const StageControl& c);
-  std::vector<uint8_t> pass(const StagePass& p);
+  void control(const StageControl& c);
+  StageOutcome pass(const StagePass& p);
   std::vector<uint8_t> forward_down(std::span<const uint8_t> frame);
   Sequence& sequence(uint64_t id);
 

@@ -18,26 +18,31 @@
 #include "engine_test_util.h"
 #include "model/layer_span.h"
 #include "model/presets.h"
+#include "pipeline_script.h"
 
 namespace stoa::engine {
 namespace {
 
+using testing::Event;
+using testing::expect_same_events;
+using testing::model_named;
 using testing::random_tokens;
-using testing::tiny_model;
+using testing::scripted_run;
 
 // A link that can be cut or made to forge the hidden states it carries.
 class TestLink final : public StageLink {
  public:
   explicit TestLink(std::unique_ptr<StageLink> inner) : inner_(std::move(inner)) {}
-  std::vector<uint8_t> exchange(std::span<const uint8_t> frame) override {
+  uint64_t send(std::span<const uint8_t> frame) override {
     if (dead) fail(ErrorKind::kNetwork, "connection reset by peer");
     if (forge && stage_frame_kind(frame) == StageFrameKind::kPass) {
       StagePass p = decode_stage_pass(frame);
       if (!p.rows.empty()) p.rows[p.rows.size() / 2] += 0.25f;  // one value of one token
-      return inner_->exchange(encode_stage_pass(p));
+      return inner_->send(encode_stage_pass(p));
     }
-    return inner_->exchange(frame);
+    return inner_->send(frame);
   }
+  std::vector<uint8_t> await(uint64_t ticket) override { return inner_->await(ticket); }
   bool dead = false;
   bool forge = false;
 
@@ -72,93 +77,6 @@ LocalPipeline make_pipeline(const ModelWeights& w, int64_t k) {
       std::make_unique<EngineWeights>(EngineWeights::from_model(w, WeightFormat::kInt8, spans[0])),
       std::move(link), p.pools.back().get());
   return p;
-}
-
-// Every event of a scripted run: slots joining, a group forked from one prompt pass, a shared
-// prefix forked later, a turn paused early and resumed with an observation, stream and
-// positional draws, top log-probs.
-struct Event {
-  int64_t slot;
-  int32_t token;
-  float logprob;
-  std::vector<TokenLogprob> top;
-  bool finished;
-};
-
-std::vector<Event> scripted_run(EngineBackend& backend, int64_t vocab) {
-  const std::vector<int32_t> prompt_a = random_tokens(9, vocab, 1);
-  const std::vector<int32_t> prompt_b = random_tokens(14, vocab, 2);
-  const std::vector<int32_t> prompt_c = random_tokens(11, vocab, 4);
-  const std::vector<int32_t> obs = random_tokens(6, vocab, 3);
-  GenerateOptions oa;
-  oa.max_tokens = 6;
-  oa.seed = 11;
-  oa.sampling.temperature = 0.9;
-  oa.sampling.top_logprobs = 3;
-  GenerateOptions ob;
-  ob.max_tokens = 5;
-  ob.seed = 22;
-  ob.stream = 10;
-  ob.sampling.top_p = 0.9;
-  GenerateOptions oc;
-  oc.max_tokens = 4;
-  oc.seed = 33;
-  oc.draw = DrawMode::kPositional;
-  oc.sampling.top_k = 40;
-
-  BatchDecoder dec(backend, 8, 96);
-  dec.set_sample_vocab(vocab - 7);  // a padded table's tail is never drawn
-  std::vector<Event> events;
-  const int64_t a = dec.start(prompt_a, oa);
-  int64_t prefix = -1;
-  bool resumed = false;
-  for (int step = 0; dec.active() > 0 || !resumed || step < 6; ++step) {
-    EXPECT_LT(step, 100);
-    if (step >= 100) break;
-    if (step == 1) dec.start_group(prompt_b, 3, ob);
-    if (step == 2) prefix = dec.add_prefix(prompt_c);
-    if (step == 3 || step == 5) {
-      GenerateOptions o = oc;
-      o.seed += static_cast<uint64_t>(step);
-      dec.start_from_prefix(prefix, o);
-    }
-    if (step == 6) dec.drop_prefix(prefix);
-    if (step == 3 && !dec.is_paused(a)) dec.pause(a);
-    if (dec.is_paused(a) && !resumed) {
-      GenerateOptions again = oa;
-      again.max_tokens = 4;
-      dec.resume(a, obs, again);
-      resumed = true;
-    }
-    for (const StepEvent& e : dec.step())
-      events.push_back({e.slot, e.sampled.token, e.sampled.logprob, e.sampled.top, e.finished});
-  }
-  for (int64_t s = 0; s < dec.slots(); ++s)
-    if (!dec.is_free(s)) dec.discard(s);
-  return events;
-}
-
-void expect_same_events(const std::vector<Event>& want, const std::vector<Event>& got) {
-  ASSERT_EQ(want.size(), got.size());
-  for (size_t i = 0; i < want.size(); ++i) {
-    SCOPED_TRACE(i);
-    EXPECT_EQ(want[i].slot, got[i].slot);
-    EXPECT_EQ(want[i].token, got[i].token);
-    EXPECT_EQ(std::memcmp(&want[i].logprob, &got[i].logprob, sizeof(float)), 0);
-    ASSERT_EQ(want[i].top.size(), got[i].top.size());
-    for (size_t j = 0; j < want[i].top.size(); ++j) {
-      EXPECT_EQ(want[i].top[j].token, got[i].top[j].token);
-      EXPECT_EQ(std::memcmp(&want[i].top[j].logprob, &got[i].top[j].logprob, sizeof(float)), 0);
-    }
-    EXPECT_EQ(want[i].finished, got[i].finished);
-  }
-}
-
-ModelWeights model_named(const std::string& name) {
-  if (name == "qwen3-6") {  // tiny-qwen3's shape with 6 layers, so 4 stages have work
-    return random_weights(qwen3_config(512, 96, 192, 6, 4, 2, 16, false), 5, 0.08f);
-  }
-  return tiny_model(name);
 }
 
 TEST(Pipeline, TwoThreeAndFourStagesMatchOneMachineBitForBit) {
@@ -342,13 +260,15 @@ TEST(Pipeline, BadShapesAreRefusedAtConstruction) {
   const std::vector<LayerSpan> spans = split_layers(w.config, 2);
   EXPECT_THROW(split_layers(w.config, 7), Error);
   EXPECT_THROW(check_span(w.config, LayerSpan{4, 4}), Error);
-  // A stage after the head that starts at layer 0, a middle stage with no next, a last stage
-  // that does not end the model.
+  // A stage after the head that starts at layer 0, a last stage with a next one, a head that
+  // ends the model or has no link.
   auto weights_of = [&](LayerSpan s) {
     return std::make_unique<EngineWeights>(EngineWeights::from_model(w, WeightFormat::kInt8, s));
   };
   EXPECT_THROW(PipelineStage(weights_of(spans[0]), nullptr), Error);
-  EXPECT_THROW(PipelineStage(weights_of(LayerSpan{2, 4}), nullptr), Error);
+  EXPECT_THROW(PipelineStage(weights_of(spans[1]), std::make_unique<TestLink>(nullptr)), Error);
+  EXPECT_THROW(PipelineBackend(weights_of(LayerSpan{0, 6}), std::make_unique<TestLink>(nullptr)),
+               Error);
   EXPECT_THROW(PipelineBackend(weights_of(spans[1]), nullptr), Error);
   // A stage's weights refuse another stage's tensor.
   EngineWeights part = EngineWeights::begin_state(w.config, spans[1]);
