@@ -1,0 +1,56 @@
+// `stoa bench pipeline` end to end on a tiny model (through core/process, as a user runs it):
+// one JSON document whose every run generated every token, whose linked runs carried their bytes
+// through the emulating proxies, and whose efficiency is the ratio of the two runs' rates.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/process_run.h"
+#include "support/stoa_cli.h"
+
+namespace stoa {
+namespace {
+
+RunResult stoa_run(std::vector<std::string> args) {
+  args.insert(args.begin(), testing::stoa_binary());
+  ProcessOptions o;
+  o.out = OutputTarget::capture();
+  o.err = OutputTarget::capture();
+  return run_process(args, o, std::chrono::minutes(5));
+}
+
+TEST(PipelineBenchCli, ReportsEveryStageCountConsistently) {
+  const RunResult r = stoa_run({"bench", "pipeline", "--preset", "tiny-lfm2", "--stages", "1,2,4",
+                                "--sequences", "8", "--micro-batches", "4", "--new-tokens", "6",
+                                "--prompt-tokens", "5", "--rtt-ms", "4", "--json"});
+  ASSERT_EQ(r.status.code, 0) << r.err;
+  const nlohmann::json report = nlohmann::json::parse(r.out);
+  ASSERT_EQ(report["runs"].size(), 3u);
+  EXPECT_EQ(report["bench"], "pipeline");
+  const int64_t tokens = 8 * 6;
+  EXPECT_EQ(report["runs"][0]["whole"]["tokens"], tokens);
+  for (size_t i = 1; i < 3; ++i) {
+    const nlohmann::json& run = report["runs"][i];
+    for (const char* mode : {"direct", "linked"}) {
+      EXPECT_EQ(run[mode]["tokens"], tokens) << mode;
+      EXPECT_GT(run[mode]["wire_bytes_per_token"].get<double>(), 4.0 * 64) << mode;
+    }
+    const double ratio =
+        run["linked"]["tokens_per_s"].get<double>() / run["direct"]["tokens_per_s"].get<double>();
+    EXPECT_DOUBLE_EQ(run["efficiency"].get<double>(), ratio);
+    // Each stage holds less than the whole model.
+    EXPECT_LT(run["max_stage_weight_bytes"].get<int64_t>(),
+              report["whole_weight_bytes"].get<int64_t>());
+  }
+}
+
+TEST(PipelineBenchCli, RefusesMoreMicroBatchesThanSequences) {
+  const RunResult r = stoa_run({"bench", "pipeline", "--preset", "tiny-lfm2", "--stages", "2",
+                                "--sequences", "2", "--micro-batches", "4"});
+  EXPECT_NE(r.status.code, 0);
+  EXPECT_NE(r.err.find("micro-batches"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace stoa
