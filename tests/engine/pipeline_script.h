@@ -5,14 +5,52 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "core/thread_pool.h"
 #include "engine/batch_decoder.h"
+#include "engine/pipeline_backend.h"
+#include "engine/pipeline_stage.h"
 #include "engine_test_util.h"
+#include "model/layer_span.h"
 #include "model/presets.h"
 
 namespace stoa::engine::testing {
+
+// K stages in one process: the head backend and the stages after it, each on its own pool,
+// linked by LocalStageLinks (frames still encoded and decoded). `wrap` may put a link of its
+// own between the head and the first stage.
+struct LocalPipeline {
+  std::vector<std::unique_ptr<ThreadPool>> pools;
+  std::vector<std::unique_ptr<PipelineStage>> stages;  // stages 1..K-1, last first
+  StageLink* head_link = nullptr;                      // set by a wrapping caller
+  std::unique_ptr<PipelineBackend> head;
+};
+
+using LinkWrap = std::function<std::unique_ptr<StageLink>(std::unique_ptr<StageLink>)>;
+
+inline LocalPipeline make_local_pipeline(const ModelWeights& w, int64_t k, LinkWrap wrap = {}) {
+  LocalPipeline p;
+  const std::vector<LayerSpan> spans = split_layers(w.config, k);
+  std::unique_ptr<StageLink> next;
+  for (int64_t s = k - 1; s >= 1; --s) {
+    p.pools.push_back(std::make_unique<ThreadPool>(2));
+    auto weights = std::make_unique<EngineWeights>(
+        EngineWeights::from_model(w, WeightFormat::kInt8, spans[static_cast<size_t>(s)]));
+    p.stages.push_back(
+        std::make_unique<PipelineStage>(std::move(weights), std::move(next), p.pools.back().get()));
+    next = std::make_unique<LocalStageLink>(*p.stages.back());
+  }
+  if (wrap) next = wrap(std::move(next));
+  p.pools.push_back(std::make_unique<ThreadPool>(2));
+  p.head = std::make_unique<PipelineBackend>(
+      std::make_unique<EngineWeights>(EngineWeights::from_model(w, WeightFormat::kInt8, spans[0])),
+      std::move(next), p.pools.back().get());
+  return p;
+}
 
 // Every event of a scripted run: slots joining, a group forked from one prompt pass, a shared
 // prefix forked later, a turn paused early and resumed with an observation, stream and

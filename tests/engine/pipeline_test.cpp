@@ -25,6 +25,8 @@ namespace {
 
 using testing::Event;
 using testing::expect_same_events;
+using testing::LocalPipeline;
+using testing::make_local_pipeline;
 using testing::model_named;
 using testing::random_tokens;
 using testing::scripted_run;
@@ -50,32 +52,18 @@ class TestLink final : public StageLink {
   std::unique_ptr<StageLink> inner_;
 };
 
-// K stages in one process: the head backend and the stages after it, each on its own pool.
-struct LocalPipeline {
-  std::vector<std::unique_ptr<ThreadPool>> pools;
-  std::vector<std::unique_ptr<PipelineStage>> stages;  // stages 1..K-1, last first
-  TestLink* head_link = nullptr;
-  std::unique_ptr<PipelineBackend> head;
-};
+TestLink* test_link(LocalPipeline& p) {
+  return static_cast<TestLink*>(p.head_link);
+}
 
 LocalPipeline make_pipeline(const ModelWeights& w, int64_t k) {
-  LocalPipeline p;
-  const std::vector<LayerSpan> spans = split_layers(w.config, k);
-  std::unique_ptr<StageLink> next;
-  for (int64_t s = k - 1; s >= 1; --s) {
-    p.pools.push_back(std::make_unique<ThreadPool>(2));
-    auto weights = std::make_unique<EngineWeights>(
-        EngineWeights::from_model(w, WeightFormat::kInt8, spans[static_cast<size_t>(s)]));
-    p.stages.push_back(
-        std::make_unique<PipelineStage>(std::move(weights), std::move(next), p.pools.back().get()));
-    next = std::make_unique<LocalStageLink>(*p.stages.back());
-  }
-  auto link = std::make_unique<TestLink>(std::move(next));
-  p.head_link = link.get();
-  p.pools.push_back(std::make_unique<ThreadPool>(2));
-  p.head = std::make_unique<PipelineBackend>(
-      std::make_unique<EngineWeights>(EngineWeights::from_model(w, WeightFormat::kInt8, spans[0])),
-      std::move(link), p.pools.back().get());
+  TestLink* seen = nullptr;
+  LocalPipeline p = make_local_pipeline(w, k, [&](std::unique_ptr<StageLink> next) {
+    auto link = std::make_unique<TestLink>(std::move(next));
+    seen = link.get();
+    return link;
+  });
+  p.head_link = seen;
   return p;
 }
 
@@ -223,7 +211,7 @@ TEST(Pipeline, ADeadLinkBreaksThePipelineLoudly) {
   o.max_tokens = 20;
   dec.start(random_tokens(5, w.config.vocab_size, 9), o);
   (void)dec.step();
-  p.head_link->dead = true;
+  test_link(p)->dead = true;
   try {
     (void)dec.step();
     FAIL() << "a step over a dead link succeeded";
@@ -233,7 +221,7 @@ TEST(Pipeline, ADeadLinkBreaksThePipelineLoudly) {
   }
   EXPECT_TRUE(p.head->broken());
   // Even with the link back, the stages are out of step: the pipeline stays broken.
-  p.head_link->dead = false;
+  test_link(p)->dead = false;
   EXPECT_THROW((void)p.head->new_state(16), Error);
 }
 
@@ -243,7 +231,7 @@ TEST(Pipeline, AForgingStageChangesWhatTheWeightsSaySoReplayCatchesIt) {
   ModelRunner whole = ModelRunner::from_model(w, WeightFormat::kInt8, &pool);
   const std::vector<Event> honest = scripted_run(whole, w.config.vocab_size);
   LocalPipeline p = make_pipeline(w, 2);
-  p.head_link->forge = true;
+  test_link(p)->forge = true;
   const std::vector<Event> forged = scripted_run(*p.head, w.config.vocab_size);
   // A replay recomputes the log-probs of the tokens a rollout reports on one machine: the
   // forged pipeline's first differing log-prob (or token) is where it is caught.

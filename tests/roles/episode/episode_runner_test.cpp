@@ -13,6 +13,7 @@
 
 #include "core/thread_pool.h"
 #include "engine/engine_test_util.h"
+#include "engine/pipeline_script.h"
 #include "env/env_test_util.h"
 #include "env/tasks/search/bm25_index.h"
 #include "env/tasks/search/search_task.h"
@@ -83,17 +84,33 @@ class EpisodeRunnerTest : public ::testing::Test {
     q.golden_answers = {"KRAV3"};
     return q;
   }
+  // Two episodes of one group and one of its own, a late sample, on `model`, against solo runs.
+  void run_group_and_late_sample(const ModelWeights& w, engine::EngineBackend& model);
   static env::testing::TempDir* dir_;
   static env::Bm25Index* index_;
 };
 env::testing::TempDir* EpisodeRunnerTest::dir_ = nullptr;
 env::Bm25Index* EpisodeRunnerTest::index_ = nullptr;
 
+// The same on a model cut into 2 and 3 pipeline stages (docs/design/pipeline.md): the tool's
+// observations and the turns go through the head like decode tokens, bit for bit.
 TEST_F(EpisodeRunnerTest, ForkedGroupAndLateSampleMatchSoloRuns) {
   const ModelWeights w = engine::testing::tiny_model("tiny-lfm2");
-  ThreadPool pool(2);
-  engine::ModelRunner model =
-      engine::ModelRunner::from_model(w, engine::WeightFormat::kInt8, &pool);
+  for (int64_t stages : {1, 2, 3}) {
+    SCOPED_TRACE("stages " + std::to_string(stages));
+    ThreadPool pool(2);
+    engine::ModelRunner whole =
+        engine::ModelRunner::from_model(w, engine::WeightFormat::kInt8, &pool);
+    engine::testing::LocalPipeline pipeline;
+    if (stages > 1) pipeline = engine::testing::make_local_pipeline(w, stages);
+    engine::EngineBackend& model =
+        stages > 1 ? static_cast<engine::EngineBackend&>(*pipeline.head) : whole;
+    run_group_and_late_sample(w, model);
+  }
+}
+
+void EpisodeRunnerTest::run_group_and_late_sample(const ModelWeights& w,
+                                                  engine::EngineBackend& model) {
   const env::SearchTask task(*index_, 2);
   const env::ByteCodec codec;
   const env::QaItem p0 = problem("q0", "Mutations in which gene cause Velor syndrome");
