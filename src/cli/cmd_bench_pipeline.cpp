@@ -30,6 +30,9 @@ CommandRegistration reg(
           ->capture_default_str();
       app.add_option("--rtt-ms", o->rtt_ms, "round trip per hop")->capture_default_str();
       app.add_option("--threads", o->threads, "engine threads per stage")->capture_default_str();
+      app.add_flag("--processes", o->processes,
+                   "stages as `stoa stage` processes (each loading only its layers), their peak "
+                   "resident sets reported");
       app.add_flag("--json", o->json_out, "print one JSON document on one line");
       return [o] { return app::run_pipeline_bench(*o); };
     });

@@ -1,5 +1,7 @@
 #include "engine/engine_weights.h"
 
+#include <optional>
+
 #include "core/error.h"
 #include "model/precision_plan.h"
 #include "model/tensor_roles.h"
@@ -53,6 +55,26 @@ EngineWeights EngineWeights::from_model(const ModelWeights& weights, WeightForma
     }
   }
   out.check_ends();
+  return out;
+}
+
+EngineWeights EngineWeights::from_source(const TensorSource& source, WeightFormat format,
+                                         LayerSpan span) {
+  EngineWeights out = begin_state(source.config(), span);
+  for (const TensorSlot& slot : span_tensor_slots(source.config(), span)) {
+    const TensorSpec& spec = source.spec(slot.name);
+    if (format == WeightFormat::kInt8 && int8_eligible(spec.name, spec.shape)) {
+      std::optional<Int8Matrix> stored = source.int8(spec);
+      if (!stored) {
+        const Tensor t = source.f32(spec);
+        stored = int8_quantize(t.as<float>(), t.dim(0), t.dim(1));
+      }
+      out.add_state_int8(spec.name, std::move(*stored));
+    } else {
+      out.add_state_f32(spec.name, source.f32(spec));
+    }
+  }
+  out.finish_state();
   return out;
 }
 

@@ -14,6 +14,7 @@
 #include "engine/linear.h"
 #include "model/config.h"
 #include "model/layer_span.h"
+#include "model/tensor_source.h"
 #include "model/weights.h"
 
 namespace stoa::engine {
@@ -34,6 +35,11 @@ class EngineWeights {
   static EngineWeights from_model(const ModelWeights& weights, WeightFormat format);
   // A pipeline stage's share (model/layer_span.h): only the tensors of `span`.
   static EngineWeights from_model(const ModelWeights& weights, WeightFormat format, LayerSpan span);
+  // The same streamed from a source, tensor by tensor: only the span's tensors are ever read,
+  // one wide copy at a time (a stage never holds the whole model, even while loading). The
+  // values are from_model's for the same weights (blocks a source stores on the int8 grid pass
+  // through as they are).
+  static EngineWeights from_source(const TensorSource& source, WeightFormat format, LayerSpan span);
   // A pre-quantized state (what a worker receives): `int8` holds the int8 tensors, `f32` every
   // other tensor, in f32, bf16 or f16 (widened to f32). Each expected tensor must appear in
   // exactly one of the two. An int8 tensor that is not int8_eligible (the MoE router) is

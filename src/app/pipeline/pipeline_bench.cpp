@@ -1,7 +1,13 @@
 #include "app/pipeline/pipeline_bench.h"
 
+#include <unistd.h>
+
+#include <bit>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -9,6 +15,7 @@
 #include "app/fleet/delay_proxy.h"
 #include "core/error.h"
 #include "core/machine.h"
+#include "core/process.h"
 #include "core/rng.h"
 #include "core/thread_pool.h"
 #include "engine/batch_decoder.h"
@@ -22,6 +29,9 @@
 namespace stoa::app {
 namespace {
 
+constexpr uint64_t kWeightSeed = 1234;  // the bench's weights and its stage processes' alike
+constexpr float kWeightStd = 0.05f;
+
 using Clock = std::chrono::steady_clock;
 using engine::EngineWeights;
 using engine::WeightFormat;
@@ -29,9 +39,53 @@ using engine::WeightFormat;
 struct RunResult {
   int64_t tokens = 0;  // sampled
   double seconds = 0;
-  int64_t wire_bytes = 0;  // both ways, every hop
-  double cpu_seconds = 0;
+  int64_t wire_bytes = 0;               // both ways, every hop
+  double cpu_seconds = 0;               // this process's (the head's, and the stages' when threads)
+  std::vector<int64_t> stage_peak_rss;  // VmHWM of each stage process, last stage first
+  // Per sequence, each sampled token and its log-prob's bits (token << 32 | bits): a pipeline's
+  // must be the whole model's.
+  std::vector<std::vector<uint64_t>> transcripts;
 };
+
+// A `stoa stage` child serving stage `index` of `k`, and the port it printed.
+struct StageChild {
+  Process process;
+  int port = 0;
+};
+
+StageChild start_stage_process(const PipelineBenchOptions& o, int64_t k, int64_t index,
+                               int next_port, const std::filesystem::path& dir) {
+  const std::string name = "stage-" + std::to_string(index);
+  const std::filesystem::path log = dir / (name + ".out");
+  std::vector<std::string> argv = {"/proc/self/exe", "stage",
+                                   "--preset",       o.preset,
+                                   "--seed",         std::to_string(kWeightSeed),
+                                   "--stages",       std::to_string(k),
+                                   "--index",        std::to_string(index),
+                                   "--threads",      std::to_string(o.threads)};
+  if (next_port != 0) {
+    argv.push_back("--next");
+    argv.push_back("127.0.0.1:" + std::to_string(next_port));
+  }
+  ProcessOptions po;
+  po.out = OutputTarget::file(log.string(), true);
+  po.err = OutputTarget::file((dir / (name + ".err")).string(), true);
+  StageChild child{Process::start(argv, po), 0};
+  // The child prints one JSON line once it serves (loading may take a while on a big model).
+  const Clock::time_point until = Clock::now() + std::chrono::minutes(5);
+  while (Clock::now() < until) {
+    std::ifstream in(log);
+    std::string line;
+    if (std::getline(in, line) && !line.empty()) {
+      child.port = nlohmann::json::parse(line).at("port").get<int>();
+      return child;
+    }
+    STOA_CHECK(!child.process.wait_for(std::chrono::milliseconds(50)), ErrorKind::kInternal,
+               "stoa stage ", index, " of ", k, " exited before serving (see ",
+               (dir / (name + ".err")).string(), ")");
+  }
+  fail(ErrorKind::kInternal, "stoa stage ", index, " of ", k, " did not serve within 5 minutes");
+}
 
 std::vector<int32_t> prompt_of(int64_t n, int64_t vocab, uint64_t seed) {
   Rng rng(seed, 71);
@@ -40,19 +94,31 @@ std::vector<int32_t> prompt_of(int64_t n, int64_t vocab, uint64_t seed) {
   return out;
 }
 
-// One decoder's share: `count` sequences from fresh prompts, each to `new_tokens` tokens.
+// One decoder's share: sequences first .. first + count - 1 from fresh prompts, each to
+// `new_tokens` tokens, recorded into their entries of `transcripts` (disjoint per decoder).
 int64_t decode_share(engine::EngineBackend& backend, const PipelineBenchOptions& o, int64_t first,
-                     int64_t count, int64_t vocab) {
+                     int64_t count, int64_t vocab,
+                     std::vector<std::vector<uint64_t>>& transcripts) {
   engine::BatchDecoder dec(backend, count, o.prompt_tokens + o.new_tokens + 1);
+  std::vector<int64_t> sequence_of(static_cast<size_t>(count));
   for (int64_t s = 0; s < count; ++s) {
     engine::GenerateOptions g;
     g.max_tokens = o.new_tokens;
     g.seed = static_cast<uint64_t>(first + s);
     g.draw = engine::DrawMode::kPositional;
-    dec.start(prompt_of(o.prompt_tokens, vocab, static_cast<uint64_t>(first + s)), g);
+    const int64_t slot =
+        dec.start(prompt_of(o.prompt_tokens, vocab, static_cast<uint64_t>(first + s)), g);
+    sequence_of[static_cast<size_t>(slot)] = first + s;
   }
   int64_t tokens = 0;
-  while (dec.active() > 0) tokens += static_cast<int64_t>(dec.step().size());
+  while (dec.active() > 0) {
+    for (const engine::StepEvent& e : dec.step()) {
+      ++tokens;
+      transcripts[static_cast<size_t>(sequence_of[static_cast<size_t>(e.slot)])].push_back(
+          static_cast<uint64_t>(static_cast<uint32_t>(e.sampled.token)) << 32 |
+          std::bit_cast<uint32_t>(e.sampled.logprob));
+    }
+  }
   return tokens;
 }
 
@@ -62,7 +128,8 @@ RunResult run_whole(const ModelWeights& w, const PipelineBenchOptions& o) {
   RunResult r;
   const double cpu0 = process_cpu_seconds();
   const Clock::time_point t0 = Clock::now();
-  r.tokens = decode_share(runner, o, 0, o.sequences, w.config.vocab_size);
+  r.transcripts.resize(static_cast<size_t>(o.sequences));
+  r.tokens = decode_share(runner, o, 0, o.sequences, w.config.vocab_size, r.transcripts);
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   r.cpu_seconds = process_cpu_seconds() - cpu0;
   return r;
@@ -73,6 +140,10 @@ RunResult run_pipeline(const ModelWeights& w, const PipelineBenchOptions& o, int
   const std::vector<LayerSpan> spans = split_layers(w.config, k);
   std::vector<std::unique_ptr<ThreadPool>> pools;
   std::vector<std::unique_ptr<pipeline::StageServer>> servers;  // last first
+  std::vector<StageChild> children;                             // or these, last first
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("stoa-pipeline-bench-" + std::to_string(::getpid()));
+  if (o.processes) std::filesystem::create_directories(dir);
   std::vector<std::unique_ptr<fleet::DelayProxy>> proxies;
   // The port the stage before reaches the next one at: the server's, or a proxy's in front.
   auto reach = [&](int port) {
@@ -87,6 +158,11 @@ RunResult run_pipeline(const ModelWeights& w, const PipelineBenchOptions& o, int
   };
   int next_port = 0;
   for (int64_t s = k - 1; s >= 1; --s) {
+    if (o.processes) {
+      children.push_back(start_stage_process(o, k, s, next_port, dir));
+      next_port = reach(children.back().port);
+      continue;
+    }
     pools.push_back(std::make_unique<ThreadPool>(static_cast<int>(o.threads)));
     auto stage = std::make_unique<engine::PipelineStage>(
         std::make_unique<EngineWeights>(
@@ -110,6 +186,7 @@ RunResult run_pipeline(const ModelWeights& w, const PipelineBenchOptions& o, int
              " many sequences, got ", o.sequences);
   RunResult r;
   std::vector<int64_t> tokens(static_cast<size_t>(m), 0);
+  r.transcripts.resize(static_cast<size_t>(o.sequences));
   std::vector<std::string> errors(static_cast<size_t>(m));
   const double cpu0 = process_cpu_seconds();
   const Clock::time_point t0 = Clock::now();
@@ -119,7 +196,8 @@ RunResult run_pipeline(const ModelWeights& w, const PipelineBenchOptions& o, int
     const int64_t count = o.sequences / m + (d < o.sequences % m ? 1 : 0);
     threads.emplace_back([&, d, first, count] {
       try {
-        tokens[static_cast<size_t>(d)] = decode_share(head, o, first, count, w.config.vocab_size);
+        tokens[static_cast<size_t>(d)] =
+            decode_share(head, o, first, count, w.config.vocab_size, r.transcripts);
       } catch (const Error& e) {
         errors[static_cast<size_t>(d)] = e.what();
       }
@@ -138,9 +216,19 @@ RunResult run_pipeline(const ModelWeights& w, const PipelineBenchOptions& o, int
       r.wire_bytes += static_cast<int64_t>(c.bytes_to_target + c.bytes_to_client);
     }
   } else {
+    // Without proxies the hops' bytes are counted at the ends: the head's, and each stage's
+    // frames down (a stage's answers up are the next one's answers, relayed: counted twice as
+    // they cross two hops). Stage processes count their own; the head's link is counted here.
     r.wire_bytes = head.bytes_sent() + head.bytes_received();
     for (const auto& s : servers) r.wire_bytes += s->counters().bytes_down;
   }
+  for (StageChild& c : children) {
+    r.stage_peak_rss.push_back(
+        static_cast<int64_t>(read_process_memory(c.process.pid()).hwm_bytes));
+    c.process.signal(SIGTERM);
+    (void)c.process.wait_for(std::chrono::seconds(10));
+  }
+  if (o.processes) std::filesystem::remove_all(dir);
   return r;
 }
 
@@ -151,7 +239,8 @@ nlohmann::json describe(const RunResult& r, const PipelineBenchOptions& o) {
           {"tokens_per_s_per_sequence", r.tokens / r.seconds / static_cast<double>(o.sequences)},
           {"wire_bytes", r.wire_bytes},
           {"wire_bytes_per_token", r.tokens > 0 ? static_cast<double>(r.wire_bytes) / r.tokens : 0},
-          {"cpu_seconds", r.cpu_seconds}};
+          {"cpu_seconds", r.cpu_seconds},
+          {"stage_peak_rss_bytes", r.stage_peak_rss}};
 }
 
 }  // namespace
@@ -160,7 +249,7 @@ int run_pipeline_bench(const PipelineBenchOptions& o) {
   STOA_CHECK(o.sequences > 0 && o.prompt_tokens > 0 && o.new_tokens > 0 && o.threads > 0,
              ErrorKind::kInvalidArgument, "sequences, prompt, new tokens and threads must be > 0");
   const ModelConfig config = preset_config(o.preset);
-  const ModelWeights w = random_weights(config, 1234, 0.05f);
+  const ModelWeights w = random_weights(config, kWeightSeed, kWeightStd);
   const int64_t whole_bytes =
       static_cast<int64_t>(EngineWeights::from_model(w, WeightFormat::kInt8).nbytes());
   nlohmann::json out;
@@ -175,14 +264,17 @@ int run_pipeline_bench(const PipelineBenchOptions& o) {
   out["rate_mbit"] = o.rate_mbit;
   out["rtt_ms_per_hop"] = o.rtt_ms;
   out["threads_per_stage"] = o.threads;
+  out["stages_as_processes"] = o.processes;
   out["cpu"] = cpu_model_name();
   out["cores"] = std::thread::hardware_concurrency();
   out["load_before"] = load_averages();
+  // The whole model's rollouts: the K = 1 row, and what every pipeline's must equal.
+  const RunResult whole = run_whole(w, o);
   for (int64_t k : o.stages) {
     nlohmann::json row;
     row["stages"] = k;
     if (k == 1) {
-      row["whole"] = describe(run_whole(w, o), o);
+      row["whole"] = describe(whole, o);
       row["max_stage_weight_bytes"] = whole_bytes;
     } else {
       int64_t max_stage = 0;
@@ -196,6 +288,8 @@ int run_pipeline_bench(const PipelineBenchOptions& o) {
       const RunResult linked = run_pipeline(w, o, k, true);
       row["direct"] = describe(direct, o);
       row["linked"] = describe(linked, o);
+      row["bit_identical_to_whole"] =
+          direct.transcripts == whole.transcripts && linked.transcripts == whole.transcripts;
       row["efficiency"] = (linked.tokens / linked.seconds) / (direct.tokens / direct.seconds);
     }
     if (!o.json_out) std::fprintf(stderr, "pipeline bench: %s\n", row.dump().c_str());

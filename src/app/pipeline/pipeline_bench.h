@@ -3,7 +3,9 @@
 // with direct loopback links (the same machines' compute without links) and once behind
 // emulated home links (the delaying proxy of app/fleet: a rate each way and a round trip per
 // hop) — and the whole model on one engine (K = 1). Reports tokens/s aggregate and per
-// sequence, bytes on the wire per token and the efficiency, linked ÷ direct, per K.
+// sequence, bytes on the wire per token and the efficiency, linked ÷ direct, per K. With
+// --processes the stages are `stoa stage` processes and each one's peak resident set is
+// measured.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -21,6 +23,9 @@ struct PipelineBenchOptions {
   double rate_mbit = 50;  // each way, per hop
   double rtt_ms = 40;     // per hop
   int64_t threads = 1;    // engine threads of each stage (and of the K = 1 engine)
+  // Stages 1..K-1 as `stoa stage` processes (each loading only its span) instead of threads
+  // of the bench; their peak resident sets are reported.
+  bool processes = false;
   bool json_out = false;
 };
 

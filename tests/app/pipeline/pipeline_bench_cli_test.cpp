@@ -36,6 +36,7 @@ TEST(PipelineBenchCli, ReportsEveryStageCountConsistently) {
       EXPECT_EQ(run[mode]["tokens"], tokens) << mode;
       EXPECT_GT(run[mode]["wire_bytes_per_token"].get<double>(), 4.0 * 64) << mode;
     }
+    EXPECT_TRUE(run["bit_identical_to_whole"].get<bool>());
     const double ratio =
         run["linked"]["tokens_per_s"].get<double>() / run["direct"]["tokens_per_s"].get<double>();
     EXPECT_DOUBLE_EQ(run["efficiency"].get<double>(), ratio);
@@ -43,6 +44,19 @@ TEST(PipelineBenchCli, ReportsEveryStageCountConsistently) {
     EXPECT_LT(run["max_stage_weight_bytes"].get<int64_t>(),
               report["whole_weight_bytes"].get<int64_t>());
   }
+}
+
+// Stages as `stoa stage` processes, each loading only its layers from the preset's seeded
+// weights: the same bits as the bench's own weights, and each process's peak memory measured.
+TEST(PipelineBenchCli, StageProcessesGiveTheSameRollouts) {
+  const RunResult r = stoa_run({"bench", "pipeline", "--preset", "tiny-lfm2", "--stages", "3",
+                                "--sequences", "4", "--micro-batches", "2", "--new-tokens", "5",
+                                "--prompt-tokens", "4", "--rtt-ms", "2", "--processes", "--json"});
+  ASSERT_EQ(r.status.code, 0) << r.err;
+  const nlohmann::json run = nlohmann::json::parse(r.out)["runs"][0];
+  EXPECT_TRUE(run["bit_identical_to_whole"].get<bool>());
+  ASSERT_EQ(run["linked"]["stage_peak_rss_bytes"].size(), 2u);
+  for (const auto& rss : run["linked"]["stage_peak_rss_bytes"]) EXPECT_GT(rss.get<int64_t>(), 0);
 }
 
 TEST(PipelineBenchCli, RefusesMoreMicroBatchesThanSequences) {
