@@ -33,6 +33,8 @@ CommandRegistration reg(
       app.add_flag("--processes", o->processes,
                    "stages as `stoa stage` processes (each loading only its layers), their peak "
                    "resident sets reported");
+      app.add_flag("--relay", o->relay,
+                   "every hop through a relay both sides dial out to, each over its own link");
       app.add_flag("--json", o->json_out, "print one JSON document on one line");
       return [o] { return app::run_pipeline_bench(*o); };
     });

@@ -23,6 +23,7 @@
 #include "engine/pipeline_backend.h"
 #include "model/layer_span.h"
 #include "model/presets.h"
+#include "roles/pipeline/stage_relay.h"
 #include "roles/pipeline/stage_server.h"
 #include "roles/pipeline/tcp_stage_link.h"
 
@@ -156,6 +157,11 @@ RunResult run_pipeline(const ModelWeights& w, const PipelineBenchOptions& o, int
     proxies.push_back(std::make_unique<fleet::DelayProxy>(p));
     return proxies.back()->port();
   };
+  // Behind NAT (--relay): nobody listens but a relay; each stage dials it through its own
+  // link to serve its key, and the stage before dials it through its link to reach that key.
+  std::unique_ptr<pipeline::StageRelay> relay;
+  if (o.relay) relay = std::make_unique<pipeline::StageRelay>(pipeline::StageRelayOptions{});
+  auto key_of = [](int64_t s) { return "stage-" + std::to_string(s); };
   int next_port = 0;
   for (int64_t s = k - 1; s >= 1; --s) {
     if (o.processes) {
@@ -169,17 +175,32 @@ RunResult run_pipeline(const ModelWeights& w, const PipelineBenchOptions& o, int
             EngineWeights::from_model(w, WeightFormat::kInt8, spans[static_cast<size_t>(s)])),
         nullptr, pools.back().get());
     pipeline::StageServerOptions so;
-    if (next_port != 0) {
+    if (relay) {
+      so.relay_host = "127.0.0.1";
+      so.relay_port = reach(relay->port());
+      so.relay_key = key_of(s);
+      if (s < k - 1) {
+        so.next_host = "127.0.0.1";
+        so.next_port = reach(relay->port());
+        so.next_relay_key = key_of(s + 1);
+      }
+    } else if (next_port != 0) {
       so.next_host = "127.0.0.1";
       so.next_port = next_port;
     }
     servers.push_back(std::make_unique<pipeline::StageServer>(std::move(stage), so));
-    next_port = reach(servers.back()->port());
+    if (!relay) next_port = reach(servers.back()->port());
+  }
+  pipeline::TcpStageLinkOptions head_link;
+  if (relay) {
+    head_link.relay_key = key_of(1);
+    next_port = reach(relay->port());
   }
   pools.push_back(std::make_unique<ThreadPool>(static_cast<int>(o.threads)));
   engine::PipelineBackend head(
       std::make_unique<EngineWeights>(EngineWeights::from_model(w, WeightFormat::kInt8, spans[0])),
-      std::make_unique<pipeline::TcpStageLink>("127.0.0.1", next_port), pools.back().get());
+      std::make_unique<pipeline::TcpStageLink>("127.0.0.1", next_port, head_link),
+      pools.back().get());
 
   const int64_t m = o.micro_batches > 0 ? o.micro_batches : 2 * k;
   STOA_CHECK(m <= o.sequences, ErrorKind::kInvalidArgument, m, " micro-batches need at least as",
@@ -216,11 +237,14 @@ RunResult run_pipeline(const ModelWeights& w, const PipelineBenchOptions& o, int
       r.wire_bytes += static_cast<int64_t>(c.bytes_to_target + c.bytes_to_client);
     }
   } else {
-    // Without proxies the hops' bytes are counted at the ends: the head's, and each stage's
-    // frames down (a stage's answers up are the next one's answers, relayed: counted twice as
-    // they cross two hops). Stage processes count their own; the head's link is counted here.
+    // Without proxies each hop's payload is counted at its upper end: the head's frames and
+    // answers, each stage's frames down and the answers that came back (the proxies also count
+    // the 8-byte frame headers).
     r.wire_bytes = head.bytes_sent() + head.bytes_received();
-    for (const auto& s : servers) r.wire_bytes += s->counters().bytes_down;
+    for (const auto& s : servers) {
+      const pipeline::StageServerCounters c = s->counters();
+      r.wire_bytes += c.bytes_down + c.bytes_from_next;
+    }
   }
   for (StageChild& c : children) {
     r.stage_peak_rss.push_back(
@@ -246,6 +270,8 @@ nlohmann::json describe(const RunResult& r, const PipelineBenchOptions& o) {
 }  // namespace
 
 int run_pipeline_bench(const PipelineBenchOptions& o) {
+  STOA_CHECK(!(o.relay && o.processes), ErrorKind::kUnsupported,
+             "--relay runs the stages as threads of the bench; not with --processes");
   STOA_CHECK(o.sequences > 0 && o.prompt_tokens > 0 && o.new_tokens > 0 && o.threads > 0,
              ErrorKind::kInvalidArgument, "sequences, prompt, new tokens and threads must be > 0");
   const ModelConfig config = preset_config(o.preset);
@@ -265,6 +291,7 @@ int run_pipeline_bench(const PipelineBenchOptions& o) {
   out["rtt_ms_per_hop"] = o.rtt_ms;
   out["threads_per_stage"] = o.threads;
   out["stages_as_processes"] = o.processes;
+  out["relay"] = o.relay;
   out["cpu"] = cpu_model_name();
   out["cores"] = std::thread::hardware_concurrency();
   out["load_before"] = load_averages();

@@ -26,6 +26,8 @@ struct PipelineBenchOptions {
   // Stages 1..K-1 as `stoa stage` processes (each loading only its span) instead of threads
   // of the bench; their peak resident sets are reported.
   bool processes = false;
+  // Every hop through a relay (the stages behind NAT): each side dials it over its own link.
+  bool relay = false;
   bool json_out = false;
 };
 

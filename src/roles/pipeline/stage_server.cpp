@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "roles/pipeline/stage_relay.h"
 
 namespace stoa::pipeline {
 namespace {
@@ -67,9 +68,9 @@ class AnswerQueue {
 }  // namespace
 
 StageServer::StageServer(std::unique_ptr<engine::PipelineStage> stage, StageServerOptions options)
-    : stage_(std::move(stage)),
-      options_(std::move(options)),
-      listener_(options_.listen_host, options_.listen_port) {
+    : stage_(std::move(stage)), options_(std::move(options)) {
+  if (options_.relay_key.empty())
+    listener_ = std::make_unique<net::FrameListener>(options_.listen_host, options_.listen_port);
   const bool last = stage_->span().heads(stage_->runner().config());
   STOA_CHECK(last == options_.next_host.empty(), ErrorKind::kInvalidArgument,
              last ? "the last stage has no next stage to connect to"
@@ -82,12 +83,13 @@ StageServer::~StageServer() {
 }
 
 StageServerCounters StageServer::counters() const {
-  return {sessions_.load(), frames_.load(), bytes_in_.load(), bytes_down_.load()};
+  return {sessions_.load(), frames_.load(), bytes_in_.load(), bytes_down_.load(),
+          bytes_from_next_.load()};
 }
 
 void StageServer::stop() {
   stopping_ = true;
-  listener_.close();
+  if (listener_) listener_->close();
   drop_session();
   if (thread_.joinable()) thread_.join();
 }
@@ -101,7 +103,7 @@ void StageServer::drop_session() {
 void StageServer::serve() {
   while (!stopping_) {
     try {
-      session(listener_.accept(std::chrono::hours(24)));
+      session(next_upstream());
     } catch (const Error& e) {
       if (!stopping_) log_warn("stage", "session ended: ", e.what());
     }
@@ -109,12 +111,38 @@ void StageServer::serve() {
   }
 }
 
+net::FrameSocket StageServer::next_upstream() {
+  if (listener_) return listener_->accept(std::chrono::hours(24));
+  net::FrameSocket joining =
+      send_relay_join(options_.relay_host, options_.relay_port, RelayRole::kServe,
+                      options_.relay_key, std::chrono::milliseconds(10000));
+  {
+    std::lock_guard<std::mutex> lock(session_mu_);
+    upstream_ = &joining;  // so stop() can end the wait
+  }
+  try {
+    if (!stopping_) await_relay_pair(joining, options_.relay_key, std::chrono::hours(24));
+  } catch (const Error&) {
+    std::lock_guard<std::mutex> lock(session_mu_);
+    upstream_ = nullptr;
+    throw;
+  }
+  std::lock_guard<std::mutex> lock(session_mu_);
+  upstream_ = nullptr;
+  STOA_CHECK(!stopping_, ErrorKind::kNetwork, "stopping");
+  return joining;
+}
+
 void StageServer::session(net::FrameSocket upstream) {
   ++sessions_;
   net::FrameSocket downstream;
-  if (!options_.next_host.empty())
-    downstream = net::FrameSocket::connect(options_.next_host, options_.next_port,
-                                           std::chrono::milliseconds(10000));
+  if (!options_.next_host.empty()) {
+    downstream = options_.next_relay_key.empty()
+                     ? net::FrameSocket::connect(options_.next_host, options_.next_port,
+                                                 std::chrono::milliseconds(10000))
+                     : join_relay(options_.next_host, options_.next_port, RelayRole::kDial,
+                                  options_.next_relay_key, std::chrono::milliseconds(10000));
+  }
   {
     std::lock_guard<std::mutex> lock(session_mu_);
     upstream_ = &upstream;
@@ -149,8 +177,10 @@ void StageServer::session(net::FrameSocket upstream) {
                        options_.answer_deadline.count(), " ms (a stalled stage)");
             continue;
           }
-          answers.fill_forwarded(
-              downstream.receive(options_.answer_deadline, options_.max_frame_bytes));
+          std::vector<uint8_t> answer =
+              downstream.receive(options_.answer_deadline, options_.max_frame_bytes);
+          bytes_from_next_ += static_cast<int64_t>(answer.size());
+          answers.fill_forwarded(std::move(answer));
         }
       } catch (const Error& e) {
         if (!ending) log_warn("stage", "the next stage ", downstream.peer(), ": ", e.what());

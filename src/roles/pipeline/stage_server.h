@@ -32,13 +32,21 @@ struct StageServerOptions {
   std::chrono::milliseconds idle_deadline{600000};
   std::chrono::milliseconds answer_deadline{120000};
   uint64_t max_frame_bytes = 1ull << 30;
+  // Behind NAT (stage_relay.h): with a key, the stage does not listen but dials the relay at
+  // relay_host:relay_port and serves whoever joins the key from the other side, a new join per
+  // session; with next_relay_key, next_host:next_port is a relay reached under that key.
+  std::string relay_host;
+  int relay_port = 0;
+  std::string relay_key;
+  std::string next_relay_key;
 };
 
 struct StageServerCounters {
   int64_t sessions = 0;
   int64_t frames = 0;
-  int64_t bytes_in = 0;    // from upstream
-  int64_t bytes_down = 0;  // to downstream
+  int64_t bytes_in = 0;         // from upstream
+  int64_t bytes_down = 0;       // to downstream
+  int64_t bytes_from_next = 0;  // the answers downstream sent back
 };
 
 class StageServer {
@@ -49,7 +57,7 @@ class StageServer {
   StageServer(const StageServer&) = delete;
   StageServer& operator=(const StageServer&) = delete;
 
-  int port() const { return listener_.port(); }
+  int port() const { return listener_ ? listener_->port() : 0; }  // 0 behind a relay
   StageServerCounters counters() const;
   // Ends the current session and stops serving; idempotent.
   void stop();
@@ -59,15 +67,16 @@ class StageServer {
  private:
   void serve();
   void session(net::FrameSocket upstream);
+  net::FrameSocket next_upstream();  // accepted, or paired at the relay
 
   std::unique_ptr<engine::PipelineStage> stage_;
   StageServerOptions options_;
-  net::FrameListener listener_;
+  std::unique_ptr<net::FrameListener> listener_;  // null behind a relay
   std::atomic<bool> stopping_{false};
-  std::mutex session_mu_;  // the current session's sockets, for drop_session()
-  net::FrameSocket* upstream_ = nullptr;
+  std::mutex session_mu_;                 // the current session's sockets, for drop_session()
+  net::FrameSocket* upstream_ = nullptr;  // (or the relay join being waited on)
   net::FrameSocket* downstream_ = nullptr;
-  std::atomic<int64_t> sessions_{0}, frames_{0}, bytes_in_{0}, bytes_down_{0};
+  std::atomic<int64_t> sessions_{0}, frames_{0}, bytes_in_{0}, bytes_down_{0}, bytes_from_next_{0};
   std::thread thread_;
 };
 

@@ -1,11 +1,16 @@
 #include "roles/pipeline/tcp_stage_link.h"
 
 #include "core/error.h"
+#include "roles/pipeline/stage_relay.h"
 
 namespace stoa::pipeline {
 
 TcpStageLink::TcpStageLink(const std::string& host, int port, TcpStageLinkOptions options)
-    : options_(options), socket_(net::FrameSocket::connect(host, port, options.connect_deadline)) {}
+    : options_(options),
+      socket_(options.relay_key.empty()
+                  ? net::FrameSocket::connect(host, port, options.connect_deadline)
+                  : join_relay(host, port, RelayRole::kDial, options.relay_key,
+                               options.connect_deadline)) {}
 
 TcpStageLink::~TcpStageLink() {
   socket_.shutdown();

@@ -22,6 +22,8 @@ struct TcpStageLinkOptions {
   // How long an answer may take: the slowest pass of the stages after this one, plus links.
   std::chrono::milliseconds answer_deadline{120000};
   uint64_t max_frame_bytes = 1ull << 30;
+  // When set, host:port is a relay (stage_relay.h) and the next stage is joined under this key.
+  std::string relay_key;
 };
 
 class TcpStageLink final : public engine::StageLink {

@@ -59,6 +59,28 @@ TEST(PipelineBenchCli, StageProcessesGiveTheSameRollouts) {
   for (const auto& rss : run["linked"]["stage_peak_rss_bytes"]) EXPECT_GT(rss.get<int64_t>(), 0);
 }
 
+// Every hop through a relay: the same rollouts, and twice the bytes on the links (each hop is
+// two links, one per side of the relay), as the proxies count them.
+TEST(PipelineBenchCli, RelayedHopsGiveTheSameRolloutsOverTwiceTheLinks) {
+  auto linked_run = [](bool relay) {
+    std::vector<std::string> args = {
+        "bench",           "pipeline", "--preset",        "tiny-lfm2", "--stages",     "3",
+        "--sequences",     "4",        "--micro-batches", "2",         "--new-tokens", "5",
+        "--prompt-tokens", "4",        "--rtt-ms",        "2",         "--json"};
+    if (relay) args.push_back("--relay");
+    const RunResult r = stoa_run(args);
+    EXPECT_EQ(r.status.code, 0) << r.err;
+    return nlohmann::json::parse(r.out)["runs"][0];
+  };
+  const nlohmann::json direct = linked_run(false);
+  const nlohmann::json relayed = linked_run(true);
+  EXPECT_TRUE(relayed["bit_identical_to_whole"].get<bool>());
+  const double ratio =
+      relayed["linked"]["wire_bytes"].get<double>() / direct["linked"]["wire_bytes"].get<double>();
+  EXPECT_GT(ratio, 1.95);  // the relay's join and pairing frames are the few bytes over 2
+  EXPECT_LT(ratio, 2.05);
+}
+
 TEST(PipelineBenchCli, RefusesMoreMicroBatchesThanSequences) {
   const RunResult r = stoa_run({"bench", "pipeline", "--preset", "tiny-lfm2", "--stages", "2",
                                 "--sequences", "2", "--micro-batches", "4"});

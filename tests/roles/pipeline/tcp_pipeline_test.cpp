@@ -13,6 +13,7 @@
 #include "model/layer_span.h"
 #include "net/frame_socket.h"
 #include "pipeline_script.h"
+#include "roles/pipeline/stage_relay.h"
 #include "roles/pipeline/stage_server.h"
 #include "roles/pipeline/tcp_stage_link.h"
 
@@ -178,6 +179,51 @@ TEST(PipelineTcp, AStageThatRefusesAFrameSaysWhy) {
       net::FrameSocket::connect("127.0.0.1", bounded.head_port(), std::chrono::seconds(5));
   b.send(std::vector<uint8_t>(4096, 0), std::chrono::seconds(5));
   EXPECT_THROW((void)b.receive(std::chrono::seconds(5), 1 << 20), Error);
+}
+
+// Stages behind NAT: nobody listens but the relay; every stage and the head dial out to it and
+// are paired by key. The rollouts are still a whole machine's.
+TEST(PipelineTcp, StagesBehindNatTalkThroughARelay) {
+  const ModelWeights w = model_named("tiny-lfm2");
+  StageRelay relay({});
+  const std::vector<LayerSpan> spans = split_layers(w.config, 3);
+  ThreadPool pool(1);
+  std::vector<std::unique_ptr<StageServer>> servers;
+  for (int64_t i = 2; i >= 1; --i) {
+    StageServerOptions o;
+    o.relay_host = "127.0.0.1";
+    o.relay_port = relay.port();
+    o.relay_key = "group-7/stage-" + std::to_string(i);
+    if (i == 1) {
+      o.next_host = "127.0.0.1";
+      o.next_port = relay.port();
+      o.next_relay_key = "group-7/stage-2";
+    }
+    servers.push_back(std::make_unique<StageServer>(
+        std::make_unique<PipelineStage>(stage_weights(w, spans[static_cast<size_t>(i)]), nullptr,
+                                        &pool),
+        o));
+    EXPECT_EQ(servers.back()->port(), 0);  // listening nowhere
+  }
+  TcpStageLinkOptions via;
+  via.relay_key = "group-7/stage-1";
+  auto head = std::make_unique<PipelineBackend>(
+      stage_weights(w, spans[0]), std::make_unique<TcpStageLink>("127.0.0.1", relay.port(), via),
+      &pool);
+  engine::ModelRunner whole = engine::ModelRunner::from_model(w, WeightFormat::kInt8, &pool);
+  expect_same_events(scripted_run(whole, w.config.vocab_size),
+                     scripted_run(*head, w.config.vocab_size));
+  const StageRelayCounters c = relay.counters();
+  EXPECT_EQ(c.pairs, 2);
+  EXPECT_GT(c.bytes, 0);
+  // A connection that does not join properly is refused and counted.
+  net::FrameSocket junk =
+      net::FrameSocket::connect("127.0.0.1", relay.port(), std::chrono::seconds(5));
+  junk.send(std::vector<uint8_t>{'H', 'E', 'L', 'L', 'O', 0}, std::chrono::seconds(5));
+  EXPECT_THROW((void)junk.receive(std::chrono::seconds(5), 64), Error);
+  EXPECT_EQ(relay.counters().refused, 1);
+  head.reset();
+  for (auto& server : servers) server->stop();
 }
 
 }  // namespace
