@@ -22,6 +22,10 @@ CommandRegistration reg(
       app.add_option("--listen", o->listen, "host:port to serve on (port 0: any free one)")
           ->capture_default_str();
       app.add_option("--next", o->next, "host:port of the next stage (none on the last)");
+      app.add_option("--relay", o->relay,
+                     "behind NAT: host:port of a relay to serve through instead of listening");
+      app.add_option("--key", o->key, "the key this stage serves under at the relay");
+      app.add_option("--next-key", o->next_key, "--next is a relay; the next stage's key there");
       app.add_option("--threads", o->threads, "engine threads")->capture_default_str();
       return [o] { return pipeline::run_stage(*o); };
     });

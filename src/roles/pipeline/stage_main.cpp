@@ -65,6 +65,13 @@ int run_stage(const StageMainOptions& o) {
   StageServerOptions so;
   std::tie(so.listen_host, so.listen_port) = host_port(o.listen, "--listen");
   if (!last) std::tie(so.next_host, so.next_port) = host_port(o.next, "--next");
+  STOA_CHECK(o.relay.empty() == o.key.empty(), ErrorKind::kInvalidArgument,
+             "--relay and --key go together");
+  if (!o.relay.empty()) {
+    std::tie(so.relay_host, so.relay_port) = host_port(o.relay, "--relay");
+    so.relay_key = o.key;
+  }
+  so.next_relay_key = o.next_key;
   StageServer server(std::make_unique<engine::PipelineStage>(std::move(weights), nullptr, &pool),
                      so);
   const nlohmann::json ready = {{"stage", o.index},
