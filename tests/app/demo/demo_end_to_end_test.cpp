@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "support/file_text.h"
 #include "support/stoa_cli.h"
 
 namespace {
@@ -42,8 +43,7 @@ TEST(DemoEndToEnd, SmallDemoRunsAndReportsEveryFigure) {
       " --group-size 4 --groups-per-step 2 --json-summary " +
       summary.string() + " > " + out.string() + " 2>&1";
   const int rc = std::system(cmd.c_str());
-  std::ifstream o(out);
-  const std::string printed((std::istreambuf_iterator<char>(o)), {});
+  const std::string printed = stoa::testing::read_text(out);
   ASSERT_EQ(rc, 0) << printed;
   std::ifstream in(summary);
   ASSERT_TRUE(in.good()) << printed;
@@ -102,8 +102,7 @@ TEST(DemoEndToEnd, SmallDemoRunsAndReportsEveryFigure) {
                            " --json-summary " + warm_summary.string() + " > " + out.string() +
                            " 2>&1";
   const int wrc = std::system(wcmd.c_str());
-  std::ifstream wo(out);
-  const std::string wprinted((std::istreambuf_iterator<char>(wo)), {});
+  const std::string wprinted = stoa::testing::read_text(out);
   ASSERT_EQ(wrc, 0) << wprinted;
   std::ifstream win(warm_summary);
   ASSERT_TRUE(win.good()) << wprinted;
@@ -122,8 +121,7 @@ TEST(DemoEndToEnd, SmallDemoRunsAndReportsEveryFigure) {
                            " --warm-start " + (dir / "model-sft").string() + " > " + out.string() +
                            " 2>&1";
   const int orc = std::system(ocmd.c_str());
-  std::ifstream oo(out);
-  const std::string oprinted((std::istreambuf_iterator<char>(oo)), {});
+  const std::string oprinted = stoa::testing::read_text(out);
   EXPECT_NE(orc, 0) << oprinted;
   EXPECT_NE(oprinted.find("does not fit this demo"), std::string::npos) << oprinted;
   EXPECT_FALSE(fs::exists(other_dir / "model-sft"));
