@@ -79,23 +79,21 @@ uint64_t row_bytes(GgmlType type, int64_t ne0) {
   fail(ErrorKind::kInternal, "unknown ggml type ", static_cast<uint32_t>(type));
 }
 
-Value Value::u32(uint32_t v) {
+// Every integer kind, booleans included, is held in `i`: only the type tag tells them apart.
+static Value integer_value(ValueType type, int64_t i) {
   Value out;
-  out.type = ValueType::kU32;
-  out.i = v;
+  out.type = type;
+  out.i = i;
   return out;
+}
+Value Value::u32(uint32_t v) {
+  return integer_value(ValueType::kU32, v);
 }
 Value Value::i32(int32_t v) {
-  Value out;
-  out.type = ValueType::kI32;
-  out.i = v;
-  return out;
+  return integer_value(ValueType::kI32, v);
 }
 Value Value::u64(uint64_t v) {
-  Value out;
-  out.type = ValueType::kU64;
-  out.i = static_cast<int64_t>(v);
-  return out;
+  return integer_value(ValueType::kU64, static_cast<int64_t>(v));
 }
 Value Value::f32(float v) {
   Value out;
@@ -104,10 +102,7 @@ Value Value::f32(float v) {
   return out;
 }
 Value Value::boolean(bool v) {
-  Value out;
-  out.type = ValueType::kBool;
-  out.i = v ? 1 : 0;
-  return out;
+  return integer_value(ValueType::kBool, v ? 1 : 0);
 }
 Value Value::string(std::string v) {
   Value out;

@@ -48,12 +48,24 @@ struct is_int_vector : std::false_type {};
 template <typename T>
 struct is_int_vector<std::vector<T>> : std::bool_constant<std::is_integral_v<T>> {};
 
-// Typed field access with messages that name the message and the field.
-template <typename T>
-T req(const json& j, const char* msg, const char* field) {
+// The field `field` of the object `j`, as it is (a nested message, say).
+inline const json& require_field(const json& j, const char* msg, const char* field) {
   STOA_CHECK(j.is_object(), ErrorKind::kInvalidArgument, msg, ": expected a JSON object");
   auto it = j.find(field);
   STOA_CHECK(it != j.end(), ErrorKind::kInvalidArgument, msg, ": missing field '", field, "'");
+  return *it;
+}
+
+// Whether an optional field is given: `j` is an object holding `field` with a value that is not
+// null.
+inline bool has(const json& j, const char* field) {
+  return j.is_object() && j.contains(field) && !j.at(field).is_null();
+}
+
+// Typed field access with messages that name the message and the field.
+template <typename T>
+T req(const json& j, const char* msg, const char* field) {
+  const json* it = &require_field(j, msg, field);
   if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
     T out{};
     STOA_CHECK(as_integer(*it, &out), ErrorKind::kInvalidArgument, msg, ": field '", field,
@@ -84,14 +96,12 @@ T req(const json& j, const char* msg, const char* field) {
 template <typename T>
 T opt(const json& j, const char* msg, const char* field, T fallback) {
   STOA_CHECK(j.is_object(), ErrorKind::kInvalidArgument, msg, ": expected a JSON object");
-  auto it = j.find(field);
-  if (it == j.end() || it->is_null()) return fallback;
+  if (!has(j, field)) return fallback;
   return req<T>(j, msg, field);
 }
 
 inline std::optional<uint64_t> opt_u64(const json& j, const char* msg, const char* field) {
-  auto it = j.find(field);
-  if (it == j.end() || it->is_null()) return std::nullopt;
+  if (!has(j, field)) return std::nullopt;
   return req<uint64_t>(j, msg, field);
 }
 

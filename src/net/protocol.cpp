@@ -112,7 +112,7 @@ JoinResponse join_response_from_json(const json& j) {
   m.topk = opt<int32_t>(j, msg, "topk", 0);
   m.task = opt<std::string>(j, msg, "task", "");
   m.task_options = task_options_field(j, msg, "task_options");
-  if (j.contains("stop_strings") && !j.at("stop_strings").is_null()) {
+  if (has(j, "stop_strings")) {
     const json& stops = j.at("stop_strings");
     STOA_CHECK(stops.is_array() && stops.size() <= 16, ErrorKind::kInvalidArgument, msg,
                ": stop_strings is not a list of at most 16 strings");
@@ -124,7 +124,7 @@ JoinResponse join_response_from_json(const json& j) {
       m.stop_strings.push_back(s.get<std::string>());
     }
   }
-  if (j.contains("run_files") && !j.at("run_files").is_null()) {
+  if (has(j, "run_files")) {
     const json& files = j.at("run_files");
     STOA_CHECK(files.is_array() && files.size() <= std::size(kRunFileNames),
                ErrorKind::kInvalidArgument, msg, ": run_files is not a list of at most ",

@@ -3,39 +3,13 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "net/json_fields.h"
 
 namespace stoa::net {
-
-using nlohmann::json;
-
 namespace {
 
-const json& field(const json& j, const char* msg, const char* name) {
-  STOA_CHECK(j.is_object(), ErrorKind::kInvalidArgument, msg, ": expected a JSON object");
-  auto it = j.find(name);
-  STOA_CHECK(it != j.end(), ErrorKind::kInvalidArgument, msg, ": missing field '", name, "'");
-  return *it;
-}
-
-std::string string_field(const json& j, const char* msg, const char* name) {
-  const json& v = field(j, msg, name);
-  STOA_CHECK(v.is_string(), ErrorKind::kInvalidArgument, msg, ": field '", name,
-             "' is not a string");
-  return v.get<std::string>();
-}
-
-int64_t int_field(const json& j, const char* msg, const char* name) {
-  const json& v = field(j, msg, name);
-  STOA_CHECK(v.is_number_integer() &&
-                 (!v.is_number_unsigned() || v.get<uint64_t>() <= static_cast<uint64_t>(INT64_MAX)),
-             ErrorKind::kInvalidArgument, msg, ": field '", name, "' is not an integer in range (",
-             v.dump().substr(0, 40), ")");
-  return v.get<int64_t>();
-}
-
-bool has(const json& j, const char* name) {
-  return j.is_object() && j.contains(name) && !j.at(name).is_null();
-}
+using nlohmann::json;
+using namespace json_fields;
 
 }  // namespace
 
@@ -68,8 +42,8 @@ ValidationLeaseRequest validation_lease_request_from_json(const json& j) {
   const char* msg = "validation lease";
   STOA_CHECK(j.is_object(), ErrorKind::kInvalidArgument, msg, ": expected a JSON object");
   ValidationLeaseRequest m;
-  if (has(j, "validator")) m.validator = string_field(j, msg, "validator");
-  if (has(j, "wait_s")) m.wait_s = int_field(j, msg, "wait_s");
+  m.validator = opt<std::string>(j, msg, "validator", m.validator);
+  m.wait_s = opt<int64_t>(j, msg, "wait_s", m.wait_s);
   STOA_CHECK(m.wait_s >= 0, ErrorKind::kInvalidArgument, msg, ": wait_s must be >= 0");
   STOA_CHECK(m.validator.size() <= 128, ErrorKind::kInvalidArgument, msg,
              ": validator name longer than 128 bytes");
@@ -79,14 +53,14 @@ ValidationLeaseRequest validation_lease_request_from_json(const json& j) {
 ValidationJob validation_job_from_json(const json& j) {
   const char* msg = "validation job";
   ValidationJob m;
-  m.job_id = string_field(j, msg, "job_id");
-  m.rollout = rollout_submission_from_json(field(j, msg, "rollout"));
-  m.problem = field(j, msg, "problem");
-  m.prompt_length = int_field(j, msg, "prompt_length");
-  m.sampling = sampling_params_from_json(field(j, msg, "sampling"));
-  m.max_tokens = int_field(j, msg, "max_tokens");
-  m.deadline_ms = int_field(j, msg, "deadline_ms");
-  m.task = string_field(j, msg, "task");
+  m.job_id = req<std::string>(j, msg, "job_id");
+  m.rollout = rollout_submission_from_json(require_field(j, msg, "rollout"));
+  m.problem = require_field(j, msg, "problem");
+  m.prompt_length = req<int64_t>(j, msg, "prompt_length");
+  m.sampling = sampling_params_from_json(require_field(j, msg, "sampling"));
+  m.max_tokens = req<int64_t>(j, msg, "max_tokens");
+  m.deadline_ms = req<int64_t>(j, msg, "deadline_ms");
+  m.task = req<std::string>(j, msg, "task");
   m.task_options = task_options_field(j, msg, "task_options");
   STOA_CHECK(m.prompt_length > 0 && static_cast<size_t>(m.prompt_length) <= m.rollout.tokens.size(),
              ErrorKind::kInvalidArgument, msg, ": prompt_length ", m.prompt_length,
@@ -97,22 +71,22 @@ ValidationJob validation_job_from_json(const json& j) {
 ValidationLeaseResponse validation_lease_response_from_json(const json& j) {
   ValidationLeaseResponse m;
   if (has(j, "job")) m.job = validation_job_from_json(j.at("job"));
-  if (has(j, "queued")) m.queued = int_field(j, "validation lease response", "queued");
+  if (has(j, "queued")) m.queued = req<int64_t>(j, "validation lease response", "queued");
   return m;
 }
 
 ValidationVerdict validation_verdict_from_json(const json& j) {
   const char* msg = "verdict";
   ValidationVerdict m;
-  m.job_id = string_field(j, msg, "job_id");
+  m.job_id = req<std::string>(j, msg, "job_id");
   STOA_CHECK(!m.job_id.empty(), ErrorKind::kInvalidArgument, msg, ": empty job_id");
-  const json& pass = field(j, msg, "pass");
+  const json& pass = require_field(j, msg, "pass");
   STOA_CHECK(pass.is_boolean(), ErrorKind::kInvalidArgument, msg,
              ": field 'pass' is not true or false");
   m.pass = pass.get<bool>();
-  if (has(j, "position")) m.position = int_field(j, msg, "position");
-  if (has(j, "what")) m.what = string_field(j, msg, "what");
-  if (has(j, "detail")) m.detail = string_field(j, msg, "detail");
+  if (has(j, "position")) m.position = req<int64_t>(j, msg, "position");
+  if (has(j, "what")) m.what = req<std::string>(j, msg, "what");
+  if (has(j, "detail")) m.detail = req<std::string>(j, msg, "detail");
   if (has(j, "cpu_seconds")) {
     const json& c = j.at("cpu_seconds");
     STOA_CHECK(c.is_number(), ErrorKind::kInvalidArgument, msg,

@@ -171,20 +171,24 @@ std::vector<uint64_t> decode_positions(std::span<const uint8_t> coded, uint64_t 
       uint64_t rows = numel / cols;
       uint64_t rows_touched = r.varint("touched row count");
       if (rows_touched > count) r.bad(cat(rows_touched, " touched rows for ", count, " positions"));
+      // Rows, and the columns within a row, are increasing indices below a limit, each coded
+      // as its gap after the one before (`lowest`: the smallest the next one may take).
+      auto next_index = [&r](uint64_t& lowest, uint64_t limit, const char* gap,
+                             const char* outside) {
+        uint64_t g = r.varint(gap);
+        if (lowest >= limit || g >= limit - lowest) r.bad(outside);
+        uint64_t index = lowest + g;
+        lowest = index + 1;
+        return index;
+      };
       uint64_t next_row = 0;
       for (uint64_t t = 0; t < rows_touched; ++t) {
-        uint64_t rg = r.varint("row gap");
-        if (next_row >= rows || rg >= rows - next_row) r.bad("row lies outside the tensor");
-        uint64_t row = next_row + rg;
-        next_row = row + 1;
+        uint64_t row = next_index(next_row, rows, "row gap", "row lies outside the tensor");
         uint64_t n = r.varint("row count");
         if (n == 0 || n > count - out.size()) r.bad(cat("row holds ", n, " positions"));
         uint64_t next_col = 0;
         for (uint64_t k = 0; k < n; ++k) {
-          uint64_t cg = r.varint("column gap");
-          if (next_col >= cols || cg >= cols - next_col) r.bad("column lies outside the row");
-          uint64_t col = next_col + cg;
-          next_col = col + 1;
+          uint64_t col = next_index(next_col, cols, "column gap", "column lies outside the row");
           uint64_t p = row * cols + col;
           out.push_back(p);  // rows and columns increase, so positions do too
         }

@@ -11,16 +11,14 @@
 
 #include "kernels/targets.h"
 #include "support/stoa_cli.h"
+#include "support/temp_dir.h"
 
 namespace {
 namespace fs = std::filesystem;
 using stoa::testing::read_text;
 using stoa::testing::run_stoa;
 
-struct WorkCli : ::testing::Test {
-  fs::path dir = fs::temp_directory_path() / ("stoa-work-cli-" + std::to_string(::getpid()));
-  void SetUp() override { fs::create_directories(dir); }
-  void TearDown() override { fs::remove_all(dir); }
+struct WorkCli : stoa::testing::TempDirTest {
   // A hub nobody listens on and a model directory that does not exist: the kernel target is
   // decided before either is touched.
   std::string work_args(const std::string& target) const {

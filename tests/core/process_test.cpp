@@ -12,6 +12,8 @@
 
 #include "core/error.h"
 #include "core/process_run.h"
+#include "support/file_text.h"
+#include "support/temp_dir.h"
 
 namespace stoa {
 namespace {
@@ -20,20 +22,8 @@ using namespace std::chrono_literals;
 
 class ProcessTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("stoa-child-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string log(const std::string& name) const { return (dir_ / name).string(); }
-  static std::string read(const std::string& path) {
-    std::ifstream in(path);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  }
-  fs::path dir_;
+  std::string log(const std::string& name) const { return dir_.file(name); }
+  testing::TempDir dir_{"child"};
 };
 
 TEST_F(ProcessTest, ExitCodeAndOutputGoToTheLog) {
@@ -42,7 +32,7 @@ TEST_F(ProcessTest, ExitCodeAndOutputGoToTheLog) {
   EXPECT_EQ(c.wait(), 3);
   EXPECT_EQ(c.poll(), 3);
   EXPECT_FALSE(c.running());
-  const std::string text = read(log("a.log"));
+  const std::string text = testing::read_text(log("a.log"));
   EXPECT_NE(text.find("out"), std::string::npos);
   EXPECT_NE(text.find("err"), std::string::npos);
 }
@@ -54,12 +44,12 @@ TEST_F(ProcessTest, TruncatedLogAndCpuTime) {
       logged_to(log("t.log"), /*truncate=*/true));
   EXPECT_EQ(c.cpu_seconds(), 0.0);  // not reaped yet
   EXPECT_EQ(c.wait(), 0);
-  EXPECT_EQ(read(log("t.log")), "new\n");
+  EXPECT_EQ(testing::read_text(log("t.log")), "new\n");
   EXPECT_GT(c.cpu_seconds(), 0.01);  // the loop's CPU time, from wait4's rusage
 
   Process appended = Process::start({"/bin/echo", "more"}, logged_to(log("t.log")));
   EXPECT_EQ(appended.wait(), 0);
-  EXPECT_EQ(read(log("t.log")), "new\nmore\n");
+  EXPECT_EQ(testing::read_text(log("t.log")), "new\nmore\n");
 }
 
 TEST_F(ProcessTest, AMissingNetworkNamespaceIsAClearFailure) {
@@ -68,7 +58,7 @@ TEST_F(ProcessTest, AMissingNetworkNamespaceIsAClearFailure) {
   o.die_with_parent = true;
   Process c = Process::start({"/bin/echo", "should not run"}, o);
   EXPECT_EQ(c.wait(), 125);
-  const std::string text = read(log("n.log"));
+  const std::string text = testing::read_text(log("n.log"));
   EXPECT_NE(text.find("cannot enter the network namespace"), std::string::npos) << text;
   EXPECT_EQ(text.find("should not run"), std::string::npos);
 }
@@ -122,8 +112,7 @@ TEST_F(ProcessTest, MissingExecutableAndFailuresAreReported) {
     EXPECT_NE(m.find("the step failed (exit code 2)"), std::string::npos) << m;
     EXPECT_NE(m.find("the reason it failed"), std::string::npos) << m;
   }
-  EXPECT_THROW(Process::start({"/bin/true"}, logged_to((dir_ / "no-such-dir" / "x.log").string())),
-               Error);
+  EXPECT_THROW(Process::start({"/bin/true"}, logged_to(dir_.file("no-such-dir/x.log"))), Error);
 }
 
 TEST_F(ProcessTest, ProgressSeesEachNewLastLineOnce) {
@@ -163,8 +152,8 @@ TEST_F(ProcessTest, SeparateFilesForStdoutAndStderr) {
   o.out = OutputTarget::file(log("x.out"));
   o.err = OutputTarget::file(log("x.err"));
   EXPECT_EQ(run_process({"/bin/sh", "-c", "echo to-out; echo to-err >&2"}, o).status.code, 0);
-  EXPECT_EQ(read(log("x.out")), "to-out\n");
-  EXPECT_EQ(read(log("x.err")), "to-err\n");
+  EXPECT_EQ(testing::read_text(log("x.out")), "to-out\n");
+  EXPECT_EQ(testing::read_text(log("x.err")), "to-err\n");
 }
 
 TEST_F(ProcessTest, ADeadlineStopsAChildThatOutlivesIt) {
@@ -205,8 +194,9 @@ TEST_F(ProcessTest, ABareNameIsFoundOnPathAndAMissingOneExits127) {
 TEST_F(ProcessTest, WorkingDirectoryAndProcessGroup) {
   ProcessOptions o;
   o.out = OutputTarget::capture();
-  o.working_dir = dir_.string();
-  EXPECT_EQ(run_process({"/bin/sh", "-c", "pwd -P"}, o).out, fs::canonical(dir_).string() + "\n");
+  o.working_dir = dir_.path();
+  EXPECT_EQ(run_process({"/bin/sh", "-c", "pwd -P"}, o).out,
+            fs::canonical(dir_.path()).string() + "\n");
 
   Process own = Process::start({"/bin/sleep", "30"});
   EXPECT_EQ(::getpgid(own.pid()), own.pid());
@@ -217,7 +207,7 @@ TEST_F(ProcessTest, WorkingDirectoryAndProcessGroup) {
   EXPECT_EQ(same.stop(5s), 128 + SIGTERM);
   EXPECT_EQ(own.stop(5s), 128 + SIGTERM);
 
-  o.working_dir = (dir_ / "no-such-dir").string();
+  o.working_dir = dir_.file("no-such-dir");
   o.err = OutputTarget::capture();
   const RunResult r = run_process({"/bin/pwd"}, o);
   EXPECT_EQ(r.status.code, 126);

@@ -9,30 +9,22 @@
 #include "engine/model_runner.h"
 #include "engine/sampler.h"
 #include "engine_test_util.h"
+#include "support/error_of.h"
 
 namespace stoa::engine {
 namespace {
-
-template <typename Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 TEST(EngineBadInput, TokenOutsideVocabulary) {
   ModelRunner runner =
       ModelRunner::from_model(testing::tiny_model("tiny-qwen3"), WeightFormat::kF32);
   Sequence seq = runner.new_sequence(8);
   std::vector<int32_t> tokens = {1, 2, 512};
-  std::string msg = error_of([&] { runner.append(seq, tokens); });
+  std::string msg = stoa::test::message_of([&] { runner.append(seq, tokens); });
   EXPECT_NE(msg.find("token 2 has id 512, outside the vocabulary [0, 512)"), std::string::npos)
       << msg;
   tokens = {-1};
-  EXPECT_NE(error_of([&] { runner.append(seq, tokens); }).find("id -1"), std::string::npos);
+  EXPECT_NE(stoa::test::message_of([&] { runner.append(seq, tokens); }).find("id -1"),
+            std::string::npos);
   EXPECT_EQ(seq.length(), 0);
 }
 
@@ -43,7 +35,7 @@ TEST(EngineBadInput, SequenceOverCapacity) {
   std::vector<int32_t> three = {1, 2, 3};
   runner.append(seq, three);
   std::vector<float> conv_before = seq.layer(0).conv;
-  std::string msg = error_of([&] { runner.append(seq, three); });
+  std::string msg = stoa::test::message_of([&] { runner.append(seq, three); });
   EXPECT_NE(msg.find("sequence of 3 tokens with capacity 4 cannot take 3 more"), std::string::npos)
       << msg;
   EXPECT_EQ(seq.length(), 3);
@@ -51,8 +43,11 @@ TEST(EngineBadInput, SequenceOverCapacity) {
   std::vector<int32_t> one = {4};
   runner.append(seq, one);  // exactly full is fine
   EXPECT_EQ(seq.remaining(), 0);
-  EXPECT_NE(error_of([&] { (void)seq.fork(2); }).find("cannot fork"), std::string::npos);
-  EXPECT_NE(error_of([&] { (void)runner.new_sequence(0); }).find("capacity must be positive"),
+  EXPECT_NE(stoa::test::message_of([&] { (void)seq.fork(2); }).find("cannot fork"),
+            std::string::npos);
+  EXPECT_NE(stoa::test::message_of([&] {
+              (void)runner.new_sequence(0);
+            }).find("capacity must be positive"),
             std::string::npos);
 }
 
@@ -62,11 +57,13 @@ TEST(EngineBadInput, BatchMisuse) {
   Sequence s = qwen.new_sequence(8);
   std::vector<int32_t> t = {1};
   SequenceInput twice[] = {{&s, t, Logits::kLast}, {&s, t, Logits::kLast}};
-  EXPECT_NE(error_of([&] { qwen.append_batch(twice); }).find("repeats a sequence"),
+  EXPECT_NE(stoa::test::message_of([&] { qwen.append_batch(twice); }).find("repeats a sequence"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { lfm.append(s, t); }).find("different model"), std::string::npos);
+  EXPECT_NE(stoa::test::message_of([&] { lfm.append(s, t); }).find("different model"),
+            std::string::npos);
   SequenceInput null_seq[] = {{nullptr, t, Logits::kLast}};
-  EXPECT_NE(error_of([&] { qwen.append_batch(null_seq); }).find("no sequence"), std::string::npos);
+  EXPECT_NE(stoa::test::message_of([&] { qwen.append_batch(null_seq); }).find("no sequence"),
+            std::string::npos);
   EXPECT_EQ(s.length(), 0);
 }
 
@@ -109,7 +106,7 @@ TEST(EngineBadInput, MalformedInt8State) {
     const std::string norm = "model.layers.0.operator_norm.weight";
     q.emplace(norm, int8_quantize(f.at(norm).as<float>(), 1, 64));
     f.erase(norm);
-    EXPECT_NE(error_of([&] {
+    EXPECT_NE(stoa::test::message_of([&] {
                 EngineWeights::from_state(w.config, std::move(q), std::move(f));
               }).find("operator_norm.weight [64] cannot be int8"),
               std::string::npos);
@@ -124,7 +121,7 @@ TEST(EngineBadInput, MalformedInt8State) {
   {
     auto [q, f] = state(false);
     q.erase("model.layers.0.conv.in_proj.weight");
-    EXPECT_NE(error_of([&] {
+    EXPECT_NE(stoa::test::message_of([&] {
                 EngineWeights::from_state(w.config, std::move(q), std::move(f));
               }).find("lacks tensor model.layers.0.conv.in_proj.weight"),
               std::string::npos);
@@ -132,7 +129,7 @@ TEST(EngineBadInput, MalformedInt8State) {
   {
     auto [q, f] = state(false);
     q["model.layers.0.conv.in_proj.weight"].rows = 7;
-    EXPECT_NE(error_of([&] {
+    EXPECT_NE(stoa::test::message_of([&] {
                 EngineWeights::from_state(w.config, std::move(q), std::move(f));
               }).find("the config implies [192, 64]"),
               std::string::npos);
@@ -140,7 +137,7 @@ TEST(EngineBadInput, MalformedInt8State) {
   {
     auto [q, f] = state(false);
     f.emplace("model.layers.0.extra.weight", Tensor(DType::kF32, {4}));
-    EXPECT_NE(error_of([&] {
+    EXPECT_NE(stoa::test::message_of([&] {
                 EngineWeights::from_state(w.config, std::move(q), std::move(f));
               }).find("does not use"),
               std::string::npos);
@@ -148,12 +145,12 @@ TEST(EngineBadInput, MalformedInt8State) {
   // Updates with the wrong size are refused.
   ModelRunner runner = ModelRunner::from_model(w, WeightFormat::kInt8);
   std::vector<int8_t> short_values(10);
-  EXPECT_NE(error_of([&] {
+  EXPECT_NE(stoa::test::message_of([&] {
               runner.host_weights().set_int8_values("model.layers.0.conv.in_proj.weight",
                                                     short_values);
             }).find("has 10 values"),
             std::string::npos);
-  EXPECT_NE(error_of([&] {
+  EXPECT_NE(stoa::test::message_of([&] {
               runner.host_weights().set_int8_values("model.layers.0.nope", short_values);
             }).find("lack int8 tensor model.layers.0.nope"),
             std::string::npos);
@@ -162,20 +159,23 @@ TEST(EngineBadInput, MalformedInt8State) {
 TEST(EngineBadInput, SamplingSettings) {
   SamplingParams p;
   p.top_p = 0;
-  EXPECT_NE(error_of([&] { Sampler s(p, 1); }).find("top_p"), std::string::npos);
+  EXPECT_NE(stoa::test::message_of([&] { Sampler s(p, 1); }).find("top_p"), std::string::npos);
   p = {};
   p.temperature = -1;
-  EXPECT_NE(error_of([&] { Sampler s(p, 1); }).find("temperature"), std::string::npos);
+  EXPECT_NE(stoa::test::message_of([&] { Sampler s(p, 1); }).find("temperature"),
+            std::string::npos);
   p = {};
   p.top_k = -3;
-  EXPECT_NE(error_of([&] { Sampler s(p, 1); }).find("top_k"), std::string::npos);
+  EXPECT_NE(stoa::test::message_of([&] { Sampler s(p, 1); }).find("top_k"), std::string::npos);
   Sampler ok({}, 1);
   std::vector<float> nan_logits = {0, NAN};
-  EXPECT_NE(error_of([&] { ok.sample(nan_logits); }).find("logit 1 is nan"), std::string::npos);
+  EXPECT_NE(stoa::test::message_of([&] { ok.sample(nan_logits); }).find("logit 1 is nan"),
+            std::string::npos);
   std::vector<float> empty;
-  EXPECT_NE(error_of([&] { ok.sample(empty); }).find("empty"), std::string::npos);
+  EXPECT_NE(stoa::test::message_of([&] { ok.sample(empty); }).find("empty"), std::string::npos);
   std::vector<float> masked = {-INFINITY, -INFINITY};
-  EXPECT_NE(error_of([&] { ok.sample(masked); }).find("every logit is -inf"), std::string::npos);
+  EXPECT_NE(stoa::test::message_of([&] { ok.sample(masked); }).find("every logit is -inf"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <limits>
 #include <span>
 #include <string>
@@ -19,25 +18,15 @@
 #include "engine/sampler.h"
 #include "kernels/fixed_math.h"
 #include "kernels/targets.h"
+#include "support/bit_digest.h"
 
 namespace stoa::engine {
 namespace {
 
-uint32_t bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
-  return u;
-}
+using stoa::test::bits;
 
-// FNV-1a, byte by byte from the low end of each word: the same digest on any endianness.
-struct Digest {
-  uint64_t h = 0xcbf29ce484222325ull;
-  void add(uint64_t w, int bytes) {
-    for (int i = 0; i < bytes; ++i) {
-      h ^= (w >> (8 * i)) & 0xff;
-      h *= 0x100000001b3ull;
-    }
-  }
+struct Digest : stoa::test::BitDigest {
+  using BitDigest::add;
   void add(const TokenLogprob& t) {
     add(static_cast<uint32_t>(t.token), 4);
     add(bits(t.logprob), 4);

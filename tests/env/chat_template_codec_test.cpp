@@ -3,8 +3,6 @@
 // ChatML prompt it always had, and LFM2's template starting the prompt tokens with BOS exactly
 // once whether the template writes it, the config asks for it, or both.
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 
 #include <gtest/gtest.h>
 
@@ -14,6 +12,7 @@
 #include "env/tokenizer_codec.h"
 #include "model/chat_template.h"
 #include "model/tiny_tokenizer.h"
+#include "support/file_text.h"
 
 namespace stoa::env {
 namespace {
@@ -22,14 +21,6 @@ std::string source_dir() {
   const char* dir = std::getenv("STOA_SOURCE_DIR");
   if (!dir) throw std::runtime_error("STOA_SOURCE_DIR is not set (run through ctest)");
   return dir;
-}
-
-std::string read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 const std::vector<std::string>& prompts() {
@@ -83,7 +74,8 @@ Tokenizer lfm2_like_tokenizer() {
 TEST(ChatTemplateCodec, BosExactlyOnce) {
   Tokenizer tok = lfm2_like_tokenizer();
   const int32_t bos = tok.token_id("<|startoftext|>").value();
-  std::string lfm2 = read(source_dir() + "/tests/model/fixtures/chat_templates/lfm2-8b-a1b.jinja");
+  std::string lfm2 = stoa::testing::read_text_or_throw(
+      source_dir() + "/tests/model/fixtures/chat_templates/lfm2-8b-a1b.jinja");
   struct Variant {
     std::string text;
     bool add_bos;

@@ -9,20 +9,15 @@
 
 #include "core/error.h"
 #include "model/tiny_tokenizer.h"
+#include "support/temp_dir.h"
 
 namespace stoa::env {
 namespace {
 
 namespace fs = std::filesystem;
 
-class ModelCodecTest : public ::testing::Test {
+class ModelCodecTest : public stoa::testing::TempDirTest {
  protected:
-  void SetUp() override {
-    dir = fs::temp_directory_path() / ("stoa_model_codec_" + std::to_string(::getpid()));
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-  }
-  void TearDown() override { fs::remove_all(dir); }
   void write_tokenizer(int merges) {
     test::TinySpec spec;
     const std::string letters = "abcdefghijklmnopqrstuvwxyz";
@@ -36,7 +31,6 @@ class ModelCodecTest : public ::testing::Test {
     c.vocab_size = vocab;
     return c;
   }
-  fs::path dir;
 };
 
 TEST_F(ModelCodecTest, TheTokenizerDecidesWhatMayBeSampled) {

@@ -11,6 +11,7 @@
 #include "env/episode.h"
 #include "env/task_registry.h"
 #include "env/tasks/builtin_tasks.h"
+#include "support/error_of.h"
 
 namespace stoa::env {
 namespace {
@@ -167,22 +168,16 @@ TEST(TaskRegistry, UnknownNameListsTheKnownOnes) {
   EXPECT_EQ(registry.names(), (std::vector<std::string>{"calculator", "echo"}));
   EXPECT_TRUE(registry.contains("calculator"));
   EXPECT_FALSE(registry.contains("search"));
-  try {
-    registry.make("search", {});
-    FAIL() << "an unknown task was built";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::kNotFound);
-    EXPECT_STREQ(e.what(), "unknown task 'search' (known tasks: calculator, echo)");
-  }
+  const Error unknown =
+      stoa::test::error_of([&] { registry.make("search", {}); }, "an unknown task was built");
+  EXPECT_EQ(unknown.kind(), ErrorKind::kNotFound);
+  EXPECT_STREQ(unknown.what(), "unknown task 'search' (known tasks: calculator, echo)");
   // "echo" builds a task that calls itself "calculator": the hub would send workers a name that
   // stands for another task.
-  try {
-    registry.make("echo", {});
-    FAIL() << "a misnamed task was built";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::kInternal);
-    EXPECT_STREQ(e.what(), "task registered as 'echo' calls itself 'calculator'");
-  }
+  const Error misnamed =
+      stoa::test::error_of([&] { registry.make("echo", {}); }, "a misnamed task was built");
+  EXPECT_EQ(misnamed.kind(), ErrorKind::kInternal);
+  EXPECT_STREQ(misnamed.what(), "task registered as 'echo' calls itself 'calculator'");
 }
 
 TEST(TaskRegistry, RegistrationAndOptionErrors) {
@@ -191,13 +186,13 @@ TEST(TaskRegistry, RegistrationAndOptionErrors) {
   EXPECT_THROW(registry.add("", [](const TaskOptions&) { return nullptr; }), Error);
   EXPECT_THROW(registry.add("empty", TaskFactory{}), Error);
   EXPECT_EQ(registry.names(), std::vector<std::string>{"calculator"});
-  try {
-    registry.make("calculator", {{"prefx", "typo"}});
-    FAIL() << "a misspelt option was accepted";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
-    EXPECT_STREQ(e.what(), "task 'calculator': unknown option 'prefx' (accepted: prefix)");
-  }
+  const Error misspelt = stoa::test::error_of(
+      [&] {
+        registry.make("calculator", {{"prefx", "typo"}});
+      },
+      "a misspelt option was accepted");
+  EXPECT_EQ(misspelt.kind(), ErrorKind::kInvalidArgument);
+  EXPECT_STREQ(misspelt.what(), "task 'calculator': unknown option 'prefx' (accepted: prefix)");
   const TaskOptions numbers{{"n", "12"}, {"bad", "12x"}, {"empty", ""}};
   EXPECT_EQ(numbers.get_int("t", "n", 3), 12);
   EXPECT_EQ(numbers.get_int("t", "absent", 3), 3);
@@ -221,14 +216,16 @@ TEST(TaskRegistry, RunOptionsAndEachMachinesOwn) {
   const TaskOptions mine =
       registry.with_local("calculator", run, TaskOptions{{"server", "http://mine:2"}});
   EXPECT_EQ(mine, (TaskOptions{{"prefix", "Q: "}, {"server", "http://mine:2"}}));
-  try {
-    registry.with_local("calculator", run, TaskOptions{{"prefix", "A: "}});
-    FAIL() << "a worker overrode the run's option";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
-    EXPECT_NE(std::string(e.what()).find("'prefix' is the run's"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("may set only: server"), std::string::npos) << e.what();
-  }
+  const Error overridden = stoa::test::error_of(
+      [&] {
+        registry.with_local("calculator", run, TaskOptions{{"prefix", "A: "}});
+      },
+      "a worker overrode the run's option");
+  EXPECT_EQ(overridden.kind(), ErrorKind::kInvalidArgument);
+  EXPECT_NE(std::string(overridden.what()).find("'prefix' is the run's"), std::string::npos)
+      << overridden.what();
+  EXPECT_NE(std::string(overridden.what()).find("may set only: server"), std::string::npos)
+      << overridden.what();
   // Checked without building; the registry checks the keys before the factory runs.
   EXPECT_NO_THROW(registry.check_options("calculator", hubs));
   EXPECT_THROW(registry.check_options("calculator", TaskOptions{{"sever", "x"}}), Error);

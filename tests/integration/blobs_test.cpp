@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "integration/cluster.h"
+#include "support/loopback_server.h"
 
 namespace stoa::integration {
 namespace {
@@ -25,20 +26,15 @@ class BlobProxy {
   enum class Mode { kClean, kCorruptAll, kTruncateAll, kCorruptPatches };
 
   explicit BlobProxy(int hub_port) : hub_port_(hub_port) {
-    server_.new_task_queue = [] { return new httplib::ThreadPool(16); };
+    server_.http.new_task_queue = [] { return new httplib::ThreadPool(16); };
     auto handler = [this](const httplib::Request& req, httplib::Response& res) {
       forward(req, res);
     };
-    server_.Get(".*", handler);
-    server_.Post(".*", handler);
-    port_ = server_.bind_to_any_port("127.0.0.1");
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
+    server_.http.Get(".*", handler);
+    server_.http.Post(".*", handler);
+    server_.start();
   }
-  ~BlobProxy() {
-    server_.stop();
-    thread_.join();
-  }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  std::string url() const { return server_.url(); }
   void set_mode(Mode m) { mode_ = m; }
   int64_t tampered() const { return tampered_; }
 
@@ -94,13 +90,11 @@ class BlobProxy {
   }
 
   int hub_port_;
-  httplib::Server server_;
-  int port_ = 0;
-  std::thread thread_;
   std::atomic<Mode> mode_{Mode::kClean};
   std::atomic<int64_t> tampered_{0};
   std::mutex mutex_;
   std::set<std::string> patches_;
+  test::LoopbackServer server_;  // last: it stops before what forward() uses goes
 };
 
 int64_t leases_of(const Cluster& c, const std::string& worker_id) {

@@ -14,6 +14,7 @@
 #include <sstream>
 #include <thread>
 
+#include "support/loopback_socket.h"
 #include "support/source_dir.h"
 
 namespace stoa::integration {
@@ -21,13 +22,6 @@ namespace stoa::integration {
 std::string stoa_binary() {
   const char* b = std::getenv("STOA_BINARY");
   return b && *b ? b : "stoa";
-}
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 nlohmann::json last_json_line(const std::string& text) {
@@ -41,6 +35,15 @@ nlohmann::json last_json_line(const std::string& text) {
 }
 
 namespace {
+
+// After a SIGTERM: `p` (`who`) exits within `timeout`, with status 0.
+void expect_clean_exit(Process& p, std::chrono::milliseconds timeout, const std::string& who) {
+  auto st = p.wait(timeout);
+  EXPECT_TRUE(st.has_value()) << who << " ignored SIGTERM";
+  if (st) {
+    EXPECT_EQ(*st, 0) << who << " exit " << *st << "\n" << p.err();
+  }
+}
 
 // Runs the binary to completion (asset building); returns the exit status.
 int run_to_end(const std::vector<std::string>& args, const fs::path& log_prefix) {
@@ -76,12 +79,12 @@ bool have_stoa_run() {
     const int status = run_to_end({"run", "--help"}, root / "probe");
     if (status != 0)
       throw std::runtime_error("`" + stoa_binary() + " run --help` exited with status " +
-                               std::to_string(status) + ":\n" + read_file(root / "probe.err"));
-    const bool has_run = read_file(root / "probe.out").find("--config") != std::string::npos;
+                               std::to_string(status) + ":\n" + read_text(root / "probe.err"));
+    const bool has_run = read_text(root / "probe.out").find("--config") != std::string::npos;
     const char* torch = std::getenv("STOA_WITH_TORCH");
     if (!has_run && torch && std::string(torch) == "1")
       throw std::runtime_error("a libtorch build's `" + stoa_binary() +
-                               "` has no `run` command:\n" + read_file(root / "probe.out"));
+                               "` has no `run` command:\n" + read_text(root / "probe.out"));
     return has_run;
   }();
   return have;
@@ -103,7 +106,7 @@ const Assets& assets() {
         std::string cmd;
         for (const auto& s : args) cmd += s + " ";
         throw std::runtime_error("asset step failed (" + std::to_string(st) + "): stoa " + cmd +
-                                 "\n" + read_file(log.string() + ".err"));
+                                 "\n" + read_text(log.string() + ".err"));
       }
     };
     must({"data", "generate", "--out", a.data.string(), "--papers", "300", "--questions", "80",
@@ -173,7 +176,7 @@ ArithmeticEnv::ArithmeticEnv(const fs::path& dir, int port, const std::string& n
   if (python_env({"data", "--out", data().string(), "--train", "64", "--val", "8"},
                  dir / "env-data.log", "")
           .wait() != 0)
-    throw std::runtime_error("arithmetic_env.py data failed:\n" + read_file(dir / "env-data.log"));
+    throw std::runtime_error("arithmetic_env.py data failed:\n" + read_text(dir / "env-data.log"));
   const fs::path port_file = dir / "env.port";
   fs::remove(port_file);
   server_ = std::make_unique<stoa::Process>(
@@ -181,26 +184,20 @@ ArithmeticEnv::ArithmeticEnv(const fs::path& dir, int port, const std::string& n
                  dir / "env.log", netns));
   if (!wait_until([&] { return fs::exists(port_file); }, 20s))
     throw std::runtime_error("arithmetic_env.py serve did not start:\n" +
-                             read_file(dir / "env.log"));
+                             read_text(dir / "env.log"));
   std::ifstream(port_file) >> port_;
   if (port_ <= 0)
     throw std::runtime_error("arithmetic_env.py wrote no port to " + port_file.string());
 }
 
 int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  socklen_t len = sizeof(a);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-    ::close(fd);
+  try {
+    const test::LoopbackSocket bound = test::bind_loopback(/*backlog=*/0);
+    ::close(bound.fd);
+    return bound.port;
+  } catch (const std::runtime_error&) {
     return 0;
   }
-  ::close(fd);
-  return ntohs(a.sin_port);
 }
 
 std::vector<std::pair<uint64_t, bool>> weight_switches(const std::string& log, size_t from) {
@@ -279,7 +276,7 @@ std::string Cluster::start_hub(std::chrono::milliseconds timeout, const std::str
       [&] {
         if (!hub_->running()) return true;
         if (!fs::exists(info)) return false;
-        j = nlohmann::json::parse(read_file(info), nullptr, false);
+        j = nlohmann::json::parse(read_text(info), nullptr, false);
         return j.is_object() && j.value("pid", 0) == hub_->pid();
       },
       timeout);
@@ -403,29 +400,15 @@ void Cluster::stop_all(std::chrono::milliseconds timeout) {
       live.insert(n);
       w->signal(SIGTERM);
     }
-  for (auto& [n, w] : workers_) {
-    if (!live.count(n)) continue;
-    auto st = w->wait(timeout);
-    EXPECT_TRUE(st.has_value()) << "worker " << n << " ignored SIGTERM";
-    if (st) {
-      EXPECT_EQ(*st, 0) << "worker " << n << " exit " << *st << "\n" << w->err();
-    }
-  }
+  for (auto& [n, w] : workers_)
+    if (live.count(n)) expect_clean_exit(*w, timeout, "worker " + n);
   if (trainer_ && trainer_->running()) {
     trainer_->signal(SIGTERM);
-    auto st = trainer_->wait(timeout);
-    EXPECT_TRUE(st.has_value()) << "stoa train ignored SIGTERM";
-    if (st) {
-      EXPECT_EQ(*st, 0) << trainer_->err();
-    }
+    expect_clean_exit(*trainer_, timeout, "stoa train");
   }
   if (hub_ && hub_->running()) {
     hub_->signal(SIGTERM);
-    auto st = hub_->wait(timeout);
-    EXPECT_TRUE(st.has_value()) << "stoa run ignored SIGTERM";
-    if (st) {
-      EXPECT_EQ(*st, 0) << hub_->err();
-    }
+    expect_clean_exit(*hub_, timeout, "stoa run");
     EXPECT_FALSE(fs::exists(run_dir() / "hub.json")) << "a cleanly stopped hub removes hub.json";
   }
 }

@@ -20,6 +20,7 @@
 
 #include "core/process.h"
 #include "roles/run/run_config.h"
+#include "support/file_text.h"
 
 namespace stoa::integration {
 
@@ -27,7 +28,7 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
 std::string stoa_binary();
-std::string read_file(const fs::path& path);
+using stoa::testing::read_text;
 // The last line of `text` that parses as a JSON object ({} if none): `stoa run` prints its
 // summary there on a clean exit.
 nlohmann::json last_json_line(const std::string& text);
@@ -57,8 +58,8 @@ class Process {
   void signal(int sig);
   // Waits for the exit; the exit status (128 + signal when killed), nullopt on timeout.
   std::optional<int> wait(std::chrono::milliseconds timeout);
-  std::string out() const { return read_file(prefix_.string() + ".out"); }
-  std::string err() const { return read_file(prefix_.string() + ".err"); }
+  std::string out() const { return read_text(prefix_.string() + ".out"); }
+  std::string err() const { return read_text(prefix_.string() + ".err"); }
 
  private:
   stoa::Process child_;  // core/process.h: own process group, PR_SET_PDEATHSIG

@@ -144,7 +144,7 @@ TEST(HubKill, RestartResumesAndKeepsEveryAcknowledgedRollout) {
   std::this_thread::sleep_for(1500ms);
   c.start_hub();
   EXPECT_EQ(c.port(), spec.port);
-  const auto info = nlohmann::json::parse(read_file(c.run_dir() / "hub.json"));
+  const auto info = nlohmann::json::parse(read_text(c.run_dir() / "hub.json"));
   EXPECT_TRUE(info["resumed"].get<bool>()) << info.dump();
   const uint64_t restart_version = info["version"].get<uint64_t>();
   EXPECT_GE(static_cast<int64_t>(restart_version), at_kill.versions)

@@ -31,8 +31,8 @@ void make_model(const fs::path& root, const fs::path& model) {
   ASSERT_EQ(
       testing::run_stoa(root, "model init --preset tiny-qwen3 --out " + (root / "shape").string()),
       0)
-      << testing::read_text(root / "err.txt");
-  nlohmann::json config = nlohmann::json::parse(read_file(root / "shape" / "config.json"));
+      << stoa::testing::read_text(root / "err.txt");
+  nlohmann::json config = nlohmann::json::parse(read_text(root / "shape" / "config.json"));
   config["vocab_size"] = 151936;  // Qwen3's
   config["bos_token_id"] = 151643;
   config["eos_token_id"] = 151645;  // <|im_end|>
@@ -41,7 +41,7 @@ void make_model(const fs::path& root, const fs::path& model) {
   ASSERT_EQ(testing::run_stoa(root, "model init --config " + (root / "qwen3-config.json").string() +
                                         " --seed 7 --out " + model.string()),
             0)
-      << testing::read_text(root / "err.txt");
+      << stoa::testing::read_text(root / "err.txt");
   for (const char* f : {"tokenizer.json", "tokenizer_config.json"})
     fs::copy_file(qwen3_tokenizer_dir() / f, model / f);
 }
@@ -160,13 +160,13 @@ TEST(OperatorRun, SomeoneElsesModelTaskAndMachinesEndToEnd) {
   ASSERT_EQ(testing::run_stoa(root, "model export-hf --from " + trainer_toml.string() + " --out " +
                                         bf16.string()),
             0)
-      << testing::read_text(root / "err.txt");
+      << stoa::testing::read_text(root / "err.txt");
   ASSERT_EQ(testing::run_stoa(root, "model export-hf --from " + trainer_toml.string() +
                                         " --dtype f32 --out " + f32.string()),
             0)
-      << testing::read_text(root / "err.txt");
-  EXPECT_EQ(read_file(bf16 / "tokenizer_config.json"),
-            read_file(qwen3_tokenizer_dir() / "tokenizer_config.json"));
+      << stoa::testing::read_text(root / "err.txt");
+  EXPECT_EQ(read_text(bf16 / "tokenizer_config.json"),
+            read_text(qwen3_tokenizer_dir() / "tokenizer_config.json"));
   const ModelWeights exported = load_model_dir(bf16.string());
   const ModelWeights exact = load_model_dir(f32.string());
   const ModelWeights initial = load_model_dir(model.string());

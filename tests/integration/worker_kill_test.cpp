@@ -13,7 +13,7 @@ namespace stoa::integration {
 namespace {
 
 std::string worker_id_of(const Cluster& c, const std::string& name) {
-  std::string id = read_file(c.dir() / ("state-" + name) / "worker_id");
+  std::string id = read_text(c.dir() / ("state-" + name) / "worker_id");
   while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) id.pop_back();
   return id;
 }

@@ -8,34 +8,24 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
 
 #include "kernels/fixed_math.h"
 #include "kernels/target_loop.h"
+#include "support/bit_digest.h"
 
 namespace stoa::kernels {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-uint64_t bits(double d) {
-  uint64_t u;
-  std::memcpy(&u, &d, sizeof u);
-  return u;
-}
+using stoa::test::bits;
 
-// FNV-1a over 64-bit words, byte by byte from the low end: the same digest on any endianness.
-struct Digest {
-  uint64_t h = 0xcbf29ce484222325ull;
-  void add(uint64_t w) {
-    for (int i = 0; i < 8; ++i) {
-      h ^= (w >> (8 * i)) & 0xff;
-      h *= 0x100000001b3ull;
-    }
-  }
+// Over whole 64-bit words.
+struct Digest : stoa::test::BitDigest {
+  using BitDigest::add;
   void add(double d) { add(bits(d)); }
 };
 

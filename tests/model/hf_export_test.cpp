@@ -8,9 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <limits>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -19,24 +17,18 @@
 #include "model/hf_export.h"
 #include "model/hf_export_fixture.h"
 #include "model/safetensors.h"
-#include "model/temp_dir.h"
 #include "model/tokenizer.h"
+#include "support/file_text.h"
 #include "support/param_names.h"
+#include "support/temp_dir.h"
 
 namespace stoa {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 nlohmann::json read_json(const fs::path& path) {
-  return nlohmann::json::parse(slurp(path));
+  return nlohmann::json::parse(testing::read_text(path));
 }
 
 uint32_t bits(float value) {
@@ -220,7 +212,7 @@ TEST(HfExport, CopiesTheTokenizerAndChatTemplateAndWritesTheGenerationConfig) {
   EXPECT_EQ(result.files, expected_files);
   for (const char* name : {"tokenizer.json", "tokenizer_config.json", "chat_template.jinja",
                            "special_tokens_map.json"})
-    EXPECT_EQ(slurp(out / name), slurp(src / name)) << name;
+    EXPECT_EQ(testing::read_text(out / name), testing::read_text(src / name)) << name;
   // They parse: the tokenizer loads, the template is the one given.
   EXPECT_EQ(Tokenizer::from_file((out / "tokenizer.json").string()).vocab_size(), 261);
   EXPECT_EQ(read_json(out / "tokenizer_config.json").at("chat_template"), test::kChatTemplate);
@@ -296,7 +288,7 @@ TEST_F(HfExportRefuses, ANonEmptyOutDirectoryAndLeavesItAlone) {
   test::write_file(out / "notes.txt", "mine");
   expect_error(ErrorKind::kInvalidArgument, "not empty",
                [&] { export_hf(*source, out.string(), options_for(src, DType::kBF16)); });
-  EXPECT_EQ(slurp(out / "notes.txt"), "mine");
+  EXPECT_EQ(testing::read_text(out / "notes.txt"), "mine");
   expect_nothing_left(out);
   test::write_file(tmp.file("a_file"), "x");
   expect_error(ErrorKind::kInvalidArgument, "not a directory",

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "core/process_run.h"
-#include "model/temp_dir.h"
+#include "support/temp_dir.h"
 
 namespace stoa {
 namespace {

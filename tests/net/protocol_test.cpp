@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "net/protocol.h"
 #include "net/task_protocol.h"
+#include "support/error_of.h"
 
 namespace stoa::net {
 namespace {
@@ -39,15 +40,11 @@ RolloutSubmission sample_rollout() {
   return m;
 }
 
+// The words of the kInvalidArgument error `fn` throws.
 std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "no error";
-  return "";
+  const Error e = test::error_of(fn);
+  EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument) << e.what();
+  return e.what();
 }
 
 TEST(Protocol, RolloutRoundTrip) {

@@ -15,6 +15,10 @@
 #include "core/error.h"
 #include "net/spool_download.h"
 #include "support/cutting_proxy.h"
+#include "support/error_of.h"
+#include "support/file_text.h"
+#include "support/loopback_server.h"
+#include "support/temp_dir.h"
 
 namespace stoa::net {
 namespace {
@@ -33,17 +37,12 @@ std::string make_body(size_t n, uint32_t seed) {
   return s;
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 // A blob server with the hub's blob semantics (httplib answers a Range with 206 itself) plus the
 // If-Range rule: a validator that is not the current ETag gets the whole body with 200.
 class BlobServer {
  public:
   BlobServer() {
-    server_.Get("/blob", [this](const httplib::Request& req, httplib::Response& res) {
+    server_.http.Get("/blob", [this](const httplib::Request& req, httplib::Response& res) {
       std::lock_guard lock(mutex_);
       ++requests_;
       const bool stale = req.has_header("If-Range") && req.get_header_value("If-Range") != etag_;
@@ -53,13 +52,7 @@ class BlobServer {
       res.set_header("ETag", etag_);
       res.set_content(body_, "application/octet-stream");
     });
-    port_ = server_.bind_to_any_port("127.0.0.1");
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
-    while (!server_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  ~BlobServer() {
-    server_.stop();
-    thread_.join();
+    server_.start();
   }
   void set(std::string body, std::string etag) {
     std::lock_guard lock(mutex_);
@@ -67,29 +60,19 @@ class BlobServer {
     etag_ = std::move(etag);
   }
   void ignore_range(bool on) { ignore_range_ = on; }
-  int port() const { return port_; }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  int port() const { return server_.port(); }
+  std::string url() const { return server_.url(); }
 
  private:
-  httplib::Server server_;
   std::mutex mutex_;
   std::string body_, etag_;
   std::atomic<bool> ignore_range_{false};
   int requests_ = 0;
-  int port_ = 0;
-  std::thread thread_;
+  test::LoopbackServer server_;
 };
 
-struct SpoolTest : ::testing::Test {
-  void SetUp() override {
-    dir = fs::temp_directory_path() /
-          ("stoa_spool_" + std::to_string(::getpid()) + "_" +
-           ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    spool = (dir / "blob.part").string();
-  }
-  void TearDown() override { fs::remove_all(dir); }
+struct SpoolTest : stoa::testing::TempDirTest {
+  void SetUp() override { spool = (dir / "blob.part").string(); }
   static DownloadOptions fast() {
     DownloadOptions o;
     o.backoff_base = std::chrono::milliseconds(1);
@@ -97,7 +80,6 @@ struct SpoolTest : ::testing::Test {
     o.read_timeout = std::chrono::milliseconds(5000);
     return o;
   }
-  fs::path dir;
   std::string spool;
   BlobServer server;
 };
@@ -113,7 +95,7 @@ TEST_F(SpoolTest, WholeBlobLandsInTheSpoolWithProgress) {
   EXPECT_EQ(s.bytes, body.size());
   EXPECT_EQ(s.bytes_transferred, body.size());
   EXPECT_EQ(s.requests, 1);
-  EXPECT_EQ(read_file(spool), body);
+  EXPECT_EQ(stoa::testing::read_text(spool), body);
   EXPECT_EQ(last.bytes, body.size());
   EXPECT_EQ(last.total, body.size());
   EXPECT_GT(last.bytes_per_s, 0);
@@ -126,7 +108,7 @@ TEST_F(SpoolTest, ResumesThroughAProxyThatCutsEveryHalfMegabyte) {
   test::CuttingProxy proxy(server.port(), 512 << 10);
   HttpClient http(proxy.url());
   DownloadStats s = download_to_spool(http, "/blob", spool, fast());
-  EXPECT_EQ(read_file(spool), body);
+  EXPECT_EQ(stoa::testing::read_text(spool), body);
   EXPECT_GE(proxy.cuts(), 10u);
   EXPECT_EQ(s.resumes, s.requests - 1);
   EXPECT_EQ(s.restarts, 0);
@@ -163,7 +145,7 @@ TEST_F(SpoolTest, ANewCallResumesWhatAnInterruptedOneLeftInTheSpool) {
   EXPECT_EQ(s.resumed_from, kept);
   EXPECT_EQ(s.bytes_transferred, body.size() - kept);
   EXPECT_EQ(s.resumes, 1);
-  EXPECT_EQ(read_file(spool), body);
+  EXPECT_EQ(stoa::testing::read_text(spool), body);
 }
 
 TEST_F(SpoolTest, AChangedETagRestartsTheBlobCleanly) {
@@ -177,8 +159,8 @@ TEST_F(SpoolTest, AChangedETagRestartsTheBlobCleanly) {
   DownloadStats s = download_to_spool(http, "/blob", spool, fast());
   EXPECT_EQ(s.restarts, 1);
   EXPECT_EQ(s.resumes, 0);
-  EXPECT_EQ(read_file(spool), new_body);
-  EXPECT_EQ(read_file(spool + ".etag"), "\"new\"\n");
+  EXPECT_EQ(stoa::testing::read_text(spool), new_body);
+  EXPECT_EQ(stoa::testing::read_text(spool + ".etag"), "\"new\"\n");
 }
 
 TEST_F(SpoolTest, AServerIgnoringRangeRestartsTheBlobCleanly) {
@@ -191,7 +173,7 @@ TEST_F(SpoolTest, AServerIgnoringRangeRestartsTheBlobCleanly) {
   DownloadStats s = download_to_spool(http, "/blob", spool, fast());
   EXPECT_EQ(s.restarts, 1);
   EXPECT_EQ(s.bytes_transferred, body.size());
-  EXPECT_EQ(read_file(spool), body);
+  EXPECT_EQ(stoa::testing::read_text(spool), body);
 }
 
 TEST_F(SpoolTest, ACompleteSpoolIsNotFetchedAgain) {
@@ -202,34 +184,29 @@ TEST_F(SpoolTest, ACompleteSpoolIsNotFetchedAgain) {
   DownloadStats s = download_to_spool(http, "/blob", spool, fast());  // 416: nothing after the end
   EXPECT_EQ(s.bytes, body.size());
   EXPECT_EQ(s.bytes_transferred, 0u);
-  EXPECT_EQ(read_file(spool), body);
+  EXPECT_EQ(stoa::testing::read_text(spool), body);
 }
 
 TEST_F(SpoolTest, AFullDiskIsAClearErrorAndKeepsTheSpool) {
   server.set(make_body(1 << 20, 8), "\"v1\"");
   fs::create_symlink("/dev/full", spool);  // every write: ENOSPC
   HttpClient http(server.url());
-  try {
-    download_to_spool(http, "/blob", spool, fast());
-    FAIL() << "a write to a full disk must throw";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::kIo);
-    EXPECT_NE(std::string(e.what()).find("disk full"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("kept"), std::string::npos) << e.what();
-  }
+  const Error full_disk =
+      stoa::test::error_of([&] { download_to_spool(http, "/blob", spool, fast()); },
+                           "a write to a full disk must throw");
+  EXPECT_EQ(full_disk.kind(), ErrorKind::kIo);
+  EXPECT_NE(std::string(full_disk.what()).find("disk full"), std::string::npos) << full_disk.what();
+  EXPECT_NE(std::string(full_disk.what()).find("kept"), std::string::npos) << full_disk.what();
   EXPECT_TRUE(fs::is_symlink(spool));
-  EXPECT_EQ(read_file(spool + ".etag"), "\"v1\"\n");
+  EXPECT_EQ(stoa::testing::read_text(spool + ".etag"), "\"v1\"\n");
 }
 
 TEST_F(SpoolTest, AMissingBlobFailsAtOnce) {
   HttpClient http(server.url());
-  try {
-    download_to_spool(http, "/nothing", spool, fast());
-    FAIL() << "a 404 must throw";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::kNetwork);
-    EXPECT_NE(std::string(e.what()).find("404"), std::string::npos) << e.what();
-  }
+  const Error missing = stoa::test::error_of(
+      [&] { download_to_spool(http, "/nothing", spool, fast()); }, "a 404 must throw");
+  EXPECT_EQ(missing.kind(), ErrorKind::kNetwork);
+  EXPECT_NE(std::string(missing.what()).find("404"), std::string::npos) << missing.what();
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include "pulse/format.h"
 #include "pulse/patch.h"
 #include "pulse/pulse_test_util.h"
+#include "support/temp_dir.h"
 
 namespace stoa::pulse {
 namespace {
@@ -65,10 +66,8 @@ int64_t child_peak_growth(const std::function<void()>& prepare, const std::funct
   return growth;
 }
 
-struct PulseMemoryTest : ::testing::Test {
+struct PulseMemoryTest : stoa::testing::TempDirTest {
   void SetUp() override {
-    dir = fs::temp_directory_path() / ("stoa_pulse_memory_" + std::to_string(::getpid()));
-    fs::create_directories(dir);
     // Made in a child too, so that this process never holds the state (a fork inherits it).
     ASSERT_GE(child_peak_growth(
                   [] {},
@@ -80,7 +79,6 @@ struct PulseMemoryTest : ::testing::Test {
               0);
     state_bytes = static_cast<int64_t>(kTensors * kRows * kCols * (1 + 2.0 / kInt8GroupSize));
   }
-  void TearDown() override { fs::remove_all(dir); }
   static void write(const std::string& path, const std::vector<uint8_t>& bytes) {
     std::ofstream(path, std::ios::binary)
         .write(reinterpret_cast<const char*>(bytes.data()),
@@ -92,7 +90,6 @@ struct PulseMemoryTest : ::testing::Test {
   }
   std::string anchor_path() const { return (dir / "anchor.blob").string(); }
   std::string patch_path() const { return (dir / "patch.blob").string(); }
-  fs::path dir;
   int64_t state_bytes = 0;
 };
 

@@ -3,6 +3,7 @@
 #include "pulse/format.h"
 #include "pulse/patch.h"
 #include "pulse_test_util.h"
+#include "support/error_of.h"
 
 namespace stoa::pulse {
 namespace {
@@ -54,13 +55,11 @@ TEST(PulsePatch, RefusesWrongVersionAndWrongModel) {
   auto chain = sim_chain(3, 1e-5f);
   Patch p12 = make_patch(chain[1], chain[2]);
   Int8State r = chain[0];
-  try {
-    apply_patch(r, p12);
-    FAIL() << "applied a patch for version 1 to version 0";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::kIntegrity);
-    EXPECT_NE(std::string(e.what()).find("does not apply to version 0"), std::string::npos);
-  }
+  const Error wrong_version = stoa::test::error_of([&] { apply_patch(r, p12); },
+                                                   "applied a patch for version 1 to version 0");
+  EXPECT_EQ(wrong_version.kind(), ErrorKind::kIntegrity);
+  EXPECT_NE(std::string(wrong_version.what()).find("does not apply to version 0"),
+            std::string::npos);
   Patch p01 = make_patch(chain[0], chain[1]);
   p01.fingerprint.low ^= 1;
   EXPECT_THROW(apply_patch(r, p01), Error);
@@ -79,12 +78,9 @@ TEST(PulsePatch, PlantedCorruptionIsRefusedAndTheStateIsUntouched) {
     Patch decoded = decode_patch(encode_patch(bad));
     Int8State r = chain[0];
     Hash128 before = r.state_hash();
-    try {
-      apply_patch(r, decoded);
-      FAIL() << "corrupt patch applied";
-    } catch (const Error& e) {
-      EXPECT_EQ(e.kind(), ErrorKind::kIntegrity) << e.what();
-    }
+    const Error corrupt =
+        stoa::test::error_of([&] { apply_patch(r, decoded); }, "corrupt patch applied");
+    EXPECT_EQ(corrupt.kind(), ErrorKind::kIntegrity) << corrupt.what();
     // ...and the state is exactly as it was: bytes, cached hashes and version.
     EXPECT_TRUE(same_bytes(r, chain[0]));
     EXPECT_EQ(r.state_hash(), before);

@@ -11,6 +11,7 @@
 #include "pulse/format.h"
 #include "pulse/patch.h"
 #include "pulse_test_util.h"
+#include "support/error_of.h"
 
 namespace stoa::pulse {
 namespace {
@@ -166,13 +167,11 @@ TEST(PulsePrecision, CorruptF32SectionIsRefused) {
                             [&](const TensorPatch& x) { return x.name == router->name; });
     t.f32[1] ^= 1u;  // the lowest mantissa bit: a bf16 or int8 carrier could not even see it
     Int8State s = chain[0];
-    try {
-      apply_patch(s, bad);
-      FAIL() << "a corrupt router value was applied";
-    } catch (const Error& e) {
-      EXPECT_EQ(e.kind(), ErrorKind::kIntegrity);
-      EXPECT_NE(std::string(e.what()).find(router->name), std::string::npos) << e.what();
-    }
+    const Error corrupt_router =
+        stoa::test::error_of([&] { apply_patch(s, bad); }, "a corrupt router value was applied");
+    EXPECT_EQ(corrupt_router.kind(), ErrorKind::kIntegrity);
+    EXPECT_NE(std::string(corrupt_router.what()).find(router->name), std::string::npos)
+        << corrupt_router.what();
     EXPECT_TRUE(same_bytes(s, chain[0]));
     EXPECT_EQ(s.state_hash(), chain[0].state_hash());
   }
@@ -193,13 +192,11 @@ TEST(PulsePrecision, CorruptF32SectionIsRefused) {
   }
   {  // the section cut short (payload ends inside the router's values)
     std::vector<uint8_t> r(raw.begin(), raw.begin() + static_cast<long>(at + 6));
-    try {
-      decode_patch(seal_blob(h, r, 1));
-      FAIL() << "a truncated f32 section decoded";
-    } catch (const Error& e) {
-      EXPECT_EQ(e.kind(), ErrorKind::kBadFormat);
-      EXPECT_NE(std::string(e.what()).find("f32 values"), std::string::npos) << e.what();
-    }
+    const Error truncated = stoa::test::error_of([&] { decode_patch(seal_blob(h, r, 1)); },
+                                                 "a truncated f32 section decoded");
+    EXPECT_EQ(truncated.kind(), ErrorKind::kBadFormat);
+    EXPECT_NE(std::string(truncated.what()).find("f32 values"), std::string::npos)
+        << truncated.what();
   }
   {  // an unknown kind byte in the router's section head
     size_t name_at = find_bytes(raw, router->name.data(), router->name.size());
@@ -223,13 +220,11 @@ TEST(PulsePrecision, CorruptF32SectionIsRefused) {
     size_t a = find_bytes(ar, t.f32.data(), t.f32.size() * 4);
     ASSERT_NE(a, std::string::npos);
     ar[a + 2] ^= 0x01;
-    try {
-      decode_anchor(seal_blob(ah, ar, 1));
-      FAIL() << "a corrupt anchor decoded";
-    } catch (const Error& e) {
-      EXPECT_EQ(e.kind(), ErrorKind::kIntegrity);
-      EXPECT_NE(std::string(e.what()).find(router->name), std::string::npos) << e.what();
-    }
+    const Error corrupt_anchor = stoa::test::error_of([&] { decode_anchor(seal_blob(ah, ar, 1)); },
+                                                      "a corrupt anchor decoded");
+    EXPECT_EQ(corrupt_anchor.kind(), ErrorKind::kIntegrity);
+    EXPECT_NE(std::string(corrupt_anchor.what()).find(router->name), std::string::npos)
+        << corrupt_anchor.what();
   }
 }
 

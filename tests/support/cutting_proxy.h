@@ -17,24 +17,16 @@
 #include <thread>
 #include <vector>
 
+#include "support/loopback_socket.h"
+
 namespace stoa::test {
 
 class CuttingProxy {
  public:
   CuttingProxy(int target_port, uint64_t cut_every) : target_port_(target_port), cut_(cut_every) {
-    listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    int one = 1;
-    ::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = 0;  // any free port
-    if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
-        ::listen(listen_fd_, 16) != 0)
-      throw std::runtime_error("cutting proxy: cannot listen");
-    socklen_t len = sizeof(a);
-    ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
+    const LoopbackSocket listening = bind_loopback(16);
+    listen_fd_ = listening.fd;
+    port_ = listening.port;
     acceptor_ = std::thread([this] { accept_loop(); });
   }
   ~CuttingProxy() {

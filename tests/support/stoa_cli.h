@@ -1,14 +1,15 @@
 // The built `stoa` binary as the CLI tests run it: where it is (ctest sets STOA_BINARY), one run
-// with stdout and stderr kept in files, reading those files back, or a command's stdout captured.
+// with stdout and stderr kept in files (read back with read_text, support/file_text.h), or a
+// command's stdout captured.
 #pragma once
 #include <sys/wait.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
+
+#include "support/file_text.h"
 
 namespace stoa::testing {
 
@@ -17,13 +18,6 @@ namespace stoa::testing {
 inline std::string stoa_binary(const char* fallback = "stoa") {
   const char* b = std::getenv("STOA_BINARY");
   return b ? b : fallback;
-}
-
-inline std::string read_text(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 // Runs `stoa args` through the shell, stdout to dir/out.txt and stderr to dir/err.txt; the exit

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/stoa_cli.h"
+#include "support/temp_dir.h"
 
 namespace {
 
@@ -19,16 +20,7 @@ namespace fs = std::filesystem;
 using stoa::testing::read_text;
 using stoa::testing::run_stoa;
 
-class TrainCli : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir = fs::temp_directory_path() / ("stoa_train_cli_" + std::to_string(::getpid()));
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-  }
-  void TearDown() override { fs::remove_all(dir); }
-  fs::path dir;
-};
+using TrainCli = stoa::testing::TempDirTest;
 
 TEST_F(TrainCli, SftTrainsWritesAModelAndResumes) {
   ASSERT_EQ(

@@ -17,6 +17,7 @@
 
 #include "core/process.h"
 #include "support/stoa_cli.h"
+#include "support/temp_dir.h"
 
 namespace {
 
@@ -24,12 +25,9 @@ namespace fs = std::filesystem;
 using stoa::testing::read_text;
 using stoa::testing::run_stoa;
 
-class DistributedCli : public ::testing::Test {
+class DistributedCli : public stoa::testing::TempDirTest {
  protected:
   void SetUp() override {
-    dir = fs::temp_directory_path() / ("stoa_distributed_cli_" + std::to_string(::getpid()));
-    fs::remove_all(dir);
-    fs::create_directories(dir);
     ASSERT_EQ(
         run_stoa(dir, "model init --preset tiny-qwen3 --seed 1 --out " + (dir / "model").string()),
         0)
@@ -41,15 +39,12 @@ class DistributedCli : public ::testing::Test {
         << "{\"id\": \"c\", \"tokens\": [30, 31, 32, 33, 34, 35, 36]}\n"
         << "{\"id\": \"d\", \"tokens\": [40, 41, 42, 43, 44, 45, 46, 47, 48]}\n";
   }
-  void TearDown() override { fs::remove_all(dir); }
 
   std::string sft_args() const {
     return "train --sft --nproc 2 --data " + (dir / "data.jsonl").string() + " --model " +
            (dir / "model").string() + " --lr 3e-3 --batch-tokens 16 --threads 1 --json " +
            "--checkpoint " + (dir / "ckpt").string() + " --out " + (dir / "out").string();
   }
-
-  fs::path dir;
 };
 
 std::vector<nlohmann::json> json_lines(const std::string& text) {

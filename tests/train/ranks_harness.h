@@ -7,10 +7,12 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <functional>
 #include <random>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -167,12 +169,47 @@ inline void expect_same_update(const ModelWeights& a, const ModelWeights& b) {
   EXPECT_LT(max_abs, 1e-6);
 }
 
+// Another blocking of the same products (ranks, bf16 operands) may move the update by what a
+// change of micro-batching may (tests/train/step_test.cpp): 5 % of one Adam step of `lr`. Prints
+// the measured values after `label`.
+inline void expect_within_micro_batching_noise(const char* label, const ModelWeights& a,
+                                               const ModelWeights& b, double lr) {
+  const double max_abs = max_abs_difference(a, b);
+  std::printf("%s: relative difference %.3g, max element difference %.3g\n", label,
+              relative_difference(a, b), max_abs);
+  EXPECT_LT(max_abs, 0.05 * lr);
+}
+
 inline bool same_bits(const ModelWeights& a, const ModelWeights& b) {
   for (const auto& [name, t] : a.tensors) {
     const Tensor& u = b.tensors.at(name);
     if (std::memcmp(t.data(), u.data(), t.nbytes()) != 0) return false;
   }
   return true;
+}
+
+// The checkpoint tests' run: four batches of `config`'s; on two ranks, two steps, a checkpoint in
+// `dir` (made fresh), then the last two, which a resumed trainer takes again.
+struct CheckpointedRun {
+  std::vector<std::vector<RolloutGroup>> batches;
+  ModelWeights straight;  // after all four steps, never stopped
+  void last_two(Trainer& trainer) const {
+    trainer.train_step(batches[2]);
+    trainer.train_step(batches[3]);
+  }
+};
+inline CheckpointedRun run_with_checkpoint(const ModelConfig& config, const ModelWeights& init,
+                                           const TrainOptions& options, const std::string& dir) {
+  CheckpointedRun run;
+  for (uint64_t s = 0; s < 4; ++s) run.batches.push_back(make_groups(config, 40 + s));
+  std::filesystem::remove_all(dir);
+  run.straight = train_on_ranks(2, init, options, [&](Trainer& trainer) {
+    trainer.train_step(run.batches[0]);
+    trainer.train_step(run.batches[1]);
+    trainer.save_checkpoint(dir);
+    run.last_two(trainer);
+  });
+  return run;
 }
 
 }  // namespace stoa::train

@@ -289,48 +289,38 @@ static nlohmann::json phase_figures(const RlOptions& o, const RlResult& r,
       r.last_status.contains("counters") ? r.last_status["counters"] : nlohmann::json::object();
   const double dropped_groups = std::max(counters.value("groups_dropped_stale", 0.0),
                                          steps["groups_dropped_stale"].get<double>());
-  return {{"steps", steps["steps"]},
-          {"versions", counters.value("versions", 0.0)},
-          {"rollouts_accepted", counters.value("rollouts_accepted", 0.0)},
-          {"rollouts_rejected", counters.value("rollouts_rejected", 0.0)},
-          {"rollouts_verified", counters.value("rollouts_verified", 0.0)},
-          {"verification_failures", counters.value("verification_failures", 0.0)},
-          {"workers_quarantined", counters.value("workers_quarantined", 0.0)},
-          {"verification_cpu_seconds", counters.value("verification_cpu_seconds", 0.0)},
-          {"peer_checks_passed", counters.value("peer_checks_passed", 0.0)},
-          {"peer_checks_failed", counters.value("peer_checks_failed", 0.0)},
-          {"peer_check_cpu_seconds", counters.value("peer_check_cpu_seconds", 0.0)},
-          {"checks_escalated", counters.value("checks_escalated", 0.0)},
-          {"checkers_quarantined", counters.value("checkers_quarantined", 0.0)},
-          {"rollouts_dropped_stale", dropped_groups * o.group_size},
-          // Closed without a trainer pass (every reward equal: zero gradient; trainer_loop.h).
-          {"rollouts_uniform", steps["groups_uniform"].get<double>() * o.group_size},
-          {"skip_uniform_groups", o.skip_uniform_groups},
-          {"dppo_masked_fraction", steps["dppo_masked_fraction"]},
-          {"tv_mean", steps["tv_mean"]},
-          {"kl_mean", steps["kl_mean"]},
-          {"patch_bytes_mean", steps["patch_bytes_mean"]},
-          {"anchor_bytes_mean", steps["anchor_bytes_mean"]},
-          // What a worker downloads per version: the patch, or with an anchor every version
-          // (full-weight sync) the whole int8 weights.
-          {"sync_bytes_per_version",
-           o.anchor_every == 1 ? steps["anchor_bytes_mean"] : steps["patch_bytes_mean"]},
-          // Time-weighted over the trainer's steps: Σ compute / Σ (gather wait + compute), the
-          // same figure `stoa plot` and `stoa bench fleet` report (roles/trainer/step_log.h).
-          {"trainer_busy_fraction", steps["busy_fraction"]},
-          {"worker_idle_fraction", r.worker_idle_fraction},
-          {"reward_first_quarter", steps["reward_first_quarter"]},
-          {"reward_last_quarter", steps["reward_last_quarter"]},
-          {"tv_first_quarter", steps["tv_first_quarter"]},
-          {"tv_last_quarter", steps["tv_last_quarter"]},
-          {"seconds_to_reward_level", steps["seconds_to_reward_level"]},
-          {"reward_level", steps["reward_level"]},
-          {"workers_failed", r.workers_failed},
-          {"rl_seconds", r.seconds},
-          {"loss", o.loss},
-          {"max_staleness", o.max_staleness},
-          {"anchor_every", o.anchor_every},
-          {"full_weight_sync", o.anchor_every == 1 && o.keep_anchors == 1}};
+  nlohmann::json figures = {
+      {"rollouts_dropped_stale", dropped_groups * o.group_size},
+      // Closed without a trainer pass (every reward equal: zero gradient; trainer_loop.h).
+      {"rollouts_uniform", steps["groups_uniform"].get<double>() * o.group_size},
+      {"skip_uniform_groups", o.skip_uniform_groups},
+      {"dppo_masked_fraction", steps["dppo_masked_fraction"]},
+      // What a worker downloads per version: the patch, or with an anchor every version
+      // (full-weight sync) the whole int8 weights.
+      {"sync_bytes_per_version",
+       o.anchor_every == 1 ? steps["anchor_bytes_mean"] : steps["patch_bytes_mean"]},
+      // Time-weighted over the trainer's steps: Σ compute / Σ (gather wait + compute), the
+      // same figure `stoa plot` and `stoa bench fleet` report (roles/trainer/step_log.h).
+      {"trainer_busy_fraction", steps["busy_fraction"]},
+      {"worker_idle_fraction", r.worker_idle_fraction},
+      {"workers_failed", r.workers_failed},
+      {"rl_seconds", r.seconds},
+      {"loss", o.loss},
+      {"max_staleness", o.max_staleness},
+      {"anchor_every", o.anchor_every},
+      {"full_weight_sync", o.anchor_every == 1 && o.keep_anchors == 1}};
+  // The hub's counters under their own names (0 where it reported none).
+  for (const char* name : {"versions", "rollouts_accepted", "rollouts_rejected",
+                           "rollouts_verified", "verification_failures", "workers_quarantined",
+                           "verification_cpu_seconds", "peer_checks_passed", "peer_checks_failed",
+                           "peer_check_cpu_seconds", "checks_escalated", "checkers_quarantined"})
+    figures[name] = counters.value(name, 0.0);
+  // The step log's summary figures under theirs.
+  for (const char* name : {"steps", "tv_mean", "kl_mean", "patch_bytes_mean", "anchor_bytes_mean",
+                           "reward_first_quarter", "reward_last_quarter", "tv_first_quarter",
+                           "tv_last_quarter", "seconds_to_reward_level", "reward_level"})
+    figures[name] = steps[name];
+  return figures;
 }
 
 nlohmann::json rl_summary(const RlOptions& o, const RlResult& r, const std::string& run_dir) {

@@ -9,6 +9,7 @@
 #include <memory>
 #include <sstream>
 
+#include "core/enum_names.h"
 #include "core/error.h"
 #include "model/gguf_source.h"
 #include "model/tensor_source.h"
@@ -96,18 +97,13 @@ void use_run_config(const std::string& path, ExportInput* input) {
 
 }  // namespace
 
+constexpr EnumName<ExportFrom> kExportFromNames[] = {{ExportFrom::kRunConfig, "run config"},
+                                                     {ExportFrom::kRunDir, "run dir"},
+                                                     {ExportFrom::kCheckpoint, "checkpoint"},
+                                                     {ExportFrom::kModelDir, "model dir"}};
+
 const char* export_from_name(ExportFrom kind) {
-  switch (kind) {
-    case ExportFrom::kRunConfig:
-      return "run config";
-    case ExportFrom::kRunDir:
-      return "run dir";
-    case ExportFrom::kCheckpoint:
-      return "checkpoint";
-    case ExportFrom::kModelDir:
-      return "model dir";
-  }
-  return "?";
+  return enum_name(kExportFromNames, kind);
 }
 
 std::optional<std::string> newest_checkpoint(const std::string& checkpoint_dir, int64_t* step) {

@@ -4,7 +4,6 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <limits>
 #include <regex>
 
 #include <nlohmann/json.hpp>
@@ -18,16 +17,7 @@ using nlohmann::json;
 
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr size_t kMaxWarnings = 8;  // per run: enough to see the pattern, not a flood
-
-// A numeric field, or NaN when absent or not a number (null, a string): an older log without
-// a metric still plots everything else.
-double num(const json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_number()) return kNaN;
-  return it->get<double>();
-}
 
 void warn(RunData& run, std::string message) {
   if (run.warnings.size() < kMaxWarnings) run.warnings.push_back(std::move(message));
@@ -129,7 +119,7 @@ void load_evals(RunData& run, const fs::path& demo_dir) {
     e.split = j.value("split", std::string());
     e.pass1 = j["pass1"].get<double>();
     e.step = *step;
-    const double given = num(j, "elapsed_s");
+    const double given = trainer::json_metric(j, "elapsed_s");
     if (!std::isnan(given))
       e.wall_s = given;
     else if (f.stem() == "eval-before")

@@ -124,6 +124,17 @@ class Parser {
     expect_kind(K::kBlockClose, "'%}'");
   }
 
+  // The end of an if or a for: an optional `{% else %}` body, then `{% end %}`.
+  void parse_else_and_end(Node& node, const char* end) {
+    if (block_name() == "else") {
+      next();
+      next();
+      expect_kind(K::kBlockClose, "'%}'");
+      node.bodies.push_back(parse_body({end}));
+    }
+    expect_end_tag(end);
+  }
+
   NodePtr parse_block() {
     int line = peek().line;
     DepthGuard guard(*this, line);
@@ -144,13 +155,7 @@ class Parser {
         expect_kind(K::kBlockClose, "'%}'");
         node->bodies.push_back(parse_body({"elif", "else", "endif"}));
       }
-      if (block_name() == "else") {
-        next();
-        next();
-        expect_kind(K::kBlockClose, "'%}'");
-        node->bodies.push_back(parse_body({"endif"}));
-      }
-      expect_end_tag("endif");
+      parse_else_and_end(*node, "endif");
     } else if (keyword == "for") {
       node->kind = Node::Kind::kFor;
       node->targets.push_back(expect_name());
@@ -168,13 +173,7 @@ class Parser {
       ++loop_depth_;
       node->bodies.push_back(parse_body({"else", "endfor"}));
       --loop_depth_;
-      if (block_name() == "else") {
-        next();
-        next();
-        expect_kind(K::kBlockClose, "'%}'");
-        node->bodies.push_back(parse_body({"endfor"}));
-      }
-      expect_end_tag("endfor");
+      parse_else_and_end(*node, "endfor");
     } else if (keyword == "set") {
       node->kind = Node::Kind::kSet;
       node->targets.push_back(expect_name());

@@ -5,21 +5,17 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "core/enum_names.h"
 #include "core/error.h"
 #include "roles/hub/hub.h"  // is_loopback_host
 
 namespace stoa::hub {
 
+constexpr EnumName<Standing> kStandingNames[] = {
+    {Standing::kProven, "proven"}, {Standing::kNew, "new"}, {Standing::kHoarder, "hoarder"}};
+
 const char* standing_name(Standing standing) {
-  switch (standing) {
-    case Standing::kProven:
-      return "proven";
-    case Standing::kNew:
-      return "new";
-    case Standing::kHoarder:
-      return "hoarder";
-  }
-  return "?";
+  return enum_name(kStandingNames, standing);
 }
 
 std::string address_key(const std::string& peer) {

@@ -17,14 +17,6 @@ using nlohmann::json;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr size_t kMaxWarnings = 8;  // per log: enough to see the pattern, not a flood
 
-// A numeric field, or NaN when absent or not a number (null, a string): an older log without
-// a metric still reads.
-double metric(const json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_number()) return kNaN;
-  return it->get<double>();
-}
-
 // A count: 0 when absent or not a number.
 int64_t count(const json& j, const char* key) {
   auto it = j.find(key);
@@ -37,6 +29,12 @@ double or0(double x) {
 }
 
 }  // namespace
+
+double json_metric(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number()) return kNaN;
+  return it->get<double>();
+}
 
 void to_json(json& j, const StepRecord& r) {
   json hist = json::object();
@@ -89,26 +87,26 @@ std::optional<StepRecord> step_record_from_json(const json& j, std::string* why)
   r.groups = count(j, "groups");
   r.groups_dropped_stale = count(j, "groups_dropped_stale");
   r.groups_uniform = count(j, "groups_uniform");
-  r.reward_mean = metric(j, "reward_mean");
-  r.loss = metric(j, "loss");
-  r.lr = metric(j, "lr");
+  r.reward_mean = json_metric(j, "reward_mean");
+  r.loss = json_metric(j, "loss");
+  r.lr = json_metric(j, "lr");
   r.sequences = count(j, "sequences");
   r.tokens = count(j, "tokens");
   r.tokens_total = count(j, "tokens_total");
-  r.masked_fraction = metric(j, "masked_fraction");
-  r.masked_fraction_pos = metric(j, "masked_fraction_pos");
-  r.masked_fraction_neg = metric(j, "masked_fraction_neg");
-  r.tv_mean = metric(j, "tv_mean");
-  r.tv_max = metric(j, "tv_max");
-  r.kl_mean = metric(j, "kl_mean");
-  r.kl_max = metric(j, "kl_max");
-  r.entropy = metric(j, "entropy");
-  r.grad_norm = metric(j, "grad_norm");
-  r.step_seconds = metric(j, "step_seconds");
-  r.busy_fraction = metric(j, "busy_fraction");
+  r.masked_fraction = json_metric(j, "masked_fraction");
+  r.masked_fraction_pos = json_metric(j, "masked_fraction_pos");
+  r.masked_fraction_neg = json_metric(j, "masked_fraction_neg");
+  r.tv_mean = json_metric(j, "tv_mean");
+  r.tv_max = json_metric(j, "tv_max");
+  r.kl_mean = json_metric(j, "kl_mean");
+  r.kl_max = json_metric(j, "kl_max");
+  r.entropy = json_metric(j, "entropy");
+  r.grad_norm = json_metric(j, "grad_norm");
+  r.step_seconds = json_metric(j, "step_seconds");
+  r.busy_fraction = json_metric(j, "busy_fraction");
   r.patch_bytes = count(j, "patch_bytes");
   r.anchor_bytes = count(j, "anchor_bytes");
-  r.elapsed_s = metric(j, "elapsed_s");
+  r.elapsed_s = json_metric(j, "elapsed_s");
   if (auto u = j.find("unix_ms"); u != j.end() && u->is_number())
     r.unix_ms = u->is_number_integer() ? u->get<int64_t>() : std::llround(u->get<double>());
   if (auto h = j.find("staleness_histogram"); h != j.end() && h->is_object()) {

@@ -51,6 +51,10 @@ void from_json(const nlohmann::json& j, StepRecord& r);
 // The same, without throwing: nullopt with `why` set for an unusable line.
 std::optional<StepRecord> step_record_from_json(const nlohmann::json& j, std::string* why);
 
+// A numeric field read leniently, as above: NaN when absent or not a number (null, a string).
+// Also for the other JSON logs a run leaves (the demo's eval-*.json read by `stoa plot`).
+double json_metric(const nlohmann::json& j, const char* key);
+
 // The wall time a step accounts for: gather wait + compute = step_seconds / busy_fraction
 // (step_seconds alone when the busy fraction is absent or 0; 0 when step_seconds is absent).
 double step_wall_seconds(const StepRecord& r);

@@ -5,16 +5,6 @@
 
 namespace stoa::verify {
 
-hub::AuditVerdict to_audit_verdict(const Verdict& v) {
-  hub::AuditVerdict a;
-  a.pass = v.pass;
-  a.position = v.position;
-  a.what = v.what;
-  a.detail = v.detail;
-  a.cpu_seconds = v.cpu_seconds;
-  return a;
-}
-
 HubValidator::HubValidator(ReplayValidator& validator, VerdictSink sink, size_t max_queue)
     : validator_(validator), sink_(std::move(sink)), max_queue_(max_queue) {
   thread_ = std::thread([this] { run(); });
@@ -62,7 +52,7 @@ void HubValidator::run() {
     }
     const Verdict v = validator_.check(job.rollout, job.problem, job.prompt_length);
     try {
-      sink_(job.rollout.id, to_audit_verdict(v));
+      sink_(job.rollout.id, hub::audit_verdict(v));
     } catch (const std::exception& e) {
       log_error("verify", "recording the verdict on rollout ", job.rollout.id, ": ", e.what());
     }
@@ -88,7 +78,7 @@ QueueValidator::QueueValidator(ReplayValidator& validator, hub::ValidationQueue&
           hub::ValidationQueue::Completion::Status::kAccepted)
         continue;  // its lease ran out meanwhile: another validator has it
       try {
-        sink_(leased->job.rollout.id, to_audit_verdict(v));
+        sink_(leased->job.rollout.id, hub::audit_verdict(v));
       } catch (const std::exception& e) {
         log_error("verify", "recording the verdict on rollout ", leased->job.rollout.id, ": ",
                   e.what());

@@ -61,6 +61,4 @@ class QueueValidator {
   std::thread thread_;
 };
 
-hub::AuditVerdict to_audit_verdict(const Verdict& v);
-
 }  // namespace stoa::verify

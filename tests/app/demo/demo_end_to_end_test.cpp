@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "support/file_text.h"
 #include "support/stoa_cli.h"
 
 namespace {
@@ -21,6 +22,19 @@ namespace fs = std::filesystem;
 
 bool has_demo_command(const std::string& exe) {
   return std::system((exe + " demo --help > /dev/null 2>&1").c_str()) == 0;
+}
+
+struct DemoRun {
+  int status;           // std::system's
+  std::string printed;  // stdout and stderr
+};
+// `exe demo --fresh --dir <dir> <args>`, its output through the file `out`.
+DemoRun run_demo(const std::string& exe, const fs::path& dir, const std::string& args,
+                 const fs::path& out) {
+  const std::string cmd =
+      exe + " demo --fresh --dir " + dir.string() + args + " > " + out.string() + " 2>&1";
+  const int status = std::system(cmd.c_str());
+  return {status, stoa::testing::read_text(out)};
 }
 
 TEST(DemoEndToEnd, SmallDemoRunsAndReportsEveryFigure) {
@@ -34,16 +48,14 @@ TEST(DemoEndToEnd, SmallDemoRunsAndReportsEveryFigure) {
   const fs::path dir = fs::temp_directory_path() / ("stoa-demo-test-" + std::to_string(::getpid()));
   const fs::path summary = dir.string() + "-summary.json";
   const fs::path out = dir.string() + "-out.txt";
-  const std::string cmd =
-      exe + " demo --fresh --dir " + dir.string() +
+  const auto [rc, printed] = run_demo(
+      exe, dir,
       " --papers 1500 --questions 300 --vocab-size 1024 --sft-examples 24 --copy-curriculum"
       " --sft-epochs 1 --sft-target 1 --sft-snapshot-every 5 --sft-probe-questions 6"
       " --minutes 1 --min-steps 1 --eval-limit 8 --workers 2"
       " --group-size 4 --groups-per-step 2 --json-summary " +
-      summary.string() + " > " + out.string() + " 2>&1";
-  const int rc = std::system(cmd.c_str());
-  std::ifstream o(out);
-  const std::string printed((std::istreambuf_iterator<char>(o)), {});
+          summary.string(),
+      out);
   ASSERT_EQ(rc, 0) << printed;
   std::ifstream in(summary);
   ASSERT_TRUE(in.good()) << printed;
@@ -97,13 +109,11 @@ TEST(DemoEndToEnd, SmallDemoRunsAndReportsEveryFigure) {
       " --eval-limit 4 --workers 2 --group-size 4 --groups-per-step 2 --minutes 0.5 --min-steps 1";
   const fs::path warm_dir = dir.string() + "-warm";
   const fs::path warm_summary = dir.string() + "-warm-summary.json";
-  const std::string wcmd = exe + " demo --fresh --dir " + warm_dir.string() + small_data +
-                           small_rl + " --warm-start " + (dir / "model-sft").string() +
-                           " --json-summary " + warm_summary.string() + " > " + out.string() +
-                           " 2>&1";
-  const int wrc = std::system(wcmd.c_str());
-  std::ifstream wo(out);
-  const std::string wprinted((std::istreambuf_iterator<char>(wo)), {});
+  const auto [wrc, wprinted] =
+      run_demo(exe, warm_dir,
+               small_data + small_rl + " --warm-start " + (dir / "model-sft").string() +
+                   " --json-summary " + warm_summary.string(),
+               out);
   ASSERT_EQ(wrc, 0) << wprinted;
   std::ifstream win(warm_summary);
   ASSERT_TRUE(win.good()) << wprinted;
@@ -117,13 +127,11 @@ TEST(DemoEndToEnd, SmallDemoRunsAndReportsEveryFigure) {
 
   // Asked for explicitly, a warm start made on other data is refused before anything trains.
   const fs::path other_dir = dir.string() + "-other";
-  const std::string ocmd = exe + " demo --fresh --dir " + other_dir.string() +
-                           " --papers 1400 --questions 300 --vocab-size 1024" + small_rl +
-                           " --warm-start " + (dir / "model-sft").string() + " > " + out.string() +
-                           " 2>&1";
-  const int orc = std::system(ocmd.c_str());
-  std::ifstream oo(out);
-  const std::string oprinted((std::istreambuf_iterator<char>(oo)), {});
+  const auto [orc, oprinted] =
+      run_demo(exe, other_dir,
+               " --papers 1400 --questions 300 --vocab-size 1024" + small_rl + " --warm-start " +
+                   (dir / "model-sft").string(),
+               out);
   EXPECT_NE(orc, 0) << oprinted;
   EXPECT_NE(oprinted.find("does not fit this demo"), std::string::npos) << oprinted;
   EXPECT_FALSE(fs::exists(other_dir / "model-sft"));

@@ -4,25 +4,29 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include <gtest/gtest.h>
+
+#include "support/temp_dir.h"
 
 namespace stoa::app {
 namespace {
 
+// summarize_step_log over a steps.jsonl holding `lines` (a scratch file, removed after).
+nlohmann::json summary_of(const std::string& lines) {
+  testing::TempDir dir("steps");
+  std::ofstream(dir.file("steps.jsonl")) << lines;
+  return summarize_step_log(dir.file("steps.jsonl"));
+}
+
 TEST(DemoReport, StepLogSummaryIsTokenWeightedAndSkipsBadLines) {
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            ("stoa-steps-" + std::to_string(::getpid()) + ".jsonl"))
-                               .string();
-  {
-    std::ofstream f(path);
-    f << R"({"step":1,"version":1,"tokens":100,"masked_fraction":0.1,"tv_mean":0.01,"kl_mean":0.001,"step_seconds":2,"busy_fraction":0.5,"patch_bytes":0,"anchor_bytes":5000,"reward_mean":0.2,"groups_dropped_stale":1})"
-      << "\nnot json\n"
-      << R"({"step":2,"version":2,"tokens":300,"masked_fraction":0.0,"tv_mean":0.03,"kl_mean":0.003,"step_seconds":4,"busy_fraction":0.7,"patch_bytes":1000,"anchor_bytes":0,"reward_mean":0.6,"groups_dropped_stale":0})"
-      << "\n";
-  }
-  const nlohmann::json s = summarize_step_log(path);
-  std::filesystem::remove(path);
+  std::ostringstream f;
+  f << R"({"step":1,"version":1,"tokens":100,"masked_fraction":0.1,"tv_mean":0.01,"kl_mean":0.001,"step_seconds":2,"busy_fraction":0.5,"patch_bytes":0,"anchor_bytes":5000,"reward_mean":0.2,"groups_dropped_stale":1})"
+    << "\nnot json\n"
+    << R"({"step":2,"version":2,"tokens":300,"masked_fraction":0.0,"tv_mean":0.03,"kl_mean":0.003,"step_seconds":4,"busy_fraction":0.7,"patch_bytes":1000,"anchor_bytes":0,"reward_mean":0.6,"groups_dropped_stale":0})"
+    << "\n";
+  const nlohmann::json s = summary_of(f.str());
   EXPECT_EQ(s["steps"], 2);
   EXPECT_EQ(s["last_version"], 2);
   EXPECT_DOUBLE_EQ(s["dppo_masked_fraction"].get<double>(), 10.0 / 400.0);
@@ -39,21 +43,15 @@ TEST(DemoReport, StepLogSummaryIsTokenWeightedAndSkipsBadLines) {
 }
 
 TEST(DemoReport, RewardMarkIsTheFirstFullWindowAtTheLevel) {
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            ("stoa-steps-mark-" + std::to_string(::getpid()) + ".jsonl"))
-                               .string();
-  {
-    std::ofstream f(path);
-    // A single step at 1.0 early does not make a window's mean; steps 9.. at 0.5 do once the
-    // window holds enough of them.
-    for (size_t i = 1; i <= 24; ++i) {
-      const double reward = i == 2 ? 1.0 : (i >= 9 ? 0.5 : 0.0);
-      f << "{\"step\":" << i << ",\"version\":" << i << ",\"tokens\":10,\"reward_mean\":" << reward
-        << ",\"tv_mean\":" << (i <= 6 ? 0.001 : 0.004) << ",\"elapsed_s\":" << 10.0 * i << "}\n";
-    }
+  // A single step at 1.0 early does not make a window's mean; steps 9.. at 0.5 do once the
+  // window holds enough of them.
+  std::ostringstream f;
+  for (size_t i = 1; i <= 24; ++i) {
+    const double reward = i == 2 ? 1.0 : (i >= 9 ? 0.5 : 0.0);
+    f << "{\"step\":" << i << ",\"version\":" << i << ",\"tokens\":10,\"reward_mean\":" << reward
+      << ",\"tv_mean\":" << (i <= 6 ? 0.001 : 0.004) << ",\"elapsed_s\":" << 10.0 * i << "}\n";
   }
-  const nlohmann::json s = summarize_step_log(path);
-  std::filesystem::remove(path);
+  const nlohmann::json s = summary_of(f.str());
   // Window mean ≥ 0.3 needs 0.5·k ≥ 2.4 → k = 5 steps at 0.5 in the window: steps 9..13 → step 13.
   EXPECT_DOUBLE_EQ(s["seconds_to_reward_level"].get<double>(), 130.0);
   EXPECT_DOUBLE_EQ(s["tv_first_quarter"].get<double>(), 0.001);
@@ -61,17 +59,11 @@ TEST(DemoReport, RewardMarkIsTheFirstFullWindowAtTheLevel) {
 }
 
 TEST(DemoReport, RewardMarkNeverReachedIsMinusOne) {
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            ("stoa-steps-low-" + std::to_string(::getpid()) + ".jsonl"))
-                               .string();
-  {
-    std::ofstream f(path);
-    for (int i = 1; i <= 20; ++i)
-      f << "{\"step\":" << i << ",\"version\":" << i
-        << ",\"tokens\":10,\"reward_mean\":0.1,\"elapsed_s\":" << i << "}\n";
-  }
-  const nlohmann::json s = summarize_step_log(path);
-  std::filesystem::remove(path);
+  std::ostringstream f;
+  for (int i = 1; i <= 20; ++i)
+    f << "{\"step\":" << i << ",\"version\":" << i
+      << ",\"tokens\":10,\"reward_mean\":0.1,\"elapsed_s\":" << i << "}\n";
+  const nlohmann::json s = summary_of(f.str());
   EXPECT_EQ(s["seconds_to_reward_level"].get<double>(), -1.0);
 }
 

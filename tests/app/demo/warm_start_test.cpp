@@ -11,28 +11,27 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "support/error_of.h"
+#include "support/temp_dir.h"
 
 namespace stoa::app {
 namespace {
 namespace fs = std::filesystem;
 
-class WarmStartTest : public ::testing::Test {
+class WarmStartTest : public stoa::testing::TempDirTest {
  protected:
   void SetUp() override {
-    root_ = fs::temp_directory_path() / ("stoa-warm-" + std::to_string(::getpid()));
-    fs::remove_all(root_);
-    warm_ = root_ / "warm";
+    warm_ = dir / "warm";
     fs::create_directories(warm_);
     for (const char* f : {"config.json", "model.safetensors", "tokenizer_config.json"})
       std::ofstream(warm_ / f) << f;
     std::ofstream(warm_ / "tokenizer.json") << R"({"vocab": "A"})";
     write_provenance(warm_.string(), chain_, {{"reached", true}});
-    trained_tokenizer_ = root_ / "tokenizer.json";
+    trained_tokenizer_ = dir / "tokenizer.json";
     std::ofstream(trained_tokenizer_) << R"({"vocab": "A"})";
   }
-  void TearDown() override { fs::remove_all(root_); }
 
-  fs::path root_, warm_, trained_tokenizer_;
+  fs::path warm_, trained_tokenizer_;
   const nlohmann::json chain_ = {{"data", {{"papers", 20000}, {"questions", 10000}, {"seed", 1}}},
                                  {"index", nlohmann::json::object()},
                                  {"tokenizer", {{"vocab_size", 4096}}},
@@ -47,7 +46,7 @@ TEST_F(WarmStartTest, FitsTheDemoItWasMadeBy) {
   mine.erase("model-init");
   EXPECT_EQ(warm_start_mismatch(w, mine, trained_tokenizer_.string()), "");
 
-  const fs::path model = root_ / "model-sft";
+  const fs::path model = dir / "model-sft";
   install_warm_start(w, model.string());
   for (const char* f : {"config.json", "model.safetensors", "tokenizer.json",
                         "tokenizer_config.json", "provenance.json"})
@@ -78,23 +77,19 @@ TEST_F(WarmStartTest, ADifferentTrainedTokenizerDoesNotFit) {
 
 TEST_F(WarmStartTest, MissingOrMalformedFilesAreRefusedByName) {
   fs::remove(warm_ / "model.safetensors");
-  try {
-    read_warm_start(warm_.string());
-    FAIL() << "a warm start without weights was accepted";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::kNotFound);
-    EXPECT_NE(std::string(e.what()).find("model.safetensors"), std::string::npos) << e.what();
-  }
+  const Error no_weights = stoa::test::error_of([&] { read_warm_start(warm_.string()); },
+                                                "a warm start without weights was accepted");
+  EXPECT_EQ(no_weights.kind(), ErrorKind::kNotFound);
+  EXPECT_NE(std::string(no_weights.what()).find("model.safetensors"), std::string::npos)
+      << no_weights.what();
   std::ofstream(warm_ / "model.safetensors") << "x";
   std::ofstream(warm_ / "provenance.json") << "{not json";
-  try {
-    read_warm_start(warm_.string());
-    FAIL() << "a malformed provenance.json was accepted";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::kBadFormat);
-    EXPECT_NE(std::string(e.what()).find("provenance.json"), std::string::npos) << e.what();
-  }
-  EXPECT_THROW(read_warm_start((root_ / "nowhere").string()), Error);
+  const Error bad_provenance = stoa::test::error_of([&] { read_warm_start(warm_.string()); },
+                                                    "a malformed provenance.json was accepted");
+  EXPECT_EQ(bad_provenance.kind(), ErrorKind::kBadFormat);
+  EXPECT_NE(std::string(bad_provenance.what()).find("provenance.json"), std::string::npos)
+      << bad_provenance.what();
+  EXPECT_THROW(read_warm_start((dir / "nowhere").string()), Error);
 }
 
 }  // namespace

@@ -10,18 +10,17 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "app/export/hf_export_from.h"
 #include "core/dtype.h"
 #include "model/arch_registry.h"
-#include "model/temp_dir.h"
 #include "model/weights.h"
 #include "roles/run/run_config.h"
 #include "support/bf16_of.h"
 #include "support/stoa_cli.h"
+#include "support/temp_dir.h"
 #include "train/trainer.h"
 
 namespace stoa {
@@ -32,13 +31,6 @@ namespace fs = std::filesystem;
 fs::path warm_start_dir() {
   const char* root = std::getenv("STOA_SOURCE_DIR");
   return fs::path(root ? root : ".") / "assets" / "warm-start";
-}
-
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 using test::expect_bf16_of;
@@ -84,10 +76,11 @@ class RunExport : public ::testing::Test {
 
   nlohmann::json export_cli(const std::string& args, int expect_status = 0) {
     const int status = testing::run_stoa(tmp.path(), "model export-hf " + args);
-    EXPECT_EQ(status, expect_status) << slurp(tmp.file("err.txt"));
-    return status == 0 ? nlohmann::json::parse(slurp(tmp.file("out.txt"))) : nlohmann::json();
+    EXPECT_EQ(status, expect_status) << testing::read_text(tmp.file("err.txt"));
+    return status == 0 ? nlohmann::json::parse(testing::read_text(tmp.file("out.txt")))
+                       : nlohmann::json();
   }
-  std::string last_error() { return slurp(tmp.file("err.txt")); }
+  std::string last_error() { return testing::read_text(tmp.file("err.txt")); }
 
   testing::TempDir tmp{"export-run"};
   fs::path model = tmp.file("model"), run_dir = tmp.file("run");
@@ -109,8 +102,9 @@ TEST_F(RunExport, ARunDirExportsItsCheckpointWithTheRunsTokenizerAndSampling) {
   ASSERT_FALSE(same_bits(after_one, initial)) << "the SFT step changed nothing";
   expect_bf16_of(exported, after_one);
   for (const char* name : {"tokenizer.json", "tokenizer_config.json"})
-    EXPECT_EQ(slurp(out / name), slurp(model / name)) << name;
-  const nlohmann::json gen = nlohmann::json::parse(slurp(out / "generation_config.json"));
+    EXPECT_EQ(testing::read_text(out / name), testing::read_text(model / name)) << name;
+  const nlohmann::json gen =
+      nlohmann::json::parse(testing::read_text(out / "generation_config.json"));
   EXPECT_EQ(gen.at("do_sample"), true);
   EXPECT_EQ(gen.at("temperature"), 0.7);  // the float's shortest form, not 0.699999988
   EXPECT_EQ(gen.at("top_p"), 0.9);
@@ -168,7 +162,7 @@ TEST_F(RunExport, RefusesBadRequestsClearly) {
   std::ofstream(tmp.file("full/keep.txt")) << "keep";
   export_cli("--from " + run_dir.string() + " --out " + tmp.file("full"), 1);
   EXPECT_NE(last_error().find("not empty"), std::string::npos) << last_error();
-  EXPECT_EQ(slurp(tmp.file("full/keep.txt")), "keep");
+  EXPECT_EQ(testing::read_text(tmp.file("full/keep.txt")), "keep");
   export_cli("--from " + tmp.file("nowhere") + " --out " + tmp.file("y"), 1);
   EXPECT_NE(last_error().find("does not exist"), std::string::npos) << last_error();
   fs::remove(model / "tokenizer.json");

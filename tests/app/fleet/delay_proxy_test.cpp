@@ -18,6 +18,8 @@
 
 #include "app/fleet/delay_proxy.h"
 #include "core/error.h"
+#include "support/error_of.h"
+#include "support/loopback_socket.h"
 
 namespace stoa::app::fleet {
 namespace {
@@ -37,15 +39,9 @@ double ms_since(Clock::time_point t) {
 class TestServer {
  public:
   explicit TestServer(bool echo) : echo_(echo) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-    EXPECT_EQ(::listen(fd_, 8), 0);
-    socklen_t len = sizeof a;
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
+    const test::LoopbackSocket listening = test::bind_loopback(8);
+    fd_ = listening.fd;
+    port_ = listening.port;
     thread_ = std::thread([this] { serve(); });
   }
   ~TestServer() {
@@ -249,21 +245,16 @@ TEST(DelayProxy, ATargetThatRefusesIsCountedAndTheClientIsClosed) {
 TEST(DelayProxy, BadOptionsAreRefusedByName) {
   DelayProxyOptions o;
   o.target_port = 0;
-  try {
-    DelayProxy p(o);
-    FAIL() << "port 0 accepted";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
-    EXPECT_NE(std::string(e.what()).find("target port"), std::string::npos) << e.what();
-  }
+  const Error port_zero = stoa::test::error_of([&] { DelayProxy p(o); }, "port 0 accepted");
+  EXPECT_EQ(port_zero.kind(), ErrorKind::kInvalidArgument);
+  EXPECT_NE(std::string(port_zero.what()).find("target port"), std::string::npos)
+      << port_zero.what();
   o.target_port = 80;
   o.listen_host = "localhost-not-an-ip";
-  try {
-    DelayProxy p(o);
-    FAIL() << "a host name accepted as an address";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("localhost-not-an-ip"), std::string::npos) << e.what();
-  }
+  const Error host_name =
+      stoa::test::error_of([&] { DelayProxy p(o); }, "a host name accepted as an address");
+  EXPECT_NE(std::string(host_name.what()).find("localhost-not-an-ip"), std::string::npos)
+      << host_name.what();
   o.listen_host = "127.0.0.1";
   o.one_way_delay = std::chrono::microseconds(-1);
   EXPECT_THROW(DelayProxy p(o), Error);

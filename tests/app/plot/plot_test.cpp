@@ -2,8 +2,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include <gtest/gtest.h>
 
@@ -12,19 +10,13 @@
 #include "app/plot/plot_gnuplot.h"
 #include "app/plot/plot_script.h"
 #include "core/error.h"
+#include "support/file_text.h"
 #include "support/stoa_cli.h"
 
 namespace stoa::app::plot {
 namespace {
 namespace fs = std::filesystem;
 using namespace testing;
-
-std::string read_all(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 TEST(PlotData, ParsesEveryFieldOfAStepLine) {
   std::string why;
@@ -87,7 +79,8 @@ TEST(PlotData, DemoDirectoryPlacesEvalsOnBothAxes) {
   EXPECT_TRUE(r.warnings.empty());
   // The test split is not a point on the held-out curve.
   write_plot_inputs({r}, (t.path() / "out").string());
-  const std::string evals = read_all(t.path() / "out" / ("r1-" + r.label + ".evals.dat"));
+  const std::string evals =
+      stoa::testing::read_text(t.path() / "out" / ("r1-" + r.label + ".evals.dat"));
   EXPECT_NE(evals.find(" 0.6 "), std::string::npos) << evals;
   EXPECT_EQ(evals.find(" 0.55 "), std::string::npos) << evals;
 }
@@ -148,16 +141,16 @@ TEST(PlotScript, WritesDataAndScriptForEveryChart) {
   RunData r = load_run((t.path() / "d").string(), "");
   PlotFiles f = write_plot_inputs({r}, (t.path() / "out").string());
   EXPECT_EQ(f.charts.size(), 9u);  // pass@1 x2, reward x2, masked, tv/kl, staleness, patch, busy
-  const std::string steps = read_all(t.path() / "out" / "r1-d.steps.dat");
+  const std::string steps = stoa::testing::read_text(t.path() / "out" / "r1-d.steps.dat");
   // Step 1: no anchor (NaN on the log axis), patch of 40100 bytes.
   EXPECT_NE(
       steps.find("\n1 1 12.5 0.31 0.31 0.003 0.002 0.004 0.01 0.2 0.001 0.05 0.8 2 40100 NaN\n"),
       std::string::npos)
       << steps;
-  const std::string stale = read_all(t.path() / "out" / "staleness.dat");
+  const std::string stale = stoa::testing::read_text(t.path() / "out" / "staleness.dat");
   // 6 steps x (2 + 1 + step%2) groups = 21; 12 at staleness 0.
   EXPECT_NE(stale.find("\n0 0.571428571\n"), std::string::npos) << stale;
-  const std::string evals = read_all(t.path() / "out" / "r1-d.evals.dat");
+  const std::string evals = stoa::testing::read_text(t.path() / "out" / "r1-d.evals.dat");
   EXPECT_NE(evals.find("\n0 0 0.3 "), std::string::npos) << evals;
   EXPECT_NE(evals.find("\n6 25 0.5 "), std::string::npos) << evals;
 
@@ -181,10 +174,10 @@ TEST(PlotRender, GnuplotDrawsEveryChartForSeveralRuns) {
   EXPECT_TRUE(fs::exists(log));
   ASSERT_EQ(f.charts.size(), 9u);
   for (const auto& png : f.charts) {
-    EXPECT_TRUE(is_png(png)) << png << "\n" << read_all(log);
+    EXPECT_TRUE(is_png(png)) << png << "\n" << stoa::testing::read_text(log);
     EXPECT_GT(fs::file_size(png), 2000u) << png;  // an image with content, not an empty canvas
   }
-  const std::string script = read_all(f.script);
+  const std::string script = stoa::testing::read_text(f.script);
   EXPECT_NE(script.find("'binary_tv ''A'''"), std::string::npos);
   EXPECT_NE(script.find("'kl'"), std::string::npos);
 }
@@ -203,7 +196,7 @@ TEST(PlotCommand, PrintsTheFilesItWrote) {
                           " 2>" + (t.path() / "err.txt").string();
   int status = 0;
   const std::string text = ::stoa::testing::capture_output(cmd, &status);
-  ASSERT_EQ(status, 0) << read_all(t.path() / "err.txt");
+  ASSERT_EQ(status, 0) << stoa::testing::read_text(t.path() / "err.txt");
   const auto files = nlohmann::json::parse(text);
   ASSERT_TRUE(files.is_array());
   int pngs = 0;

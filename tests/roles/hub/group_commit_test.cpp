@@ -20,6 +20,15 @@ namespace {
 
 class GroupCommit : public HubFixture {
  protected:
+  // A hub with version 1 and room for every group, and the one worker that leases them all
+  // before it submits.
+  std::string open_for_one_worker() {
+    config.max_open_groups = 1000;
+    config.lease_caps.per_worker = 0;
+    open_hub();
+    publish(1);
+    return join();
+  }
   // `groups` leased groups of G = 2, each answered with G valid rollouts (not yet submitted).
   std::vector<net::RolloutSubmission> leased_rollouts(const std::string& worker, int groups) {
     std::vector<net::RolloutSubmission> subs;
@@ -50,11 +59,7 @@ void submit_concurrently(Hub& hub, const std::string& worker,
 }
 
 TEST_F(GroupCommit, ConcurrentSubmissionsShareTransactions) {
-  config.max_open_groups = 1000;
-  config.lease_caps.per_worker = 0;  // one worker leases every group before submitting
-  open_hub();
-  publish(1);
-  const auto w = join();
+  const auto w = open_for_one_worker();
   const auto subs = leased_rollouts(w, 24);
   const auto before = hub->counters();
   std::atomic<int> accepted{0};
@@ -75,11 +80,7 @@ TEST_F(GroupCommit, ConcurrentSubmissionsShareTransactions) {
 }
 
 TEST_F(GroupCommit, EveryAcceptedRolloutSurvivesSigkillOfTheHub) {
-  config.max_open_groups = 1000;
-  config.lease_caps.per_worker = 0;  // one worker leases every group before submitting
-  open_hub();
-  publish(1);
-  const auto w = join();
+  const auto w = open_for_one_worker();
   const auto subs = leased_rollouts(w, 100);  // 200 rollouts
   hub.reset();                                // the child process is the hub from here on
   int pipe_fds[2];

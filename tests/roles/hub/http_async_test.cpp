@@ -83,14 +83,6 @@ class HttpAsync : public HubFixture {
     open_hub();
     publish(1);
   }
-  void TearDown() override {
-    server.reset();
-    HubFixture::TearDown();
-  }
-  void serve(ServerOptions so = {}) {
-    server = std::make_unique<HubServer>(*hub, so);
-    server->start();
-  }
   std::string session_token() {
     httplib::Client c("127.0.0.1", server->port());
     auto r = c.Post("/v1/join", {{"Authorization", "Bearer join-secret"}}, R"({"protocol":1})",
@@ -114,7 +106,6 @@ class HttpAsync : public HubFixture {
     EXPECT_TRUE(r && r->status == 200);
     return std::chrono::duration<double>(Clock::now() - t0).count();
   }
-  std::unique_ptr<HubServer> server;
 };
 
 TEST_F(HttpAsync, FortyParkedLongPollsLeaveStatusFastAndAllWakeOnPublish) {

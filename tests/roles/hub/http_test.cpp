@@ -25,12 +25,7 @@ class Http : public HubFixture {
     ServerOptions so;
     so.threads = 8;
     so.max_body_bytes = 1 << 20;
-    server = std::make_unique<HubServer>(*hub, so);
-    server->start();
-  }
-  void TearDown() override {
-    server.reset();
-    HubFixture::TearDown();
+    serve(so);
   }
   net::HttpClientOptions fast() {
     net::HttpClientOptions o;
@@ -62,7 +57,6 @@ class Http : public HubFixture {
     ASSERT_TRUE(j.is_object()) << r.second;
     EXPECT_TRUE(j.contains("error") && j["error"].is_string()) << r.second;
   }
-  std::unique_ptr<HubServer> server;
 };
 
 TEST_F(Http, AWorkerRoundTrip) {

@@ -1,6 +1,6 @@
 // A real Hub over real parts, small: a two-document BM25 index behind the real SearchTask, the
 // byte-level codec (vocabulary 256), three questions, a fresh ledger and blob store in a temp
-// dir, and a clock the test moves by hand (lease deadlines).
+// dir, and a clock the test moves by hand (lease deadlines); serve() puts the HTTP front end on it.
 #pragma once
 #include <gtest/gtest.h>
 
@@ -15,6 +15,7 @@
 #include "env/token_codec.h"
 #include "net/protocol.h"
 #include "pulse/blob_store.h"
+#include "roles/hub/http/server.h"
 #include "roles/hub/hub.h"
 #include "roles/worker/rollout_record.h"
 
@@ -44,6 +45,7 @@ class HubFixture : public ::testing::Test {
     clock = 1'000'000;
   }
   void TearDown() override {
+    server.reset();
     hub.reset();
     std::error_code ec;
     std::filesystem::remove_all(dir, ec);
@@ -66,6 +68,11 @@ class HubFixture : public ::testing::Test {
     hub.reset();
     hub = std::make_unique<Hub>(config, deps());
     return *hub;
+  }
+  // The HTTP front end on the open hub (open_hub() first); TearDown stops it before the hub.
+  void serve(ServerOptions options = {}) {
+    server = std::make_unique<HubServer>(*hub, options);
+    server->start();
   }
   void publish(uint64_t version) {
     pulse::Published p;
@@ -94,6 +101,7 @@ class HubFixture : public ::testing::Test {
   HubConfig config;
   std::atomic<int64_t> clock{0};
   std::unique_ptr<Hub> hub;
+  std::unique_ptr<HubServer> server;
 };
 
 }  // namespace stoa::hub::testing

@@ -29,18 +29,13 @@ class Identity : public HubFixture {
     HubFixture::SetUp();
     config.lease_ttl_ms = 600'000;
   }
-  void TearDown() override {
-    server.reset();
-    HubFixture::TearDown();
-  }
   void serve(const std::string& host = "127.0.0.1") {
     open_hub();
     publish(1);
     ServerOptions so;
     so.host = host;
     so.threads = 8;
-    server = std::make_unique<HubServer>(*hub, so);
-    server->start();
+    HubFixture::serve(so);
   }
   net::HttpClientOptions fast() {
     net::HttpClientOptions o;
@@ -56,7 +51,6 @@ class Identity : public HubFixture {
     return method == "GET" ? c.Get(path.c_str(), h)
                            : c.Post(path.c_str(), h, body, "application/json");
   }
-  std::unique_ptr<HubServer> server;
 };
 
 TEST_F(Identity, HostileNamesStayTextInStatusMetricsAndTheDashboard) {

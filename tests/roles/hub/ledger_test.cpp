@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "net/protocol.h"
 #include "roles/hub/ledger/ledger.h"
+#include "support/error_of.h"
 
 namespace stoa::hub {
 namespace {
@@ -96,12 +97,8 @@ TEST(Ledger, RefusesAFileThatIsNotADatabase) {
     std::ofstream f(path, std::ios::binary);
     f << std::string(4096, 'x');
   }
-  try {
-    Ledger l(path);
-    FAIL() << "opened garbage";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
-  }
+  const Error garbage = stoa::test::error_of([&] { Ledger l(path); }, "opened garbage");
+  EXPECT_NE(std::string(garbage.what()).find(path), std::string::npos) << garbage.what();
   remove_db(path);
 }
 
@@ -132,13 +129,9 @@ TEST(Ledger, RefusesANewerSchema) {
     ASSERT_EQ(sqlite3_exec(db, "PRAGMA user_version=99", nullptr, nullptr, nullptr), SQLITE_OK);
     sqlite3_close(db);
   }
-  try {
-    Ledger l(path);
-    FAIL() << "opened a newer schema";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
-    EXPECT_NE(std::string(e.what()).find("99"), std::string::npos) << e.what();
-  }
+  const Error newer_schema = stoa::test::error_of([&] { Ledger l(path); }, "opened a newer schema");
+  EXPECT_EQ(newer_schema.kind(), ErrorKind::kUnsupported);
+  EXPECT_NE(std::string(newer_schema.what()).find("99"), std::string::npos) << newer_schema.what();
   remove_db(path);
 }
 

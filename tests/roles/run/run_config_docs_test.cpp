@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -15,7 +14,9 @@
 #include <toml++/toml.h>
 
 #include "env/tasks/builtin_tasks.h"
+#include "roles/run/minimal_run_config.h"
 #include "roles/run/run_config.h"
+#include "support/file_text.h"
 #include "support/source_dir.h"
 
 namespace stoa::run {
@@ -24,14 +25,6 @@ namespace {
 namespace fs = std::filesystem;
 
 using test::source_dir;
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path);
-  EXPECT_TRUE(in.good()) << "cannot read " << path;
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // The backquoted words of one table cell ("`a`, `b`" → a, b).
 std::vector<std::string> quoted_words(const std::string& cell) {
@@ -89,12 +82,7 @@ DocumentedKeys documented_keys(const std::string& page) {
 // Every key the parser knows: what its one writer writes for a config with every optional key
 // present (parse_run_config(to_toml(c)) == c is tested in run_config_toml_test.cpp).
 std::map<std::string, std::set<std::string>> parser_keys() {
-  RunConfig c;
-  c.model_dir = "/m";
-  c.data_dir = "/d";
-  c.run_dir = "/r";
-  c.task = "search";
-  c.hub.join_token = "t";
+  RunConfig c = minimal_run_config();
   c.max_queued_groups = 8;
   c.verify_enabled = true;  // written only when set
   c.verify_peer = true;     // as is this
@@ -109,7 +97,8 @@ std::map<std::string, std::set<std::string>> parser_keys() {
 }
 
 TEST(RunConfigDocs, EveryKeyOfTheParserIsDocumentedAndNoOther) {
-  const DocumentedKeys docs = documented_keys(read_file(source_dir() / "docs/run-config.md"));
+  const DocumentedKeys docs =
+      documented_keys(stoa::testing::read_text_or_throw(source_dir() / "docs/run-config.md"));
   const auto known = parser_keys();
   for (const auto& [section, keys] : known) {
     for (const auto& key : keys) {
@@ -128,7 +117,8 @@ TEST(RunConfigDocs, EveryKeyOfTheParserIsDocumentedAndNoOther) {
 }
 
 TEST(RunConfigDocs, EveryTaskOptionIsDocumented) {
-  const DocumentedKeys docs = documented_keys(read_file(source_dir() / "docs/run-config.md"));
+  const DocumentedKeys docs =
+      documented_keys(stoa::testing::read_text_or_throw(source_dir() / "docs/run-config.md"));
   const env::TaskRegistry& tasks = env::builtin_tasks();
   for (const auto& name : tasks.names()) {
     const auto& accepted = tasks.keys(name).accepted;
@@ -164,20 +154,13 @@ std::vector<std::string> toml_blocks(const std::string& page) {
 
 TEST(RunConfigDocs, EveryExampleInTheDocsParses) {
   // A fragment (a quickstart's [hub] host, say) is read on top of the keys every file needs.
-  const toml::table required = toml::parse(R"(
-[run]
-model = "model"
-data = "data"
-task = "search"
-[hub]
-join_token = "t"
-)");
+  const toml::table required = toml::parse(kMinimalRunToml);
   std::vector<fs::path> pages = {source_dir() / "README.md"};
   for (const auto& entry : fs::recursive_directory_iterator(source_dir() / "docs"))
     if (entry.path().extension() == ".md") pages.push_back(entry.path());
   int examples = 0;
   for (const auto& page : pages) {
-    for (const std::string& block : toml_blocks(read_file(page))) {
+    for (const std::string& block : toml_blocks(stoa::testing::read_text_or_throw(page))) {
       ++examples;
       toml::table merged = required;
       try {

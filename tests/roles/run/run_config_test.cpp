@@ -2,22 +2,14 @@
 // the file and key named.
 #include <gtest/gtest.h>
 
+#include "roles/run/minimal_run_config.h"
 #include "roles/run/run_config.h"
 
 namespace stoa::run {
 namespace {
 
-const char* kMinimal = R"(
-[run]
-model = "model"
-data = "data"
-task = "search"
-[hub]
-join_token = "t"
-)";
-
 TEST(RunConfig, DefaultsAndPathsRelativeToTheFile) {
-  auto c = parse_run_config(kMinimal, "run.toml", "/runs/a");
+  auto c = parse_run_config(kMinimalRunToml, "run.toml", "/runs/a");
   EXPECT_EQ(c.model_dir, "/runs/a/model");
   EXPECT_EQ(c.data_dir, "/runs/a/data");
   EXPECT_EQ(c.task, "search");
@@ -32,26 +24,28 @@ TEST(RunConfig, DefaultsAndPathsRelativeToTheFile) {
 TEST(RunConfig, QueueDepthFollowsTheStalenessWindowUnlessSet) {
   // Complete groups age one version per groups_per_step while queued: the default queue holds
   // about half the staleness window, so queued groups are not dropped as stale.
-  auto c = parse_run_config(std::string(kMinimal) +
+  auto c = parse_run_config(std::string(kMinimalRunToml) +
                                 "heartbeat_interval_s = 2\n[trainer]\n"
                                 "groups_per_step = 3\nmax_staleness = 4\n",
                             "run.toml", "");
   EXPECT_EQ(c.hub.max_queued_groups, 6u);  // 3 x ceil(4 / 2)
   EXPECT_EQ(c.hub.heartbeat_interval_s, 2);
-  auto z =
-      parse_run_config(std::string(kMinimal) + "[trainer]\nmax_staleness = 0\n", "run.toml", "");
+  auto z = parse_run_config(std::string(kMinimalRunToml) + "[trainer]\nmax_staleness = 0\n",
+                            "run.toml", "");
   EXPECT_EQ(z.hub.max_queued_groups, z.loop.groups_per_step);
   // Skipping uniform groups, a step takes more than groups_per_step: twice the depth.
-  auto skip = parse_run_config(std::string(kMinimal) +
+  auto skip = parse_run_config(std::string(kMinimalRunToml) +
                                    "[trainer]\ngroups_per_step = 3\nmax_staleness = 4\n"
                                    "skip_uniform_groups = true\n",
                                "run.toml", "");
   EXPECT_TRUE(skip.loop.skip_uniform_groups);
   EXPECT_EQ(skip.hub.max_queued_groups, 12u);
-  auto set = parse_run_config(std::string(kMinimal) + "max_queued_groups = 50\n", "run.toml", "");
+  auto set =
+      parse_run_config(std::string(kMinimalRunToml) + "max_queued_groups = 50\n", "run.toml", "");
   EXPECT_EQ(set.hub.max_queued_groups, 50u);
-  EXPECT_THROW(parse_run_config(std::string(kMinimal) + "heartbeat_interval_s = 0\n", "r.toml", ""),
-               Error);
+  EXPECT_THROW(
+      parse_run_config(std::string(kMinimalRunToml) + "heartbeat_interval_s = 0\n", "r.toml", ""),
+      Error);
 }
 
 TEST(RunConfig, EverySectionIsRead) {
@@ -126,13 +120,14 @@ void expect_error(const std::string& text, const std::string& needle) {
 }
 
 TEST(RunConfig, BadInputIsRefusedNamingFileAndKey) {
-  expect_error(std::string(kMinimal) + "[trainer]\nlearning_rate = 1\n", "learning_rate");
-  expect_error(std::string(kMinimal) + "[trainr]\nlr = 1\n", "trainr");
-  expect_error(std::string(kMinimal) + "[trainer]\nlr = \"fast\"\n", "lr");
-  expect_error(std::string(kMinimal) + "[trainer]\nloss = \"nope\"\n", "nope");
-  expect_error(std::string(kMinimal) + "[trainer]\nlr = -1.0\n", "lr");
-  expect_error(std::string(kMinimal) + "[trainer]\ngroups_per_step = -2\n", "groups_per_step");
-  expect_error(std::string(kMinimal) + "[pulse]\nanchor_every = 0\n", "anchor_every");
+  expect_error(std::string(kMinimalRunToml) + "[trainer]\nlearning_rate = 1\n", "learning_rate");
+  expect_error(std::string(kMinimalRunToml) + "[trainr]\nlr = 1\n", "trainr");
+  expect_error(std::string(kMinimalRunToml) + "[trainer]\nlr = \"fast\"\n", "lr");
+  expect_error(std::string(kMinimalRunToml) + "[trainer]\nloss = \"nope\"\n", "nope");
+  expect_error(std::string(kMinimalRunToml) + "[trainer]\nlr = -1.0\n", "lr");
+  expect_error(std::string(kMinimalRunToml) + "[trainer]\ngroups_per_step = -2\n",
+               "groups_per_step");
+  expect_error(std::string(kMinimalRunToml) + "[pulse]\nanchor_every = 0\n", "anchor_every");
   expect_error("[run]\ndata = \"d\"\n[hub]\njoin_token = \"t\"\n", "model");
   expect_error("[run]\nmodel = \"m\"\ndata = \"d\"\ntask = \"search\"\n", "join_token");
 }
@@ -144,9 +139,9 @@ TEST(RunConfig, TheTaskIsNamedAndItsOptionsChecked) {
   expect_error("[run]\nmodel = \"m\"\ndata = \"d\"\ntask = \"chess\"\n[hub]\njoin_token = \"t\"\n",
                "'chess' is not a known task (known tasks: http, search)");
   // An option the task does not accept: named, with the accepted ones.
-  expect_error(std::string(kMinimal) + "[task]\nindx = \"i\"\n",
+  expect_error(std::string(kMinimalRunToml) + "[task]\nindx = \"i\"\n",
                "unknown option 'indx' (accepted: index, search_url, topk)");
-  expect_error(std::string(kMinimal) + "[task]\nindex = [1, 2]\n", "[task] index");
+  expect_error(std::string(kMinimalRunToml) + "[task]\nindex = [1, 2]\n", "[task] index");
   // The search index is the task's option now, not the run's.
   expect_error(
       "[run]\nmodel = \"m\"\ndata = \"d\"\ntask = \"search\"\nindex = \"i\"\n[hub]\n"

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "roles/run/minimal_run_config.h"
 #include "roles/run/run_config.h"
 
 namespace stoa::run {
@@ -189,12 +190,7 @@ TEST(RunConfigToml, EveryKeyRoundTrips) {
 }
 
 TEST(RunConfigToml, DefaultsRoundTripAndDerivedValuesStayDerived) {
-  RunConfig c;
-  c.model_dir = "/m";
-  c.data_dir = "/d";
-  c.run_dir = "/r";
-  c.task = "search";
-  c.hub.join_token = "t";
+  RunConfig c = minimal_run_config();
   c.loop.groups_per_step = 3;
   c.loop.staleness.max_staleness = 4;
   const RunConfig r = parse_run_config(to_toml(c), "rt.toml", "");

@@ -26,10 +26,6 @@ class RemotePort : public HubFixture {
     start();
     trainer_store = std::make_unique<pulse::BlobStore>((dir / "trainer-blobs").string());
   }
-  void TearDown() override {
-    server.reset();
-    HubFixture::TearDown();
-  }
   // (Re)starts the hub and its server on the same port.
   void start() {
     server.reset();
@@ -37,8 +33,7 @@ class RemotePort : public HubFixture {
     hub::ServerOptions so;
     so.threads = 4;
     so.port = port;
-    server = std::make_unique<hub::HubServer>(*hub, so);
-    server->start();
+    serve(so);
     port = server->port();
   }
   RemotePortOptions options(const std::string& token = "trainer-secret") {
@@ -63,7 +58,6 @@ class RemotePort : public HubFixture {
     r.groups = 1;
     return r;
   }
-  std::unique_ptr<hub::HubServer> server;
   std::unique_ptr<pulse::BlobStore> trainer_store;
   std::atomic<bool> stop{false};
   int port = 0;

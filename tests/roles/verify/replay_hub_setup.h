@@ -1,6 +1,9 @@
 // What both replay-verification tests set their hub to: groups of two, short byte-level turns
-// with search observations, every rollout replayed, and the same made-up questions.
+// with search observations, every rollout replayed, and the same made-up questions; and what they
+// both check of a worker the replays caught.
 #pragma once
+#include <gtest/gtest.h>
+
 #include <cstddef>
 #include <string>
 #include <utility>
@@ -39,6 +42,17 @@ inline std::vector<env::QaItem> replay_test_prompts(size_t n) {
     items.push_back(item);
   }
   return items;
+}
+
+// A quarantined worker's session is refused with 403; `if_accepted` is the failure otherwise.
+inline void expect_session_refused(hub::Hub& hub, const std::string& token,
+                                   const char* if_accepted) {
+  try {
+    hub.authenticate(token);
+    ADD_FAILURE() << if_accepted;
+  } catch (const hub::RequestError& e) {
+    EXPECT_EQ(e.status(), 403) << e.what();
+  }
 }
 
 }  // namespace stoa::verify::testing

@@ -158,12 +158,8 @@ TEST_F(ReplayTest, HonestWorkersPassAndEveryAttackIsCaught) {
       EXPECT_EQ(v.position, attacked_position[a]) << v.detail;
     }
     EXPECT_TRUE(hub->quarantined(w.id));
-    try {
-      hub->authenticate(w.token);
-      ADD_FAILURE() << "a quarantined worker's session still authenticates";
-    } catch (const hub::RequestError& e) {
-      EXPECT_EQ(e.status(), 403);
-    }
+    testing::expect_session_refused(*hub, w.token,
+                                    "a quarantined worker's session still authenticates");
   }
   EXPECT_TRUE(hub->quarantined(thief.id));
   for (const auto& w : honest) {

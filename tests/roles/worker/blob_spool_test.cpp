@@ -25,14 +25,8 @@ class WorkerBlobSpool : public HubFixture {
     open_hub();
     ServerOptions so;
     so.threads = 8;
-    server = std::make_unique<HubServer>(*hub, so);
-    server->start();
+    serve(so);
   }
-  void TearDown() override {
-    server.reset();
-    HubFixture::TearDown();
-  }
-  std::unique_ptr<HubServer> server;
 };
 
 TEST_F(WorkerBlobSpool, ABlobResumesThroughACuttingProxyFromTheRealHub) {

@@ -24,6 +24,7 @@
 #include "roles/worker/memory_check.h"
 #include "roles/worker/weight_sync.h"
 #include "roles/worker/worker.h"
+#include "support/loopback_socket.h"
 
 namespace stoa::hub::testing {
 namespace {
@@ -43,10 +44,6 @@ struct CollectingAuditor : RolloutAuditor {
 
 class JoinFailure : public HubFixture {
  protected:
-  void TearDown() override {
-    server.reset();
-    HubFixture::TearDown();
-  }
   void start(bool tls = false) {
     open_hub();
     ServerOptions so;
@@ -57,8 +54,7 @@ class JoinFailure : public HubFixture {
       so.tls_key_path = id.key_path;
       fingerprint = id.sha256;
     }
-    server = std::make_unique<HubServer>(*hub, so);
-    server->start();
+    serve(so);
   }
   static net::HttpClientOptions quick() {
     net::HttpClientOptions o;
@@ -112,7 +108,6 @@ class JoinFailure : public HubFixture {
   }
   static std::string text(const worker::FailureAdvice& a) { return worker::format_advice(a); }
 
-  std::unique_ptr<HubServer> server;
   std::string fingerprint;
 };
 
@@ -146,15 +141,9 @@ TEST_F(JoinFailure, AnUnknownHostANameThatDoesNotResolve) {
 
 TEST_F(JoinFailure, NothingListeningIsARefusedConnection) {
   // A port that was free a moment ago: nothing listens there.
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  const std::string url = "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  const stoa::test::LoopbackSocket bound = stoa::test::bind_loopback(/*backlog=*/0);
+  ::close(bound.fd);
+  const std::string url = "http://127.0.0.1:" + std::to_string(bound.port);
   const auto a = join_advice(url, quick());
   EXPECT_EQ(a.kind, FailureKind::kConnectionRefused) << text(a);
   EXPECT_NE(text(a).find("the hub is not running"), std::string::npos) << text(a);
@@ -162,18 +151,11 @@ TEST_F(JoinFailure, NothingListeningIsARefusedConnection) {
 
 TEST_F(JoinFailure, AHubThatNeverAnswersIsATimeout) {
   // Listening (the kernel completes the handshake) but never accepting nor answering.
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  ASSERT_EQ(::listen(fd, 4), 0);
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  const stoa::test::LoopbackSocket listening = stoa::test::bind_loopback(/*backlog=*/4);
   auto o = quick();
   o.read_timeout = 300ms;
-  const auto a = join_advice("http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port)), o);
-  ::close(fd);
+  const auto a = join_advice("http://127.0.0.1:" + std::to_string(listening.port), o);
+  ::close(listening.fd);
   EXPECT_EQ(a.kind, FailureKind::kTimeout) << text(a);
   EXPECT_NE(text(a).find("did not answer in time"), std::string::npos) << text(a);
 }

@@ -14,6 +14,7 @@
 #include "net/hub_client.h"
 #include "roles/worker/rollout_record.h"
 #include "roles/worker/rollout_streamer.h"
+#include "support/loopback_server.h"
 
 namespace stoa::worker {
 namespace {
@@ -35,7 +36,7 @@ net::RolloutSubmission make_rollout() {
 // then each id is accepted once and answered "duplicate" afterwards.
 struct FlakyIntake {
   FlakyIntake() {
-    server.Post("/v1/rollouts", [this](const httplib::Request& req, httplib::Response& res) {
+    server.http.Post("/v1/rollouts", [this](const httplib::Request& req, httplib::Response& res) {
       auto sub = net::rollout_submission_from_json(net::parse_body(req.body, "rollout"));
       std::lock_guard lock(mutex);
       arrivals.push_back(sub.id);
@@ -50,22 +51,14 @@ struct FlakyIntake {
           dup ? R"({"status":"duplicate","reward":1.0})" : R"({"status":"accepted","reward":1.0})",
           "application/json");
     });
-    port = server.bind_to_any_port("127.0.0.1");
-    thread = std::thread([this] { server.listen_after_bind(); });
-    while (!server.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    server.start();
   }
-  ~FlakyIntake() {
-    server.stop();
-    thread.join();
-  }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port); }
-  httplib::Server server;
-  int port = 0;
-  std::thread thread;
+  std::string url() const { return server.url(); }
   std::mutex mutex;
   int failures_left = 0;
   std::vector<std::string> arrivals;
   std::set<std::string> accepted;
+  test::LoopbackServer server;  // last: it stops before the members its handler uses go
 };
 
 net::HttpClientOptions fast_retries() {

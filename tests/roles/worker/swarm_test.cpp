@@ -92,13 +92,8 @@ class Swarm : public HubFixture {
     open_hub();
     ServerOptions so;
     so.threads = 8;
-    server = std::make_unique<HubServer>(*hub, so);
-    server->start();
+    serve(so);
     url = "http://127.0.0.1:" + std::to_string(server->port());
-  }
-  void TearDown() override {
-    server.reset();
-    HubFixture::TearDown();
   }
 
   // A joined worker's client and its swarm URLs.
@@ -130,7 +125,6 @@ class Swarm : public HubFixture {
     return r;
   }
 
-  std::unique_ptr<HubServer> server;
   std::string url;
 };
 
@@ -253,8 +247,7 @@ TEST_F(Swarm, TheSwarmGoesOnWhileTheHubRestarts) {
   ServerOptions so;
   so.port = port;
   open_hub();
-  server = std::make_unique<HubServer>(*hub, so);
-  server->start();
+  serve(so);
   EXPECT_EQ(read_all(fetching.path()), bytes);
   // The restarted hub knows the keys it gave before: a worker's libtorrent keeps its URLs.
   net::HttpClient anonymous(url);
@@ -286,8 +279,7 @@ TEST_F(Swarm, AHubWithoutASwarmIsFetchedFromAsBefore) {
   hub.reset();
   config.swarm = false;
   open_hub();
-  server = std::make_unique<HubServer>(*hub, ServerOptions{});
-  server->start();
+  serve();
   url = "http://127.0.0.1:" + std::to_string(server->port());
   const auto bytes = random_bytes(1 << 20, 31);
   const Hash128 h = store->put(bytes);

@@ -25,8 +25,6 @@ namespace stoa::hub {
 // (validation_routes.cpp): the rollout and everything its replay needs besides the weights.
 net::ValidationJob wire_job(const std::string& job_id, const AuditJob& job, int64_t deadline_ms,
                             const HubConfig& config, const HubDeps& deps);
-// A verdict as it came over the wire, as the hub records it.
-AuditVerdict audit_verdict(const net::ValidationVerdict& verdict);
 // GET .../catalog: the hub's PULSE catalog, from which a replayer mirrors the blobs it needs.
 HttpReply catalog_reply(Hub& hub);
 

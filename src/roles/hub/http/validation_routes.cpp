@@ -39,16 +39,6 @@ net::ValidationJob wire_job(const std::string& job_id, const AuditJob& job, int6
   return j;
 }
 
-AuditVerdict audit_verdict(const net::ValidationVerdict& v) {
-  AuditVerdict a;
-  a.pass = v.pass;
-  a.position = v.position;
-  a.what = v.what;
-  a.detail = v.detail;
-  a.cpu_seconds = v.cpu_seconds;
-  return a;
-}
-
 HttpReply catalog_reply(Hub& hub) {
   // The PULSE catalog: which blobs rebuild which version (a replayer mirrors what it needs).
   const std::string path = hub.store().dir() + "/catalog.json";

@@ -68,6 +68,13 @@ struct AuditVerdict {
   double cpu_seconds = 0;
 };
 
+// A replay's verdict as the audit keeps it: the hub's own replay (verify::Verdict) and one that
+// came over the wire (net::ValidationVerdict) report the same fields.
+template <typename Verdict>
+AuditVerdict audit_verdict(const Verdict& v) {
+  return AuditVerdict{v.pass, v.position, v.what, v.detail, v.cpu_seconds};
+}
+
 // What a checking worker said of a rollout sent on to the trusted replay (kNone: nothing — its
 // check timed out, or its own call to the task failed), judged by the trusted verdict.
 enum class CheckOpinion { kNone, kPass, kFail };

@@ -19,6 +19,7 @@
 #include "env/episode.h"
 #include "env/tasks/builtin_tasks.h"
 #include "env/token_codec.h"
+#include "support/loopback_server.h"
 #include "support/source_dir.h"
 
 namespace stoa::env {
@@ -109,27 +110,21 @@ TEST(HttpEnvTask, ThePythonEnvironmentRunsAWholeEpisode) {
 class FakeEnvironment {
  public:
   FakeEnvironment() {
-    server_.Get("/v1/info", [this](const httplib::Request&, httplib::Response& res) {
+    server_.http.Get("/v1/info", [this](const httplib::Request&, httplib::Response& res) {
       res.set_content(info_, "application/json");
     });
-    server_.Post("/v1/step", [this](const httplib::Request&, httplib::Response& res) {
+    server_.http.Post("/v1/step", [this](const httplib::Request&, httplib::Response& res) {
       const int n = steps_.fetch_add(1);
       if (slow_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(slow_ms_));
       res.set_content(step_reply_ ? step_reply_(n) : "{}", "application/json");
     });
-    server_.Post("/v1/reward", [this](const httplib::Request&, httplib::Response& res) {
+    server_.http.Post("/v1/reward", [this](const httplib::Request&, httplib::Response& res) {
       res.status = reward_status_;
       res.set_content(reward_reply_, "application/json");
     });
-    port_ = server_.bind_to_any_port("127.0.0.1");
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
-    while (!server_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    server_.start();
   }
-  ~FakeEnvironment() {
-    server_.stop();
-    thread_.join();
-  }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  std::string url() const { return server_.url(); }
 
   std::string info_ = R"({"protocol": 1, "name": "fake", "stop_strings": ["</x>"]})";
   std::function<std::string(int)> step_reply_;
@@ -138,10 +133,8 @@ class FakeEnvironment {
   std::string reward_reply_ = R"({"reward": 0.5})";
 
  private:
-  httplib::Server server_;
-  std::thread thread_;
-  int port_ = 0;
   std::atomic<int> steps_{0};
+  test::LoopbackServer server_;
 };
 
 template <typename F>

@@ -1,15 +1,14 @@
 // PaperSearchQA-mini: determinism, split hygiene, answerability, shapes.
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "core/error.h"
 #include "core/hash.h"
 #include "env/answer_match.h"
 #include "env/env_test_util.h"
 #include "env/tasks/search/papersearchqa_mini.h"
+#include "support/file_text.h"
 
 namespace stoa::env {
 namespace {
@@ -22,25 +21,18 @@ MiniConfig small_config(uint64_t seed) {
   return c;
 }
 
-std::string file_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 TEST(PaperSearchQaMini, DeterministicPerSeed) {
   testing::TempDir a("mini_a"), b("mini_b"), c("mini_c");
   write_papersearchqa_mini(generate_papersearchqa_mini(small_config(7)), a.path());
   write_papersearchqa_mini(generate_papersearchqa_mini(small_config(7)), b.path());
   write_papersearchqa_mini(generate_papersearchqa_mini(small_config(8)), c.path());
   for (const char* f : {"corpus.jsonl", "train.jsonl", "validation.jsonl", "test.jsonl"}) {
-    EXPECT_EQ(file_text(a / f), file_text(b / f)) << f;
-    EXPECT_NE(file_text(a / f), file_text(c / f)) << f;
+    EXPECT_EQ(stoa::testing::read_text(a / f), stoa::testing::read_text(b / f)) << f;
+    EXPECT_NE(stoa::testing::read_text(a / f), stoa::testing::read_text(c / f)) << f;
   }
   // Pinned fingerprint of seed 7: a change here means every published dataset changes; bump it
   // only on purpose (and say so in docs/tasks.md).
-  std::string corpus = file_text(a / "corpus.jsonl");
+  std::string corpus = stoa::testing::read_text(a / "corpus.jsonl");
   EXPECT_EQ(hash_bytes(corpus.data(), corpus.size()).hex(), "ab17a80d256fe320de2f263195024ea3");
 }
 

@@ -1,5 +1,7 @@
-// A scratch directory removed at the end of the test.
+// A scratch directory removed at the end of the test, and a fixture that gives each test case
+// one: a test never sees another case's (or another run's) files.
 #pragma once
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -28,6 +30,15 @@ class TempDir {
 
  private:
   std::string path_;
+};
+
+// A test whose cases each get a fresh, empty directory `dir`, removed afterwards.
+class TempDirTest : public ::testing::Test {
+ private:
+  TempDir scratch_{"test"};  // declared first: `dir` is made from it
+
+ protected:
+  const std::filesystem::path dir{scratch_.path()};
 };
 
 }  // namespace stoa::testing
