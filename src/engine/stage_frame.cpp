@@ -3,6 +3,7 @@
 #include <bit>
 
 #include "core/byte_io.h"
+#include "core/enum_names.h"
 #include "core/error.h"
 #include "core/hash.h"
 
@@ -14,6 +15,13 @@ constexpr size_t kEnvelope = 4 + 1 + 8;  // magic, kind, checksum
 // A pass input's fixed part (seq, position, logits, token count) and a request's.
 constexpr int64_t kInputBytes = 8 + 8 + 1 + 4;
 constexpr int64_t kRequestBytes = 4 + 8 + 8 + 8 + 8 + 8 + 8;
+
+constexpr EnumName<StageFrameKind> kStageFrameKindNames[] = {
+    {StageFrameKind::kOpen, "open"},   {StageFrameKind::kFork, "fork"},
+    {StageFrameKind::kClose, "close"}, {StageFrameKind::kReserve, "reserve"},
+    {StageFrameKind::kPass, "pass"},   {StageFrameKind::kSampled, "sampled"},
+    {StageFrameKind::kDone, "done"},   {StageFrameKind::kError, "error"},
+};
 
 uint64_t checksum(std::span<const uint8_t> bytes) {
   return hash_bytes(bytes.data(), bytes.size()).low;
@@ -56,25 +64,7 @@ void expect_done(const ByteReader& r) {
 }  // namespace
 
 const char* stage_frame_kind_name(StageFrameKind kind) {
-  switch (kind) {
-    case StageFrameKind::kOpen:
-      return "open";
-    case StageFrameKind::kFork:
-      return "fork";
-    case StageFrameKind::kClose:
-      return "close";
-    case StageFrameKind::kReserve:
-      return "reserve";
-    case StageFrameKind::kPass:
-      return "pass";
-    case StageFrameKind::kSampled:
-      return "sampled";
-    case StageFrameKind::kDone:
-      return "done";
-    case StageFrameKind::kError:
-      return "error";
-  }
-  return "unknown";
+  return enum_name(kStageFrameKindNames, kind, "unknown");
 }
 
 std::vector<uint8_t> encode_stage_control(const StageControl& c) {

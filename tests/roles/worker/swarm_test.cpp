@@ -207,7 +207,11 @@ TEST_F(Swarm, APeerServingCorruptBytesIsCaughtAndBanned) {
   EXPECT_EQ(read_all(got), bytes);  // nothing of the liar's made it in
   const net::swarm::SwarmStats s = session.stats();
   EXPECT_GE(s.hash_failures, 1) << "the liar was never asked for a piece";
-  EXPECT_EQ(s.banned_peers, 1);
+  // The liar is banned; so, now and then, is the honest peer: a piece whose blocks came from
+  // both fails its hash as a whole and libtorrent bans every peer that sent a block of it (seen
+  // once in a loaded run: 2 bans). The web seed then finishes the fetch.
+  EXPECT_GE(s.banned_peers, 1);
+  EXPECT_LE(s.banned_peers, 2);
 }
 
 TEST_F(Swarm, APeerLeavingMidTransferIsReplaced) {
