@@ -193,6 +193,7 @@ StagePass decode_stage_pass(std::span<const uint8_t> frame) {
     if (logits > static_cast<uint8_t>(Logits::kAll)) r.bad(cat("logits mode ", int{logits}));
     in.logits = static_cast<Logits>(logits);
     const uint32_t n = r.u32("token count");
+    r.need(n, 4, "tokens");  // before the allocation: the count is the sender's to choose
     in.tokens.resize(n);
     r.u32_array(reinterpret_cast<uint32_t*>(in.tokens.data()), n, "tokens");
     tokens += n;

@@ -10,7 +10,9 @@
 #include <map>
 #include <vector>
 
+#include "core/byte_io.h"
 #include "core/error.h"
+#include "core/hash.h"
 #include "core/thread_pool.h"
 #include "engine/batch_decoder.h"
 #include "engine/pipeline_backend.h"
@@ -163,6 +165,12 @@ TEST(Pipeline, CorruptTornAndForeignFramesAreRefusedWithReasons) {
   foreign[0] = 'X';
   EXPECT_NE(message_of(foreign).find("magic"), std::string::npos);
   EXPECT_NE(message_of(encode_stage_done()).find("expected pass"), std::string::npos);
+  // A token count far past the frame's bytes is refused before anything is allocated for it
+  // (the count sits after pass, input count, seq, position and logits: byte 5 + 29).
+  std::vector<uint8_t> greedy(good.begin(), good.end() - 8);
+  for (int i = 0; i < 4; ++i) greedy[5 + 29 + i] = 0xff;
+  ByteWriter(&greedy).u64(hash_bytes(greedy.data(), greedy.size()).low);
+  EXPECT_NE(message_of(greedy).find("tokens"), std::string::npos) << message_of(greedy);
 }
 
 TEST(Pipeline, AStageAnswersBadPassesWithErrorsAndStaysUsable) {
