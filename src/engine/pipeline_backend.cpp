@@ -110,6 +110,27 @@ uint64_t PipelineBackend::control(StageControl c) const {
   return c.seq;
 }
 
+uint64_t PipelineBackend::use_weights(uint64_t version) {
+  uint64_t ticket = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ticket = send_locked(encode_stage_weights(version));
+  }
+  const std::vector<uint8_t> answer = await_answer(ticket);
+  if (stage_frame_kind(answer) != StageFrameKind::kWeights)
+    break_with(cat("a stage answered a weights frame with ",
+                   stage_frame_kind_name(stage_frame_kind(answer))));
+  return decode_stage_weights(answer);
+}
+
+void PipelineBackend::reconnect(std::unique_ptr<StageLink> next) {
+  STOA_CHECK(next != nullptr, ErrorKind::kInvalidArgument, "a pipeline needs a next stage");
+  std::lock_guard<std::mutex> lock(mu_);
+  next_ = std::move(next);  // the old link goes: its stages end the old session
+  std::lock_guard<std::mutex> broken_lock(broken_mu_);
+  broken_.clear();
+}
+
 std::unique_ptr<SequenceState> PipelineBackend::new_state(int64_t capacity) const {
   Sequence head = runner_.new_sequence(capacity);  // checks the capacity before the stages see it
   const uint64_t id = control({StageFrameKind::kOpen, 0, 0, capacity});

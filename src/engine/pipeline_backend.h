@@ -48,6 +48,14 @@ class PipelineBackend final : public EngineBackend {
   std::vector<SampledToken> forward_sampled(std::span<const BackendInput> inputs,
                                             std::span<const SampleRequest> requests) override;
 
+  // At a safe point (no pass in flight): the stages after the head compute with the weights of
+  // `version` from now on. Returns the version they hold: above `version` when one of them is
+  // already past it, and then the head catches up and says the new one.
+  uint64_t use_weights(uint64_t version);
+  // A new link in place of a broken one (the stages drop the old session's sequences): the
+  // backend is usable again once every sequence of the old one is gone.
+  void reconnect(std::unique_ptr<StageLink> next);
+
   bool broken() const;
   // Bytes of the frames sent down and of the answers, since construction.
   int64_t bytes_sent() const { return bytes_sent_; }

@@ -48,6 +48,7 @@ StageOutcome PipelineStage::process(std::span<const uint8_t> frame) {
   try {
     const StageFrameKind kind = stage_frame_kind(frame);
     if (kind == StageFrameKind::kPass) return pass(decode_stage_pass(frame));
+    if (kind == StageFrameKind::kWeights) return use_weights(decode_stage_weights(frame));
     control(decode_stage_control(frame));
     if (span().heads(runner_.config())) return {false, encode_stage_done()};
     return {true, std::vector<uint8_t>(frame.begin(), frame.end())};
@@ -89,8 +90,26 @@ void PipelineStage::control(const StageControl& c) {
   }
 }
 
+// The version goes on down as this stage holds it, so a stage that is ahead brings the ones
+// after it along, and the last answers with the version the whole chain must then take.
+StageOutcome PipelineStage::use_weights(uint64_t version) {
+  const uint64_t held = weights_ ? weights_->bring_to(version) : version;
+  version_ = held;
+  return {!span().heads(runner_.config()), encode_stage_weights(held)};
+}
+
 StageOutcome PipelineStage::pass(const StagePass& p) {
   const ModelConfig& c = runner_.config();
+  std::shared_lock<std::shared_mutex> weights_held;
+  if (weights_) {
+    weights_held = weights_->pass_lock();
+    STOA_CHECK(version_.has_value(), ErrorKind::kInvalidArgument, "pass ", p.pass,
+               " before the head named its weights version");
+    const uint64_t held = weights_->version();
+    STOA_CHECK(held == *version_, ErrorKind::kInvalidArgument, "pass ", p.pass,
+               ": this stage's weights are version ", held, ", the pipeline's ", *version_,
+               " (an anchor replaced them): the head must switch first");
+  }
   STOA_CHECK(p.hidden == c.hidden_size, ErrorKind::kInvalidArgument, "pass ", p.pass,
              " carries hidden states of width ", p.hidden, ", the model's is ", c.hidden_size);
   inputs_.clear();

@@ -13,6 +13,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <shared_mutex>
 #include <span>
 #include <vector>
 
@@ -54,6 +56,22 @@ class LocalStageLink final : public StageLink {
   std::map<uint64_t, std::vector<uint8_t>> answers_;
 };
 
+// Where a stage's weights come from when they change during a run (a worker's verified sync:
+// roles/worker/stage_worker.h). A stage without one holds fixed weights (tests, the bench) and
+// takes any version it is told.
+class StageWeights {
+ public:
+  virtual ~StageWeights() = default;
+  // At a safe point (no pass running): brings the engine to `version`, every verified update
+  // up to it, waiting a bounded time for the sync to verify it. Returns the version held after:
+  // above `version` when the engine is already past it (an anchor). Throws when it cannot.
+  virtual uint64_t bring_to(uint64_t version) = 0;
+  // Held across a pass (an anchor written in place waits for it).
+  virtual std::shared_lock<std::shared_mutex> pass_lock() = 0;
+  // The version in the engine now.
+  virtual uint64_t version() const = 0;
+};
+
 // What a stage does with a frame: answer it (the last stage, a control frame there, or an
 // error) or hand `bytes` down to the next stage, whose answer is then the answer.
 struct StageOutcome {
@@ -76,8 +94,15 @@ class PipelineStage {
   // The stage's own part of handle(): what to answer or to hand down (a server with its own
   // connection to the next stage forwards, and relays answers in order).
   StageOutcome process(std::span<const uint8_t> frame);
-  // Drops every sequence (a new head session: the old head's sequences are gone).
-  void reset() { sequences_.clear(); }
+  // Drops every sequence and the weights version (a new head session: the old head's
+  // sequences are gone, and the new head says its version before its first pass).
+  void reset() {
+    sequences_.clear();
+    version_.reset();
+  }
+  // Weights that change between passes (null: fixed). A stage with them computes a pass only
+  // with the version the head last named (kWeights): one whose engine moved on refuses.
+  void set_weights_source(StageWeights* weights) { weights_ = weights; }
 
   LayerSpan span() const { return runner_.weights().span(); }
   ModelRunner& runner() { return runner_; }
@@ -88,6 +113,7 @@ class PipelineStage {
 
  private:
   void control(const StageControl& c);
+  StageOutcome use_weights(uint64_t version);
   StageOutcome pass(const StagePass& p);
   std::vector<uint8_t> forward_down(std::span<const uint8_t> frame);
   Sequence& sequence(uint64_t id);
@@ -95,6 +121,8 @@ class PipelineStage {
   ModelRunner runner_;
   std::unique_ptr<StageLink> next_;
   int64_t max_sequences_;
+  StageWeights* weights_ = nullptr;
+  std::optional<uint64_t> version_;  // what the head named last
   std::map<uint64_t, Sequence> sequences_;
   std::vector<SequenceInput> inputs_;  // per pass, grow-only
   int64_t bytes_sent_ = 0;

@@ -17,10 +17,11 @@ constexpr int64_t kInputBytes = 8 + 8 + 1 + 4;
 constexpr int64_t kRequestBytes = 4 + 8 + 8 + 8 + 8 + 8 + 8;
 
 constexpr EnumName<StageFrameKind> kStageFrameKindNames[] = {
-    {StageFrameKind::kOpen, "open"},   {StageFrameKind::kFork, "fork"},
-    {StageFrameKind::kClose, "close"}, {StageFrameKind::kReserve, "reserve"},
-    {StageFrameKind::kPass, "pass"},   {StageFrameKind::kSampled, "sampled"},
-    {StageFrameKind::kDone, "done"},   {StageFrameKind::kError, "error"},
+    {StageFrameKind::kOpen, "open"},       {StageFrameKind::kFork, "fork"},
+    {StageFrameKind::kClose, "close"},     {StageFrameKind::kReserve, "reserve"},
+    {StageFrameKind::kPass, "pass"},       {StageFrameKind::kSampled, "sampled"},
+    {StageFrameKind::kDone, "done"},       {StageFrameKind::kError, "error"},
+    {StageFrameKind::kWeights, "weights"},
 };
 
 uint64_t checksum(std::span<const uint8_t> bytes) {
@@ -151,7 +152,7 @@ StageFrameKind stage_frame_kind(std::span<const uint8_t> frame) {
   if (magic != kMagic) r.bad("not a stage frame (bad magic)");
   const uint8_t kind = r.u8("kind");
   if (kind < static_cast<uint8_t>(StageFrameKind::kOpen) ||
-      kind > static_cast<uint8_t>(StageFrameKind::kError))
+      kind > static_cast<uint8_t>(StageFrameKind::kWeights))
     r.bad(cat("unknown frame kind ", static_cast<int>(kind)));
   const size_t body_end = frame.size() - 8;
   ByteReader tail(frame.subspan(body_end), "stage frame");
@@ -249,6 +250,19 @@ std::string decode_stage_error(std::span<const uint8_t> frame) {
   std::string message(r.string(n, "message"));
   expect_done(r);
   return message;
+}
+
+std::vector<uint8_t> encode_stage_weights(uint64_t version) {
+  std::vector<uint8_t> out = begin_frame(StageFrameKind::kWeights);
+  ByteWriter(&out).u64(version);
+  return end_frame(std::move(out));
+}
+
+uint64_t decode_stage_weights(std::span<const uint8_t> frame) {
+  ByteReader r = body_of(frame, StageFrameKind::kWeights);
+  const uint64_t version = r.u64("version");
+  expect_done(r);
+  return version;
 }
 
 int64_t stage_pass_bytes(int64_t tokens, int64_t inputs, int64_t requests, int64_t hidden) {

@@ -29,6 +29,10 @@ enum class StageFrameKind : uint8_t {
   kSampled = 6,  // the last stage's answer to a pass: the drawn tokens
   kDone = 7,     // the answer to a control frame
   kError = 8,    // a stage could not do what it was asked: the message says which and why
+  // Down: compute with the weights of this version from now on (a safe point: no pass in
+  // flight). Up, the last stage's answer: the version the stages hold — above the one asked
+  // when a stage's weights are already past it (an anchor), so the head catches up.
+  kWeights = 9,
 };
 const char* stage_frame_kind_name(StageFrameKind kind);
 
@@ -66,6 +70,7 @@ std::vector<uint8_t> encode_stage_pass(const StagePass& pass);
 std::vector<uint8_t> encode_stage_sampled(const StageSampled& sampled);
 std::vector<uint8_t> encode_stage_done();
 std::vector<uint8_t> encode_stage_error(const std::string& message);
+std::vector<uint8_t> encode_stage_weights(uint64_t version);
 
 // The kind of a whole, intact frame (magic and checksum checked); kBadFormat otherwise.
 StageFrameKind stage_frame_kind(std::span<const uint8_t> frame);
@@ -73,6 +78,7 @@ StageControl decode_stage_control(std::span<const uint8_t> frame);
 StagePass decode_stage_pass(std::span<const uint8_t> frame);
 StageSampled decode_stage_sampled(std::span<const uint8_t> frame);
 std::string decode_stage_error(std::span<const uint8_t> frame);
+uint64_t decode_stage_weights(std::span<const uint8_t> frame);
 
 // The bytes of a pass frame carrying `tokens` tokens in `inputs` inputs with `requests` draws
 // at row width `hidden` (what a link carries per step: docs/design/pipeline.md).
