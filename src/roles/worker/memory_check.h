@@ -7,6 +7,7 @@
 #include <string>
 
 #include "model/config.h"
+#include "model/layer_span.h"
 
 namespace stoa::worker {
 
@@ -16,6 +17,8 @@ struct MemoryNeed {
   uint64_t total() const { return weights_bytes + margin_bytes; }
 };
 MemoryNeed memory_needed(const ModelConfig& config);
+// A pipeline stage's need: its span's tensors (model/layer_span.h).
+MemoryNeed memory_needed(const ModelConfig& config, LayerSpan span);
 
 // What this process may still use: MemAvailable (/proc/meminfo), lowered by a cgroup v2 limit
 // (memory.max - memory.current) and by `limit_bytes` when set (--max-memory). nullopt when

@@ -84,6 +84,9 @@ WeightSync::WeightSync(BlobSource& source, std::optional<Hash128> expected_confi
 WeightSync::WeightSync(BlobSource& source, const ModelConfig& config)
     : WeightSync(source, pulse::config_hash(config), std::make_unique<EngineStore>(config)) {}
 
+WeightSync::WeightSync(BlobSource& source, const ModelConfig& config, LayerSpan span)
+    : WeightSync(source, pulse::config_hash(config), std::make_unique<EngineStore>(config, span)) {}
+
 WeightSync::WeightSync(BlobSource& source, std::optional<Hash128> expected_config_hash,
                        std::unique_ptr<ResidentStore> store)
     : source_(source), store_(std::move(store)), expected_config_(expected_config_hash) {}

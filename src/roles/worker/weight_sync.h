@@ -31,6 +31,7 @@
 
 #include "core/hash.h"
 #include "model/config.h"
+#include "model/layer_span.h"
 #include "net/protocol.h"
 #include "pulse/int8_state.h"
 #include "pulse/patch.h"
@@ -98,6 +99,8 @@ class WeightSync {
   // A worker's sync: the engine's weights for `config` are the one copy (EngineStore); the
   // first take_update after the first anchor hands them over (WeightUpdate::engine).
   WeightSync(BlobSource& source, const ModelConfig& config);
+  // A pipeline stage's sync: the engine holds only `span`'s tensors (EngineStore).
+  WeightSync(BlobSource& source, const ModelConfig& config, LayerSpan span);
   WeightSync(BlobSource& source, std::optional<Hash128> expected_config_hash,
              std::unique_ptr<ResidentStore> store);
 
@@ -116,6 +119,12 @@ class WeightSync {
   // The changes since the last take (nullopt when the engine is current). With an EngineStore
   // they are written into the engine by this call (the generation thread's safe point).
   std::optional<WeightUpdate> take_update(UpdateForm form = UpdateForm::kTensors);
+  // Only as far as `version` (ResidentStore::take_update_through: a pipeline stage).
+  std::optional<WeightUpdate> take_update_through(uint64_t version) {
+    return store_->take_update_through(version);
+  }
+  // The version the engine computes with (version() may be ahead by updates not taken yet).
+  uint64_t engine_version() const { return store_->engine_version(); }
   // Generation thread: hold during each decode pass; false while the engine must not compute.
   std::shared_lock<std::shared_mutex> pass_lock() { return store_->pass_lock(); }
   bool engine_usable() const { return store_->engine_usable(); }

@@ -22,7 +22,20 @@ void release_free_heap() {
 }
 }  // namespace
 
-EngineStore::EngineStore(ModelConfig config) : config_(std::move(config)) {}
+namespace {
+std::set<std::string> span_tensor_names(const ModelConfig& config, std::optional<LayerSpan> span) {
+  std::set<std::string> names;
+  if (!span || span->whole(config)) return names;
+  check_span(config, *span);
+  for (const TensorSlot& slot : span_tensor_slots(config, *span)) names.insert(slot.name);
+  return names;
+}
+}  // namespace
+
+EngineStore::EngineStore(ModelConfig config, std::optional<LayerSpan> span)
+    : config_(std::move(config)),
+      span_(span && !span->whole(config_) ? span : std::nullopt),
+      held_(span_tensor_names(config_, span)) {}
 EngineStore::~EngineStore() = default;
 
 // Readers step aside while a writer waits: the generation thread takes the pass lock for every
@@ -80,6 +93,12 @@ void EngineStore::apply_patch(pulse::Patch patch) {
   std::map<std::string, Hash128> hashes = hashes_;
   std::vector<const pulse::TensorPatch*> layers;  // this tensor's pending patches, then tp
   for (const pulse::TensorPatch& tp : patch.tensors) {
+    if (!holds(tp.name)) {
+      // Another stage's tensor: its hash as the patch states it, which the whole-state hash
+      // below holds to the trainer's.
+      hashes[tp.name] = tp.result_hash;
+      continue;
+    }
     Hash128 got;
     {
       auto reading = read_lock();
@@ -103,6 +122,8 @@ void EngineStore::apply_patch(pulse::Patch patch) {
              "->", patch.to_version, ": the resulting state hashes to ", whole.hex(),
              ", the patch says ", patch.result_state_hash.hex(),
              "; refused, weights left at version ", version_);
+  if (!held_.empty())
+    std::erase_if(patch.tensors, [&](const pulse::TensorPatch& tp) { return !holds(tp.name); });
   std::lock_guard lock(mutex_);
   hashes_ = std::move(hashes);
   version_ = layout_.version = patch.to_version;
@@ -127,9 +148,13 @@ void EngineStore::begin_anchor(const pulse::BlobHeader& header, const Hash128& c
     std::lock_guard lock(mutex_);
     STOA_CHECK(!detached_ && engine_ != nullptr, ErrorKind::kInvalidArgument,
                "the worker is stopping: no anchor is loaded any more");
-  } else
+  } else if (span_) {
+    in.building = std::make_unique<engine::EngineWeights>(
+        engine::EngineWeights::begin_state(config_, *span_));
+  } else {
     in.building =
         std::make_unique<engine::EngineWeights>(engine::EngineWeights::begin_state(config_));
+  }
   incoming_.emplace(std::move(in));
 }
 
@@ -138,6 +163,7 @@ void EngineStore::anchor_tensor(const std::string& name, pulse::StateTensor tens
   Incoming& in = *incoming_;
   in.layouts.push_back({name, tensor.kind, tensor.shape});
   in.hashes.emplace(name, hash);
+  if (!holds(name)) return;  // another stage's: its hash is all this one keeps
   if (in.building) return add_state_tensor(*in.building, name, std::move(tensor));
   auto held = layout_.tensors.find(name);
   STOA_CHECK(held != layout_.tensors.end() && held->second.kind == tensor.kind &&
@@ -168,14 +194,17 @@ void EngineStore::commit_anchor() {
   if (in.building) {
     in.building->finish_state();  // kNotFound naming a tensor the anchor lacks
     const std::vector<pulse::TensorLayout> held = engine_layouts(*in.building);
-    STOA_CHECK(held.size() == in.layouts.size(), ErrorKind::kIntegrity, "anchor has ",
-               in.layouts.size(), " tensors, the engine holds ", held.size());
+    std::vector<const pulse::TensorLayout*> mine;
+    for (const pulse::TensorLayout& t : in.layouts)
+      if (holds(t.name)) mine.push_back(&t);
+    STOA_CHECK(held.size() == mine.size(), ErrorKind::kIntegrity, "anchor has ", mine.size(),
+               " tensors for this engine, the engine holds ", held.size());
     for (size_t i = 0; i < held.size(); ++i)
-      STOA_CHECK(held[i].name == in.layouts[i].name && held[i].kind == in.layouts[i].kind &&
-                     held[i].shape == in.layouts[i].shape,
-                 ErrorKind::kIntegrity, "anchor tensor '", in.layouts[i].name, "' is ",
-                 pulse::tensor_kind_name(in.layouts[i].kind), ", the engine holds '", held[i].name,
-                 "' ", pulse::tensor_kind_name(held[i].kind));
+      STOA_CHECK(held[i].name == mine[i]->name && held[i].kind == mine[i]->kind &&
+                     held[i].shape == mine[i]->shape,
+                 ErrorKind::kIntegrity, "anchor tensor '", mine[i]->name, "' is ",
+                 pulse::tensor_kind_name(mine[i]->kind), ", the engine holds '", held[i].name, "' ",
+                 pulse::tensor_kind_name(held[i].kind));
   } else {
     STOA_CHECK(in.layouts.size() == layout_.tensors.size(), ErrorKind::kIntegrity, "anchor has ",
                in.layouts.size(), " tensors, the engine holds ", layout_.tensors.size());
@@ -185,9 +214,10 @@ void EngineStore::commit_anchor() {
     owned_ = std::move(in.building);
     engine_ = owned_.get();
   }
-  version_ = in.version;
+  version_ = engine_version_ = in.version;  // in place: in the engine now; built: once taken
   config_hash_ = in.config_hash;
   hashes_ = std::move(in.hashes);
+  anchor_state_hash_ = pulse::combine_state_hash(hashes_);
   layout_.version = in.version;
   layout_.fingerprint = pulse::model_fingerprint(in.config_hash, in.layouts);
   layout_.tensors.clear();
@@ -209,6 +239,8 @@ bool EngineStore::anchor_overwrites_state() const {
 }
 
 pulse::Int8State EngineStore::snapshot() const {
+  STOA_CHECK(!span_, ErrorKind::kUnsupported, "a pipeline stage holds ",
+             span_string(config_, *span_), ", not a whole state to copy");
   auto reading = read_lock();
   std::lock_guard lock(mutex_);
   pulse::Int8State state;
@@ -225,6 +257,19 @@ pulse::Int8State EngineStore::snapshot() const {
 }
 
 std::optional<WeightUpdate> EngineStore::take_update(UpdateForm /*form*/) {
+  return take(std::nullopt);
+}
+
+std::optional<WeightUpdate> EngineStore::take_update_through(uint64_t version) {
+  return take(version);
+}
+
+uint64_t EngineStore::engine_version() const {
+  std::lock_guard lock(mutex_);
+  return engine_version_;
+}
+
+std::optional<WeightUpdate> EngineStore::take(std::optional<uint64_t> through) {
   {
     std::lock_guard lock(mutex_);
     if (!have_state_ || broken_ || !update_pending_) return std::nullopt;
@@ -232,22 +277,40 @@ std::optional<WeightUpdate> EngineStore::take_update(UpdateForm /*form*/) {
   auto writing = write_lock();
   std::lock_guard lock(mutex_);
   if (!have_state_ || broken_ || !update_pending_) return std::nullopt;
+  size_t taking = pending_.size();
+  if (through) {
+    taking = 0;
+    while (taking < pending_.size() && pending_[taking].to_version <= *through) ++taking;
+    if (taking == 0 && !full_pending_) return std::nullopt;
+  }
+  const std::span<const pulse::Patch> patches(pending_.data(), taking);
   // All or nothing: on a throw the engine is as it was and the patches stay pending.
-  scatter_patches(*engine_, pending_);
+  scatter_patches(*engine_, patches);
   WeightUpdate update;
   if (full_pending_ && !owned_) {
-    // An anchor written into the runner's engine in place: every tensor changed.
-    for (const auto& [name, layout] : layout_.tensors) update.written.push_back(name);
+    // An anchor written into the runner's engine in place: every tensor it holds changed.
+    for (const auto& [name, layout] : layout_.tensors)
+      if (holds(name)) update.written.push_back(name);
   } else {
-    for (const pulse::Patch& patch : pending_)
+    for (const pulse::Patch& patch : patches)
       for (const pulse::TensorPatch& tp : patch.tensors) update.written.push_back(tp.name);
   }
-  pending_.clear();
-  update.version = version_;
-  update.state_hash = pulse::combine_state_hash(hashes_);
+  if (taking == pending_.size()) {
+    update.version = version_;
+    update.state_hash = pulse::combine_state_hash(hashes_);
+  } else if (taking > 0) {
+    update.version = pending_[taking - 1].to_version;
+    update.state_hash = pending_[taking - 1].result_state_hash;
+  } else {
+    update.version = pending_.front().from_version;  // the anchor's, patches after it pending
+    update.state_hash = anchor_state_hash_;
+  }
+  pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(taking));
+  engine_version_ = update.version;
   update.full = full_pending_;
   update.engine = std::move(owned_);
-  full_pending_ = update_pending_ = false;
+  full_pending_ = false;
+  update_pending_ = !pending_.empty();
   return update;
 }
 

@@ -29,18 +29,24 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <shared_mutex>
 #include <string>
 #include <vector>
 
 #include "model/config.h"
+#include "model/layer_span.h"
 #include "roles/worker/weight_sync_store.h"
 
 namespace stoa::worker {
 
+// A pipeline stage's store holds only its span's tensors (model/layer_span.h): it verifies the
+// tensors it holds against the patches' per-tensor result hashes and keeps the others' hashes
+// as the anchor and the patches state them, so the whole-state hash — the trainer's — still
+// checks the per-tensor hashes its own tensors were verified against.
 class EngineStore final : public ResidentStore {
  public:
-  explicit EngineStore(ModelConfig config);
+  explicit EngineStore(ModelConfig config, std::optional<LayerSpan> span = std::nullopt);
   ~EngineStore() override;
 
   bool has_state() const override;
@@ -58,6 +64,8 @@ class EngineStore final : public ResidentStore {
   pulse::Int8State snapshot() const override;
   // Scatters the verified patches into the engine (any form: the engine is the copy).
   std::optional<WeightUpdate> take_update(UpdateForm form) override;
+  std::optional<WeightUpdate> take_update_through(uint64_t version) override;
+  uint64_t engine_version() const override;
   std::shared_lock<std::shared_mutex> pass_lock() override;
   bool engine_usable() const override;
   void detach_engine() override;
@@ -65,8 +73,12 @@ class EngineStore final : public ResidentStore {
  private:
   std::shared_lock<std::shared_mutex> read_lock() const;
   std::unique_lock<std::shared_mutex> write_lock() const;
+  std::optional<WeightUpdate> take(std::optional<uint64_t> through);
+  bool holds(const std::string& name) const { return held_.empty() || held_.count(name) > 0; }
 
   const ModelConfig config_;
+  const std::optional<LayerSpan> span_;  // nullopt: the whole model
+  const std::set<std::string> held_;     // the span's tensors (empty: every tensor)
   mutable std::shared_mutex gate_;
   mutable std::atomic<int> writers_waiting_{0};
   mutable std::mutex mutex_;  // guards what follows; after gate_ when both are held
@@ -74,9 +86,11 @@ class EngineStore final : public ResidentStore {
   std::unique_ptr<engine::EngineWeights> owned_;
   engine::EngineWeights* engine_ = nullptr;  // the one copy (owned_ or the runner's)
   bool have_state_ = false;
-  bool broken_ = false;    // an in-place anchor failed part-way
-  bool detached_ = false;  // the runner is gone: no more anchors
-  uint64_t version_ = 0;
+  bool broken_ = false;          // an in-place anchor failed part-way
+  bool detached_ = false;        // the runner is gone: no more anchors
+  uint64_t version_ = 0;         // verified
+  uint64_t engine_version_ = 0;  // in the engine (pending updates not yet taken)
+  Hash128 anchor_state_hash_;    // of the last anchor committed
   Hash128 config_hash_;
   pulse::HeldLayout layout_;
   std::map<std::string, Hash128> hashes_;

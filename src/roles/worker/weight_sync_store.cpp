@@ -4,6 +4,11 @@
 
 namespace stoa::worker {
 
+std::optional<WeightUpdate> ResidentStore::take_update_through(uint64_t version) {
+  fail(ErrorKind::kUnsupported, "this weight store cannot stop at version ", version,
+       " (a pipeline stage keeps its weights in the engine)");
+}
+
 bool StateStore::has_state() const {
   std::lock_guard lock(mutex_);
   return have_state_;

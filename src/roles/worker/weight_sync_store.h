@@ -86,6 +86,13 @@ class ResidentStore {
 
   // Generation thread, at a safe point (no pass running): the changes since the last take.
   virtual std::optional<WeightUpdate> take_update(UpdateForm form) = 0;
+  // The same, only as far as `version` (a pipeline stage keeps the version its head names):
+  // patches past it stay pending. A pending anchor is always taken, so the version held after
+  // may be above `version`; nullopt when nothing up to it is pending. kUnsupported by default.
+  virtual std::optional<WeightUpdate> take_update_through(uint64_t version);
+  // The version the engine computes with (the verified version() may be ahead of it by the
+  // updates not taken yet).
+  virtual uint64_t engine_version() const { return version(); }
   // Generation thread: held while a pass computes with the weights (an anchor written in place
   // waits for it, and the pass waits for the anchor). Empty where the engine is the caller's own.
   virtual std::shared_lock<std::shared_mutex> pass_lock() { return {}; }
