@@ -7,9 +7,9 @@
 #include <string>
 
 #include "cli/command.h"
+#include "cli/kernel_target_flag.h"
 #include "cli/task_option_flags.h"
 #include "core/log.h"
-#include "kernels/targets.h"
 #include "net/hub_client.h"
 #include "net/join_string.h"
 #include "roles/worker/failure_advice.h"
@@ -49,26 +49,6 @@ int run(const worker::WorkerOptions& o, bool verbose, bool sync_only) {
     return dynamic_cast<const net::JoinRefused*>(&e) ? 3 : 1;
   }
   return 0;
-}
-
-// Forces `name` for every kernel of the process (the engine and the sampler) before any engine is
-// built: the weight layout (packed or grid) follows the target. False, said on stderr with the
-// targets this machine has, when it has none by that name.
-bool force_kernel_target(const std::string& name) {
-  const int64_t target = kernels::find_target(name);
-  if (target == 0) {
-    std::fprintf(stderr,
-                 "stoa work: --kernel-target %s: this machine has no such kernel target; it has: "
-                 "%s\n",
-                 name.c_str(), kernels::available_target_names().c_str());
-    return false;
-  }
-  const std::string best = kernels::target_name(kernels::active_target());
-  kernels::force_target(target);
-  std::printf("Kernel target: %s (forced; this machine's best is %s)\n",
-              kernels::target_name(kernels::active_target()).c_str(), best.c_str());
-  std::fflush(stdout);
-  return true;
 }
 
 CommandRegistration reg(
@@ -133,10 +113,23 @@ CommandRegistration reg(
                      "run the kernels on this SIMD target instead of the CPU's best (e.g. "
                      "AVX2, SSE4; names as the rollouts record them): rollouts are bit-identical "
                      "on every target, so a fleet can mix them");
+      auto stage = std::make_shared<std::string>();
+      app.add_option("--stage", *stage,
+                     "I/K: hold stage I of a pipeline group of K workers (0, the head, leases "
+                     "and links to 1 at --stage-next; docs/design/pipeline.md)");
+      app.add_option("--stage-listen", o->stage_listen,
+                     "host:port a stage after the head serves the one before it on")
+          ->capture_default_str();
+      app.add_option("--stage-next", o->stage_next, "host:port of the next stage (not the last)");
       auto verbose = std::make_shared<bool>(false);
       app.add_flag("--verbose,-v", *verbose,
                    "the detailed log on stderr (as STOA_LOG=info) besides the progress lines");
-      return [o, verbose, kernel_target, task_flags, no_checks, swarm, no_serve, sync_only] {
+      return [o, verbose, kernel_target, task_flags, no_checks, swarm, no_serve, sync_only, stage] {
+        if (!stage->empty() && std::sscanf(stage->c_str(), "%d/%d", &o->stage, &o->stages) != 2) {
+          std::fprintf(stderr, "stoa work: --stage takes I/K (stage I of K), not '%s'\n",
+                       stage->c_str());
+          return 2;
+        }
         o->peer_checks = !*no_checks;
         o->serve = !*no_serve;
         o->swarm = *swarm == "on"    ? worker::WorkerOptions::Swarm::kOn

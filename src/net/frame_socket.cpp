@@ -227,4 +227,18 @@ void FrameListener::close() {
   if (!closed_.exchange(true)) ::shutdown(fd_, SHUT_RDWR);
 }
 
+std::pair<std::string, int> parse_host_port(const std::string& address, const char* what) {
+  const size_t colon = address.rfind(':');
+  STOA_CHECK(colon != std::string::npos && colon + 1 < address.size(), ErrorKind::kInvalidArgument,
+             what, " '", address, "' is not host:port");
+  int port = -1;
+  try {
+    port = std::stoi(address.substr(colon + 1));
+  } catch (const std::exception&) {
+  }
+  STOA_CHECK(port >= 0 && port <= 65535, ErrorKind::kInvalidArgument, what, " '", address,
+             "' has no valid port");
+  return {address.substr(0, colon), port};
+}
+
 }  // namespace stoa::net

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace stoa::net {
@@ -67,5 +68,8 @@ class FrameListener {
   int fd_ = -1;
   int port_ = 0;
 };
+
+// "host:port" split (kInvalidArgument naming `what` — an option, a field — when it is not).
+std::pair<std::string, int> parse_host_port(const std::string& address, const char* what);
 
 }  // namespace stoa::net

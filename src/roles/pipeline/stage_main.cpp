@@ -12,26 +12,10 @@
 #include "model/gguf_source.h"
 #include "model/layer_span.h"
 #include "model/presets.h"
+#include "net/frame_socket.h"
 #include "roles/pipeline/stage_server.h"
 
 namespace stoa::pipeline {
-namespace {
-
-std::pair<std::string, int> host_port(const std::string& address, const char* what) {
-  const size_t colon = address.rfind(':');
-  STOA_CHECK(colon != std::string::npos && colon + 1 < address.size(), ErrorKind::kInvalidArgument,
-             what, " '", address, "' is not host:port");
-  int port = -1;
-  try {
-    port = std::stoi(address.substr(colon + 1));
-  } catch (const std::exception&) {
-  }
-  STOA_CHECK(port >= 0 && port <= 65535, ErrorKind::kInvalidArgument, what, " '", address,
-             "' has no valid port");
-  return {address.substr(0, colon), port};
-}
-
-}  // namespace
 
 int run_stage(const StageMainOptions& o) {
   STOA_CHECK(o.model_dir.empty() != o.preset.empty(), ErrorKind::kInvalidArgument,
@@ -63,12 +47,12 @@ int run_stage(const StageMainOptions& o) {
   const int64_t weight_bytes = static_cast<int64_t>(weights->nbytes());
   ThreadPool pool(static_cast<int>(o.threads));
   StageServerOptions so;
-  std::tie(so.listen_host, so.listen_port) = host_port(o.listen, "--listen");
-  if (!last) std::tie(so.next_host, so.next_port) = host_port(o.next, "--next");
+  std::tie(so.listen_host, so.listen_port) = net::parse_host_port(o.listen, "--listen");
+  if (!last) std::tie(so.next_host, so.next_port) = net::parse_host_port(o.next, "--next");
   STOA_CHECK(o.relay.empty() == o.key.empty(), ErrorKind::kInvalidArgument,
              "--relay and --key go together");
   if (!o.relay.empty()) {
-    std::tie(so.relay_host, so.relay_port) = host_port(o.relay, "--relay");
+    std::tie(so.relay_host, so.relay_port) = net::parse_host_port(o.relay, "--relay");
     so.relay_key = o.key;
   }
   so.next_relay_key = o.next_key;

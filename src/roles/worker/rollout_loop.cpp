@@ -11,11 +11,13 @@
 #include "core/log.h"
 #include "core/rng.h"
 #include "engine/model_runner.h"
+#include "engine/pipeline_backend.h"
 #include "env/episode.h"
 #include "kernels/targets.h"
 #include "roles/episode/episode_runner.h"
 #include "roles/worker/engine_update.h"
 #include "roles/worker/rollout_record.h"
+#include "roles/worker/stage_worker.h"
 
 namespace stoa::worker {
 namespace {
@@ -64,6 +66,17 @@ class RolloutLoop {
 
  private:
   void take_weights();
+  void make_runner();
+  // A pipeline group's head (stage_worker.h): links to stage 1 once its weights are here, and
+  // again after a break; false while the stages cannot be reached.
+  bool connect_pipeline();
+  // The stages compute with the head's version: false while one of them is ahead (the head
+  // catches up at its next take_weights).
+  bool bring_stages_along();
+  // A stage died, stalled or refused: the rollouts in progress go back to the hub (their leases
+  // released, so another worker or this group later generates them afresh: nothing submitted
+  // twice) and the group reconnects.
+  void recover_pipeline(const std::string& reason);
   void drop_cancelled();
   void fill_slots();
   // False when the task could not render the prompt (the lease was given back).
@@ -82,7 +95,11 @@ class RolloutLoop {
   WorkerGauges& gauges_;
   WorkerStats& stats_;
   const int64_t max_tokens_;
-  std::unique_ptr<engine::EngineBackend> model_;  // today's is the CPU engine (ModelRunner)
+  std::unique_ptr<engine::EngineBackend> model_;  // the CPU engine, or a pipeline group's head
+  engine::PipelineBackend* pipeline_ = nullptr;   // model_, when this worker heads a group
+  std::unique_ptr<engine::EngineWeights> head_weights_;  // until stage 1 answers
+  bool stages_current_ = false;                          // the stages compute with engine_version_
+  Clock::time_point next_connect_ = Clock::now();
   std::unique_ptr<episode::EpisodeRunner> runner_;
   uint64_t engine_version_ = 0;
   std::vector<Sample> samples_;
@@ -100,28 +117,19 @@ void RolloutLoop::take_weights() {
   auto update = sync_.take_update(UpdateForm::kPatches);
   if (!update) return;
   const auto t_apply = Clock::now();
-  if (!model_) {
+  if (!model_ && !head_weights_) {
     std::unique_ptr<engine::EngineWeights> weights =
         update->engine ? std::move(update->engine)
                        : std::make_unique<engine::EngineWeights>(
                              engine_weights_from_update(c_.config, *update));
-    model_ = std::make_unique<engine::ModelRunner>(std::move(weights), c_.pool);
-    episode::RunnerLimits limits;
-    limits.slots = o_.slots;
-    limits.capacity = max_tokens_;
-    limits.max_tokens = max_tokens_;
-    limits.sample_vocab = c_.sample_vocab;
-    if (c_.config.eos_token_id >= 0)
-      limits.stop_tokens = {static_cast<int32_t>(c_.config.eos_token_id)};
-    limits.preallocate = false;  // a rollout's cache grows with its transcript
-    episode::RunnerHooks hooks;
-    hooks.on_token = [this](int64_t id, const engine::SampledToken& t) { on_token(id, t); };
-    hooks.on_turn = [this](int64_t id, const env::Episode&, const env::Decision& d) {
-      on_turn(id, d);
-    };
-    hooks.on_end = [this](episode::FinishedEpisode&& f) { on_end(std::move(f)); };
-    runner_ = std::make_unique<episode::EpisodeRunner>(*model_, c_.codec, std::move(limits),
-                                                       std::move(hooks));
+    if (o_.stages > 1) {
+      head_weights_ = std::move(weights);  // the group's engine once stage 1 answers
+    } else {
+      model_ = std::make_unique<engine::ModelRunner>(std::move(weights), c_.pool);
+      make_runner();
+    }
+  } else if (!model_) {
+    apply_update(*head_weights_, *update);
   } else {
     apply_update(*model_, *update);
     // A sample started from now on computes its prompt with these weights, as it would without
@@ -134,11 +142,91 @@ void RolloutLoop::take_weights() {
     prompted_.clear();
   }
   engine_version_ = update->version;
+  stages_current_ = false;
   gauges_.engine_version = engine_version_;
   gauges_.have_engine = true;
   ++stats_.weight_switches;
   log_info("worker", "generating with version ", engine_version_, update->full ? " (anchor)" : "");
   if (gauges_.on_weights) gauges_.on_weights(engine_version_, update->full, ms_since(t_apply));
+}
+
+void RolloutLoop::make_runner() {
+  episode::RunnerLimits limits;
+  limits.slots = o_.slots;
+  limits.capacity = max_tokens_;
+  limits.max_tokens = max_tokens_;
+  limits.sample_vocab = c_.sample_vocab;
+  if (c_.config.eos_token_id >= 0)
+    limits.stop_tokens = {static_cast<int32_t>(c_.config.eos_token_id)};
+  limits.preallocate = false;  // a rollout's cache grows with its transcript
+  episode::RunnerHooks hooks;
+  hooks.on_token = [this](int64_t id, const engine::SampledToken& t) { on_token(id, t); };
+  hooks.on_turn = [this](int64_t id, const env::Episode&, const env::Decision& d) {
+    on_turn(id, d);
+  };
+  hooks.on_end = [this](episode::FinishedEpisode&& f) { on_end(std::move(f)); };
+  runner_ = std::make_unique<episode::EpisodeRunner>(*model_, c_.codec, std::move(limits),
+                                                     std::move(hooks));
+}
+
+bool RolloutLoop::connect_pipeline() {
+  if (runner_) return true;
+  if ((!head_weights_ && !pipeline_) || Clock::now() < next_connect_) return false;
+  try {
+    std::unique_ptr<engine::StageLink> link = link_to_next_stage(o_);
+    if (pipeline_) {
+      pipeline_->reconnect(std::move(link));
+    } else {
+      auto head = std::make_unique<engine::PipelineBackend>(std::move(head_weights_),
+                                                            std::move(link), c_.pool);
+      pipeline_ = head.get();
+      model_ = std::move(head);
+    }
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::kNetwork) throw;
+    log_warn("worker", "stage 1 at ", o_.stage_next, " cannot be reached (", e.what(),
+             "): trying again in 2 s");
+    next_connect_ = Clock::now() + 2s;
+    return false;
+  }
+  stages_current_ = false;
+  make_runner();
+  log_info("worker", "heading a pipeline group of ", o_.stages, " stages (stage 1 at ",
+           o_.stage_next, ")");
+  return true;
+}
+
+bool RolloutLoop::bring_stages_along() {
+  const uint64_t held = pipeline_->use_weights(engine_version_);
+  if (held == engine_version_) return stages_current_ = true;
+  log_info("worker", "the group's stages hold version ", held, ", the head ", engine_version_,
+           ": the head catches up first");
+  return false;
+}
+
+void RolloutLoop::recover_pipeline(const std::string& reason) {
+  log_warn("worker", "the pipeline group broke (", reason,
+           "): its rollouts in progress go back to the hub, and the group reconnects");
+  std::vector<std::string> released;
+  for (const auto& w : book_.unfinished()) {
+    released.push_back(w->lease.lease_id);
+    try {
+      hub_.release(w->lease.lease_id);
+      ++stats_.leases_released;
+    } catch (const std::exception& e) {
+      log_warn("worker", "release ", w->lease.lease_id, ": ", e.what());
+    }
+  }
+  book_.mark_cancelled(released);
+  runner_.reset();  // its sequences on the stages went with the broken session
+  for (Sample& sample : samples_) {
+    if (sample.work) book_.ended(*sample.work);
+    sample = Sample{};
+  }
+  for (const auto& w : prompted_) w->prompt = -1;
+  prompted_.clear();
+  stages_current_ = false;
+  next_connect_ = Clock::now() + 1s;
 }
 
 // Drops cancelled groups' rollouts and prompts (the group is complete or closed: nothing to add).
@@ -307,8 +395,14 @@ void RolloutLoop::run(const std::atomic<bool>& stop) {
     if (!runner_ && sync_.last_error().find("is for another model") != std::string::npos)
       fail(ErrorKind::kIntegrity, sync_.last_error());
     take_weights();
-    if (runner_) drop_cancelled();
-    if (runner_ && !draining_) fill_slots();
+    if (o_.stages > 1 && !draining_) connect_pipeline();
+    try {
+      if (runner_) drop_cancelled();
+      if (runner_ && !draining_) fill_slots();  // opening a sequence talks to a group's stages
+    } catch (const std::exception& e) {
+      if (!pipeline_ || !pipeline_->broken()) throw;
+      recover_pipeline(e.what());
+    }
     book_.forget_finished();
     const int64_t active = running();
     gauges_.rollouts_running = active;
@@ -324,9 +418,17 @@ void RolloutLoop::run(const std::atomic<bool>& stop) {
       std::this_thread::sleep_for(50ms);
       continue;
     }
-    {
+    try {
+      if (pipeline_ && !stages_current_ && !bring_stages_along()) {
+        std::this_thread::sleep_for(50ms);
+        continue;
+      }
       const auto pass = sync_.pass_lock();  // an anchor written in place waits for the pass
       runner_->step();                      // one batched pass over every running rollout
+    } catch (const std::exception& e) {
+      if (!pipeline_ || !pipeline_->broken()) throw;
+      recover_pipeline(e.what());
+      continue;
     }
     gauges_.idle_fraction = idle_ms / std::max(1.0, ms_since(t_start));
   }

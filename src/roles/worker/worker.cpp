@@ -27,6 +27,7 @@
 #include "roles/worker/rollout_loop.h"
 #include "roles/worker/rollout_streamer.h"
 #include "roles/worker/run_files.h"
+#include "roles/worker/stage_worker.h"
 #include "roles/worker/swarm_source.h"
 #include "roles/worker/sync_thread.h"
 #include "roles/worker/weight_sync.h"
@@ -73,6 +74,7 @@ WorkerStats run_worker(const WorkerOptions& o, const std::atomic<bool>& stop) {
   STOA_CHECK(!o.hub_url.empty() || !o.join_string.empty(), ErrorKind::kInvalidArgument,
              "stoa work: --join STRING (or --hub URL with --token) is required");
   STOA_CHECK(o.slots >= 1, ErrorKind::kInvalidArgument, "stoa work: --slots must be >= 1");
+  if (o.stages > 1 && o.stage > 0) return run_stage_worker(o, stop);  // stage_worker.h
   std::unique_ptr<ThreadPool> own_pool;
   if (o.threads > 0) own_pool = std::make_unique<ThreadPool>(o.threads);
   ThreadPool* pool = own_pool ? own_pool.get() : &ThreadPool::global();
@@ -93,17 +95,22 @@ WorkerStats run_worker(const WorkerOptions& o, const std::atomic<bool>& stop) {
   auto prepare_model = [&] {
     config = load_model_config(model_dir + "/config.json");
     model_codec = env::load_model_codec(model_dir, config, "stoa work");
-    const MemoryNeed need = memory_needed(config);
+    const MemoryNeed need =
+        o.stages > 1 ? memory_needed(config, pipeline_span(config, o)) : memory_needed(config);
     const auto memory = memory_available(
         o.max_memory_mb > 0 ? std::optional<uint64_t>(static_cast<uint64_t>(o.max_memory_mb * 1e6))
                             : std::nullopt);
     const auto disk = disk_free(state_dir);
     if (report) report->room_checked(need.total(), memory, need.weights_bytes, disk);
     if (memory) check_memory(need, *memory);
-    room_for_checks = !memory || *memory >= need.total() + 2 * need.weights_bytes;
+    // A group's head holds a share of the model: a check replays the whole of it.
+    room_for_checks =
+        o.stages == 1 && (!memory || *memory >= need.total() + 2 * need.weights_bytes);
     if (o.peer_checks && !room_for_checks)
-      log_warn("worker", "no peer checks: they need ", human_bytes(2 * need.weights_bytes),
-               " more memory than the model (", human_bytes(*memory), " available)");
+      log_warn("worker",
+               o.stages > 1 ? "no peer checks: a check replays the whole model"
+                            : "no peer checks: they need more memory than the model",
+               " (", human_bytes(memory.value_or(0)), " available)");
     STOA_CHECK(!disk || *disk >= need.weights_bytes, ErrorKind::kIo, "not enough disk space in ",
                state_dir, " for the model's download: it needs about ",
                human_bytes(need.weights_bytes), ", ", human_bytes(disk.value_or(0)), " is free");
@@ -160,7 +167,11 @@ WorkerStats run_worker(const WorkerOptions& o, const std::atomic<bool>& stop) {
   HubBlobSource hub_source(hub, (fs::path(state_dir) / "blobs").string());
   std::unique_ptr<SwarmBlobSource> swarm_source = make_swarm_source(o, hub, hub_source, state_dir);
   BlobSource& source = swarm_source ? static_cast<BlobSource&>(*swarm_source) : hub_source;
-  WeightSync sync(source, config);  // the engine's weights are the one resident copy
+  // The engine's weights are the one resident copy (a group's head: its span's only).
+  std::unique_ptr<WeightSync> sync_ptr =
+      o.stages > 1 ? std::make_unique<WeightSync>(source, config, pipeline_span(config, o))
+                   : std::make_unique<WeightSync>(source, config);
+  WeightSync& sync = *sync_ptr;
   LeaseBook book;
   WorkerGauges gauges;
   if (swarm_source)

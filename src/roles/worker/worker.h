@@ -47,6 +47,16 @@ struct WorkerOptions {
   bool serve = true;         // serve used blobs to other workers (--no-serve: never upload)
   int upload_kib_s = 1024;   // the cap on what is served (KiB/s; 0: none)
   std::string swarm_listen;  // libtorrent listen interfaces (empty: any address, a free port)
+  // One stage of a pipeline group (stage_worker.h, docs/design/pipeline.md): the model cut into
+  // `stages` contiguous spans of layers (split_layers), this worker holding span `stage` and
+  // syncing only its tensors. Stage 0, the head, leases and drives the rollouts through a link to
+  // stage 1 at `stage_next`; a later stage serves the stage before it at `stage_listen` and
+  // links to `stage_next` (none on the last). 1: the whole model, as every worker by default.
+  int stages = 1;
+  int stage = 0;
+  std::string stage_listen = "0.0.0.0:0";
+  std::string stage_next;
+  int stage_wait_s = 120;  // how long a stage waits for the weights version its head names
 };
 
 struct WorkerStats {

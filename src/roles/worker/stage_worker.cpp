@@ -1,0 +1,172 @@
+#include "roles/worker/stage_worker.h"
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "net/frame_socket.h"
+#include "net/hub_client.h"
+#include "roles/pipeline/stage_server.h"
+#include "roles/pipeline/tcp_stage_link.h"
+#include "roles/worker/join.h"
+#include "roles/worker/memory_check.h"
+#include "roles/worker/run_files.h"
+#include "roles/worker/sync_thread.h"
+
+namespace stoa::worker {
+namespace {
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+// However the stage worker is left, its sync thread stops (and its call in flight is cancelled).
+class StopSyncOnExit {
+ public:
+  StopSyncOnExit(std::atomic<bool>& stop, net::HubClient& hub, SyncThread& thread)
+      : stop_(stop), hub_(hub), thread_(thread) {}
+  ~StopSyncOnExit() {
+    stop_ = true;
+    hub_.http().cancel();
+    thread_.join();
+  }
+  StopSyncOnExit(const StopSyncOnExit&) = delete;
+  StopSyncOnExit& operator=(const StopSyncOnExit&) = delete;
+
+ private:
+  std::atomic<bool>& stop_;
+  net::HubClient& hub_;
+  SyncThread& thread_;
+};
+
+// An answer from the stages after this one may wait for each of them to verify a version.
+std::chrono::milliseconds answer_deadline(const WorkerOptions& o) {
+  return std::chrono::seconds(static_cast<int64_t>(o.stage_wait_s) * o.stages + 60);
+}
+
+}  // namespace
+
+LayerSpan pipeline_span(const ModelConfig& config, const WorkerOptions& o) {
+  STOA_CHECK(o.stages >= 2 && o.stage >= 0 && o.stage < o.stages, ErrorKind::kInvalidArgument,
+             "stage ", o.stage, " of ", o.stages,
+             ": a pipeline group has 2 or more stages, numbered from 0");
+  STOA_CHECK(o.stages <= config.num_layers, ErrorKind::kInvalidArgument, "a model of ",
+             config.num_layers, " layers is cut into at most as many stages, not ", o.stages);
+  const bool last = o.stage == o.stages - 1;
+  STOA_CHECK(last == o.stage_next.empty(), ErrorKind::kInvalidArgument,
+             last ? "the last stage links to no next stage (no --stage-next)"
+                  : "a stage before the last needs --stage-next HOST:PORT (the stage after it)");
+  STOA_CHECK(o.stage_wait_s > 0, ErrorKind::kInvalidArgument, "--stage-wait must be > 0");
+  return split_layers(config, o.stages)[static_cast<size_t>(o.stage)];
+}
+
+std::unique_ptr<engine::StageLink> link_to_next_stage(const WorkerOptions& o) {
+  const auto [host, port] = net::parse_host_port(o.stage_next, "--stage-next");
+  pipeline::TcpStageLinkOptions lo;
+  lo.answer_deadline = answer_deadline(o);
+  return std::make_unique<pipeline::TcpStageLink>(host, port, lo);
+}
+
+uint64_t SyncedStageWeights::bring_to(uint64_t version) {
+  const auto deadline = Clock::now() + std::chrono::seconds(wait_s_);
+  while (true) {
+    if (sync_.engine_usable() && sync_.engine_version() < version)
+      (void)sync_.take_update_through(version);  // what is verified up to it
+    const uint64_t held = sync_.engine_version();
+    if (sync_.engine_usable() && held >= version) return held;
+    STOA_CHECK(
+        Clock::now() < deadline, ErrorKind::kNetwork, "this stage's weights reached version ", held,
+        " (verified: ", sync_.version().value_or(0), "), not the head's ", version, ", within ",
+        wait_s_, " s", sync_.last_error().empty() ? "" : ": ", sync_.last_error());
+    std::this_thread::sleep_for(20ms);
+  }
+}
+
+std::shared_lock<std::shared_mutex> SyncedStageWeights::pass_lock() {
+  std::shared_lock<std::shared_mutex> lock = sync_.pass_lock();
+  STOA_CHECK(sync_.engine_usable(), ErrorKind::kInvalidArgument,
+             "this stage's weights are a mix (an anchor failed part-way): no pass until the next");
+  return lock;
+}
+
+WorkerStats run_stage_worker(const WorkerOptions& o, const std::atomic<bool>& stop) {
+  const std::string state_dir = o.state_dir.empty() ? (".stoa-worker-" + o.name) : o.state_dir;
+  fs::create_directories(state_dir);
+  const HubTarget target = hub_target(o.hub_url, o.join_token, o.join_string);
+  net::HubClient hub(target.url, target.http);
+  const net::JoinResponse joined =
+      join_hub(hub, target.join_token, o.name, o.threads, state_dir, o.join_timeout_s, stop);
+  std::string model_dir = o.model_dir;
+  if (model_dir.empty())
+    model_dir =
+        fetch_run_files(hub, joined.run_files, (fs::path(state_dir) / "model").string()).dir;
+  const ModelConfig config = load_model_config(model_dir + "/config.json");
+  STOA_CHECK(joined.vocab_size == config.vocab_size, ErrorKind::kInvalidArgument,
+             "stoa work: the hub's vocabulary has ", joined.vocab_size, " tokens, ", model_dir,
+             " has ", config.vocab_size);
+  const LayerSpan span = pipeline_span(config, o);
+  const MemoryNeed need = memory_needed(config, span);
+  const auto memory = memory_available(
+      o.max_memory_mb > 0 ? std::optional<uint64_t>(static_cast<uint64_t>(o.max_memory_mb * 1e6))
+                          : std::nullopt);
+  if (memory) check_memory(need, *memory);
+  log_info("worker", "joined as ", joined.worker_id, ": stage ", o.stage, " of ", o.stages, ", ",
+           span_string(config, span), " (", human_bytes(need.weights_bytes), " of int8 weights)");
+
+  HubBlobSource source(hub, (fs::path(state_dir) / "blobs").string());
+  WeightSync sync(source, config, span);  // the engine holds the span's tensors only
+  std::atomic<bool> threads_stop{false};
+  std::atomic<int> threads_done{0};
+  SyncThread sync_thread(sync, threads_stop, threads_done);
+  StopSyncOnExit stop_sync_on_exit(threads_stop, hub, sync_thread);
+
+  // The first anchor builds the stage's engine; the head names the version to compute with.
+  std::unique_ptr<engine::EngineWeights> weights;
+  while (!stop && !weights) {
+    if (auto update = sync.take_update_through(0); update && update->engine)
+      weights = std::move(update->engine);
+    else
+      std::this_thread::sleep_for(100ms);
+  }
+  WorkerStats stats;
+  if (!weights) return stats;
+  std::unique_ptr<ThreadPool> own_pool;
+  if (o.threads > 0) own_pool = std::make_unique<ThreadPool>(o.threads);
+  ThreadPool* pool = own_pool ? own_pool.get() : &ThreadPool::global();
+  auto stage = std::make_unique<engine::PipelineStage>(std::move(weights), nullptr, pool);
+  SyncedStageWeights stage_weights(sync, o.stage_wait_s);
+  stage->set_weights_source(&stage_weights);
+  pipeline::StageServerOptions so;
+  std::tie(so.listen_host, so.listen_port) = net::parse_host_port(o.stage_listen, "--stage-listen");
+  if (!o.stage_next.empty())
+    std::tie(so.next_host, so.next_port) = net::parse_host_port(o.stage_next, "--stage-next");
+  so.answer_deadline = answer_deadline(o);
+  pipeline::StageServer server(std::move(stage), so);
+  log_info("worker", "stage ", o.stage, " serves ", span_string(config, span), " on port ",
+           server.port(), " (weights version ", sync.engine_version(), ")");
+  if (o.progress) {
+    std::printf("%s\n", nlohmann::json{{"stage", o.stage},
+                                       {"port", server.port()},
+                                       {"layers", {span.first, span.last}},
+                                       {"weight_bytes", need.weights_bytes}}
+                            .dump()
+                            .c_str());
+    std::fflush(stdout);
+  }
+  const auto started = Clock::now();
+  while (!stop && (o.max_minutes <= 0 ||
+                   Clock::now() - started < std::chrono::duration<double>(o.max_minutes * 60)))
+    std::this_thread::sleep_for(100ms);
+  server.stop();
+  sync.detach_engine();  // before the stage's engine goes with the server
+  const pipeline::StageServerCounters c = server.counters();
+  log_info("worker", "stage ", o.stage, " stopped: ", c.sessions, " sessions, ", c.frames,
+           " frames, weights version ", sync.engine_version());
+  stats.weight_switches = sync.counters().blobs_applied;
+  return stats;
+}
+
+}  // namespace stoa::worker

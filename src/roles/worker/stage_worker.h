@@ -1,0 +1,50 @@
+// A worker in a pipeline group (docs/design/pipeline.md, "Pipeline groups"): a model bigger than
+// any one member held by K workers, each the engine of a contiguous span of layers. Stage 0, the
+// head, is a worker like any other — it joins, leases, drives the rollouts and submits them —
+// whose engine is a PipelineBackend linked to stage 1 (rollout_loop.cpp). Stages 1 .. K-1 join
+// the hub for the run's files and their weights, sync only their span (an EngineStore of the span:
+// its tensors verified against the trainer's per-tensor hashes, the others' hashes kept) and serve
+// the stage before them (StageServer). They lease nothing: the group's rollouts are the head's.
+//
+// Weights versions: at a safe point the head names its version (a kWeights frame) and every stage
+// takes its verified updates up to it, waiting up to stage_wait_s for its own sync to verify it;
+// a stage already past it (an anchor) answers with its own, and the head catches up before its
+// next pass. A stage computes a pass only with the version named last (pipeline_stage.h).
+#pragma once
+#include <atomic>
+#include <memory>
+
+#include "core/thread_pool.h"
+#include "engine/engine_weights.h"
+#include "engine/pipeline_stage.h"
+#include "model/config.h"
+#include "model/layer_span.h"
+#include "roles/worker/weight_sync.h"
+#include "roles/worker/worker.h"
+
+namespace stoa::worker {
+
+// This worker's span of a group of options.stages (kInvalidArgument for a bad place or link).
+LayerSpan pipeline_span(const ModelConfig& config, const WorkerOptions& options);
+
+// The link from the head to stage 1 (kNetwork when it cannot be reached).
+std::unique_ptr<engine::StageLink> link_to_next_stage(const WorkerOptions& options);
+
+// A stage's weights as its verified sync holds them (engine::StageWeights).
+class SyncedStageWeights final : public engine::StageWeights {
+ public:
+  SyncedStageWeights(WeightSync& sync, int wait_s) : sync_(sync), wait_s_(wait_s) {}
+  uint64_t bring_to(uint64_t version) override;
+  std::shared_lock<std::shared_mutex> pass_lock() override;
+  uint64_t version() const override { return sync_.engine_version(); }
+
+ private:
+  WeightSync& sync_;
+  int wait_s_;
+};
+
+// A stage after the head, until `stop`: joins, syncs its span, serves. Throws as run_worker
+// does for a refused join or an unreachable hub.
+WorkerStats run_stage_worker(const WorkerOptions& options, const std::atomic<bool>& stop);
+
+}  // namespace stoa::worker

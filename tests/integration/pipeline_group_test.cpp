@@ -1,0 +1,93 @@
+// A pipeline group in a real run (docs/design/pipeline.md, "Pipeline groups"): `stoa run` with
+// the hub replaying every rollout, one whole-model `stoa work`, and a group of three `stoa work
+// --stage I/3` processes, each holding and syncing only its span of tiny-lfm2's five layers.
+// The group's head leases and submits like any worker; its rollouts must replay clean on the
+// hub's whole model, across the weight versions the trainer publishes while they run. Then the
+// group's last stage is killed mid-run and started again: the head gives its rollouts in
+// progress back, reconnects, and the group's rollouts keep replaying clean.
+#include <cstdio>
+
+#include "integration/cluster.h"
+
+namespace stoa::integration {
+namespace {
+
+double worker_accepted(const nlohmann::json& status, const std::string& name) {
+  for (const auto& w : status.value("workers", nlohmann::json::array()))
+    if (w.value("name", "") == name) return w.value("rollouts_accepted", 0.0);
+  return 0;
+}
+
+TEST(PipelineGroup, TrainsBesideAWholeWorkerAndEveryRolloutReplaysClean) {
+  if (!have_stoa_run()) GTEST_SKIP() << "`stoa run` is absent (a torch-OFF build): skipped";
+  RunSpec spec;
+  spec.adjust = [](run::RunConfig& rc) {
+    rc.hub.verify.enabled = true;
+    rc.hub.verify.peer = false;
+    rc.hub.verify.fraction = 1.0;  // the hub replays every rollout
+  };
+  Cluster c("pipeline_group", spec);
+  c.start_hub();
+  const std::string stage1 = "127.0.0.1:" + std::to_string(free_port());
+  const std::string stage2 = "127.0.0.1:" + std::to_string(free_port());
+  c.start_worker("g-stage2", "", {"--stage", "2/3", "--stage-listen", stage2});
+  c.start_worker("g-stage1", "",
+                 {"--stage", "1/3", "--stage-listen", stage1, "--stage-next", stage2});
+  c.start_worker("g-head", "", {"--stage", "0/3", "--stage-next", stage1});
+  c.start_worker("whole");
+
+  nlohmann::json s;
+  const auto counter = [&](const char* name) { return s["counters"].value(name, 0.0); };
+  const bool trained = wait_until(
+      [&] {
+        s = c.status();
+        return s.contains("counters") && s.value("step", 0) >= 3 &&
+               worker_accepted(s, "g-head") >= 6 && worker_accepted(s, "whole") >= 2;
+      },
+      240s);
+  ASSERT_TRUE(trained) << s.dump() << "\n"
+                       << c.logs() << "\n---- the stages' first lines ----\n"
+                       << c.worker("g-stage1").err().substr(0, 4000) << "\n"
+                       << c.worker("g-stage2").err().substr(0, 4000);
+  std::printf("group: %.0f rollouts accepted, whole worker %.0f; %.0f replayed, %.0f failed\n",
+              worker_accepted(s, "g-head"), worker_accepted(s, "whole"),
+              counter("rollouts_verified"), counter("verification_failures"));
+  EXPECT_EQ(counter("verification_failures"), 0.0) << s.dump() << c.logs();
+  EXPECT_EQ(counter("workers_quarantined"), 0.0) << s.dump();
+  // The group followed the trainer's versions (each switch named down the pipeline).
+  EXPECT_GE(weight_switches(c.worker("g-head").err()).size(), 2u) << c.worker("g-head").err();
+
+  // The last stage dies mid-run: the head notices at its next pass and gives its rollouts in
+  // progress back. The stage comes back on its address; the group reconnects and trains on.
+  const size_t head_log = c.worker("g-head").err().size();
+  c.kill_worker("g-stage2");
+  const auto head_since = [&] { return c.worker("g-head").err().substr(head_log); };
+  ASSERT_TRUE(wait_until(
+      [&] { return head_since().find("the pipeline group broke") != std::string::npos; }, 120s))
+      << head_since();
+  c.start_worker("g-stage2", "", {"--stage", "2/3", "--stage-listen", stage2});
+  ASSERT_TRUE(wait_until(
+      [&] { return c.worker("g-stage2").err().find(" serves layers") != std::string::npos; }, 120s))
+      << c.worker("g-stage2").err();
+  s = c.status();
+  const double before = worker_accepted(s, "g-head");
+  const bool recovered = wait_until(
+      [&] {
+        s = c.status();
+        return worker_accepted(s, "g-head") >= before + 4;
+      },
+      240s);
+  ASSERT_TRUE(recovered) << s.dump() << "\n" << c.logs();
+  const std::string after = head_since();
+  const size_t broke = after.find("the pipeline group broke");
+  std::printf("head: ...%s\n", after.substr(broke, after.find('\n', broke) - broke).c_str());
+  EXPECT_NE(after.find("heading a pipeline group", after.find("the pipeline group broke")),
+            std::string::npos)
+      << after;
+  EXPECT_EQ(counter("verification_failures"), 0.0) << s.dump() << c.logs();
+  EXPECT_EQ(counter("workers_quarantined"), 0.0) << s.dump();
+  c.stop_all();
+}
+
+}  // namespace
+}  // namespace stoa::integration
