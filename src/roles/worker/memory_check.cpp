@@ -7,9 +7,6 @@
 #include <fstream>
 
 #include "core/error.h"
-#include "core/tensor.h"
-#include "model/arch_registry.h"
-#include "model/tensor_roles.h"
 
 namespace stoa::worker {
 namespace {
@@ -36,22 +33,6 @@ std::optional<uint64_t> read_number(const std::string& path) {
 }
 
 }  // namespace
-
-MemoryNeed memory_needed(const ModelConfig& config) {
-  MemoryNeed n;
-  n.weights_bytes = static_cast<uint64_t>(std::max<int64_t>(0, count_parameters(config)));
-  n.margin_bytes = std::max<uint64_t>(512ull << 20, n.weights_bytes / 4);
-  return n;
-}
-
-MemoryNeed memory_needed(const ModelConfig& config, LayerSpan span) {
-  if (span.whole(config)) return memory_needed(config);
-  MemoryNeed n;
-  for (const TensorSlot& slot : span_tensor_slots(config, span))
-    n.weights_bytes += static_cast<uint64_t>(shape_numel(slot.shape));
-  n.margin_bytes = std::max<uint64_t>(512ull << 20, n.weights_bytes / 4);
-  return n;
-}
 
 std::optional<uint64_t> memory_available(std::optional<uint64_t> limit_bytes) {
   std::optional<uint64_t> best = meminfo("MemAvailable");

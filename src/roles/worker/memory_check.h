@@ -6,19 +6,11 @@
 #include <optional>
 #include <string>
 
-#include "model/config.h"
-#include "model/layer_span.h"
+#include "model/memory_need.h"
 
 namespace stoa::worker {
 
-struct MemoryNeed {
-  uint64_t weights_bytes = 0;  // the model's int8 weights (one byte per parameter)
-  uint64_t margin_bytes = 0;   // KV cache, activations, the runtime: max(512 MiB, weights / 4)
-  uint64_t total() const { return weights_bytes + margin_bytes; }
-};
-MemoryNeed memory_needed(const ModelConfig& config);
-// A pipeline stage's need: its span's tensors (model/layer_span.h).
-MemoryNeed memory_needed(const ModelConfig& config, LayerSpan span);
+// The model's need (MemoryNeed, memory_needed): model/memory_need.h.
 
 // What this process may still use: MemAvailable (/proc/meminfo), lowered by a cgroup v2 limit
 // (memory.max - memory.current) and by `limit_bytes` when set (--max-memory). nullopt when

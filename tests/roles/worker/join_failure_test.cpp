@@ -298,7 +298,7 @@ TEST_F(JoinFailure, NotEnoughMemoryIsRefusedBeforeAnyDownloadWithTheFigures) {
     EXPECT_NE(text(a).find(words), std::string::npos) << words << "\n" << text(a);
   EXPECT_EQ(hub->workers().size(), 0u) << "the worker joined before refusing";
   // The figures: the weights are one byte per parameter, the margin at least 512 MiB.
-  const auto need = worker::memory_needed(load_model_config(o.model_dir + "/config.json"));
+  const auto need = memory_needed(load_model_config(o.model_dir + "/config.json"));
   EXPECT_GT(need.weights_bytes, 30'000u);
   EXPECT_EQ(need.margin_bytes, 512ull << 20);
   EXPECT_LE(worker::memory_available(1'000'000).value_or(0), 1'000'000u);
