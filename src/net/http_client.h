@@ -88,6 +88,8 @@ class HttpClient {
   }
   // Makes every pending and future back-off sleep return at once and stops retrying (shutdown).
   void cancel() { cancelled_ = true; }
+  // Calls work again after a cancel (a worker going on once the threads it cancelled are done).
+  void clear_cancel() { cancelled_ = false; }
   bool cancelled() const { return cancelled_; }
 
   uint64_t bytes_received() const { return bytes_received_; }

@@ -169,6 +169,15 @@ HeartbeatResponse HubClient::heartbeat(const Heartbeat& heartbeat) {
   return resp;
 }
 
+PipelinePlace HubClient::pipeline_place(uint64_t memory_bytes, int port) {
+  auto r = with_session([&] {
+    return http_.post_json("/v1/pipeline/place",
+                           to_json(PipelinePlaceRequest{worker_id(), memory_bytes, port}).dump(),
+                           true);
+  });
+  return pipeline_place_from_json(parse_response(r, "pipeline place"));
+}
+
 std::string HubClient::task_prompt(const std::string& prompt_id) {
   auto r = with_session([&] {
     return http_.post_json("/v1/task/prompt",

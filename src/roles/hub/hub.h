@@ -27,6 +27,7 @@
 #include "env/task.h"
 #include "env/task_registry.h"
 #include "env/token_codec.h"
+#include "model/config.h"
 #include "net/protocol.h"
 #include "pulse/blob_store.h"
 #include "pulse/catalog.h"
@@ -143,6 +144,9 @@ struct HubDeps {
   pulse::BlobStore* run_files_store = nullptr;
   std::vector<net::RunFile> run_files;
   std::function<int64_t()> clock_ms;  // defaults to the system clock (tests inject one)
+  // The run's model: with it the hub forms pipeline groups of workers that cannot hold it whole
+  // (roles/hub/groups/pipeline_groups.h). Absent: POST /v1/pipeline/place answers 404.
+  std::optional<ModelConfig> model;
 };
 
 struct WorkerStats {

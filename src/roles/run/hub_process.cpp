@@ -47,6 +47,7 @@ HubProcess::HubProcess(const RunConfig& config, bool serve_trainer)
   deps.task_options = env::builtin_tasks().run_options(c.task, c.task_options);
   deps.codec = codec_.get();
   deps.vocab_size = model_config_.vocab_size;
+  deps.model = model_config_;
   deps.prompts = env::load_qa(c.data_dir + "/train.jsonl", env::BadLinePolicy::kFatal);
   for (const auto& q : deps.prompts) {
     STOA_CHECK(q.split.empty() || q.split == "train", ErrorKind::kInvalidArgument,

@@ -87,6 +87,7 @@ HubServer::HubServer(Hub& hub, ServerOptions options)
         hub.store(), [&hub](const std::string& worker) { return !hub.quarantined(worker); },
         hub.config().swarm_web_seed_copies);
   if (hub.run_files_store()) run_files_ = std::make_unique<BlobServing>(*hub.run_files_store());
+  if (hub.deps().model) groups_ = std::make_unique<PipelineGroups>(*hub.deps().model);
   HttpServerOptions o;
   o.host = options_.host;
   o.port = options_.port;
@@ -159,6 +160,8 @@ HandlerOutcome HubServer::route(const RequestContext& req) {
     return guarded(req, [&]() -> HttpReply { return check_route(req, bearer(req)); });
   if (p.rfind("/v1/swarm/", 0) == 0)
     return guarded(req, [&]() -> HttpReply { return swarm_route(req, bearer(req)); });
+  if (p.rfind("/v1/pipeline/", 0) == 0)
+    return guarded(req, [&]() -> HttpReply { return pipeline_route(req, bearer(req)); });
   if (p.rfind("/v1/trainer/", 0) == 0)
     return guarded(req, [&]() -> HandlerOutcome { return trainer_route(req, bearer(req)); });
   return guarded(req, [&]() -> HttpReply {

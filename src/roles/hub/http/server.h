@@ -11,6 +11,7 @@
 #include <string>
 
 #include "net/validation_protocol.h"
+#include "roles/hub/groups/pipeline_groups.h"
 #include "roles/hub/http/http_server.h"
 #include "roles/hub/hub.h"
 #include "roles/hub/store/blob_serving.h"
@@ -74,6 +75,8 @@ class HubServer {
   HttpReply swarm_route(const RequestContext& request, const std::string& bearer);
   // /v1/trainer/* (trainer_routes.cpp): a trainer away from the hub (HubConfig::serve_trainer).
   HttpReply trainer_route(const RequestContext& request, const std::string& bearer);
+  // POST /v1/pipeline/place (pipeline_routes.cpp): a worker's place in a pipeline group.
+  HttpReply pipeline_route(const RequestContext& request, const std::string& bearer);
   // The trainer routes serve one trainer: the newest that attached. A call from another one (a
   // trainer left running when its replacement started) is refused with 409, so two trainers
   // never train on one ledger. A hub restarted adopts the first session it hears from.
@@ -85,7 +88,8 @@ class HubServer {
   std::unique_ptr<BlobServing> run_files_;  // null when the hub serves no run files
   std::unique_ptr<HttpServer> http_;
   ValidationQueue* validation_ = nullptr;
-  std::unique_ptr<SwarmTracker> swarm_;  // null in a build without a swarm engine
+  std::unique_ptr<SwarmTracker> swarm_;     // null in a build without a swarm engine
+  std::unique_ptr<PipelineGroups> groups_;  // null when the hub was not given the model
   TaskProxy tasks_;
   BlobUpload uploads_;
   std::mutex trainer_mutex_;

@@ -1,0 +1,53 @@
+#include "net/pipeline_protocol.h"
+
+#include "core/error.h"
+#include "net/json_fields.h"
+
+namespace stoa::net {
+
+using json_fields::opt;
+using json_fields::req;
+using nlohmann::json;
+
+json to_json(const PipelinePlaceRequest& m) {
+  return {{"worker_id", m.worker_id}, {"memory_bytes", m.memory_bytes}, {"port", m.port}};
+}
+
+json to_json(const PipelinePlace& m) {
+  return {{"placed", m.placed}, {"group_id", m.group_id},       {"stage", m.stage},
+          {"stages", m.stages}, {"first_layer", m.first_layer}, {"last_layer", m.last_layer},
+          {"next", m.next},     {"waiting", m.waiting}};
+}
+
+PipelinePlaceRequest pipeline_place_request_from_json(const json& j) {
+  const char* msg = "pipeline place request";
+  PipelinePlaceRequest m;
+  m.worker_id = req<std::string>(j, msg, "worker_id");
+  m.memory_bytes = req<uint64_t>(j, msg, "memory_bytes");
+  m.port = req<int>(j, msg, "port");
+  STOA_CHECK(m.port > 0 && m.port <= 65535, ErrorKind::kInvalidArgument, msg, ": port ", m.port,
+             " is not a TCP port");
+  return m;
+}
+
+PipelinePlace pipeline_place_from_json(const json& j) {
+  const char* msg = "pipeline place";
+  PipelinePlace m;
+  m.placed = req<bool>(j, msg, "placed");
+  m.waiting = opt<int64_t>(j, msg, "waiting", 0);
+  if (!m.placed) return m;
+  m.group_id = req<uint64_t>(j, msg, "group_id");
+  m.stage = req<int>(j, msg, "stage");
+  m.stages = req<int>(j, msg, "stages");
+  m.first_layer = req<int64_t>(j, msg, "first_layer");
+  m.last_layer = req<int64_t>(j, msg, "last_layer");
+  m.next = req<std::string>(j, msg, "next");
+  STOA_CHECK(m.stages >= 2 && m.stage >= 0 && m.stage < m.stages && m.first_layer < m.last_layer &&
+                 (m.next.empty() == (m.stage == m.stages - 1)),
+             ErrorKind::kInvalidArgument, msg, ": stage ", m.stage, " of ", m.stages,
+             " with layers [", m.first_layer, ", ", m.last_layer, ") and next '", m.next,
+             "' is not a place in a group");
+  return m;
+}
+
+}  // namespace stoa::net

@@ -1,0 +1,36 @@
+// The pipeline-group messages (docs/protocol.md, "Pipeline groups"): a worker that cannot hold
+// the whole model asks the hub for a place in a group (POST /v1/pipeline/place), saying the
+// memory it may use and the port it serves a stage on; the hub answers with its place once a
+// group whose spans fit its members is formed — which stage, of how many, which layers, and the
+// address of the next stage — and every later ask renews the membership (a member silent past
+// the hub's timeout dissolves its group: the others are placed again).
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace stoa::net {
+
+struct PipelinePlaceRequest {
+  std::string worker_id;
+  uint64_t memory_bytes = 0;  // what the worker may use (memory_check.h)
+  int port = 0;               // where it serves a stage (its address is the one the hub sees)
+};
+
+struct PipelinePlace {
+  bool placed = false;  // false: waiting for members
+  uint64_t group_id = 0;
+  int stage = 0;  // 0: the head, which leases
+  int stages = 0;
+  int64_t first_layer = 0;  // the span, [first_layer, last_layer)
+  int64_t last_layer = 0;
+  std::string next;     // host:port of the next stage; empty on the last
+  int64_t waiting = 0;  // workers waiting for a group (the hub's count, for the progress lines)
+};
+
+nlohmann::json to_json(const PipelinePlaceRequest& m);
+nlohmann::json to_json(const PipelinePlace& m);
+PipelinePlaceRequest pipeline_place_request_from_json(const nlohmann::json& j);
+PipelinePlace pipeline_place_from_json(const nlohmann::json& j);
+
+}  // namespace stoa::net

@@ -1,0 +1,144 @@
+#include "roles/hub/groups/pipeline_groups.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "core/error.h"
+#include "model/memory_need.h"
+
+namespace stoa::hub {
+
+PipelineGroups::PipelineGroups(ModelConfig config, PipelineGroupOptions options)
+    : config_(std::move(config)), options_(options) {
+  STOA_CHECK(options_.max_stages >= 2 && options_.member_timeout_ms > 0,
+             ErrorKind::kInvalidArgument, "pipeline groups need 2 or more stages and a timeout");
+}
+
+std::optional<PipelineMemberPlace> PipelineGroups::place(const std::string& worker,
+                                                         uint64_t memory_bytes,
+                                                         const std::string& address,
+                                                         int64_t now_ms) {
+  std::lock_guard<std::mutex> lock(mu_);
+  expire_locked(now_ms);
+  auto it = members_.find(worker);
+  if (it == members_.end()) {
+    STOA_CHECK(members_.size() < options_.max_waiting, ErrorKind::kInvalidArgument, "the hub has ",
+               members_.size(), " workers waiting for pipeline groups already");
+    it = members_.emplace(worker, Member{}).first;
+  }
+  Member& m = it->second;
+  m.seen_ms = now_ms;
+  if (m.group_id != 0 && (m.memory_bytes != memory_bytes || m.address != address))
+    dissolve_locked(m.group_id);  // a member that came back otherwise: its place is gone
+  m.memory_bytes = memory_bytes;
+  m.address = address;
+  if (m.group_id == 0) form_locked();
+  if (m.group_id == 0) return std::nullopt;
+  return place_of_locked(worker);
+}
+
+void PipelineGroups::leave(const std::string& worker) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = members_.find(worker);
+  if (it == members_.end()) return;
+  if (it->second.group_id != 0) dissolve_locked(it->second.group_id);
+  members_.erase(worker);
+}
+
+void PipelineGroups::expire_locked(int64_t now_ms) {
+  std::vector<std::string> gone;
+  for (const auto& [id, m] : members_)
+    if (now_ms - m.seen_ms > options_.member_timeout_ms) gone.push_back(id);
+  for (const std::string& id : gone) {
+    if (members_.at(id).group_id != 0) dissolve_locked(members_.at(id).group_id);
+    members_.erase(id);
+  }
+}
+
+void PipelineGroups::dissolve_locked(uint64_t group_id) {
+  auto g = groups_.find(group_id);
+  if (g == groups_.end()) return;
+  for (const std::string& id : g->second.members) {
+    auto m = members_.find(id);
+    if (m != members_.end()) m->second.group_id = 0;
+  }
+  groups_.erase(g);
+  ++dissolved_;
+}
+
+// The fewest stages whose spans fit the waiting workers with the most memory, the largest span
+// to the largest memory; again while the rest can form another group.
+void PipelineGroups::form_locked() {
+  while (true) {
+    std::vector<std::pair<uint64_t, std::string>> waiting;  // memory, worker
+    for (const auto& [id, m] : members_)
+      if (m.group_id == 0) waiting.emplace_back(m.memory_bytes, id);
+    std::sort(waiting.begin(), waiting.end(), std::greater<>());
+    const int most = static_cast<int>(std::min<int64_t>(
+        {static_cast<int64_t>(waiting.size()), options_.max_stages, config_.num_layers}));
+    bool formed = false;
+    for (int k = 2; k <= most && !formed; ++k) {
+      const std::vector<LayerSpan> spans = split_layers(config_, k);
+      std::vector<std::pair<uint64_t, int>> needs;  // need, stage
+      for (int s = 0; s < k; ++s)
+        needs.emplace_back(memory_needed(config_, spans[static_cast<size_t>(s)]).total(), s);
+      std::sort(needs.begin(), needs.end(), std::greater<>());
+      bool fits = true;
+      for (int i = 0; i < k && fits; ++i)
+        fits = waiting[static_cast<size_t>(i)].first >= needs[static_cast<size_t>(i)].first;
+      if (!fits) continue;
+      Group g;
+      g.stages = k;
+      g.members.resize(static_cast<size_t>(k));
+      const uint64_t id = next_group_++;
+      for (int i = 0; i < k; ++i) {
+        const std::string& worker = waiting[static_cast<size_t>(i)].second;
+        const int stage = needs[static_cast<size_t>(i)].second;
+        g.members[static_cast<size_t>(stage)] = worker;
+        Member& m = members_.at(worker);
+        m.group_id = id;
+        m.stage = stage;
+      }
+      groups_.emplace(id, std::move(g));
+      ++formed_;
+      formed = true;
+    }
+    if (!formed) return;
+  }
+}
+
+PipelineMemberPlace PipelineGroups::place_of_locked(const std::string& worker) const {
+  const Member& m = members_.at(worker);
+  const Group& g = groups_.at(m.group_id);
+  PipelineMemberPlace p;
+  p.group_id = m.group_id;
+  p.stage = m.stage;
+  p.stages = g.stages;
+  p.span = split_layers(config_, g.stages)[static_cast<size_t>(m.stage)];
+  if (m.stage + 1 < g.stages)
+    p.next = members_.at(g.members[static_cast<size_t>(m.stage + 1)]).address;
+  return p;
+}
+
+size_t PipelineGroups::waiting() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<size_t>(std::count_if(members_.begin(), members_.end(),
+                                           [](const auto& kv) { return kv.second.group_id == 0; }));
+}
+
+size_t PipelineGroups::groups() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return groups_.size();
+}
+
+uint64_t PipelineGroups::groups_formed() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return formed_;
+}
+
+uint64_t PipelineGroups::groups_dissolved() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return dissolved_;
+}
+
+}  // namespace stoa::hub

@@ -1,0 +1,86 @@
+// The hub's pipeline groups (docs/design/pipeline.md, "Pipeline groups"): workers that cannot
+// hold the whole model ask for a place (net/pipeline_protocol.h) with the memory they may use and
+// the port they serve a stage on. The hub forms a group as soon as the waiting workers hold the
+// model between them — the fewest stages K whose spans (split_layers) each fit a member, the
+// largest span to the largest memory — and gives each member its place: its stage, its layers,
+// and the address of the next stage. Stage 0, the head, leases like any worker.
+//
+// Every ask renews a member; a member silent past `member_timeout_ms` (gone, or quarantined: its
+// asks are refused before they reach here) dissolves its group, the others going back to the
+// waiting workers to be grouped again with whoever is there. A worker's leases are the hub's
+// business as always: the head of a dissolved group gives back what it holds (the worker does),
+// and a head that died has its leases expire and re-issued.
+//
+// Bounded: at most `max_waiting` workers wait and `max_stages` stages make a group. Thread-safe.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/config.h"
+#include "model/layer_span.h"
+
+namespace stoa::hub {
+
+struct PipelineGroupOptions {
+  int64_t member_timeout_ms = 20'000;  // a member's asks come every few seconds
+  size_t max_waiting = 4096;
+  int max_stages = 16;
+};
+
+struct PipelineMemberPlace {
+  uint64_t group_id = 0;
+  int stage = 0;
+  int stages = 0;
+  LayerSpan span;
+  std::string next;  // host:port of the next stage; empty on the last
+};
+
+class PipelineGroups {
+ public:
+  PipelineGroups(ModelConfig config, PipelineGroupOptions options = {});
+
+  // `worker` asks at `now_ms`, holding `memory_bytes` and serving stages at `address`
+  // (host:port): its place, or nullopt while it waits. kInvalidArgument when the waiting room is
+  // full (the worker asks again later).
+  std::optional<PipelineMemberPlace> place(const std::string& worker, uint64_t memory_bytes,
+                                           const std::string& address, int64_t now_ms);
+  // A worker that left (stopped cleanly, or was forgotten): its group is dissolved.
+  void leave(const std::string& worker);
+
+  size_t waiting() const;
+  size_t groups() const;
+  uint64_t groups_formed() const;
+  uint64_t groups_dissolved() const;
+
+ private:
+  struct Member {
+    uint64_t memory_bytes = 0;
+    std::string address;
+    int64_t seen_ms = 0;
+    uint64_t group_id = 0;  // 0: waiting
+    int stage = 0;
+  };
+  struct Group {
+    std::vector<std::string> members;  // in stage order
+    int stages = 0;
+  };
+  void expire_locked(int64_t now_ms);
+  void dissolve_locked(uint64_t group_id);
+  void form_locked();
+  PipelineMemberPlace place_of_locked(const std::string& worker) const;
+
+  const ModelConfig config_;
+  const PipelineGroupOptions options_;
+  mutable std::mutex mu_;
+  std::map<std::string, Member> members_;
+  std::map<uint64_t, Group> groups_;
+  uint64_t next_group_ = 1;
+  uint64_t formed_ = 0;
+  uint64_t dissolved_ = 0;
+};
+
+}  // namespace stoa::hub

@@ -1,0 +1,127 @@
+// The hub's pipeline groups without HTTP (roles/hub/groups/pipeline_groups.h): workers too small
+// for the model wait until together they hold it; the fewest stages that fit, the largest span to
+// the largest memory; each member learns the next stage's address; a silent member dissolves its
+// group and the others are grouped again; the waiting room is bounded.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "core/error.h"
+#include "model/memory_need.h"
+#include "model/presets.h"
+#include "roles/hub/groups/pipeline_groups.h"
+
+namespace stoa::hub {
+namespace {
+
+struct PipelineGroupsTest : ::testing::Test {
+  void SetUp() override {
+    config = preset_config("bench-qwen3");  // 14 layers, ~113M parameters: spans matter
+    whole = memory_needed(config).total();
+  }
+  // The most any stage of a K-stage group needs.
+  uint64_t stage_need(int k) const {
+    uint64_t most = 0;
+    for (const LayerSpan& s : split_layers(config, k))
+      most = std::max(most, memory_needed(config, s).total());
+    return most;
+  }
+  ModelConfig config;
+  uint64_t whole = 0;
+};
+
+TEST_F(PipelineGroupsTest, WorkersWaitUntilTogetherTheyHoldTheModel) {
+  PipelineGroupOptions o;
+  o.max_stages = 4;
+  PipelineGroups groups(config, o);
+  const uint64_t fits3 = stage_need(3);  // not enough for 2 stages
+  ASSERT_LT(fits3, stage_need(2));
+  EXPECT_FALSE(groups.place("a", fits3, "10.0.0.1:7001", 0));
+  EXPECT_FALSE(groups.place("b", fits3, "10.0.0.2:7002", 0));
+  EXPECT_EQ(groups.waiting(), 2u);
+  const auto c = groups.place("c", fits3, "10.0.0.3:7003", 0);
+  ASSERT_TRUE(c);  // three of them hold it: a group of 3
+  EXPECT_EQ(c->stages, 3);
+  EXPECT_EQ(groups.groups(), 1u);
+  EXPECT_EQ(groups.waiting(), 0u);
+  const auto a = groups.place("a", fits3, "10.0.0.1:7001", 10);
+  const auto b = groups.place("b", fits3, "10.0.0.2:7002", 10);
+  ASSERT_TRUE(a && b);
+  // One place each, spans covering the model in order, each linked to the next stage.
+  std::map<int, std::pair<LayerSpan, std::string>> by_stage;
+  std::map<int, std::string> address = {};
+  for (const auto& [p, addr] :
+       {std::pair{*a, "10.0.0.1:7001"}, {*b, "10.0.0.2:7002"}, {*c, "10.0.0.3:7003"}}) {
+    EXPECT_EQ(p.group_id, c->group_id);
+    by_stage[p.stage] = {p.span, p.next};
+    address[p.stage] = addr;
+  }
+  ASSERT_EQ(by_stage.size(), 3u);
+  EXPECT_EQ(by_stage[0].first.first, 0);
+  EXPECT_EQ(by_stage[2].first.last, config.num_layers);
+  for (int s = 0; s < 2; ++s) {
+    EXPECT_EQ(by_stage[s].first.last, by_stage[s + 1].first.first);
+    EXPECT_EQ(by_stage[s].second, address[s + 1]);
+  }
+  EXPECT_EQ(by_stage[2].second, "");
+}
+
+TEST_F(PipelineGroupsTest, TheFewestStagesThatFitAndTheBiggestSpanToTheBiggestMemory) {
+  PipelineGroups groups(config);
+  const uint64_t big = stage_need(2), small = stage_need(3);
+  EXPECT_FALSE(groups.place("small", small, "h:1", 0));
+  const auto p = groups.place("big", big, "h:2", 0);
+  // big + small cannot make 2 stages (small cannot hold half), nor 3 with only two workers.
+  EXPECT_FALSE(p);
+  const auto q = groups.place("big2", big, "h:3", 0);
+  ASSERT_TRUE(q);  // two big ones: 2 stages; the small one waits on
+  EXPECT_EQ(q->stages, 2);
+  EXPECT_EQ(groups.waiting(), 1u);
+  EXPECT_FALSE(groups.place("small", small, "h:1", 1));
+}
+
+TEST_F(PipelineGroupsTest, ASilentMemberDissolvesItsGroupAndTheOthersAreGroupedAgain) {
+  PipelineGroupOptions o;
+  o.member_timeout_ms = 1000;
+  PipelineGroups groups(config, o);
+  const uint64_t m = stage_need(2);
+  EXPECT_FALSE(groups.place("a", m, "h:1", 0));
+  const auto b = groups.place("b", m, "h:2", 0);
+  ASSERT_TRUE(b);
+  EXPECT_FALSE(groups.place("c", m, "h:3", 500));  // waits: nobody else is free
+  // a keeps asking, b falls silent: past the timeout the group is gone, and a and c are grouped.
+  ASSERT_TRUE(groups.place("a", m, "h:1", 900));
+  EXPECT_FALSE(groups.place("c", m, "h:3", 900));
+  const auto a = groups.place("a", m, "h:1", 1600);
+  EXPECT_EQ(groups.groups_dissolved(), 1u);
+  const auto c = groups.place("c", m, "h:3", 1600);
+  ASSERT_TRUE(a && c);
+  EXPECT_NE(a->group_id, b->group_id);
+  EXPECT_EQ(a->group_id, c->group_id);
+  EXPECT_EQ(groups.groups_formed(), 2u);
+  // A member that comes back with another address (a restart) loses its place and its group:
+  // a new one is formed, which the others learn at their next ask.
+  const auto c2 = groups.place("c", m, "h:9", 1700);
+  ASSERT_TRUE(c2);
+  EXPECT_NE(c2->group_id, c->group_id);
+  EXPECT_EQ(groups.groups_dissolved(), 2u);
+  const auto a2 = groups.place("a", m, "h:1", 1700);
+  ASSERT_TRUE(a2);
+  EXPECT_EQ(a2->group_id, c2->group_id);
+  groups.leave("a");
+  EXPECT_EQ(groups.waiting(), 1u);
+  EXPECT_EQ(groups.groups(), 0u);
+}
+
+TEST_F(PipelineGroupsTest, TheWaitingRoomIsBoundedAndTooSmallWorkersNeverGroup) {
+  PipelineGroupOptions o;
+  o.max_waiting = 3;
+  PipelineGroups groups(config, o);
+  for (const char* w : {"x", "y", "z"}) EXPECT_FALSE(groups.place(w, 1000, "h:1", 0));
+  EXPECT_THROW(groups.place("w", 1000, "h:1", 0), Error);
+  EXPECT_EQ(groups.groups(), 0u);
+  EXPECT_FALSE(groups.place("x", 1000, "h:1", 5));  // those already waiting may ask again
+}
+
+}  // namespace
+}  // namespace stoa::hub
