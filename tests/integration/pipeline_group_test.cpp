@@ -5,9 +5,16 @@
 // hub's whole model, across the weight versions the trainer publishes while they run. Then the
 // group's last stage is killed mid-run and started again: the head gives its rollouts in
 // progress back, reconnects, and the group's rollouts keep replaying clean.
+//
+// Then the same formed by the hub: two `stoa work --max-memory` workers, each allowed less than
+// the whole model but more than half of it, are grouped by the hub into a 2-stage group; one of
+// them is killed, the hub dissolves the group, and when it comes back the two are grouped again.
 #include <cstdio>
 
 #include "integration/cluster.h"
+#include "model/config.h"
+#include "model/layer_span.h"
+#include "model/memory_need.h"
 
 namespace stoa::integration {
 namespace {
@@ -84,6 +91,80 @@ TEST(PipelineGroup, TrainsBesideAWholeWorkerAndEveryRolloutReplaysClean) {
   EXPECT_NE(after.find("heading a pipeline group", after.find("the pipeline group broke")),
             std::string::npos)
       << after;
+  EXPECT_EQ(counter("verification_failures"), 0.0) << s.dump() << c.logs();
+  EXPECT_EQ(counter("workers_quarantined"), 0.0) << s.dump();
+  c.stop_all();
+}
+
+bool log_has(Cluster& c, const std::string& worker, const std::string& words) {
+  return c.worker(worker).err().find(words) != std::string::npos;
+}
+
+TEST(PipelineGroup, TheHubGroupsWorkersTooSmallForTheModel) {
+  if (!have_stoa_run()) GTEST_SKIP() << "`stoa run` is absent (a torch-OFF build): skipped";
+  RunSpec spec;
+  spec.adjust = [](run::RunConfig& rc) {
+    rc.hub.verify.enabled = true;
+    rc.hub.verify.peer = false;
+    rc.hub.verify.fraction = 1.0;
+  };
+  Cluster c("pipeline_hub_groups", spec);
+  c.start_hub();
+  // A cap between what half the model needs and what the whole needs.
+  const ModelConfig config = load_model_config((assets().model / "config.json").string());
+  const uint64_t whole = memory_needed(config).total();
+  uint64_t half = 0;
+  for (const LayerSpan& span : split_layers(config, 2))
+    half = std::max(half, memory_needed(config, span).total());
+  ASSERT_LT(half, whole);
+  char cap[64];
+  std::snprintf(cap, sizeof cap, "%.6f", static_cast<double>(half + (whole - half) / 2) / 1e6);
+  for (const char* w : {"small-a", "small-b"}) c.start_worker(w, "", {"--max-memory", cap});
+  c.start_worker("whole");
+
+  nlohmann::json s;
+  const auto counter = [&](const char* name) { return s["counters"].value(name, 0.0); };
+  const auto group_accepted = [&] {
+    return worker_accepted(s, "small-a") + worker_accepted(s, "small-b");
+  };
+  ASSERT_TRUE(wait_until(
+      [&] {
+        s = c.status();
+        return s.contains("counters") && s.value("step", 0) >= 3 && group_accepted() >= 6 &&
+               worker_accepted(s, "whole") >= 2;
+      },
+      240s))
+      << s.dump() << "\n"
+      << c.logs();
+  for (const char* w : {"small-a", "small-b"})
+    EXPECT_TRUE(log_has(c, w, "placed in pipeline group 1: stage ")) << c.worker(w).err();
+  std::printf("hub-formed group: %.0f rollouts accepted, whole worker %.0f; %.0f failed\n",
+              group_accepted(), worker_accepted(s, "whole"), counter("verification_failures"));
+  EXPECT_EQ(counter("verification_failures"), 0.0) << s.dump() << c.logs();
+
+  // small-b dies: the hub dissolves the group, small-a asks again; small-b comes back (the same
+  // identity) and the two are grouped anew.
+  c.kill_worker("small-b");
+  ASSERT_TRUE(wait_until([&] { return log_has(c, "small-a", "ended: asking again"); }, 120s))
+      << c.worker("small-a").err();
+  c.start_worker("small-b", "", {"--max-memory", cap});
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return log_has(c, "small-a", "placed in pipeline group 2") &&
+               log_has(c, "small-b", "placed in pipeline group 2");
+      },
+      120s))
+      << c.worker("small-a").err() << c.worker("small-b").err();
+  s = c.status();
+  const double before = group_accepted();
+  ASSERT_TRUE(wait_until(
+      [&] {
+        s = c.status();
+        return group_accepted() >= before + 4;
+      },
+      240s))
+      << s.dump() << "\n"
+      << c.logs();
   EXPECT_EQ(counter("verification_failures"), 0.0) << s.dump() << c.logs();
   EXPECT_EQ(counter("workers_quarantined"), 0.0) << s.dump();
   c.stop_all();

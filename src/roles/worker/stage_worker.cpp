@@ -12,7 +12,9 @@
 #include "net/hub_client.h"
 #include "roles/pipeline/stage_server.h"
 #include "roles/pipeline/tcp_stage_link.h"
+#include "roles/worker/heartbeat.h"
 #include "roles/worker/join.h"
+#include "roles/worker/lease_book.h"
 #include "roles/worker/memory_check.h"
 #include "roles/worker/run_files.h"
 #include "roles/worker/sync_thread.h"
@@ -70,6 +72,67 @@ std::unique_ptr<engine::StageLink> link_to_next_stage(const WorkerOptions& o) {
   return std::make_unique<pipeline::TcpStageLink>(host, port, lo);
 }
 
+uint64_t smallest_stage_need(const ModelConfig& config) {
+  const int64_t most = std::min<int64_t>(config.num_layers, 16);  // PipelineGroupOptions
+  uint64_t least = memory_needed(config).total();
+  for (const LayerSpan& span : split_layers(config, std::max<int64_t>(most, 1)))
+    least = std::min(least, memory_needed(config, span).total());
+  return least;
+}
+
+int stage_port(const WorkerOptions& o) {
+  auto [host, port] = net::parse_host_port(o.stage_listen, "--stage-listen");
+  if (port != 0) return port;
+  net::FrameListener probe(host, 0);  // a free port now; the stage binds it again when placed
+  return probe.port();
+}
+
+std::optional<net::PipelinePlace> wait_for_place(net::HubClient& hub, uint64_t memory_bytes,
+                                                 int port, const std::atomic<bool>& stop) {
+  auto last_said = Clock::now() - 1h;
+  while (!stop) {
+    try {
+      net::PipelinePlace place = hub.pipeline_place(memory_bytes, port);
+      if (place.placed) return place;
+      if (Clock::now() - last_said > 30s) {
+        log_info("worker", "waiting for a pipeline group: ", place.waiting,
+                 " workers wait at the hub (together they must hold the model)");
+        last_said = Clock::now();
+      }
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::kNetwork) throw;  // this hub forms no groups, or refused
+      log_warn("worker", "asking for a pipeline group: ", e.what());
+    }
+    for (int i = 0; i < 10 && !stop; ++i) std::this_thread::sleep_for(100ms);
+  }
+  return std::nullopt;
+}
+
+PlaceWatch::PlaceWatch(net::HubClient& hub, uint64_t memory_bytes, int port, uint64_t group_id,
+                       const std::atomic<bool>& stop)
+    : thread_([this, &hub, memory_bytes, port, group_id, &stop] {
+        while (!done_ && !leave_) {
+          for (int i = 0; i < 20 && !done_ && !stop; ++i) std::this_thread::sleep_for(100ms);
+          if (stop) leave_ = true;
+          if (done_ || leave_) break;
+          try {
+            const net::PipelinePlace place = hub.pipeline_place(memory_bytes, port);
+            if (!place.placed || place.group_id != group_id) {
+              log_info("worker", "the hub dissolved pipeline group ", group_id,
+                       " (a member is gone)");
+              leave_ = true;
+            }
+          } catch (const std::exception& e) {
+            log_warn("worker", "renewing the pipeline group's place: ", e.what());
+          }
+        }
+      }) {}
+
+PlaceWatch::~PlaceWatch() {
+  done_ = true;
+  if (thread_.joinable()) thread_.join();
+}
+
 uint64_t SyncedStageWeights::bring_to(uint64_t version) {
   const auto deadline = Clock::now() + std::chrono::seconds(wait_s_);
   while (true) {
@@ -107,13 +170,20 @@ WorkerStats run_stage_worker(const WorkerOptions& o, const std::atomic<bool>& st
   STOA_CHECK(joined.vocab_size == config.vocab_size, ErrorKind::kInvalidArgument,
              "stoa work: the hub's vocabulary has ", joined.vocab_size, " tokens, ", model_dir,
              " has ", config.vocab_size);
+  return serve_stage(o, hub, joined, config, stop);
+}
+
+WorkerStats serve_stage(const WorkerOptions& o, net::HubClient& hub,
+                        const net::JoinResponse& joined, const ModelConfig& config,
+                        const std::atomic<bool>& stop) {
+  const std::string state_dir = o.state_dir.empty() ? (".stoa-worker-" + o.name) : o.state_dir;
   const LayerSpan span = pipeline_span(config, o);
   const MemoryNeed need = memory_needed(config, span);
   const auto memory = memory_available(
       o.max_memory_mb > 0 ? std::optional<uint64_t>(static_cast<uint64_t>(o.max_memory_mb * 1e6))
                           : std::nullopt);
   if (memory) check_memory(need, *memory);
-  log_info("worker", "joined as ", joined.worker_id, ": stage ", o.stage, " of ", o.stages, ", ",
+  log_info("worker", "worker ", joined.worker_id, " is stage ", o.stage, " of ", o.stages, ", ",
            span_string(config, span), " (", human_bytes(need.weights_bytes), " of int8 weights)");
 
   HubBlobSource source(hub, (fs::path(state_dir) / "blobs").string());
@@ -121,6 +191,11 @@ WorkerStats run_stage_worker(const WorkerOptions& o, const std::atomic<bool>& st
   std::atomic<bool> threads_stop{false};
   std::atomic<int> threads_done{0};
   SyncThread sync_thread(sync, threads_stop, threads_done);
+  // Heartbeats keep the stage a live worker at the hub (it holds no leases: they are the head's).
+  LeaseBook no_leases;
+  WorkerGauges gauges;
+  HeartbeatThread heartbeat_thread(hub, joined.worker_id, joined.heartbeat_interval_s, no_leases,
+                                   gauges, threads_stop, threads_done);
   StopSyncOnExit stop_sync_on_exit(threads_stop, hub, sync_thread);
 
   // The first anchor builds the stage's engine; the head names the version to compute with.
@@ -158,8 +233,11 @@ WorkerStats run_stage_worker(const WorkerOptions& o, const std::atomic<bool>& st
   }
   const auto started = Clock::now();
   while (!stop && (o.max_minutes <= 0 ||
-                   Clock::now() - started < std::chrono::duration<double>(o.max_minutes * 60)))
+                   Clock::now() - started < std::chrono::duration<double>(o.max_minutes * 60))) {
+    gauges.engine_version = sync.engine_version();  // what the heartbeat reports
+    gauges.have_engine = true;
     std::this_thread::sleep_for(100ms);
+  }
   server.stop();
   sync.detach_engine();  // before the stage's engine goes with the server
   const pipeline::StageServerCounters c = server.counters();

@@ -13,12 +13,15 @@
 #pragma once
 #include <atomic>
 #include <memory>
+#include <optional>
+#include <thread>
 
 #include "core/thread_pool.h"
 #include "engine/engine_weights.h"
 #include "engine/pipeline_stage.h"
 #include "model/config.h"
 #include "model/layer_span.h"
+#include "net/hub_client.h"
 #include "roles/worker/weight_sync.h"
 #include "roles/worker/worker.h"
 
@@ -46,5 +49,37 @@ class SyncedStageWeights final : public engine::StageWeights {
 // A stage after the head, until `stop`: joins, syncs its span, serves. Throws as run_worker
 // does for a refused join or an unreachable hub.
 WorkerStats run_stage_worker(const WorkerOptions& options, const std::atomic<bool>& stop);
+// The same once joined: syncs the span of options.stage and serves it until `stop`.
+WorkerStats serve_stage(const WorkerOptions& options, net::HubClient& hub,
+                        const net::JoinResponse& joined, const ModelConfig& config,
+                        const std::atomic<bool>& stop);
+
+// ---- places the hub gives (roles/hub/groups/pipeline_groups.h) ----
+
+// The least memory a stage of `config` can need (a group of as many stages as the hub forms at
+// most, or one a layer): a worker below it cannot take part at all.
+uint64_t smallest_stage_need(const ModelConfig& config);
+// The port this worker serves a stage on: --stage-listen's, or a free one.
+int stage_port(const WorkerOptions& options);
+// Asks the hub for a place every second until it gives one (nullopt once `stop` is set).
+std::optional<net::PipelinePlace> wait_for_place(net::HubClient& hub, uint64_t memory_bytes,
+                                                 int port, const std::atomic<bool>& stop);
+
+// While a member holds its place: asks again every 2 s (which keeps it), and raises leave() when
+// the hub no longer places it in `group_id` (the group was dissolved) or `stop` is set.
+class PlaceWatch {
+ public:
+  PlaceWatch(net::HubClient& hub, uint64_t memory_bytes, int port, uint64_t group_id,
+             const std::atomic<bool>& stop);
+  ~PlaceWatch();
+  PlaceWatch(const PlaceWatch&) = delete;
+  PlaceWatch& operator=(const PlaceWatch&) = delete;
+  const std::atomic<bool>& leave() const { return leave_; }
+
+ private:
+  std::atomic<bool> leave_{false};
+  std::atomic<bool> done_{false};
+  std::thread thread_;
+};
 
 }  // namespace stoa::worker

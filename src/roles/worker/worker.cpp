@@ -68,100 +68,34 @@ class StopReportOnExit {
  private:
   std::optional<ProgressReport>& report_;
 };
-}  // namespace
 
-WorkerStats run_worker(const WorkerOptions& o, const std::atomic<bool>& stop) {
-  STOA_CHECK(!o.hub_url.empty() || !o.join_string.empty(), ErrorKind::kInvalidArgument,
-             "stoa work: --join STRING (or --hub URL with --token) is required");
-  STOA_CHECK(o.slots >= 1, ErrorKind::kInvalidArgument, "stoa work: --slots must be >= 1");
-  if (o.stages > 1 && o.stage > 0) return run_stage_worker(o, stop);  // stage_worker.h
-  std::unique_ptr<ThreadPool> own_pool;
-  if (o.threads > 0) own_pool = std::make_unique<ThreadPool>(o.threads);
-  ThreadPool* pool = own_pool ? own_pool.get() : &ThreadPool::global();
-  const std::string state_dir = o.state_dir.empty() ? (".stoa-worker-" + o.name) : o.state_dir;
-  std::optional<ProgressReport> report;
-  if (o.progress) report.emplace();
-  fs::create_directories(state_dir);
+// What a joined worker generates with (run_worker's, for generate and the group loop).
+struct Joined {
+  net::HubClient& hub;
+  const net::JoinResponse& joined;
+  const ModelConfig& config;
+  const env::ModelCodec& model_codec;
+  const env::Task& task;
+  ThreadPool* pool;
+  std::string state_dir;
+  std::optional<ProgressReport>& report;
+  bool room_for_checks;
+  uint64_t memory_bytes;  // what this worker may use (a group member says it to the hub)
+};
 
-  // The model's config and codec — the hub renders prompts and decodes transcripts by the same
-  // rule (env/model_codec.h) — and room for the model before its weights are downloaded: the
-  // int8 weights in memory and their download in the state dir. With --model before joining;
-  // without, once the join reply has named the run's files and they are fetched.
-  std::string model_dir = o.model_dir;
-  ModelConfig config;
-  env::ModelCodec model_codec;
-  // Peer checks hold up to two more versions' weights (check_thread.h): taken only with room.
-  bool room_for_checks = true;
-  auto prepare_model = [&] {
-    config = load_model_config(model_dir + "/config.json");
-    model_codec = env::load_model_codec(model_dir, config, "stoa work");
-    const MemoryNeed need =
-        o.stages > 1 ? memory_needed(config, pipeline_span(config, o)) : memory_needed(config);
-    const auto memory = memory_available(
-        o.max_memory_mb > 0 ? std::optional<uint64_t>(static_cast<uint64_t>(o.max_memory_mb * 1e6))
-                            : std::nullopt);
-    const auto disk = disk_free(state_dir);
-    if (report) report->room_checked(need.total(), memory, need.weights_bytes, disk);
-    if (memory) check_memory(need, *memory);
-    // A group's head holds a share of the model: a check replays the whole of it.
-    room_for_checks =
-        o.stages == 1 && (!memory || *memory >= need.total() + 2 * need.weights_bytes);
-    if (o.peer_checks && !room_for_checks)
-      log_warn("worker",
-               o.stages > 1 ? "no peer checks: a check replays the whole model"
-                            : "no peer checks: they need more memory than the model",
-               " (", human_bytes(memory.value_or(0)), " available)");
-    STOA_CHECK(!disk || *disk >= need.weights_bytes, ErrorKind::kIo, "not enough disk space in ",
-               state_dir, " for the model's download: it needs about ",
-               human_bytes(need.weights_bytes), ", ", human_bytes(disk.value_or(0)), " is free");
-  };
-  if (!model_dir.empty()) prepare_model();
-
-  // ---- join (resuming the previous identity when the state dir has one) ----
-  const HubTarget target = hub_target(o.hub_url, o.join_token, o.join_string);
-  const std::string& hub_url = target.url;
-  const std::string& join_token = target.join_token;
-  const net::HttpClientOptions& http_options = target.http;
-  net::HubClient hub(hub_url, http_options);
-  if (report) report->connecting(hub_url, http_options.pin_sha256);
-  bool resumed = false;
-  const net::JoinResponse joined = join_hub(
-      hub, join_token, o.name, o.threads, state_dir, o.join_timeout_s, stop,
-      [&](const std::exception& why) {
-        if (report) report->join_retry(advise(why, hub_url).what, o.join_timeout_s);
-      },
-      &resumed);
-  if (report)
-    report->joined(joined.worker_id, o.name, resumed, joined.task,
-                   !http_options.pin_sha256.empty());
-  if (model_dir.empty()) {
-    const RunFilesFetched files =
-        fetch_run_files(hub, joined.run_files, (fs::path(state_dir) / "model").string());
-    log_info("worker", "the run's model files in ", files.dir, " (", files.bytes_fetched,
-             " bytes fetched)");
-    model_dir = files.dir;
-    prepare_model();
-  }
-  const int64_t sample_vocab = model_codec.sample_vocab;
-  const env::TokenCodec& codec = *model_codec.codec;
-  STOA_CHECK(joined.vocab_size == config.vocab_size, ErrorKind::kInvalidArgument,
-             "stoa work: the hub's vocabulary has ", joined.vocab_size, " tokens, ", model_dir,
-             " has ", config.vocab_size);
-  // The task the hub names. With options of this machine's own (where its tools are: an index,
-  // a server) it is built here from the registry with the run's options — throwing, with the
-  // tasks this worker knows, when the hub runs another one; without, the hub runs it for this
-  // worker (hub_task.h) and nothing of the task is needed here.
-  std::unique_ptr<env::Task> task_ptr;
-  if (o.task_options.empty()) {
-    task_ptr = std::make_unique<HubTask>(hub, joined.task, joined.stop_strings);
-  } else {
-    const env::TaskRegistry& tasks = env::builtin_tasks();
-    task_ptr = tasks.make(
-        joined.task,
-        tasks.with_local(joined.task, env::TaskOptions(joined.task_options), o.task_options));
-  }
-  const env::Task& task = *task_ptr;
-
+// Joined, with the model and the task: the weight sync, the heartbeat, the streamer, the checks
+// and the rollout loop until `stop`, then a clean shutdown.
+WorkerStats generate(const WorkerOptions& o, const Joined& j, const std::atomic<bool>& stop) {
+  net::HubClient& hub = j.hub;
+  const net::JoinResponse& joined = j.joined;
+  const ModelConfig& config = j.config;
+  const env::Task& task = j.task;
+  ThreadPool* pool = j.pool;
+  const std::string& state_dir = j.state_dir;
+  std::optional<ProgressReport>& report = j.report;
+  const bool room_for_checks = j.room_for_checks;
+  const int64_t sample_vocab = j.model_codec.sample_vocab;
+  const env::TokenCodec& codec = *j.model_codec.codec;
   // ---- background threads: weight sync, heartbeat, rollout streamer ----
   // Blobs download to <state dir>/blobs and resume from there (after a drop or a restart).
   HubBlobSource hub_source(hub, (fs::path(state_dir) / "blobs").string());
@@ -261,6 +195,149 @@ WorkerStats run_worker(const WorkerOptions& o, const std::atomic<bool>& stop) {
     report->stopped(stats.tokens_generated, stats.idle_fraction);
   }
   return stats;
+}
+
+// A worker that cannot hold the whole model (stage_worker.h): asks the hub for a place in a
+// pipeline group, holds it — the head generating as any worker, a later stage serving its span —
+// while the hub keeps it, and asks again when the group is dissolved (a member gone).
+WorkerStats run_group_member(const WorkerOptions& o, const Joined& j,
+                             const std::atomic<bool>& stop) {
+  WorkerStats total;
+  const int port = stage_port(o);
+  while (!stop) {
+    const std::optional<net::PipelinePlace> place =
+        wait_for_place(j.hub, j.memory_bytes, port, stop);
+    if (!place) break;
+    WorkerOptions placed = o;
+    placed.stages = place->stages;
+    placed.stage = place->stage;
+    placed.stage_next = place->next;
+    placed.stage_listen = "0.0.0.0:" + std::to_string(port);
+    log_info("worker", "placed in pipeline group ", place->group_id, ": stage ", place->stage,
+             " of ", place->stages, ", layers [", place->first_layer, ", ", place->last_layer, ")",
+             place->next.empty() ? "" : ", next stage at ", place->next);
+    {
+      PlaceWatch watch(j.hub, j.memory_bytes, port, place->group_id, stop);
+      const WorkerStats s = place->stage == 0
+                                ? generate(placed, j, watch.leave())
+                                : serve_stage(placed, j.hub, j.joined, j.config, watch.leave());
+      total.rollouts_finished += s.rollouts_finished;
+      total.tokens_generated += s.tokens_generated;
+      total.weight_switches += s.weight_switches;
+      total.leases += s.leases;
+      total.leases_released += s.leases_released;
+    }
+    j.hub.http().clear_cancel();  // the role's threads cancelled their calls on the way out
+    if (!stop) log_info("worker", "pipeline group ", place->group_id, " ended: asking again");
+  }
+  return total;
+}
+
+}  // namespace
+
+WorkerStats run_worker(const WorkerOptions& o, const std::atomic<bool>& stop) {
+  STOA_CHECK(!o.hub_url.empty() || !o.join_string.empty(), ErrorKind::kInvalidArgument,
+             "stoa work: --join STRING (or --hub URL with --token) is required");
+  STOA_CHECK(o.slots >= 1, ErrorKind::kInvalidArgument, "stoa work: --slots must be >= 1");
+  if (o.stages > 1 && o.stage > 0) return run_stage_worker(o, stop);  // stage_worker.h
+  std::unique_ptr<ThreadPool> own_pool;
+  if (o.threads > 0) own_pool = std::make_unique<ThreadPool>(o.threads);
+  ThreadPool* pool = own_pool ? own_pool.get() : &ThreadPool::global();
+  const std::string state_dir = o.state_dir.empty() ? (".stoa-worker-" + o.name) : o.state_dir;
+  std::optional<ProgressReport> report;
+  if (o.progress) report.emplace();
+  fs::create_directories(state_dir);
+
+  // The model's config and codec — the hub renders prompts and decodes transcripts by the same
+  // rule (env/model_codec.h) — and room for the model before its weights are downloaded: the
+  // int8 weights in memory and their download in the state dir. With --model before joining;
+  // without, once the join reply has named the run's files and they are fetched.
+  std::string model_dir = o.model_dir;
+  ModelConfig config;
+  env::ModelCodec model_codec;
+  // Peer checks hold up to two more versions' weights (check_thread.h): taken only with room.
+  bool room_for_checks = true;
+  // Too small for the whole model but big enough for a stage: a pipeline group's member.
+  bool group_member = false;
+  uint64_t memory_bytes = 0;
+  auto prepare_model = [&] {
+    config = load_model_config(model_dir + "/config.json");
+    model_codec = env::load_model_codec(model_dir, config, "stoa work");
+    const MemoryNeed need =
+        o.stages > 1 ? memory_needed(config, pipeline_span(config, o)) : memory_needed(config);
+    const auto memory = memory_available(
+        o.max_memory_mb > 0 ? std::optional<uint64_t>(static_cast<uint64_t>(o.max_memory_mb * 1e6))
+                            : std::nullopt);
+    const auto disk = disk_free(state_dir);
+    if (report) report->room_checked(need.total(), memory, need.weights_bytes, disk);
+    memory_bytes = memory.value_or(0);
+    group_member =
+        o.stages == 1 && memory && *memory < need.total() && *memory >= smallest_stage_need(config);
+    if (group_member)
+      log_info("worker", "the model needs ", human_bytes(need.total()), ", this worker may use ",
+               human_bytes(*memory), ": it will hold a share of it in a pipeline group");
+    if (memory && !group_member) check_memory(need, *memory);
+    // A group's head holds a share of the model: a check replays the whole of it.
+    room_for_checks = o.stages == 1 && !group_member &&
+                      (!memory || *memory >= need.total() + 2 * need.weights_bytes);
+    if (o.peer_checks && !room_for_checks)
+      log_warn("worker",
+               o.stages > 1 ? "no peer checks: a check replays the whole model"
+                            : "no peer checks: they need more memory than the model",
+               " (", human_bytes(memory.value_or(0)), " available)");
+    STOA_CHECK(!disk || *disk >= need.weights_bytes, ErrorKind::kIo, "not enough disk space in ",
+               state_dir, " for the model's download: it needs about ",
+               human_bytes(need.weights_bytes), ", ", human_bytes(disk.value_or(0)), " is free");
+  };
+  if (!model_dir.empty()) prepare_model();
+
+  // ---- join (resuming the previous identity when the state dir has one) ----
+  const HubTarget target = hub_target(o.hub_url, o.join_token, o.join_string);
+  const std::string& hub_url = target.url;
+  const std::string& join_token = target.join_token;
+  const net::HttpClientOptions& http_options = target.http;
+  net::HubClient hub(hub_url, http_options);
+  if (report) report->connecting(hub_url, http_options.pin_sha256);
+  bool resumed = false;
+  const net::JoinResponse joined = join_hub(
+      hub, join_token, o.name, o.threads, state_dir, o.join_timeout_s, stop,
+      [&](const std::exception& why) {
+        if (report) report->join_retry(advise(why, hub_url).what, o.join_timeout_s);
+      },
+      &resumed);
+  if (report)
+    report->joined(joined.worker_id, o.name, resumed, joined.task,
+                   !http_options.pin_sha256.empty());
+  if (model_dir.empty()) {
+    const RunFilesFetched files =
+        fetch_run_files(hub, joined.run_files, (fs::path(state_dir) / "model").string());
+    log_info("worker", "the run's model files in ", files.dir, " (", files.bytes_fetched,
+             " bytes fetched)");
+    model_dir = files.dir;
+    prepare_model();
+  }
+  STOA_CHECK(joined.vocab_size == config.vocab_size, ErrorKind::kInvalidArgument,
+             "stoa work: the hub's vocabulary has ", joined.vocab_size, " tokens, ", model_dir,
+             " has ", config.vocab_size);
+  // The task the hub names. With options of this machine's own (where its tools are: an index,
+  // a server) it is built here from the registry with the run's options — throwing, with the
+  // tasks this worker knows, when the hub runs another one; without, the hub runs it for this
+  // worker (hub_task.h) and nothing of the task is needed here.
+  std::unique_ptr<env::Task> task_ptr;
+  if (o.task_options.empty()) {
+    task_ptr = std::make_unique<HubTask>(hub, joined.task, joined.stop_strings);
+  } else {
+    const env::TaskRegistry& tasks = env::builtin_tasks();
+    task_ptr = tasks.make(
+        joined.task,
+        tasks.with_local(joined.task, env::TaskOptions(joined.task_options), o.task_options));
+  }
+  const env::Task& task = *task_ptr;
+
+  const Joined j{hub,  joined,    config, model_codec,     task,
+                 pool, state_dir, report, room_for_checks, memory_bytes};
+  if (!group_member) return generate(o, j, stop);
+  return run_group_member(o, j, stop);
 }
 
 }  // namespace stoa::worker
