@@ -114,13 +114,10 @@ CommandRegistration reg(
                      "AVX2, SSE4; names as the rollouts record them): rollouts are bit-identical "
                      "on every target, so a fleet can mix them");
       auto stage = std::make_shared<std::string>();
-      app.add_option("--stage", *stage,
-                     "I/K: hold stage I of a pipeline group of K workers (0, the head, leases "
-                     "and links to 1 at --stage-next; docs/design/pipeline.md)");
-      app.add_option("--stage-listen", o->stage_listen,
-                     "host:port a stage after the head serves the one before it on")
-          ->capture_default_str();
+      app.add_option("--stage", *stage, "I/K: stage I of a pipeline group of K (0 leases)");
+      app.add_option("--stage-listen", o->stage_listen, "host:port a stage serves on");
       app.add_option("--stage-next", o->stage_next, "host:port of the next stage (not the last)");
+      app.add_flag("--stage-relay", o->stage_relayed, "behind NAT: reached via the hub's relay");
       auto verbose = std::make_shared<bool>(false);
       app.add_flag("--verbose,-v", *verbose,
                    "the detailed log on stderr (as STOA_LOG=info) besides the progress lines");

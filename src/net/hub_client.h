@@ -62,7 +62,7 @@ class HubClient {
   // The run's task through the hub (net/task_protocol.h), for a problem this worker holds a lease
   // on. Retried like the other idempotent calls (the answers are pure functions of the request).
   // A place in a pipeline group (pipeline_protocol.h); asking again renews the membership.
-  PipelinePlace pipeline_place(uint64_t memory_bytes, int port);
+  PipelinePlace pipeline_place(uint64_t memory_bytes, int port, bool relayed = false);
   std::string task_prompt(const std::string& prompt_id);
   TaskStepReply task_step(const std::string& prompt_id, const std::string& action,
                           bool tools_allowed);

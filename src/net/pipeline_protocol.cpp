@@ -10,13 +10,17 @@ using json_fields::req;
 using nlohmann::json;
 
 json to_json(const PipelinePlaceRequest& m) {
-  return {{"worker_id", m.worker_id}, {"memory_bytes", m.memory_bytes}, {"port", m.port}};
+  return {{"worker_id", m.worker_id},
+          {"memory_bytes", m.memory_bytes},
+          {"port", m.port},
+          {"relayed", m.relayed}};
 }
 
 json to_json(const PipelinePlace& m) {
-  return {{"placed", m.placed}, {"group_id", m.group_id},       {"stage", m.stage},
-          {"stages", m.stages}, {"first_layer", m.first_layer}, {"last_layer", m.last_layer},
-          {"next", m.next},     {"waiting", m.waiting}};
+  return {{"placed", m.placed},     {"group_id", m.group_id},       {"stage", m.stage},
+          {"stages", m.stages},     {"first_layer", m.first_layer}, {"last_layer", m.last_layer},
+          {"next", m.next},         {"relay_port", m.relay_port},   {"serve_key", m.serve_key},
+          {"next_key", m.next_key}, {"waiting", m.waiting}};
 }
 
 PipelinePlaceRequest pipeline_place_request_from_json(const json& j) {
@@ -25,6 +29,7 @@ PipelinePlaceRequest pipeline_place_request_from_json(const json& j) {
   m.worker_id = req<std::string>(j, msg, "worker_id");
   m.memory_bytes = req<uint64_t>(j, msg, "memory_bytes");
   m.port = req<int>(j, msg, "port");
+  m.relayed = opt<bool>(j, msg, "relayed", false);
   STOA_CHECK(m.port > 0 && m.port <= 65535, ErrorKind::kInvalidArgument, msg, ": port ", m.port,
              " is not a TCP port");
   return m;
@@ -42,11 +47,16 @@ PipelinePlace pipeline_place_from_json(const json& j) {
   m.first_layer = req<int64_t>(j, msg, "first_layer");
   m.last_layer = req<int64_t>(j, msg, "last_layer");
   m.next = req<std::string>(j, msg, "next");
+  m.relay_port = opt<int>(j, msg, "relay_port", 0);
+  m.serve_key = opt<std::string>(j, msg, "serve_key", "");
+  m.next_key = opt<std::string>(j, msg, "next_key", "");
+  const bool linked = !m.next.empty() || (!m.next_key.empty() && m.relay_port > 0);
   STOA_CHECK(m.stages >= 2 && m.stage >= 0 && m.stage < m.stages && m.first_layer < m.last_layer &&
-                 (m.next.empty() == (m.stage == m.stages - 1)),
+                 linked == (m.stage < m.stages - 1) &&
+                 (m.serve_key.empty() || (m.stage > 0 && m.relay_port > 0)),
              ErrorKind::kInvalidArgument, msg, ": stage ", m.stage, " of ", m.stages,
-             " with layers [", m.first_layer, ", ", m.last_layer, ") and next '", m.next,
-             "' is not a place in a group");
+             " with layers [", m.first_layer, ", ", m.last_layer, "), next '", m.next,
+             "' and relay keys '", m.serve_key, "', '", m.next_key, "' is not a place in a group");
   return m;
 }
 

@@ -15,6 +15,8 @@ struct PipelinePlaceRequest {
   std::string worker_id;
   uint64_t memory_bytes = 0;  // what the worker may use (memory_check.h)
   int port = 0;               // where it serves a stage (its address is the one the hub sees)
+  // Behind NAT: nobody can dial `port`, so the hop into this worker goes through the hub's relay.
+  bool relayed = false;
 };
 
 struct PipelinePlace {
@@ -24,7 +26,12 @@ struct PipelinePlace {
   int stages = 0;
   int64_t first_layer = 0;  // the span, [first_layer, last_layer)
   int64_t last_layer = 0;
-  std::string next;     // host:port of the next stage; empty on the last
+  std::string next;  // host:port of the next stage; empty on the last or when relayed
+  // Through the hub's relay (its port at the hub's host: roles/pipeline/stage_relay.h): serve the
+  // stage before this one under serve_key, reach the next one under next_key (empty: direct).
+  int relay_port = 0;
+  std::string serve_key;
+  std::string next_key;
   int64_t waiting = 0;  // workers waiting for a group (the hub's count, for the progress lines)
 };
 

@@ -6,9 +6,10 @@
 // group's last stage is killed mid-run and started again: the head gives its rollouts in
 // progress back, reconnects, and the group's rollouts keep replaying clean.
 //
-// Then the same formed by the hub: two `stoa work --max-memory` workers, each allowed less than
-// the whole model but more than half of it, are grouped by the hub into a 2-stage group; one of
-// them is killed, the hub dissolves the group, and when it comes back the two are grouped again.
+// Then the same formed by the hub: two `stoa work --max-memory --stage-relay` workers, each
+// allowed less than the whole model but more than half of it and reachable by nobody, are
+// grouped by the hub into a 2-stage group linked through the hub's stage relay; one of them is
+// killed, the hub dissolves the group, and when it comes back the two are grouped again.
 #include <cstdio>
 
 #include "integration/cluster.h"
@@ -119,7 +120,9 @@ TEST(PipelineGroup, TheHubGroupsWorkersTooSmallForTheModel) {
   ASSERT_LT(half, whole);
   char cap[64];
   std::snprintf(cap, sizeof cap, "%.6f", static_cast<double>(half + (whole - half) / 2) / 1e6);
-  for (const char* w : {"small-a", "small-b"}) c.start_worker(w, "", {"--max-memory", cap});
+  // Both behind NAT as far as the hub knows: the hop between them goes through the hub's relay.
+  const std::vector<std::string> small = {"--max-memory", cap, "--stage-relay"};
+  for (const char* w : {"small-a", "small-b"}) c.start_worker(w, "", small);
   c.start_worker("whole");
 
   nlohmann::json s;
@@ -138,6 +141,9 @@ TEST(PipelineGroup, TheHubGroupsWorkersTooSmallForTheModel) {
       << c.logs();
   for (const char* w : {"small-a", "small-b"})
     EXPECT_TRUE(log_has(c, w, "placed in pipeline group 1: stage ")) << c.worker(w).err();
+  EXPECT_TRUE(log_has(c, "small-a", "served through the hub's relay") !=
+              log_has(c, "small-b", "served through the hub's relay"))
+      << "the stage after the head (and only it) is served through the relay";
   std::printf("hub-formed group: %.0f rollouts accepted, whole worker %.0f; %.0f failed\n",
               group_accepted(), worker_accepted(s, "whole"), counter("verification_failures"));
   EXPECT_EQ(counter("verification_failures"), 0.0) << s.dump() << c.logs();
@@ -147,7 +153,7 @@ TEST(PipelineGroup, TheHubGroupsWorkersTooSmallForTheModel) {
   c.kill_worker("small-b");
   ASSERT_TRUE(wait_until([&] { return log_has(c, "small-a", "ended: asking again"); }, 120s))
       << c.worker("small-a").err();
-  c.start_worker("small-b", "", {"--max-memory", cap});
+  c.start_worker("small-b", "", small);
   ASSERT_TRUE(wait_until(
       [&] {
         return log_has(c, "small-a", "placed in pipeline group 2") &&

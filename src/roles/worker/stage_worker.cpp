@@ -58,7 +58,8 @@ LayerSpan pipeline_span(const ModelConfig& config, const WorkerOptions& o) {
   STOA_CHECK(o.stages <= config.num_layers, ErrorKind::kInvalidArgument, "a model of ",
              config.num_layers, " layers is cut into at most as many stages, not ", o.stages);
   const bool last = o.stage == o.stages - 1;
-  STOA_CHECK(last == o.stage_next.empty(), ErrorKind::kInvalidArgument,
+  STOA_CHECK(last == (o.stage_next.empty() && o.stage_next_key.empty()),
+             ErrorKind::kInvalidArgument,
              last ? "the last stage links to no next stage (no --stage-next)"
                   : "a stage before the last needs --stage-next HOST:PORT (the stage after it)");
   STOA_CHECK(o.stage_wait_s > 0, ErrorKind::kInvalidArgument, "--stage-wait must be > 0");
@@ -66,9 +67,12 @@ LayerSpan pipeline_span(const ModelConfig& config, const WorkerOptions& o) {
 }
 
 std::unique_ptr<engine::StageLink> link_to_next_stage(const WorkerOptions& o) {
-  const auto [host, port] = net::parse_host_port(o.stage_next, "--stage-next");
   pipeline::TcpStageLinkOptions lo;
   lo.answer_deadline = answer_deadline(o);
+  lo.relay_key = o.stage_next_key;  // then stage_relay is the relay the next stage serves at
+  const auto [host, port] = o.stage_next_key.empty()
+                                ? net::parse_host_port(o.stage_next, "--stage-next")
+                                : net::parse_host_port(o.stage_relay, "the hub's stage relay");
   return std::make_unique<pipeline::TcpStageLink>(host, port, lo);
 }
 
@@ -87,12 +91,12 @@ int stage_port(const WorkerOptions& o) {
   return probe.port();
 }
 
-std::optional<net::PipelinePlace> wait_for_place(net::HubClient& hub, uint64_t memory_bytes,
-                                                 int port, const std::atomic<bool>& stop) {
+std::optional<net::PipelinePlace> wait_for_place(net::HubClient& hub, const PlaceAsk& ask,
+                                                 const std::atomic<bool>& stop) {
   auto last_said = Clock::now() - 1h;
   while (!stop) {
     try {
-      net::PipelinePlace place = hub.pipeline_place(memory_bytes, port);
+      net::PipelinePlace place = hub.pipeline_place(ask.memory_bytes, ask.port, ask.relayed);
       if (place.placed) return place;
       if (Clock::now() - last_said > 30s) {
         log_info("worker", "waiting for a pipeline group: ", place.waiting,
@@ -108,15 +112,16 @@ std::optional<net::PipelinePlace> wait_for_place(net::HubClient& hub, uint64_t m
   return std::nullopt;
 }
 
-PlaceWatch::PlaceWatch(net::HubClient& hub, uint64_t memory_bytes, int port, uint64_t group_id,
+PlaceWatch::PlaceWatch(net::HubClient& hub, const PlaceAsk& ask, uint64_t group_id,
                        const std::atomic<bool>& stop)
-    : thread_([this, &hub, memory_bytes, port, group_id, &stop] {
+    : thread_([this, &hub, ask, group_id, &stop] {
         while (!done_ && !leave_) {
           for (int i = 0; i < 20 && !done_ && !stop; ++i) std::this_thread::sleep_for(100ms);
           if (stop) leave_ = true;
           if (done_ || leave_) break;
           try {
-            const net::PipelinePlace place = hub.pipeline_place(memory_bytes, port);
+            const net::PipelinePlace place =
+                hub.pipeline_place(ask.memory_bytes, ask.port, ask.relayed);
             if (!place.placed || place.group_id != group_id) {
               log_info("worker", "the hub dissolved pipeline group ", group_id,
                        " (a member is gone)");
@@ -127,6 +132,32 @@ PlaceWatch::PlaceWatch(net::HubClient& hub, uint64_t memory_bytes, int port, uin
           }
         }
       }) {}
+
+std::string url_host(const std::string& url) {
+  const size_t scheme = url.find("://");
+  const size_t start = scheme == std::string::npos ? 0 : scheme + 3;
+  if (start < url.size() && url[start] == '[') {  // [IPv6]:port
+    const size_t close = url.find(']', start);
+    return url.substr(start + 1,
+                      close == std::string::npos ? std::string::npos : close - start - 1);
+  }
+  const size_t end = url.find_first_of(":/", start);
+  return url.substr(start, end == std::string::npos ? std::string::npos : end - start);
+}
+
+WorkerOptions placed_options(const WorkerOptions& o, const net::PipelinePlace& place,
+                             const std::string& hub_host, int port) {
+  WorkerOptions placed = o;
+  placed.stages = place.stages;
+  placed.stage = place.stage;
+  placed.stage_next = place.next;
+  placed.stage_listen = "0.0.0.0:" + std::to_string(port);
+  placed.stage_serve_key = place.serve_key;
+  placed.stage_next_key = place.next_key;
+  placed.stage_relay =
+      place.relay_port > 0 ? hub_host + ":" + std::to_string(place.relay_port) : std::string();
+  return placed;
+}
 
 PlaceWatch::~PlaceWatch() {
   done_ = true;
@@ -216,8 +247,18 @@ WorkerStats serve_stage(const WorkerOptions& o, net::HubClient& hub,
   stage->set_weights_source(&stage_weights);
   pipeline::StageServerOptions so;
   std::tie(so.listen_host, so.listen_port) = net::parse_host_port(o.stage_listen, "--stage-listen");
-  if (!o.stage_next.empty())
+  if (!o.stage_serve_key.empty()) {  // behind NAT: the stage before joins us at the relay
+    std::tie(so.relay_host, so.relay_port) =
+        net::parse_host_port(o.stage_relay, "the hub's stage relay");
+    so.relay_key = o.stage_serve_key;
+  }
+  if (!o.stage_next_key.empty()) {
+    std::tie(so.next_host, so.next_port) =
+        net::parse_host_port(o.stage_relay, "the hub's stage relay");
+    so.next_relay_key = o.stage_next_key;
+  } else if (!o.stage_next.empty()) {
     std::tie(so.next_host, so.next_port) = net::parse_host_port(o.stage_next, "--stage-next");
+  }
   so.answer_deadline = answer_deadline(o);
   pipeline::StageServer server(std::move(stage), so);
   log_info("worker", "stage ", o.stage, " serves ", span_string(config, span), " on port ",

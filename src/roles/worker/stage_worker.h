@@ -61,15 +61,27 @@ WorkerStats serve_stage(const WorkerOptions& options, net::HubClient& hub,
 uint64_t smallest_stage_need(const ModelConfig& config);
 // The port this worker serves a stage on: --stage-listen's, or a free one.
 int stage_port(const WorkerOptions& options);
+// What a member tells the hub with every ask.
+struct PlaceAsk {
+  uint64_t memory_bytes = 0;
+  int port = 0;
+  bool relayed = false;  // behind NAT (WorkerOptions::stage_relayed)
+};
 // Asks the hub for a place every second until it gives one (nullopt once `stop` is set).
-std::optional<net::PipelinePlace> wait_for_place(net::HubClient& hub, uint64_t memory_bytes,
-                                                 int port, const std::atomic<bool>& stop);
+std::optional<net::PipelinePlace> wait_for_place(net::HubClient& hub, const PlaceAsk& ask,
+                                                 const std::atomic<bool>& stop);
+// `options` with the place: its stage, its links (direct, or through the relay at the hub's host
+// `hub_host`), listening on `port`.
+WorkerOptions placed_options(const WorkerOptions& options, const net::PipelinePlace& place,
+                             const std::string& hub_host, int port);
+// "host" of "http(s)://host:port".
+std::string url_host(const std::string& url);
 
 // While a member holds its place: asks again every 2 s (which keeps it), and raises leave() when
 // the hub no longer places it in `group_id` (the group was dissolved) or `stop` is set.
 class PlaceWatch {
  public:
-  PlaceWatch(net::HubClient& hub, uint64_t memory_bytes, int port, uint64_t group_id,
+  PlaceWatch(net::HubClient& hub, const PlaceAsk& ask, uint64_t group_id,
              const std::atomic<bool>& stop);
   ~PlaceWatch();
   PlaceWatch(const PlaceWatch&) = delete;

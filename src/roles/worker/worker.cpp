@@ -203,21 +203,19 @@ WorkerStats generate(const WorkerOptions& o, const Joined& j, const std::atomic<
 WorkerStats run_group_member(const WorkerOptions& o, const Joined& j,
                              const std::atomic<bool>& stop) {
   WorkerStats total;
-  const int port = stage_port(o);
+  const PlaceAsk ask{j.memory_bytes, stage_port(o), o.stage_relayed};
+  const std::string hub_host = url_host(j.hub.http().base_url());
   while (!stop) {
-    const std::optional<net::PipelinePlace> place =
-        wait_for_place(j.hub, j.memory_bytes, port, stop);
+    const std::optional<net::PipelinePlace> place = wait_for_place(j.hub, ask, stop);
     if (!place) break;
-    WorkerOptions placed = o;
-    placed.stages = place->stages;
-    placed.stage = place->stage;
-    placed.stage_next = place->next;
-    placed.stage_listen = "0.0.0.0:" + std::to_string(port);
+    const WorkerOptions placed = placed_options(o, *place, hub_host, ask.port);
     log_info("worker", "placed in pipeline group ", place->group_id, ": stage ", place->stage,
              " of ", place->stages, ", layers [", place->first_layer, ", ", place->last_layer, ")",
-             place->next.empty() ? "" : ", next stage at ", place->next);
+             place->next_key.empty() ? "" : ", the next stage through the hub's relay",
+             place->next.empty() ? "" : ", the next stage at ", place->next,
+             place->serve_key.empty() ? "" : ", served through the hub's relay");
     {
-      PlaceWatch watch(j.hub, j.memory_bytes, port, place->group_id, stop);
+      PlaceWatch watch(j.hub, ask, place->group_id, stop);
       const WorkerStats s = place->stage == 0
                                 ? generate(placed, j, watch.leave())
                                 : serve_stage(placed, j.hub, j.joined, j.config, watch.leave());

@@ -57,6 +57,12 @@ struct WorkerOptions {
   std::string stage_listen = "0.0.0.0:0";
   std::string stage_next;
   int stage_wait_s = 120;  // how long a stage waits for the weights version its head names
+  // Behind NAT (--stage-relay): in a group the hub forms, the hop into this worker's stage goes
+  // through the hub's stage relay. The relay's host:port and the keys come with the place.
+  bool stage_relayed = false;
+  std::string stage_relay;
+  std::string stage_serve_key;  // serve the stage before through the relay under this key
+  std::string stage_next_key;   // reach the next stage through the relay under this key
 };
 
 struct WorkerStats {

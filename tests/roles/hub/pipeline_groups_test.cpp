@@ -123,5 +123,41 @@ TEST_F(PipelineGroupsTest, TheWaitingRoomIsBoundedAndTooSmallWorkersNeverGroup) 
   EXPECT_FALSE(groups.place("x", 1000, "h:1", 5));  // those already waiting may ask again
 }
 
+TEST_F(PipelineGroupsTest, AStageBehindNatIsReachedThroughTheRelayUnderAKeyOfItsHop) {
+  PipelineGroupOptions o;
+  o.max_stages = 3;
+  PipelineGroups groups(config, o);
+  const uint64_t m = stage_need(3);
+  EXPECT_FALSE(groups.place("a", m, "h:1", 0, /*relayed=*/true));
+  EXPECT_FALSE(groups.place("b", m, "h:2", 0, /*relayed=*/true));
+  ASSERT_TRUE(groups.place("c", m, "h:3", 0));
+  std::map<int, PipelineMemberPlace> by_stage;
+  std::map<int, std::string> who;
+  for (const char* w : {"a", "b", "c"}) {
+    const auto p = groups.place(w, m,
+                                std::string("h:") + (w[0] == 'a'   ? "1"
+                                                     : w[0] == 'b' ? "2"
+                                                                   : "3"),
+                                1, w[0] != 'c');
+    ASSERT_TRUE(p) << w;
+    by_stage[p->stage] = *p;
+    who[p->stage] = w;
+  }
+  EXPECT_TRUE(by_stage[0].serve_key.empty());  // nobody dials the head
+  for (int s = 1; s < 3; ++s) {
+    const bool relayed = who[s] != "c";
+    EXPECT_EQ(by_stage[s].serve_key.empty(), !relayed) << s;
+    // The stage before reaches it under the same key, or at its address.
+    EXPECT_EQ(by_stage[s - 1].next_key, by_stage[s].serve_key) << s;
+    EXPECT_EQ(by_stage[s - 1].next.empty(), relayed) << s;
+  }
+  std::set<std::string> keys;
+  for (const auto& [stage, p] : by_stage) {
+    if (!p.serve_key.empty()) {
+      EXPECT_TRUE(keys.insert(p.serve_key).second);  // a key per hop
+    }
+  }
+}
+
 }  // namespace
 }  // namespace stoa::hub

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "model/memory_need.h"
+#include "net/protocol.h"
 
 namespace stoa::hub {
 
@@ -16,8 +17,8 @@ PipelineGroups::PipelineGroups(ModelConfig config, PipelineGroupOptions options)
 
 std::optional<PipelineMemberPlace> PipelineGroups::place(const std::string& worker,
                                                          uint64_t memory_bytes,
-                                                         const std::string& address,
-                                                         int64_t now_ms) {
+                                                         const std::string& address, int64_t now_ms,
+                                                         bool relayed) {
   std::lock_guard<std::mutex> lock(mu_);
   expire_locked(now_ms);
   auto it = members_.find(worker);
@@ -28,10 +29,12 @@ std::optional<PipelineMemberPlace> PipelineGroups::place(const std::string& work
   }
   Member& m = it->second;
   m.seen_ms = now_ms;
-  if (m.group_id != 0 && (m.memory_bytes != memory_bytes || m.address != address))
+  if (m.group_id != 0 &&
+      (m.memory_bytes != memory_bytes || m.address != address || m.relayed != relayed))
     dissolve_locked(m.group_id);  // a member that came back otherwise: its place is gone
   m.memory_bytes = memory_bytes;
   m.address = address;
+  m.relayed = relayed;
   if (m.group_id == 0) form_locked();
   if (m.group_id == 0) return std::nullopt;
   return place_of_locked(worker);
@@ -90,6 +93,7 @@ void PipelineGroups::form_locked() {
       Group g;
       g.stages = k;
       g.members.resize(static_cast<size_t>(k));
+      g.serve_keys.resize(static_cast<size_t>(k));
       const uint64_t id = next_group_++;
       for (int i = 0; i < k; ++i) {
         const std::string& worker = waiting[static_cast<size_t>(i)].second;
@@ -98,6 +102,8 @@ void PipelineGroups::form_locked() {
         Member& m = members_.at(worker);
         m.group_id = id;
         m.stage = stage;
+        // The head is dialled by nobody; a relayed stage after it is joined under a fresh key.
+        if (stage > 0 && m.relayed) g.serve_keys[static_cast<size_t>(stage)] = net::random_token();
       }
       groups_.emplace(id, std::move(g));
       ++formed_;
@@ -115,8 +121,12 @@ PipelineMemberPlace PipelineGroups::place_of_locked(const std::string& worker) c
   p.stage = m.stage;
   p.stages = g.stages;
   p.span = split_layers(config_, g.stages)[static_cast<size_t>(m.stage)];
-  if (m.stage + 1 < g.stages)
-    p.next = members_.at(g.members[static_cast<size_t>(m.stage + 1)]).address;
+  p.serve_key = g.serve_keys[static_cast<size_t>(m.stage)];
+  if (m.stage + 1 < g.stages) {
+    p.next_key = g.serve_keys[static_cast<size_t>(m.stage + 1)];
+    if (p.next_key.empty())
+      p.next = members_.at(g.members[static_cast<size_t>(m.stage + 1)]).address;
+  }
   return p;
 }
 

@@ -5,6 +5,10 @@
 // largest span to the largest memory — and gives each member its place: its stage, its layers,
 // and the address of the next stage. Stage 0, the head, leases like any worker.
 //
+// A member behind NAT (`relayed`) cannot be dialled: the hop into it goes through the hub's stage
+// relay (roles/pipeline/stage_relay.h) under a key drawn for that hop — the member serves the
+// key, the stage before it dials it — and a new group draws new keys.
+//
 // Every ask renews a member; a member silent past `member_timeout_ms` (gone, or quarantined: its
 // asks are refused before they reach here) dissolves its group, the others going back to the
 // waiting workers to be grouped again with whoever is there. A worker's leases are the hub's
@@ -36,7 +40,9 @@ struct PipelineMemberPlace {
   int stage = 0;
   int stages = 0;
   LayerSpan span;
-  std::string next;  // host:port of the next stage; empty on the last
+  std::string next;       // host:port of the next stage; empty on the last or when relayed
+  std::string serve_key;  // non-empty: serve the stage before through the relay under this key
+  std::string next_key;   // non-empty: reach the next stage through the relay under this key
 };
 
 class PipelineGroups {
@@ -47,7 +53,8 @@ class PipelineGroups {
   // (host:port): its place, or nullopt while it waits. kInvalidArgument when the waiting room is
   // full (the worker asks again later).
   std::optional<PipelineMemberPlace> place(const std::string& worker, uint64_t memory_bytes,
-                                           const std::string& address, int64_t now_ms);
+                                           const std::string& address, int64_t now_ms,
+                                           bool relayed = false);
   // A worker that left (stopped cleanly, or was forgotten): its group is dissolved.
   void leave(const std::string& worker);
 
@@ -60,12 +67,14 @@ class PipelineGroups {
   struct Member {
     uint64_t memory_bytes = 0;
     std::string address;
+    bool relayed = false;
     int64_t seen_ms = 0;
     uint64_t group_id = 0;  // 0: waiting
     int stage = 0;
   };
   struct Group {
-    std::vector<std::string> members;  // in stage order
+    std::vector<std::string> members;     // in stage order
+    std::vector<std::string> serve_keys;  // per stage: the relay key of the hop into it, or ""
     int stages = 0;
   };
   void expire_locked(int64_t now_ms);

@@ -19,7 +19,7 @@ HttpReply HubServer::pipeline_route(const RequestContext& req, const std::string
   net::PipelinePlace reply;
   std::optional<PipelineMemberPlace> place;
   try {
-    place = groups_->place(worker, m.memory_bytes, address, hub_.now_ms());
+    place = groups_->place(worker, m.memory_bytes, address, hub_.now_ms(), m.relayed);
   } catch (const Error& e) {
     throw RequestError(429, e.what());  // the waiting room is full: ask again later
   }
@@ -32,6 +32,9 @@ HttpReply HubServer::pipeline_route(const RequestContext& req, const std::string
     reply.first_layer = place->span.first;
     reply.last_layer = place->span.last;
     reply.next = place->next;
+    reply.serve_key = place->serve_key;
+    reply.next_key = place->next_key;
+    if (stage_relay_) reply.relay_port = stage_relay_->port();
   }
   HttpReply r;
   r.body = net::to_json(reply).dump();

@@ -116,6 +116,13 @@ void HubServer::start() {
   if (validation_) validation_->set_listener(http_->waker());
   http_->start();
   log_info("hub", "serving on ", url());
+  if (groups_) {
+    pipeline::StageRelayOptions ro;
+    ro.listen_host = options_.host;
+    ro.listen_port = options_.stage_relay_port;
+    stage_relay_ = std::make_unique<pipeline::StageRelay>(ro);
+    log_info("hub", "pipeline stages behind NAT are relayed on port ", stage_relay_->port());
+  }
 }
 
 void HubServer::stop() {
@@ -123,6 +130,7 @@ void HubServer::stop() {
   if (validation_) validation_->set_listener(nullptr);
   hub_.stop();
   http_->stop();
+  if (stage_relay_) stage_relay_->stop();
 }
 
 HandlerOutcome HubServer::long_poll(const RequestContext& req) {

@@ -19,6 +19,7 @@
 #include "roles/hub/swarm/swarm_tracker.h"
 #include "roles/hub/task_proxy.h"
 #include "roles/hub/verification/validation_queue.h"
+#include "roles/pipeline/stage_relay.h"
 
 namespace stoa::hub {
 
@@ -44,6 +45,9 @@ struct ServerOptions {
   size_t max_connections_per_ip = 256;
   std::string tls_cert_path;  // both set: HTTPS
   std::string tls_key_path;
+  // The relay for pipeline stages behind NAT (roles/pipeline/stage_relay.h), on the hub's host,
+  // started with the pipeline groups (0: any free port; docs/protocol.md, "Pipeline groups").
+  int stage_relay_port = 0;
 };
 
 class HubServer {
@@ -88,8 +92,9 @@ class HubServer {
   std::unique_ptr<BlobServing> run_files_;  // null when the hub serves no run files
   std::unique_ptr<HttpServer> http_;
   ValidationQueue* validation_ = nullptr;
-  std::unique_ptr<SwarmTracker> swarm_;     // null in a build without a swarm engine
-  std::unique_ptr<PipelineGroups> groups_;  // null when the hub was not given the model
+  std::unique_ptr<SwarmTracker> swarm_;                // null in a build without a swarm engine
+  std::unique_ptr<PipelineGroups> groups_;             // null when the hub was not given the model
+  std::unique_ptr<pipeline::StageRelay> stage_relay_;  // with groups_, from start() to stop()
   TaskProxy tasks_;
   BlobUpload uploads_;
   std::mutex trainer_mutex_;
