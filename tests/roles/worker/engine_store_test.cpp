@@ -111,13 +111,7 @@ TEST_F(EngineStoreTest, PatchesAreVerifiedAsideAndLandAtTheSafePoint) {
 
 TEST_F(EngineStoreTest, ARefusedPatchLeavesTheEngineUntouched) {
   EngineStore store(config);
-  // Anchor 0 through the store's own calls (what the streaming decoder feeds it).
-  const std::vector<uint8_t> anchor = pulse::encode_anchor(chain[0]);
-  const pulse::BlobHeader header = pulse::read_header(anchor, "anchor");
-  store.begin_anchor(header, chain[0].config_hash());
-  for (const auto& [name, t] : chain[0].tensors())
-    store.anchor_tensor(name, t, chain[0].tensor_hash(name));
-  store.commit_anchor();
+  testing::load_anchor(store, chain[0]);
   auto first = store.take_update(UpdateForm::kPatches);
   ASSERT_TRUE(first && first->engine);
 

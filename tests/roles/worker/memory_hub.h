@@ -85,4 +85,13 @@ class MemoryHub final : public BlobSource {
   }
 };
 
+// Anchor `state` through the store's own calls (what the streaming decoder feeds it).
+inline void load_anchor(ResidentStore& store, const pulse::Int8State& state) {
+  const pulse::BlobHeader header = pulse::read_header(pulse::encode_anchor(state), "anchor");
+  store.begin_anchor(header, state.config_hash());
+  for (const auto& [name, t] : state.tensors())
+    store.anchor_tensor(name, t, state.tensor_hash(name));
+  store.commit_anchor();
+}
+
 }  // namespace stoa::worker::testing

@@ -112,11 +112,7 @@ TEST_F(StageStoreTest, TakesUpdatesOnlyAsFarAsTheVersionNamed) {
 
 TEST_F(StageStoreTest, APatchLyingAboutAnotherStagesTensorIsRefused) {
   EngineStore store(config, spans[0]);
-  const pulse::BlobHeader header = pulse::read_header(pulse::encode_anchor(chain[0]), "anchor");
-  store.begin_anchor(header, chain[0].config_hash());
-  for (const auto& [name, t] : chain[0].tensors())
-    store.anchor_tensor(name, t, chain[0].tensor_hash(name));
-  store.commit_anchor();
+  testing::load_anchor(store, chain[0]);
   auto first = store.take_update(UpdateForm::kPatches);
   ASSERT_TRUE(first && first->engine);
 
