@@ -173,6 +173,9 @@ TEST(PipelineGroup, TheHubGroupsWorkersTooSmallForTheModel) {
       << c.logs();
   EXPECT_EQ(counter("verification_failures"), 0.0) << s.dump() << c.logs();
   EXPECT_EQ(counter("workers_quarantined"), 0.0) << s.dump();
+  // The operator's view: two groups formed, the first dissolved.
+  EXPECT_GE(s["pipeline_groups"].value("formed", 0), 2) << s.dump();
+  EXPECT_GE(s["pipeline_groups"].value("dissolved", 0), 1) << s.dump();
   c.stop_all();
 }
 

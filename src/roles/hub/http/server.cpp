@@ -114,15 +114,16 @@ std::string HubServer::url() const {
 void HubServer::start() {
   hub_.set_version_listener(http_->waker());
   if (validation_) validation_->set_listener(http_->waker());
-  http_->start();
-  log_info("hub", "serving on ", url());
-  if (groups_) {
+  if (groups_) {  // before the routes serve: a place may name the relay from the first ask
     pipeline::StageRelayOptions ro;
     ro.listen_host = options_.host;
     ro.listen_port = options_.stage_relay_port;
     stage_relay_ = std::make_unique<pipeline::StageRelay>(ro);
-    log_info("hub", "pipeline stages behind NAT are relayed on port ", stage_relay_->port());
   }
+  http_->start();
+  log_info("hub", "serving on ", url());
+  if (stage_relay_)
+    log_info("hub", "pipeline stages behind NAT are relayed on port ", stage_relay_->port());
 }
 
 void HubServer::stop() {
@@ -236,8 +237,14 @@ HandlerOutcome HubServer::route(const RequestContext& req) {
         get && (p == "/v1/status" || p == "/v1/history" || p == "/metrics" || p == "/");
     if (operator_route) hub_.check_operator(operator_token(req), is_loopback_host(options_.host));
     if (get && p == "/v1/status") {
-      return json_reply(
-          hub_.status(query_u64(req, "offset").value_or(0), query_u64(req, "limit").value_or(100)));
+      json status =
+          hub_.status(query_u64(req, "offset").value_or(0), query_u64(req, "limit").value_or(100));
+      if (groups_)
+        status["pipeline_groups"] = {{"groups", groups_->groups()},
+                                     {"waiting", groups_->waiting()},
+                                     {"formed", groups_->groups_formed()},
+                                     {"dissolved", groups_->groups_dissolved()}};
+      return json_reply(status);
     }
     if (get && p == "/v1/history") {
       // Absent or -1 (the page's first ask): everything kept.
