@@ -32,11 +32,12 @@ std::string hex_of(const std::string& raw) {
 
 SwarmTracker::SwarmTracker(pulse::BlobStore& store,
                            std::function<bool(const std::string&)> worker_ok, int web_seed_copies,
-                           int interval_s)
+                           int interval_s, std::chrono::seconds reseed_after)
     : store_(store),
       worker_ok_(std::move(worker_ok)),
       web_seed_copies_(std::max(1, web_seed_copies)),
-      interval_s_(std::max(1, interval_s)) {
+      interval_s_(std::max(1, interval_s)),
+      reseed_after_(std::max(std::chrono::seconds(1), reseed_after)) {
   // The keys' secret lives beside the torrents, so keys outlive a hub restart: a worker's
   // libtorrent goes on announcing with the URL it was given.
   const fs::path path = fs::path(store_.dir()) / "torrents" / "swarm_secret";
@@ -166,7 +167,7 @@ bool SwarmTracker::web_seed_allowed(const Hash128& blob, uint64_t first, uint64_
                              static_cast<size_t>((first + length - 1) / ledger.piece_bytes) + 1);
   const auto now = Clock::now();
   for (size_t p = from; p < to; ++p) {
-    if (ledger.sent[p] >= web_seed_copies_ && now - ledger.last[p] < stuck_after_) {
+    if (ledger.sent[p] >= web_seed_copies_ && now - ledger.last[p] < reseed_after_) {
       ++web_seed_refusals_;
       return false;
     }

@@ -52,7 +52,8 @@ class SwarmTracker {
   static constexpr size_t kMaxPeers = 2000;
   // `worker_ok(worker_id)`: false for a worker no longer allowed (quarantined).
   SwarmTracker(pulse::BlobStore& store, std::function<bool(const std::string&)> worker_ok,
-               int web_seed_copies = 2, int interval_s = 15);
+               int web_seed_copies = 2, int interval_s = 15,
+               std::chrono::seconds reseed_after = std::chrono::seconds(5));
 
   // The worker's key (the same one for every call of that worker).
   std::string key_for(const std::string& worker_id);
@@ -65,7 +66,7 @@ class SwarmTracker {
   std::string announce(const std::string& key, const SwarmAnnounce& a);
   // The web seed's share: may a worker have bytes [first, first + length) of `blob` from the
   // hub now? Each piece leaves the hub at most `copies` times; after that the workers that have
-  // it serve it, and the hub sends it again only when none has for `stuck_after` (its holders
+  // it serve it, and the hub sends it again only when none has for `reseed_after` (its holders
   // left, or cannot be reached). Counts the pieces of an allowed range as sent.
   bool web_seed_allowed(const Hash128& blob, uint64_t first, uint64_t length);
   SwarmTrackerStats stats() const;
@@ -92,7 +93,7 @@ class SwarmTracker {
   std::function<bool(const std::string&)> worker_ok_;
   const int web_seed_copies_;
   const int interval_s_;
-  const std::chrono::seconds stuck_after_{5};
+  const std::chrono::seconds reseed_after_;
   std::map<std::string, PieceLedger> pieces_;  // blob hex ->
   mutable std::mutex mutex_;
   std::mutex make_mutex_;  // one torrent hashed at a time (a 9 GB anchor takes a while)
