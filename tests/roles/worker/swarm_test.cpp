@@ -189,6 +189,14 @@ TEST_F(SwarmWithAPatientWebSeed, EachPieceLeavesTheHubTwiceAndTheSwarmServesTheR
   net::swarm::PeerSession third(on_loopback());
   EXPECT_EQ(read_all(third.fetch(request(c, h, "c", true))), bytes);
   EXPECT_GE(third.stats().from_peers_bytes, bytes.size());
+  // The hub's status says as much: two copies' bytes out of the web seed, and its refusals.
+  const net::HttpResponse status = anonymous.get("/v1/status");
+  ASSERT_EQ(status.status, 200) << status.body;
+  const auto swarm = nlohmann::json::parse(status.body).at("swarm");
+  EXPECT_GE(swarm.at("web_seed_bytes").get<uint64_t>(), 2 * bytes.size());
+  EXPECT_LE(swarm.at("web_seed_bytes").get<uint64_t>(), 3 * bytes.size());
+  EXPECT_GE(swarm.at("web_seed_refusals").get<uint64_t>(), 1u);
+  EXPECT_EQ(swarm.at("torrents").get<int>(), 1);
 }
 
 TEST_F(Swarm, APeerServingCorruptBytesIsCaughtAndBanned) {

@@ -245,6 +245,16 @@ HandlerOutcome HubServer::route(const RequestContext& req) {
                                      {"waiting", groups_->waiting()},
                                      {"formed", groups_->groups_formed()},
                                      {"dissolved", groups_->groups_dissolved()}};
+      if (swarm_) {
+        const SwarmTrackerStats s = swarm_->stats();
+        status["swarm"] = {{"torrents", s.torrents},
+                           {"peers", s.peers},
+                           {"seeds", s.seeds},
+                           {"announces", s.announces},
+                           {"web_seed_ranges", s.web_seed_ranges},
+                           {"web_seed_bytes", s.web_seed_bytes},
+                           {"web_seed_refusals", s.web_seed_refusals}};
+      }
       return json_reply(status);
     }
     if (get && p == "/v1/history") {

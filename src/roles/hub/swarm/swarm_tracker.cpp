@@ -160,7 +160,11 @@ void SwarmTracker::remember_locked(const std::string& blob_hex, const net::swarm
 bool SwarmTracker::web_seed_allowed(const Hash128& blob, uint64_t first, uint64_t length) {
   std::lock_guard lock(mutex_);
   auto it = pieces_.find(blob.hex());
-  if (it == pieces_.end() || it->second.piece_bytes == 0 || length == 0) return true;
+  if (it == pieces_.end() || it->second.piece_bytes == 0 || length == 0) {
+    ++web_seed_ranges_;
+    web_seed_bytes_ += length;
+    return true;
+  }
   PieceLedger& ledger = it->second;
   const size_t from = static_cast<size_t>(first / ledger.piece_bytes);
   const size_t to = std::min(ledger.sent.size(),
@@ -176,6 +180,8 @@ bool SwarmTracker::web_seed_allowed(const Hash128& blob, uint64_t first, uint64_
     ledger.sent[p] = static_cast<uint8_t>(std::min(255, ledger.sent[p] + 1));
     ledger.last[p] = now;
   }
+  ++web_seed_ranges_;
+  web_seed_bytes_ += length;
   return true;
 }
 
@@ -237,6 +243,8 @@ SwarmTrackerStats SwarmTracker::stats() const {
   s.announces = announces_;
   s.torrents_made = torrents_made_;
   s.web_seed_refusals = web_seed_refusals_;
+  s.web_seed_ranges = web_seed_ranges_;
+  s.web_seed_bytes = web_seed_bytes_;
   return s;
 }
 

@@ -43,6 +43,8 @@ struct SwarmTrackerStats {
   size_t seeds = 0;  // of them, holding the whole blob
   uint64_t announces = 0;
   uint64_t web_seed_refusals = 0;  // ranges whose pieces had left the hub often enough
+  uint64_t web_seed_ranges = 0;    // ranges the web seed was allowed to send
+  uint64_t web_seed_bytes = 0;     // their bytes
   uint64_t torrents_made = 0;
 };
 
@@ -103,6 +105,7 @@ class SwarmTracker {
   std::map<std::string, Swarm> swarms_;                  // blob hex -> its peers
   std::map<std::string, std::string> announce_to_blob_;  // v1 and v2 announce hashes (hex)
   uint64_t announces_ = 0, torrents_made_ = 0, web_seed_refusals_ = 0;
+  uint64_t web_seed_ranges_ = 0, web_seed_bytes_ = 0;
   Rng shuffle_{static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()),
                29};
 };
