@@ -103,6 +103,10 @@ int run_swarm_bench(const SwarmBenchOptions& o) {
   const int most = *std::max_element(o.workers.begin(), o.workers.end());
   STOA_CHECK(most >= 1 && most <= 1000, ErrorKind::kInvalidArgument,
              "bench swarm: worker counts must be 1..1000");
+  STOA_CHECK(o.upload == "auto" || (!o.upload.empty() && o.upload.size() <= 9 &&
+                                    o.upload.find_first_not_of("0123456789") == std::string::npos),
+             ErrorKind::kInvalidArgument, "bench swarm: --upload is KiB/s or auto, not '", o.upload,
+             "'");
   const fs::path dir =
       o.workdir.empty()
           ? fs::current_path() / (".stoa-bench-swarm-" + net::random_token().substr(0, 8))
@@ -173,29 +177,28 @@ int run_swarm_bench(const SwarmBenchOptions& o) {
       for (int i = 0; i < n; ++i) {
         auto w = std::make_unique<BenchWorker>();
         BenchWorker* raw = w.get();
+        std::vector<std::string> argv{"ip",
+                                      "netns",
+                                      "exec",
+                                      links.netns(i),
+                                      self,
+                                      "work",
+                                      "--sync-only",
+                                      "--hub",
+                                      url,
+                                      "--token",
+                                      hc.join_token,
+                                      "--name",
+                                      "bench-" + std::to_string(i),
+                                      "--state-dir",
+                                      (run_dir / ("w" + std::to_string(i))).string(),
+                                      "--swarm",
+                                      mode == "peers" ? "on" : "off",
+                                      "--swarm-listen",
+                                      links.ip(i) + ":6881"};
+        if (o.upload != "auto") argv.insert(argv.end(), {"--upload", o.upload});
         w->process = std::make_unique<ChildProcess>(
-            std::vector<std::string>{"ip",
-                                     "netns",
-                                     "exec",
-                                     links.netns(i),
-                                     self,
-                                     "work",
-                                     "--sync-only",
-                                     "--hub",
-                                     url,
-                                     "--token",
-                                     hc.join_token,
-                                     "--name",
-                                     "bench-" + std::to_string(i),
-                                     "--state-dir",
-                                     (run_dir / ("w" + std::to_string(i))).string(),
-                                     "--swarm",
-                                     mode == "peers" ? "on" : "off",
-                                     "--upload",
-                                     "0",
-                                     "--swarm-listen",
-                                     links.ip(i) + ":6881"},
-            (run_dir / ("w" + std::to_string(i) + ".log")).string(),
+            argv, (run_dir / ("w" + std::to_string(i) + ".log")).string(),
             [raw](const std::string& line) { raw->line(line); });
         workers.push_back(std::move(w));
       }
@@ -233,6 +236,7 @@ int run_swarm_bench(const SwarmBenchOptions& o) {
       const Phase patch_phase = publish(2, patch_entry, next.state_hash());
       json from_peers = 0, from_hub = 0, fallbacks = 0;
       uint64_t peers_sum = 0, hub_sum = 0, fallback_sum = 0;
+      std::vector<double> upload_caps;                      // KiB/s, each worker's
       for (auto& w : workers) w->process->signal(SIGTERM);  // all at once: each takes seconds
       for (auto& w : workers) {
         w->process->wait(std::chrono::seconds(30));
@@ -243,6 +247,7 @@ int run_swarm_bench(const SwarmBenchOptions& o) {
             peers_sum += last["swarm"].value("from_peers_bytes", uint64_t{0});
             hub_sum += last["swarm"].value("from_hub_bytes", uint64_t{0});
             fallback_sum += last["swarm"].value("fallbacks", uint64_t{0});
+            upload_caps.push_back(last["swarm"].value("upload_kib_s", 0.0));
           }
         } catch (const std::exception&) {
           log_warn("bench", "a worker's last line is not its JSON summary: ", w->last_line);
@@ -254,9 +259,18 @@ int run_swarm_bench(const SwarmBenchOptions& o) {
                   {"anchor", phase_json(anchor_phase, anchor.size())},
                   {"patch", phase_json(patch_phase, patch.size())}};
       if (mode == "peers")
-        run["worker_payload"] = {{"from_peers_bytes", peers_sum},
-                                 {"from_hub_bytes", hub_sum},
-                                 {"fallbacks", fallback_sum}};
+        run["worker_payload"] = {
+            {"from_peers_bytes", peers_sum},
+            {"from_hub_bytes", hub_sum},
+            {"fallbacks", fallback_sum},
+            {"upload_cap_kib_s",
+             {{"min", upload_caps.empty()
+                          ? 0.0
+                          : *std::min_element(upload_caps.begin(), upload_caps.end())},
+              {"p50", app::fleet::percentile(upload_caps, 50)},
+              {"max", upload_caps.empty()
+                          ? 0.0
+                          : *std::max_element(upload_caps.begin(), upload_caps.end())}}}};
       log_info("bench", run.dump());
       if (!o.json)
         std::printf(

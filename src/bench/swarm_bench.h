@@ -26,6 +26,9 @@ struct SwarmBenchOptions {
   std::string workdir;  // default ./.stoa-bench-swarm-<random>
   bool keep = false;
   double timeout_s = 900;  // per phase
+  // The workers' --upload: "0" (no cap of their own: the link's tbf is the cap), a KiB/s
+  // figure, or "auto" (their default: a share of the uplink each measures against the hub).
+  std::string upload = "0";
   bool json = false;
 };
 

@@ -26,6 +26,10 @@ CommandRegistration bench_cmd(
       app.add_option("--down-mbit", o->rates.down_mbit, "each worker's downlink")
           ->capture_default_str();
       app.add_option("--up-mbit", o->rates.up_mbit, "each worker's uplink")->capture_default_str();
+      app.add_option("--upload", o->upload,
+                     "the workers' --upload: KiB/s (0: only the link caps), or auto (their "
+                     "default: a share of the uplink each measures against the hub)")
+          ->capture_default_str();
       app.add_option("--workdir", o->workdir);
       app.add_flag("--keep", o->keep, "keep the work directory");
       app.add_option("--timeout", o->timeout_s, "seconds per phase")->capture_default_str();

@@ -100,7 +100,12 @@ CommandRegistration reg(
       app.add_flag("--no-serve", *no_serve,
                    "take weights from the swarm but never upload them to other workers");
       app.add_option("--upload", o->upload_kib_s,
-                     "the most KiB/s this worker uploads to other workers (0: no cap)")
+                     "the most KiB/s this worker uploads to other workers (0: no cap; default: "
+                     "--upload-share of the upload rate measured against the hub at start)")
+          ->check(CLI::NonNegativeNumber);
+      app.add_option("--upload-share", o->upload_share,
+                     "the share of the measured upload rate served when --upload is not given")
+          ->check(CLI::Range(0.01, 1.0))
           ->capture_default_str();
       app.add_option("--swarm-listen", o->swarm_listen,
                      "address:port the swarm listens on (default: every address, a free port)");

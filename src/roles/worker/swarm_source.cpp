@@ -1,10 +1,12 @@
 #include "roles/worker/swarm_source.h"
 
+#include <cmath>
 #include <filesystem>
 
 #include "core/error.h"
 #include "core/log.h"
 #include "net/hub_client.h"
+#include "roles/worker/uplink_probe.h"
 #include "roles/worker/worker.h"
 
 namespace stoa::worker {
@@ -119,6 +121,27 @@ net::swarm::SwarmStats SwarmBlobSource::stats() const {
   return session_.stats();
 }
 
+// What this worker serves at most (KiB/s): the cap asked for, else a share of the upload rate
+// measured against the hub, else (the hub has no probe, or it failed) 1024 KiB/s.
+int upload_cap(const WorkerOptions& o, net::HubClient& hub) {
+  if (o.upload_kib_s) return *o.upload_kib_s;
+  constexpr int kUnmeasuredCap = 1024;
+  try {
+    const UplinkMeasure m = measure_uplink(hub.http());
+    const int cap = upload_cap_kib_s(m, o.upload_share);
+    log_info("swarm", "upload to the hub measured at ", std::lround(m.kib_s), " KiB/s (",
+             m.bytes >> 10, " KiB in ", std::lround(m.seconds * 1000),
+             " ms): serving other "
+             "workers at most ",
+             cap, " KiB/s (", std::lround(100 * o.upload_share), " %; --upload sets it)");
+    return cap;
+  } catch (const std::exception& e) {
+    log_warn("swarm", "could not measure the upload rate (", e.what(),
+             "): serving other workers at most ", kUnmeasuredCap, " KiB/s");
+    return kUnmeasuredCap;
+  }
+}
+
 // The swarm as the options ask (WorkerOptions::swarm), or null: off, auto with a hub on
 // loopback, or a build without a swarm engine.
 std::unique_ptr<SwarmBlobSource> make_swarm_source(const WorkerOptions& o, net::HubClient& hub,
@@ -137,7 +160,7 @@ std::unique_ptr<SwarmBlobSource> make_swarm_source(const WorkerOptions& o, net::
   SwarmSourceOptions so;
   so.dir = (fs::path(state_dir) / "swarm").string();
   so.session.serve = o.serve;
-  so.session.upload_kib_s = o.upload_kib_s;
+  so.session.upload_kib_s = o.serve ? upload_cap(o, hub) : 0;
   if (!o.swarm_listen.empty())
     so.session.listen = o.swarm_listen;
   else

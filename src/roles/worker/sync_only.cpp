@@ -32,6 +32,7 @@ nlohmann::json swarm_json(const SwarmBlobSource* swarm) {
           {"seeding", s.seeding},
           {"banned_peers", s.banned_peers},
           {"hash_failures", s.hash_failures},
+          {"upload_kib_s", s.upload_kib_s},
           {"fallbacks", swarm->fallbacks()}};
 }
 
@@ -44,10 +45,12 @@ void run_sync_only(const WorkerOptions& o, const std::atomic<bool>& stop) {
   net::HubClient hub(target.url, target.http);
   const net::JoinResponse joined =
       join_hub(hub, target.join_token, o.name, 1, state_dir, o.join_timeout_s, stop);
+  HubBlobSource hub_source(hub, (fs::path(state_dir) / "blobs").string());
+  // Before "joined": its uplink probe takes a few seconds, and whoever waits for the line
+  // (stoa bench swarm) then times the sync alone.
+  std::unique_ptr<SwarmBlobSource> swarm = make_swarm_source(o, hub, hub_source, state_dir);
   std::printf("joined %s as %s (sync only)\n", target.url.c_str(), joined.worker_id.c_str());
   std::fflush(stdout);
-  HubBlobSource hub_source(hub, (fs::path(state_dir) / "blobs").string());
-  std::unique_ptr<SwarmBlobSource> swarm = make_swarm_source(o, hub, hub_source, state_dir);
   BlobSource& source = swarm ? static_cast<BlobSource&>(*swarm) : hub_source;
   WeightSync sync(source, std::optional<Hash128>{});  // the first anchor names the model
   const auto started = std::chrono::steady_clock::now();

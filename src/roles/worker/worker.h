@@ -44,8 +44,14 @@ struct WorkerOptions {
   // Blobs from peers as well as the hub (swarm_source.h). kAuto: on with a hub beyond loopback
   // (on loopback every worker shares the hub's machine: peers would add nothing).
   enum class Swarm { kAuto, kOn, kOff } swarm = Swarm::kAuto;
-  bool serve = true;         // serve used blobs to other workers (--no-serve: never upload)
-  int upload_kib_s = 1024;   // the cap on what is served (KiB/s; 0: none)
+  bool serve = true;  // serve used blobs to other workers (--no-serve: never upload)
+  // The cap on what is served (KiB/s; 0: none). Unset: `upload_share` of the upload rate
+  // measured against the hub at start (uplink_probe.h); 1024 KiB/s when that cannot be measured.
+  std::optional<int> upload_kib_s;
+  // Half: the volunteer's own traffic keeps the other half of the uplink (libtorrent's uTP
+  // yields further when the link queues), and a worker that serves at half its uplink still
+  // passes a piece on about as fast as a home downlink of five times its uplink takes it in.
+  double upload_share = 0.5;
   std::string swarm_listen;  // libtorrent listen interfaces (empty: any address, a free port)
   // One stage of a pipeline group (stage_worker.h, docs/design/pipeline.md): the model cut into
   // `stages` contiguous spans of layers (split_layers), this worker holding span `stage` and

@@ -1,11 +1,13 @@
 // The hub's swarm tracker without HTTP: keys that name their worker and survive a restart, the
 // compact peer lists it hands out (never the announcer itself, "stopped" leaves the list, a
 // refused worker gets a failure), torrents only for blobs in the store, and the web seed's share
-// (each piece at most `copies` times, counted per piece of the asked range).
+// (each piece at most `copies` times, counted per piece of the asked range, again after the
+// reseed window; its bytes counted), and the uplink probe's per-worker bucket.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <set>
+#include <thread>
 
 #include "net/protocol.h"
 #include "net/swarm/swarm.h"
@@ -135,6 +137,29 @@ TEST_F(SwarmTrackerTest, TheWebSeedSendsEachPieceAtMostCopiesTimes) {
   EXPECT_FALSE(tracker.web_seed_allowed(blob, piece, 1));
   EXPECT_TRUE(tracker.web_seed_allowed(blob, 2 * piece, blob_size - 2 * piece));  // to the end
   EXPECT_EQ(tracker.stats().web_seed_refusals, 3u);
+  // What it let through, counted as the hub's bytes out: 2 + 1 + 1 + the tail.
+  EXPECT_EQ(tracker.stats().web_seed_ranges, 5u);
+  EXPECT_EQ(tracker.stats().web_seed_bytes, 3 * piece + 5 + (blob_size - 2 * piece));
+}
+
+TEST_F(SwarmTrackerTest, APieceNobodyGotForTheReseedWindowLeavesTheHubAgain) {
+  SwarmTracker tracker(*store, {}, 1, 15, std::chrono::seconds(2));
+  const net::swarm::Torrent t = net::swarm::parse_torrent(tracker.torrent(blob));
+  const uint64_t piece = static_cast<uint64_t>(t.piece_bytes);
+  EXPECT_TRUE(tracker.web_seed_allowed(blob, 0, piece));
+  EXPECT_FALSE(tracker.web_seed_allowed(blob, 0, piece));  // its one copy left a moment ago
+  std::this_thread::sleep_for(std::chrono::milliseconds(2100));
+  EXPECT_TRUE(tracker.web_seed_allowed(blob, 0, piece));  // its holders never served it
+  EXPECT_FALSE(tracker.web_seed_allowed(blob, 0, piece));
+}
+
+TEST_F(SwarmTrackerTest, AWorkerMayProbeItsUplinkAFewTimesAMinute) {
+  SwarmTracker tracker(*store, {});
+  for (int i = 0; i < 12; ++i) EXPECT_EQ(tracker.uplink_probe_wait_ms("w-a"), 0) << i;
+  const int64_t wait = tracker.uplink_probe_wait_ms("w-a");
+  EXPECT_GT(wait, 0);
+  EXPECT_LE(wait, 5000);                              // 12 a minute earned back
+  EXPECT_EQ(tracker.uplink_probe_wait_ms("w-b"), 0);  // another worker's bucket is its own
 }
 
 TEST_F(SwarmTrackerTest, OnlyTheNewestTorrentsAreRemembered) {

@@ -1,5 +1,6 @@
 // The swarm routes (docs/protocol.md, "Swarm"): what a worker needs to fetch blobs from peers.
 //   POST /v1/swarm/key               (session)  -> {key, announce, seed}: the worker's swarm key
+//   POST /v1/swarm/uplink            (session)  -> {bytes}: an upload-rate probe's body, dropped
 //   GET  /v1/swarm/torrents/{hash}   (session)  -> the blob's .torrent (application/x-bittorrent)
 //   GET  /v1/swarm/{key}/announce?…  (key)      -> a bencoded tracker reply (BEP 3, compact)
 //   GET  /v1/swarm/{key}/blobs/{hash} (key)     -> the blob, with Range: the swarm's web seed
@@ -15,6 +16,9 @@ namespace stoa::hub {
 using nlohmann::json;
 
 namespace {
+
+// What roles/worker/uplink_probe.h sends at most.
+constexpr size_t kMaxUplinkProbeBytes = 8u << 20;
 
 bool hex32(const std::string& s, Hash128* out) {
   return s.size() == 32 && Hash128::parse(s, out);
@@ -43,6 +47,16 @@ HttpReply HubServer::swarm_route(const RequestContext& req, const std::string& t
                   {"announce", prefix + key + "/announce"},
                   {"seed", prefix + key + "/blobs/"}}
                  .dump();
+    return r;
+  }
+  if (post && rest == "uplink") {
+    const std::string worker = hub_.authenticate(token);
+    if (const int64_t wait_ms = swarm_->uplink_probe_wait_ms(worker); wait_ms > 0)
+      throw RequestError(429, "uplink probe: too many probes from this worker", wait_ms);
+    if (req.body.size() > kMaxUplinkProbeBytes)
+      throw RequestError(413, "uplink probe: a body over 8 MiB");
+    HttpReply r;
+    r.body = json{{"bytes", req.body.size()}}.dump();
     return r;
   }
   Hash128 blob;

@@ -232,6 +232,14 @@ std::string SwarmTracker::announce(const std::string& key, const SwarmAnnounce& 
   return net::swarm::announce_reply(others, interval_s_, complete, incomplete);
 }
 
+int64_t SwarmTracker::uplink_probe_wait_ms(const std::string& worker) {
+  std::lock_guard lock(mutex_);
+  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::steady_clock::now().time_since_epoch())
+                             .count();
+  return uplink_probes_.acquire(worker, now_ms);
+}
+
 SwarmTrackerStats SwarmTracker::stats() const {
   std::lock_guard lock(mutex_);
   SwarmTrackerStats s;

@@ -26,6 +26,7 @@
 #include "core/rng.h"
 #include "net/swarm/swarm.h"
 #include "pulse/blob_store.h"
+#include "roles/hub/identity/rate_limit.h"
 
 namespace stoa::hub {
 
@@ -71,6 +72,11 @@ class SwarmTracker {
   // it serve it, and the hub sends it again only when none has for `reseed_after` (its holders
   // left, or cannot be reached). Counts the pieces of an allowed range as sent.
   bool web_seed_allowed(const Hash128& blob, uint64_t first, uint64_t length);
+  // The uplink probe's share (POST /v1/swarm/uplink, roles/worker/uplink_probe.h): 0 when the
+  // worker may post a probe body now, else the milliseconds until it may. A measurement is a
+  // handful of posts at a worker's start; the bucket holds two and refills in a minute, so a
+  // worker cannot turn the probe into a flood of the hub's downlink.
+  int64_t uplink_probe_wait_ms(const std::string& worker);
   SwarmTrackerStats stats() const;
 
  private:
@@ -106,6 +112,7 @@ class SwarmTracker {
   std::map<std::string, std::string> announce_to_blob_;  // v1 and v2 announce hashes (hex)
   uint64_t announces_ = 0, torrents_made_ = 0, web_seed_refusals_ = 0;
   uint64_t web_seed_ranges_ = 0, web_seed_bytes_ = 0;
+  RateLimiter uplink_probes_{RateLimit{12.0 / 60.0, 12.0}, 10'000};  // per worker, in posts
   Rng shuffle_{static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()),
                29};
 };
