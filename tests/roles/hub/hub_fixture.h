@@ -14,6 +14,7 @@
 #include "env/tasks/search/search_task.h"
 #include "env/token_codec.h"
 #include "net/protocol.h"
+#include "net/swarm/swarm.h"
 #include "pulse/blob_store.h"
 #include "roles/hub/http/server.h"
 #include "roles/hub/hub.h"
@@ -102,6 +103,25 @@ class HubFixture : public ::testing::Test {
   std::atomic<int64_t> clock{0};
   std::unique_ptr<Hub> hub;
   std::unique_ptr<HubServer> server;
+};
+
+// A hub serving HTTP on loopback with its swarm (skipped in a build without a swarm engine);
+// configure() changes the config before the hub opens.
+class SwarmHubFixture : public HubFixture {
+ protected:
+  void SetUp() override {
+    if (!net::swarm::available()) GTEST_SKIP() << "this build has no swarm engine";
+    HubFixture::SetUp();
+    configure();
+    open_hub();
+    ServerOptions so;
+    so.threads = 8;
+    serve(so);
+    url = "http://127.0.0.1:" + std::to_string(server->port());
+  }
+  virtual void configure() {}
+
+  std::string url;
 };
 
 }  // namespace stoa::hub::testing

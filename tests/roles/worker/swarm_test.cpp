@@ -84,21 +84,8 @@ class BackgroundFetch {
   std::thread thread_;
 };
 
-class Swarm : public HubFixture {
+class Swarm : public SwarmHubFixture {
  protected:
-  void SetUp() override {
-    if (!net::swarm::available()) GTEST_SKIP() << "this build has no swarm engine";
-    HubFixture::SetUp();
-    configure();
-    open_hub();
-    ServerOptions so;
-    so.threads = 8;
-    serve(so);
-    url = "http://127.0.0.1:" + std::to_string(server->port());
-  }
-
-  virtual void configure() {}
-
   // A joined worker's client and its swarm URLs.
   struct Member {
     std::unique_ptr<net::HubClient> client;
@@ -127,8 +114,6 @@ class Swarm : public HubFixture {
     r.stall_timeout = 60s;
     return r;
   }
-
-  std::string url;
 };
 
 TEST_F(Swarm, ASwarmOfOneFinishesFromTheHubsWebSeed) {

@@ -15,18 +15,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-class UplinkProbe : public HubFixture {
- protected:
-  void SetUp() override {
-    if (!net::swarm::available()) GTEST_SKIP() << "this build has no swarm engine";
-    HubFixture::SetUp();
-    configure();
-    open_hub();
-    serve();
-  }
-  virtual void configure() {}
-  std::string hub_url() const { return "http://127.0.0.1:" + std::to_string(server->port()); }
-};
+using UplinkProbe = SwarmHubFixture;
 
 TEST_F(UplinkProbe, MeasuresTheRateOfASlowLink) {
   app::fleet::DelayProxyOptions link;
@@ -46,7 +35,7 @@ TEST_F(UplinkProbe, MeasuresTheRateOfASlowLink) {
 }
 
 TEST_F(UplinkProbe, AFastLinkEndsWithTheLargestBody) {
-  net::HubClient client(hub_url());
+  net::HubClient client(url);
   client.join("join-secret", {});
   const worker::UplinkMeasure m = worker::measure_uplink(client.http());
   EXPECT_GE(m.bytes, 4u << 20);  // loopback moves 4 MiB in well under a second
@@ -54,11 +43,11 @@ TEST_F(UplinkProbe, AFastLinkEndsWithTheLargestBody) {
 }
 
 TEST_F(UplinkProbe, TheHubRefusesAnOversizedBodyAndStrangers) {
-  net::HubClient client(hub_url());
+  net::HubClient client(url);
   client.join("join-secret", {});
   const std::string big = "\"" + std::string((8u << 20) + 1, 'x') + "\"";
   EXPECT_EQ(client.http().post_json("/v1/swarm/uplink", big, false).status, 413);
-  net::HttpClient stranger(hub_url());
+  net::HttpClient stranger(url);
   EXPECT_EQ(stranger.post_json("/v1/swarm/uplink", "\"x\"", false).status, 401);
 }
 
@@ -77,7 +66,7 @@ class UplinkProbeWithoutASwarm : public UplinkProbe {
 };
 
 TEST_F(UplinkProbeWithoutASwarm, SaysTheHubHasNoProbe) {
-  net::HubClient client(hub_url());
+  net::HubClient client(url);
   client.join("join-secret", {});
   try {
     worker::measure_uplink(client.http());
