@@ -154,10 +154,12 @@ int run_swarm_bench(const SwarmBenchOptions& o) {
                                              anchor.size()};
       const pulse::CatalogEntry patch_entry{pulse::BlobKind::kPatch, 1, 2, patch_hash,
                                             patch.size()};
-      // The catalog names a version only once it is published: the hub routes from it.
+      // The catalog names a version only once it is published: the hub routes from it. Empty
+      // while the workers join (without a file the hub would scan the store and find both
+      // versions: the workers would start fetching before the publish, outside its clock and
+      // its byte count).
       const std::string catalog_path = (run_dir / "blobs" / "catalog.json").string();
       pulse::Catalog catalog;
-      catalog.add(anchor_entry);
       catalog.save(catalog_path);
       hub::HubConfig hc;
       hc.ledger_path = (run_dir / "ledger.sqlite").string();
@@ -230,6 +232,8 @@ int run_swarm_bench(const SwarmBenchOptions& o) {
         }
         return phase;
       };
+      catalog.add(anchor_entry);
+      catalog.save(catalog_path);
       const Phase anchor_phase = publish(1, anchor_entry, state.state_hash());
       catalog.add(patch_entry);
       catalog.save(catalog_path);
