@@ -167,6 +167,9 @@ int run_swarm_bench(const SwarmBenchOptions& o) {
       hc.max_staleness = 1000;
       hc.heartbeat_interval_s = 60;
       hc.worker_idle_expiry_ms = 3'600'000;
+      hc.swarm_web_seed_copies = o.web_seed_copies;
+      hc.swarm_web_seed_budget = o.web_seed_budget;
+      hc.swarm_reseed_after_s = o.reseed_after_s;
       hub::Hub hub(hc, world.deps());
       hub::ServerOptions so;
       so.host = SwarmLinks::kHubIp;
@@ -305,6 +308,11 @@ int run_swarm_bench(const SwarmBenchOptions& o) {
       {"rates_mbit",
        {{"hub_up", o.rates.hub_up_mbit}, {"down", o.rates.down_mbit}, {"up", o.rates.up_mbit}}},
       {"latency", "not emulated (no netem in this kernel)"},
+      {"hub",
+       {{"web_seed_copies", o.web_seed_copies},
+        {"web_seed_budget", o.web_seed_budget},
+        {"reseed_after_s", o.reseed_after_s}}},
+      {"workers_upload", o.upload},
       {"anchor_bytes", anchor.size()},
       {"patch_bytes", patch.size()},
       {"patch_changed_fraction", fraction},

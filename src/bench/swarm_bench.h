@@ -29,6 +29,9 @@ struct SwarmBenchOptions {
   // The workers' --upload: "0" (no cap of their own: the link's tbf is the cap), a KiB/s
   // figure, or "auto" (their default: a share of the uplink each measures against the hub).
   std::string upload = "0";
+  int web_seed_copies = 2;       // the hub's [hub] swarm_web_seed_copies
+  double web_seed_budget = 1.5;  // the hub's [hub] swarm_web_seed_budget
+  int reseed_after_s = 5;        // the hub's [hub] swarm_reseed_after_s
   bool json = false;
 };
 

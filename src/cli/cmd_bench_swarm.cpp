@@ -30,6 +30,19 @@ CommandRegistration bench_cmd(
                      "the workers' --upload: KiB/s (0: only the link caps), or auto (their "
                      "default: a share of the uplink each measures against the hub)")
           ->capture_default_str();
+      app.add_option("--web-seed-copies", o->web_seed_copies,
+                     "the hub's swarm_web_seed_copies: each piece's copies out of its web seed")
+          ->check(CLI::Range(1, 255))
+          ->capture_default_str();
+      app.add_option("--web-seed-budget", o->web_seed_budget,
+                     "the hub's swarm_web_seed_budget: blob sizes out of its web seed before "
+                     "second copies stop")
+          ->check(CLI::Range(1.0, 255.0))
+          ->capture_default_str();
+      app.add_option("--reseed-after", o->reseed_after_s,
+                     "the hub's swarm_reseed_after_s: seconds before a piece leaves it again")
+          ->check(CLI::Range(1, 3600))
+          ->capture_default_str();
       app.add_option("--workdir", o->workdir);
       app.add_flag("--keep", o->keep, "keep the work directory");
       app.add_option("--timeout", o->timeout_s, "seconds per phase")->capture_default_str();

@@ -127,6 +127,9 @@ struct HubConfig {
   // How many times the web seed sends each piece of a blob before the swarm must spread it
   // (SwarmTracker::web_seed_allowed): the hub's bytes out per blob stay near this many copies.
   int swarm_web_seed_copies = 2;
+  // Blob sizes the web seed sends of a blob before it sends no piece a second time (first copies
+  // and stuck pieces still go): bounds the hub's bytes out per blob whatever the swarm's size.
+  double swarm_web_seed_budget = 1.5;
   // Seconds with no copy of a piece sent before the web seed sends it again (its holders left,
   // or cannot be reached).
   int swarm_reseed_after_s = 5;

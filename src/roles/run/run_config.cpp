@@ -213,11 +213,15 @@ RunConfig parse_run_config(const std::string& text, const std::string& source,
   hub.get("swarm", c.hub.swarm);
   hub.get("swarm_web_seed_copies", c.hub.swarm_web_seed_copies);
   hub.get("swarm_reseed_after_s", c.hub.swarm_reseed_after_s);
+  hub.get("swarm_web_seed_budget", c.hub.swarm_web_seed_budget);
   hub.check_unknown();
   STOA_CHECK(c.hub.swarm_web_seed_copies >= 1 && c.hub.swarm_web_seed_copies <= 255,
              ErrorKind::kInvalidArgument, source, ": [hub] swarm_web_seed_copies must be 1..255");
   STOA_CHECK(c.hub.swarm_reseed_after_s >= 1 && c.hub.swarm_reseed_after_s <= 3600,
              ErrorKind::kInvalidArgument, source, ": [hub] swarm_reseed_after_s must be 1..3600");
+  STOA_CHECK(c.hub.swarm_web_seed_budget >= 1 && c.hub.swarm_web_seed_budget <= 255,
+             ErrorKind::kInvalidArgument, source,
+             ": [hub] swarm_web_seed_budget must be 1..255 (blob sizes)");
   STOA_CHECK(c.hub.hoard_min_tokens_per_s >= 0 && std::isfinite(c.hub.hoard_min_tokens_per_s),
              ErrorKind::kInvalidArgument, source,
              ": [hub] hoard_min_tokens_per_s must be a finite number >= 0 (0: no revocation)");

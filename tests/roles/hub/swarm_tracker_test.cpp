@@ -124,7 +124,7 @@ TEST_F(SwarmTrackerTest, TorrentsOnlyForBlobsInTheStoreAndKeptAcrossARestart) {
 }
 
 TEST_F(SwarmTrackerTest, TheWebSeedSendsEachPieceAtMostCopiesTimes) {
-  SwarmTracker tracker(*store, {}, 2);
+  SwarmTracker tracker(*store, {}, SwarmTrackerOptions{.web_seed_copies = 2});
   const net::swarm::Torrent t = net::swarm::parse_torrent(tracker.torrent(blob));
   const uint64_t piece = static_cast<uint64_t>(t.piece_bytes);
   ASSERT_GT(blob_size, 3 * piece);
@@ -143,7 +143,9 @@ TEST_F(SwarmTrackerTest, TheWebSeedSendsEachPieceAtMostCopiesTimes) {
 }
 
 TEST_F(SwarmTrackerTest, APieceNobodyGotForTheReseedWindowLeavesTheHubAgain) {
-  SwarmTracker tracker(*store, {}, 1, 15, std::chrono::seconds(2));
+  SwarmTracker tracker(
+      *store, {},
+      SwarmTrackerOptions{.web_seed_copies = 1, .reseed_after = std::chrono::seconds(2)});
   const net::swarm::Torrent t = net::swarm::parse_torrent(tracker.torrent(blob));
   const uint64_t piece = static_cast<uint64_t>(t.piece_bytes);
   EXPECT_TRUE(tracker.web_seed_allowed(blob, 0, piece));
@@ -151,6 +153,23 @@ TEST_F(SwarmTrackerTest, APieceNobodyGotForTheReseedWindowLeavesTheHubAgain) {
   std::this_thread::sleep_for(std::chrono::milliseconds(2100));
   EXPECT_TRUE(tracker.web_seed_allowed(blob, 0, piece));  // its holders never served it
   EXPECT_FALSE(tracker.web_seed_allowed(blob, 0, piece));
+}
+
+TEST_F(SwarmTrackerTest, SecondCopiesStopAtTheBlobsBudgetFirstCopiesDoNot) {
+  SwarmTracker tracker(*store, {},
+                       SwarmTrackerOptions{.web_seed_copies = 2, .web_seed_budget = 1.0});
+  const net::swarm::Torrent t = net::swarm::parse_torrent(tracker.torrent(blob));
+  const uint64_t piece = static_cast<uint64_t>(t.piece_bytes);
+  const uint64_t pieces = (blob_size + piece - 1) / piece;
+  ASSERT_GT(pieces, 3u);
+  // Every piece but the last once: under one blob size.
+  for (uint64_t p = 0; p + 1 < pieces; ++p)
+    EXPECT_TRUE(tracker.web_seed_allowed(blob, p * piece, piece));
+  ASSERT_GT((pieces - 1) * piece + piece, blob_size);          // no room for a whole piece more
+  EXPECT_FALSE(tracker.web_seed_allowed(blob, piece, piece));  // a second copy past it
+  const uint64_t last = (pieces - 1) * piece;
+  EXPECT_TRUE(tracker.web_seed_allowed(blob, last, blob_size - last));  // a first copy still goes
+  EXPECT_EQ(tracker.stats().web_seed_refusals, 1u);
 }
 
 TEST_F(SwarmTrackerTest, AWorkerMayProbeItsUplinkAFewTimesAMinute) {

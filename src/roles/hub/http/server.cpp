@@ -85,8 +85,8 @@ HubServer::HubServer(Hub& hub, ServerOptions options)
   if (hub.config().swarm && net::swarm::available())
     swarm_ = std::make_unique<SwarmTracker>(
         hub.store(), [&hub](const std::string& worker) { return !hub.quarantined(worker); },
-        hub.config().swarm_web_seed_copies, 15,
-        std::chrono::seconds(hub.config().swarm_reseed_after_s));
+        SwarmTrackerOptions{hub.config().swarm_web_seed_copies, hub.config().swarm_web_seed_budget,
+                            std::chrono::seconds(hub.config().swarm_reseed_after_s)});
   if (hub.run_files_store()) run_files_ = std::make_unique<BlobServing>(*hub.run_files_store());
   if (hub.deps().model) groups_ = std::make_unique<PipelineGroups>(*hub.deps().model);
   HttpServerOptions o;

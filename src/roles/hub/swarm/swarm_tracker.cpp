@@ -30,14 +30,22 @@ std::string hex_of(const std::string& raw) {
 
 }  // namespace
 
+namespace {
+
+SwarmTrackerOptions checked(SwarmTrackerOptions o) {
+  o.web_seed_copies = std::clamp(o.web_seed_copies, 1, 255);
+  o.web_seed_budget = std::max(1.0, o.web_seed_budget);
+  o.reseed_after = std::max(std::chrono::seconds(1), o.reseed_after);
+  o.interval_s = std::max(1, o.interval_s);
+  return o;
+}
+
+}  // namespace
+
 SwarmTracker::SwarmTracker(pulse::BlobStore& store,
-                           std::function<bool(const std::string&)> worker_ok, int web_seed_copies,
-                           int interval_s, std::chrono::seconds reseed_after)
-    : store_(store),
-      worker_ok_(std::move(worker_ok)),
-      web_seed_copies_(std::max(1, web_seed_copies)),
-      interval_s_(std::max(1, interval_s)),
-      reseed_after_(std::max(std::chrono::seconds(1), reseed_after)) {
+                           std::function<bool(const std::string&)> worker_ok,
+                           SwarmTrackerOptions options)
+    : store_(store), worker_ok_(std::move(worker_ok)), options_(checked(options)) {
   // The keys' secret lives beside the torrents, so keys outlive a hub restart: a worker's
   // libtorrent goes on announcing with the URL it was given.
   const fs::path path = fs::path(store_.dir()) / "torrents" / "swarm_secret";
@@ -152,6 +160,7 @@ void SwarmTracker::remember_locked(const std::string& blob_hex, const net::swarm
   if (ledger.piece_bytes == 0 && t.piece_bytes > 0) {
     ledger.piece_bytes = static_cast<uint64_t>(t.piece_bytes);
     const size_t n = static_cast<size_t>((t.size + ledger.piece_bytes - 1) / ledger.piece_bytes);
+    ledger.blob_bytes = t.size;
     ledger.sent.assign(n, 0);
     ledger.last.assign(n, {});
   }
@@ -170,8 +179,13 @@ bool SwarmTracker::web_seed_allowed(const Hash128& blob, uint64_t first, uint64_
   const size_t to = std::min(ledger.sent.size(),
                              static_cast<size_t>((first + length - 1) / ledger.piece_bytes) + 1);
   const auto now = Clock::now();
+  const bool over_budget = static_cast<double>(ledger.sent_bytes + length) >
+                           options_.web_seed_budget * static_cast<double>(ledger.blob_bytes);
   for (size_t p = from; p < to; ++p) {
-    if (ledger.sent[p] >= web_seed_copies_ && now - ledger.last[p] < reseed_after_) {
+    // A piece that left a moment ago goes again only as one of its copies within the budget;
+    // one whose copies all left long ago goes again whatever the budget (it is stuck).
+    const bool recent = ledger.sent[p] > 0 && now - ledger.last[p] < options_.reseed_after;
+    if (recent && (ledger.sent[p] >= options_.web_seed_copies || over_budget)) {
       ++web_seed_refusals_;
       return false;
     }
@@ -180,13 +194,14 @@ bool SwarmTracker::web_seed_allowed(const Hash128& blob, uint64_t first, uint64_
     ledger.sent[p] = static_cast<uint8_t>(std::min(255, ledger.sent[p] + 1));
     ledger.last[p] = now;
   }
+  ledger.sent_bytes += length;
   ++web_seed_ranges_;
   web_seed_bytes_ += length;
   return true;
 }
 
 void SwarmTracker::expire_locked(Swarm& s, Clock::time_point now) {
-  const auto ttl = std::chrono::seconds(3 * interval_s_);
+  const auto ttl = std::chrono::seconds(3 * options_.interval_s);
   for (auto it = s.peers.begin(); it != s.peers.end();) {
     if (now - it->second.seen > ttl)
       it = s.peers.erase(it);
@@ -229,7 +244,7 @@ std::string SwarmTracker::announce(const std::string& key, const SwarmAnnounce& 
   }
   for (size_t i = others.size(); i > 1; --i) std::swap(others[i - 1], others[shuffle_.next() % i]);
   if (others.size() > 50) others.resize(50);
-  return net::swarm::announce_reply(others, interval_s_, complete, incomplete);
+  return net::swarm::announce_reply(others, options_.interval_s, complete, incomplete);
 }
 
 int64_t SwarmTracker::uplink_probe_wait_ms(const std::string& worker) {

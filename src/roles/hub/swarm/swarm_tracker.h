@@ -49,14 +49,23 @@ struct SwarmTrackerStats {
   uint64_t torrents_made = 0;
 };
 
+struct SwarmTrackerOptions {
+  // The web seed's share (web_seed_allowed): each piece leaves the hub at most `web_seed_copies`
+  // times, and a piece's copies after its first only while the blob's bytes out stay within
+  // `web_seed_budget` blob sizes; a piece no copy of which left for `reseed_after` goes again.
+  int web_seed_copies = 2;
+  double web_seed_budget = 1.5;
+  std::chrono::seconds reseed_after{5};
+  int interval_s = 15;  // the announce interval workers are told
+};
+
 class SwarmTracker {
  public:
   static constexpr size_t kMaxTorrents = 256;
   static constexpr size_t kMaxPeers = 2000;
   // `worker_ok(worker_id)`: false for a worker no longer allowed (quarantined).
   SwarmTracker(pulse::BlobStore& store, std::function<bool(const std::string&)> worker_ok,
-               int web_seed_copies = 2, int interval_s = 15,
-               std::chrono::seconds reseed_after = std::chrono::seconds(5));
+               SwarmTrackerOptions options = {});
 
   // The worker's key (the same one for every call of that worker).
   std::string key_for(const std::string& worker_id);
@@ -68,9 +77,12 @@ class SwarmTracker {
   // A bencoded tracker reply (a failure reply for an unknown torrent or key).
   std::string announce(const std::string& key, const SwarmAnnounce& a);
   // The web seed's share: may a worker have bytes [first, first + length) of `blob` from the
-  // hub now? Each piece leaves the hub at most `copies` times; after that the workers that have
-  // it serve it, and the hub sends it again only when none has for `reseed_after` (its holders
-  // left, or cannot be reached). Counts the pieces of an allowed range as sent.
+  // hub now? Each piece leaves the hub at most `web_seed_copies` times, and a copy after the
+  // first only within the blob's `web_seed_budget`: a small swarm gets a second copy of much of
+  // the blob (the hub's uplink is a good part of what it has), a large one the first copy of
+  // every piece and the rest from peers. After that the workers that have a piece serve it, and
+  // the hub sends it again only when no copy has left for `reseed_after` (its holders left, or
+  // cannot be reached). Counts the pieces of an allowed range as sent.
   bool web_seed_allowed(const Hash128& blob, uint64_t first, uint64_t length);
   // The uplink probe's share (POST /v1/swarm/uplink, roles/worker/uplink_probe.h): 0 when the
   // worker may post a probe body now, else the milliseconds until it may. A measurement is a
@@ -91,6 +103,8 @@ class SwarmTracker {
   // Per blob: how often and when each piece last left through the web seed.
   struct PieceLedger {
     uint64_t piece_bytes = 0;
+    uint64_t blob_bytes = 0;
+    uint64_t sent_bytes = 0;  // out of the web seed, every copy
     std::vector<uint8_t> sent;
     std::vector<std::chrono::steady_clock::time_point> last;
   };
@@ -99,9 +113,7 @@ class SwarmTracker {
 
   pulse::BlobStore& store_;
   std::function<bool(const std::string&)> worker_ok_;
-  const int web_seed_copies_;
-  const int interval_s_;
-  const std::chrono::seconds reseed_after_;
+  const SwarmTrackerOptions options_;
   std::map<std::string, PieceLedger> pieces_;  // blob hex ->
   mutable std::mutex mutex_;
   std::mutex make_mutex_;  // one torrent hashed at a time (a 9 GB anchor takes a while)
