@@ -497,6 +497,9 @@ std::string to_toml(const RunConfig& c) {
   w.put("swarm", c.hub.swarm);
   w.put("swarm_web_seed_copies",
         toml_integer(c.hub.swarm_web_seed_copies, "hub", "swarm_web_seed_copies"));
+  w.put("swarm_web_seed_budget", c.hub.swarm_web_seed_budget);
+  w.put("swarm_reseed_after_s",
+        toml_integer(c.hub.swarm_reseed_after_s, "hub", "swarm_reseed_after_s"));
   w.section("sampling");
   w.put("temperature", sp.temperature);
   w.put("top_p", sp.top_p);

@@ -40,6 +40,10 @@ void expect_same(const RunConfig& a, const RunConfig& b) {
   EXPECT_EQ(a.hub.heartbeat_interval_s, b.hub.heartbeat_interval_s);
   EXPECT_EQ(a.hub.no_work_retry_ms, b.hub.no_work_retry_ms);
   EXPECT_EQ(a.hub.seed, b.hub.seed);
+  EXPECT_EQ(a.hub.swarm, b.hub.swarm);
+  EXPECT_EQ(a.hub.swarm_web_seed_copies, b.hub.swarm_web_seed_copies);
+  EXPECT_EQ(a.hub.swarm_web_seed_budget, b.hub.swarm_web_seed_budget);
+  EXPECT_EQ(a.hub.swarm_reseed_after_s, b.hub.swarm_reseed_after_s);
 
   EXPECT_EQ(a.server.host, b.server.host);
   EXPECT_EQ(a.server.port, b.server.port);
@@ -130,6 +134,10 @@ RunConfig every_key_set() {
   c.hub.topk = 4;
   c.hub.seed = 77;
   c.hub.heartbeat_interval_s = 3;
+  c.hub.swarm = false;
+  c.hub.swarm_web_seed_copies = 3;
+  c.hub.swarm_web_seed_budget = 1.25;
+  c.hub.swarm_reseed_after_s = 9;
   c.hub.sampling.temperature = 0.7f;
   c.hub.sampling.top_p = 0.95f;
   c.hub.sampling.top_k = 40;
