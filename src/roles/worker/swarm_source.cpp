@@ -121,6 +121,8 @@ net::swarm::SwarmStats SwarmBlobSource::stats() const {
   return session_.stats();
 }
 
+namespace {
+
 // What this worker serves at most (KiB/s): the cap asked for, else a share of the upload rate
 // measured against the hub, else (the hub has no probe, or it failed) 1024 KiB/s.
 int upload_cap(const WorkerOptions& o, net::HubClient& hub) {
@@ -131,9 +133,8 @@ int upload_cap(const WorkerOptions& o, net::HubClient& hub) {
     const int cap = upload_cap_kib_s(m, o.upload_share);
     log_info("swarm", "upload to the hub measured at ", std::lround(m.kib_s), " KiB/s (",
              m.bytes >> 10, " KiB in ", std::lround(m.seconds * 1000),
-             " ms): serving other "
-             "workers at most ",
-             cap, " KiB/s (", std::lround(100 * o.upload_share), " %; --upload sets it)");
+             " ms): serving other workers at most ", cap, " KiB/s (",
+             std::lround(100 * o.upload_share), " %; --upload sets it)");
     return cap;
   } catch (const std::exception& e) {
     log_warn("swarm", "could not measure the upload rate (", e.what(),
@@ -141,6 +142,8 @@ int upload_cap(const WorkerOptions& o, net::HubClient& hub) {
     return kUnmeasuredCap;
   }
 }
+
+}  // namespace
 
 // The swarm as the options ask (WorkerOptions::swarm), or null: off, auto with a hub on
 // loopback, or a build without a swarm engine.
