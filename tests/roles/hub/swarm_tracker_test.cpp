@@ -34,6 +34,10 @@ class SwarmTrackerTest : public ::testing::Test {
     std::error_code ec;
     fs::remove_all(dir, ec);
   }
+  // The piece size of the blob's torrent (making the torrent, as the first fetch of it does).
+  uint64_t piece_bytes(SwarmTracker& tracker) {
+    return static_cast<uint64_t>(net::swarm::parse_torrent(tracker.torrent(blob)).piece_bytes);
+  }
   // The raw 20-byte announce hashes of the blob's torrent.
   std::vector<std::string> announce_hashes(SwarmTracker& tracker) {
     const net::swarm::Torrent t = net::swarm::parse_torrent(tracker.torrent(blob));
@@ -125,8 +129,7 @@ TEST_F(SwarmTrackerTest, TorrentsOnlyForBlobsInTheStoreAndKeptAcrossARestart) {
 
 TEST_F(SwarmTrackerTest, TheWebSeedSendsEachPieceAtMostCopiesTimes) {
   SwarmTracker tracker(*store, {}, SwarmTrackerOptions{.web_seed_copies = 2});
-  const net::swarm::Torrent t = net::swarm::parse_torrent(tracker.torrent(blob));
-  const uint64_t piece = static_cast<uint64_t>(t.piece_bytes);
+  const uint64_t piece = piece_bytes(tracker);
   ASSERT_GT(blob_size, 3 * piece);
   EXPECT_TRUE(tracker.web_seed_allowed(blob, 0, piece));
   EXPECT_TRUE(tracker.web_seed_allowed(blob, 0, piece));
@@ -146,8 +149,7 @@ TEST_F(SwarmTrackerTest, APieceNobodyGotForTheReseedWindowLeavesTheHubAgain) {
   SwarmTracker tracker(
       *store, {},
       SwarmTrackerOptions{.web_seed_copies = 1, .reseed_after = std::chrono::seconds(2)});
-  const net::swarm::Torrent t = net::swarm::parse_torrent(tracker.torrent(blob));
-  const uint64_t piece = static_cast<uint64_t>(t.piece_bytes);
+  const uint64_t piece = piece_bytes(tracker);
   EXPECT_TRUE(tracker.web_seed_allowed(blob, 0, piece));
   EXPECT_FALSE(tracker.web_seed_allowed(blob, 0, piece));  // its one copy left a moment ago
   std::this_thread::sleep_for(std::chrono::milliseconds(2100));
@@ -158,8 +160,7 @@ TEST_F(SwarmTrackerTest, APieceNobodyGotForTheReseedWindowLeavesTheHubAgain) {
 TEST_F(SwarmTrackerTest, SecondCopiesStopAtTheBlobsBudgetFirstCopiesDoNot) {
   SwarmTracker tracker(*store, {},
                        SwarmTrackerOptions{.web_seed_copies = 2, .web_seed_budget = 1.0});
-  const net::swarm::Torrent t = net::swarm::parse_torrent(tracker.torrent(blob));
-  const uint64_t piece = static_cast<uint64_t>(t.piece_bytes);
+  const uint64_t piece = piece_bytes(tracker);
   const uint64_t pieces = (blob_size + piece - 1) / piece;
   ASSERT_GT(pieces, 3u);
   // Every piece but the last once: under one blob size.
@@ -170,6 +171,30 @@ TEST_F(SwarmTrackerTest, SecondCopiesStopAtTheBlobsBudgetFirstCopiesDoNot) {
   const uint64_t last = (pieces - 1) * piece;
   EXPECT_TRUE(tracker.web_seed_allowed(blob, last, blob_size - last));  // a first copy still goes
   EXPECT_EQ(tracker.stats().web_seed_refusals, 1u);
+}
+
+TEST_F(SwarmTrackerTest, SecondCopiesLeaveRoomForTheFirstCopiesStillToGo) {
+  // Many copies of one piece, asked for before any other piece left: without the room kept for
+  // the first copies they would spend the whole budget and the hub would send more than it.
+  SwarmTracker tracker(*store, {},
+                       SwarmTrackerOptions{.web_seed_copies = 255, .web_seed_budget = 1.5});
+  const uint64_t piece = piece_bytes(tracker);
+  const uint64_t pieces = (blob_size + piece - 1) / piece;
+  ASSERT_GT(pieces, 3u);
+  uint64_t sent = 0, copies = 0;
+  while (tracker.web_seed_allowed(blob, 0, piece) && copies < 1000) {
+    sent += piece;
+    ++copies;
+  }
+  // The first copy plus as many more as fit in half a blob.
+  EXPECT_EQ(copies, 1 + (blob_size / 2) / piece);
+  for (uint64_t p = 1; p < pieces; ++p) {
+    const uint64_t length = std::min(piece, blob_size - p * piece);
+    ASSERT_TRUE(tracker.web_seed_allowed(blob, p * piece, length)) << p;  // first copies go
+    sent += length;
+  }
+  EXPECT_LE(sent, blob_size + blob_size / 2);
+  EXPECT_FALSE(tracker.web_seed_allowed(blob, piece, piece));  // and the budget is spent
 }
 
 TEST_F(SwarmTrackerTest, AWorkerMayProbeItsUplinkAFewTimesAMinute) {

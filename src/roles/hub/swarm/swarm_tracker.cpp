@@ -161,6 +161,7 @@ void SwarmTracker::remember_locked(const std::string& blob_hex, const net::swarm
     ledger.piece_bytes = static_cast<uint64_t>(t.piece_bytes);
     const size_t n = static_cast<size_t>((t.size + ledger.piece_bytes - 1) / ledger.piece_bytes);
     ledger.blob_bytes = t.size;
+    ledger.unsent_bytes = t.size;
     ledger.sent.assign(n, 0);
     ledger.last.assign(n, {});
   }
@@ -179,7 +180,17 @@ bool SwarmTracker::web_seed_allowed(const Hash128& blob, uint64_t first, uint64_
   const size_t to = std::min(ledger.sent.size(),
                              static_cast<size_t>((first + length - 1) / ledger.piece_bytes) + 1);
   const auto now = Clock::now();
-  const bool over_budget = static_cast<double>(ledger.sent_bytes + length) >
+  uint64_t first_copies = 0;  // of this range's pieces that never left the hub
+  for (size_t p = from; p < to; ++p) {
+    if (ledger.sent[p] > 0) continue;
+    const uint64_t begin = p * ledger.piece_bytes;
+    first_copies += std::min(ledger.piece_bytes, ledger.blob_bytes - begin);
+  }
+  // The room of the first copies not yet sent is kept: every piece must leave once, so a second
+  // copy may only take what the budget holds beyond them (the budget is then a bound on the
+  // bytes out, stuck pieces sent again aside).
+  const uint64_t reserved = ledger.unsent_bytes - first_copies;
+  const bool over_budget = static_cast<double>(ledger.sent_bytes + length + reserved) >
                            options_.web_seed_budget * static_cast<double>(ledger.blob_bytes);
   for (size_t p = from; p < to; ++p) {
     // A piece that left a moment ago goes again only as one of its copies within the budget;
@@ -195,6 +206,7 @@ bool SwarmTracker::web_seed_allowed(const Hash128& blob, uint64_t first, uint64_
     ledger.last[p] = now;
   }
   ledger.sent_bytes += length;
+  ledger.unsent_bytes -= first_copies;
   ++web_seed_ranges_;
   web_seed_bytes_ += length;
   return true;

@@ -51,8 +51,9 @@ struct SwarmTrackerStats {
 
 struct SwarmTrackerOptions {
   // The web seed's share (web_seed_allowed): each piece leaves the hub at most `web_seed_copies`
-  // times, and a piece's copies after its first only while the blob's bytes out stay within
-  // `web_seed_budget` blob sizes; a piece no copy of which left for `reseed_after` goes again.
+  // times, and a piece's copies after its first only while the blob's bytes out, with the first
+  // copies still to go, stay within `web_seed_budget` blob sizes; a piece no copy of which left
+  // for `reseed_after` goes again.
   int web_seed_copies = 2;
   double web_seed_budget = 1.5;
   std::chrono::seconds reseed_after{5};
@@ -78,7 +79,8 @@ class SwarmTracker {
   std::string announce(const std::string& key, const SwarmAnnounce& a);
   // The web seed's share: may a worker have bytes [first, first + length) of `blob` from the
   // hub now? Each piece leaves the hub at most `web_seed_copies` times, and a copy after the
-  // first only within the blob's `web_seed_budget`: a small swarm gets a second copy of much of
+  // first only within the blob's `web_seed_budget`, less the room the first copies not yet sent
+  // will take: a small swarm gets a second copy of much of
   // the blob (the hub's uplink is a good part of what it has), a large one the first copy of
   // every piece and the rest from peers. After that the workers that have a piece serve it, and
   // the hub sends it again only when no copy has left for `reseed_after` (its holders left, or
@@ -104,7 +106,8 @@ class SwarmTracker {
   struct PieceLedger {
     uint64_t piece_bytes = 0;
     uint64_t blob_bytes = 0;
-    uint64_t sent_bytes = 0;  // out of the web seed, every copy
+    uint64_t sent_bytes = 0;    // out of the web seed, every copy
+    uint64_t unsent_bytes = 0;  // of the pieces that never left it
     std::vector<uint8_t> sent;
     std::vector<std::chrono::steady_clock::time_point> last;
   };
