@@ -1,7 +1,8 @@
 // The hub's async HTTP front end under the abuse of issue 18: parked long-polls hold no thread
 // (status stays fast with 40 of them), slow-header clients are cut off at the deadline without
 // blocking anyone, a long-poll client that went away is dropped at once, a per-IP connection
-// cap, the idle keep-alive timeout, and blobs served with Range / If-Range / 416.
+// cap, the idle keep-alive timeout, and blobs served with Range / If-Range / 416; a file body
+// tells its owner whether it left whole or was cut short.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -10,8 +11,11 @@
 
 #include <httplib.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "net/hub_client.h"
@@ -306,6 +310,59 @@ TEST_F(HttpAsync, OverTlsLongPollsParkAndBlobsAnswerRanges) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 206);
   EXPECT_EQ(r->body, std::string("\x09\x07", 2));
+}
+
+// A file body's owner learns how it ended: whole, or cut short by a client that went away (what
+// the swarm's web seed uses to take back a piece nobody received).
+TEST(HttpFileBody, TheOwnerLearnsWhetherTheBodyLeftWholeOrWasCutShort) {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("stoa_file_body_" + std::to_string(::getpid())))
+          .string();
+  constexpr uint64_t kBytes = 32u << 20;  // more than loopback's socket buffers hold
+  {
+    std::ofstream out(path, std::ios::binary);
+    const std::string block(1 << 20, 'x');
+    for (uint64_t i = 0; i < kBytes; i += block.size()) out << block;
+  }
+  std::atomic<int> ends{0}, whole{0};
+  std::atomic<uint64_t> written{0};
+  HttpServer server({}, [&](const RequestContext&) -> HandlerOutcome {
+    HttpReply reply;
+    reply.content_type = "application/octet-stream";
+    reply.file = FileBody{path, 0, kBytes, [&](bool complete, uint64_t n) {
+                            whole += complete;
+                            written = n;
+                            ++ends;
+                          }};
+    return reply;
+  });
+  server.start();
+  auto wait_end = [&](int n) {
+    for (int i = 0; i < 500 && ends < n; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    return ends.load() == n;
+  };
+  {
+    RawSocket reader(server.port());
+    ASSERT_TRUE(reader.send("GET /f HTTP/1.1\r\nHost: x\r\n\r\n"));
+    size_t got = 0;
+    while (got < kBytes && !reader.closed())
+      got += reader.read_for(std::chrono::milliseconds(50)).size();
+    ASSERT_TRUE(wait_end(1));
+    EXPECT_EQ(whole.load(), 1);
+    EXPECT_EQ(written.load(), kBytes);
+  }
+  {
+    RawSocket quitter(server.port());
+    ASSERT_TRUE(quitter.send("GET /f HTTP/1.1\r\nHost: x\r\n\r\n"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the buffers fill
+    quitter.close();  // unread: most of the body still to come
+    ASSERT_TRUE(wait_end(2));
+    EXPECT_EQ(whole.load(), 1);
+    EXPECT_LT(written.load(), kBytes);
+  }
+  server.stop();
+  std::filesystem::remove(path);
 }
 
 }  // namespace

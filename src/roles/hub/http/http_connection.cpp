@@ -115,6 +115,7 @@ class Connection : public Parkable, public std::enable_shared_from_this<Connecti
   ~Connection() override {
     if (park_id_) core_.unpark(park_id_);
     if (fd_ >= 0) ::close(fd_);
+    end_file_body(false);
   }
 
   void start() {
@@ -356,7 +357,10 @@ class Connection : public Parkable, public std::enable_shared_from_this<Connecti
   // ---- writing ----
 
   void send(HttpReply reply, bool close_after = false) {
-    if (closed_) return;
+    if (closed_) {  // the client left while its request was handled: nothing of it goes out
+      if (reply.file && reply.file->on_end) reply.file->on_end(false, 0);
+      return;
+    }
     reply_ = std::move(reply);
     close_after_ = close_after || reply_.close || !keep_alive_;
     auto res = std::make_shared<http::response<http::string_body>>();
@@ -366,8 +370,10 @@ class Connection : public Parkable, public std::enable_shared_from_this<Connecti
     for (const auto& [k, v] : reply_.headers) res->set(k, v);
     res->keep_alive(!close_after_);
     if (reply_.file) {
+      file_left_ = reply_.file->length;
       fd_ = ::open(reply_.file->path.c_str(), O_RDONLY | O_CLOEXEC);
       if (fd_ < 0) {
+        end_file_body(false);
         reply_.file.reset();
         return send(error_reply(500, "cannot open a blob: " + std::string(std::strerror(errno))),
                     close_after);
@@ -400,6 +406,7 @@ class Connection : public Parkable, public std::enable_shared_from_this<Connecti
     if (file_left_ == 0) {
       ::close(fd_);
       fd_ = -1;
+      end_file_body(true);
       return on_written({});
     }
     if (!chunk_) chunk_ = std::make_unique<std::array<char, kFileChunk>>();
@@ -444,7 +451,17 @@ class Connection : public Parkable, public std::enable_shared_from_this<Connecti
                             });
   }
 
+  // Tells the file body's owner how it ended, once (FileBody::on_end).
+  void end_file_body(bool complete) {
+    if (!reply_.file || !reply_.file->on_end) return;
+    auto on_end = std::move(reply_.file->on_end);
+    reply_.file->on_end = nullptr;
+    const uint64_t written = complete ? reply_.file->length : reply_.file->length - file_left_;
+    on_end(complete, written);
+  }
+
   void close() {
+    end_file_body(false);
     if (closed_) return;
     closed_ = true;
     if (parked_) unpark();

@@ -60,6 +60,10 @@ struct FileBody {
   std::string path;
   uint64_t offset = 0;
   uint64_t length = 0;
+  // Called once, on the connection's thread, when the body ends: `complete` when every byte was
+  // handed to the socket, false when the connection closed first or the file could not be read
+  // (`written`: the bytes handed over by then). Must not throw or block.
+  std::function<void(bool complete, uint64_t written)> on_end;
 };
 
 struct HttpReply {

@@ -148,7 +148,7 @@ HttpReply BlobServing::serve(const Hash128& hash, const RequestContext& request)
   } else {
     range = {0, id.size};
   }
-  reply.file = FileBody{path, range.first, range.length};
+  reply.file = FileBody{path, range.first, range.length, {}};
   return reply;
 }
 
