@@ -148,13 +148,31 @@ TEST_F(SwarmTrackerTest, TheWebSeedSendsEachPieceAtMostCopiesTimes) {
 TEST_F(SwarmTrackerTest, APieceNobodyGotForTheReseedWindowLeavesTheHubAgain) {
   SwarmTracker tracker(
       *store, {},
-      SwarmTrackerOptions{.web_seed_copies = 1, .reseed_after = std::chrono::seconds(2)});
+      SwarmTrackerOptions{.web_seed_copies = 1, .reseed_after = std::chrono::seconds(1)});
   const uint64_t piece = piece_bytes(tracker);
   EXPECT_TRUE(tracker.web_seed_allowed(blob, 0, piece));
   EXPECT_FALSE(tracker.web_seed_allowed(blob, 0, piece));  // its one copy left a moment ago
-  std::this_thread::sleep_for(std::chrono::milliseconds(2100));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
   EXPECT_TRUE(tracker.web_seed_allowed(blob, 0, piece));  // its holders never served it
   EXPECT_FALSE(tracker.web_seed_allowed(blob, 0, piece));
+  EXPECT_EQ(tracker.stats().web_seed_resent_bytes, piece);  // counted as sent again
+  EXPECT_EQ(tracker.stats().web_seed_bytes, 2 * piece);
+}
+
+TEST_F(SwarmTrackerTest, APieceWhoseReplyWasCutShortGoesAgainAtOnce) {
+  SwarmTracker tracker(*store, {}, SwarmTrackerOptions{.web_seed_copies = 1});
+  const uint64_t piece = piece_bytes(tracker);
+  EXPECT_TRUE(tracker.web_seed_allowed(blob, 0, piece));
+  EXPECT_FALSE(tracker.web_seed_allowed(blob, 0, piece));
+  tracker.web_seed_cut(blob, 0, piece, 100);              // the worker closed after 100 bytes
+  EXPECT_TRUE(tracker.web_seed_allowed(blob, 0, piece));  // nobody has it: it goes again
+  // Two pieces in one range, cut inside the second: the first left whole and stays sent.
+  EXPECT_TRUE(tracker.web_seed_allowed(blob, piece, 2 * piece));
+  tracker.web_seed_cut(blob, piece, 2 * piece, piece + 10);
+  EXPECT_FALSE(tracker.web_seed_allowed(blob, piece, piece));
+  EXPECT_TRUE(tracker.web_seed_allowed(blob, 2 * piece, piece));
+  EXPECT_EQ(tracker.stats().web_seed_cut_bytes, (piece - 100) + (piece - 10));
+  EXPECT_EQ(tracker.stats().web_seed_resent_bytes, 0u);  // a first copy again, not a re-send
 }
 
 TEST_F(SwarmTrackerTest, SecondCopiesStopAtTheBlobsBudgetFirstCopiesDoNot) {

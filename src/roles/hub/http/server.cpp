@@ -83,7 +83,7 @@ HubServer::HubServer(Hub& hub, ServerOptions options)
       tasks_(hub, hub.config().limits.task_per_worker),
       uploads_(hub.store()) {
   if (hub.config().swarm && net::swarm::available())
-    swarm_ = std::make_unique<SwarmTracker>(
+    swarm_ = std::make_shared<SwarmTracker>(
         hub.store(), [&hub](const std::string& worker) { return !hub.quarantined(worker); },
         SwarmTrackerOptions{hub.config().swarm_web_seed_copies, hub.config().swarm_web_seed_budget,
                             std::chrono::seconds(hub.config().swarm_reseed_after_s)});
@@ -253,6 +253,8 @@ HandlerOutcome HubServer::route(const RequestContext& req) {
                            {"announces", s.announces},
                            {"web_seed_ranges", s.web_seed_ranges},
                            {"web_seed_bytes", s.web_seed_bytes},
+                           {"web_seed_resent_bytes", s.web_seed_resent_bytes},
+                           {"web_seed_cut_bytes", s.web_seed_cut_bytes},
                            {"web_seed_refusals", s.web_seed_refusals}};
       }
       return json_reply(status);

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "net/validation_protocol.h"
@@ -65,6 +66,10 @@ class HubServer {
   std::string url() const;
   HttpServerStats stats() const { return http_->stats(); }
   double cpu_seconds() const { return http_->cpu_seconds(); }
+  // The swarm's tracker and web seed counts (nullopt in a build without a swarm engine).
+  std::optional<SwarmTrackerStats> swarm_stats() const {
+    return swarm_ ? std::optional(swarm_->stats()) : std::nullopt;
+  }
   // Serves /v1/validation/* (validation_routes.cpp) from `queue` ([verify] remote); call before
   // start(). `queue` must outlive the server.
   void set_validation_queue(ValidationQueue* queue) { validation_ = queue; }
@@ -92,7 +97,7 @@ class HubServer {
   std::unique_ptr<BlobServing> run_files_;  // null when the hub serves no run files
   std::unique_ptr<HttpServer> http_;
   ValidationQueue* validation_ = nullptr;
-  std::unique_ptr<SwarmTracker> swarm_;                // null in a build without a swarm engine
+  std::shared_ptr<SwarmTracker> swarm_;                // null in a build without a swarm engine
   std::unique_ptr<PipelineGroups> groups_;             // null when the hub was not given the model
   std::unique_ptr<pipeline::StageRelay> stage_relay_;  // with groups_, from start() to stop()
   TaskProxy tasks_;

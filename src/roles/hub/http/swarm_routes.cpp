@@ -102,8 +102,30 @@ HttpReply HubServer::swarm_route(const RequestContext& req, const std::string& t
     if (!ec) {
       ByteRange range{0, size};
       if (parse_range(req.header("range"), size, &range) != RangeParse::kRange) range = {0, size};
-      if (!swarm_->web_seed_allowed(blob, range.first, range.length))
-        throw RequestError(503, "this piece has left the hub enough times: ask the swarm", 1000);
+      if (!swarm_->web_seed_allowed(blob, range.first, range.length)) {
+        // The refusal closes the connection: libtorrent drops a web seed that answers 503 and
+        // closes it anyway, and the requests it pipelined behind this one would each be allowed
+        // (counted as a copy sent) and written into a socket nobody reads any more.
+        HttpReply refused;
+        refused.status = 503;
+        refused.body = json{
+            {"error", "this piece has left the hub enough times: ask the swarm"},
+            {"retry_after_ms",
+             1000}}.dump();
+        refused.headers.emplace_back("Retry-After", "1");
+        refused.close = true;
+        return refused;
+      }
+      HttpReply reply = blobs_.serve(blob, req);
+      // A copy counts once it has left: a reply cut short (the worker got the piece elsewhere
+      // and closed) gives its pieces back. Weak: a connection may end after the server.
+      if (reply.file && reply.file->offset == range.first && reply.file->length == range.length)
+        reply.file->on_end = [tracker = std::weak_ptr<SwarmTracker>(swarm_), blob, range](
+                                 bool complete, uint64_t written) {
+          if (complete) return;
+          if (auto t = tracker.lock()) t->web_seed_cut(blob, range.first, range.length, written);
+        };
+      return reply;
     }
     return blobs_.serve(blob, req);
   }

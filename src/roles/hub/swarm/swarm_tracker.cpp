@@ -192,14 +192,19 @@ bool SwarmTracker::web_seed_allowed(const Hash128& blob, uint64_t first, uint64_
   const uint64_t reserved = ledger.unsent_bytes - first_copies;
   const bool over_budget = static_cast<double>(ledger.sent_bytes + length + reserved) >
                            options_.web_seed_budget * static_cast<double>(ledger.blob_bytes);
+  uint64_t resent = 0;  // bytes of this range's pieces that go again only because they are stuck
   for (size_t p = from; p < to; ++p) {
     // A piece that left a moment ago goes again only as one of its copies within the budget;
     // one whose copies all left long ago goes again whatever the budget (it is stuck).
-    const bool recent = ledger.sent[p] > 0 && now - ledger.last[p] < options_.reseed_after;
-    if (recent && (ledger.sent[p] >= options_.web_seed_copies || over_budget)) {
+    const bool copy_allowed = ledger.sent[p] < options_.web_seed_copies && !over_budget;
+    if (ledger.sent[p] == 0 || copy_allowed) continue;
+    if (now - ledger.last[p] < options_.reseed_after) {
       ++web_seed_refusals_;
       return false;
     }
+    const uint64_t begin = p * ledger.piece_bytes;
+    const uint64_t end = std::min(begin + ledger.piece_bytes, ledger.blob_bytes);
+    resent += std::min(end, first + length) - std::max(begin, first);
   }
   for (size_t p = from; p < to; ++p) {
     ledger.sent[p] = static_cast<uint8_t>(std::min(255, ledger.sent[p] + 1));
@@ -209,7 +214,30 @@ bool SwarmTracker::web_seed_allowed(const Hash128& blob, uint64_t first, uint64_
   ledger.unsent_bytes -= first_copies;
   ++web_seed_ranges_;
   web_seed_bytes_ += length;
+  web_seed_resent_bytes_ += resent;
   return true;
+}
+
+void SwarmTracker::web_seed_cut(const Hash128& blob, uint64_t first, uint64_t length,
+                                uint64_t written) {
+  std::lock_guard lock(mutex_);
+  web_seed_cut_bytes_ += length - std::min(length, written);
+  auto it = pieces_.find(blob.hex());
+  if (it == pieces_.end() || it->second.piece_bytes == 0 || length == 0) return;
+  PieceLedger& ledger = it->second;
+  // The pieces the reply did not finish: those past the bytes written.
+  const uint64_t cut_from = first + std::min(length, written);
+  const size_t from = static_cast<size_t>(cut_from / ledger.piece_bytes);
+  const size_t to = std::min(ledger.sent.size(),
+                             static_cast<size_t>((first + length - 1) / ledger.piece_bytes) + 1);
+  for (size_t p = from; p < to; ++p) {
+    if (ledger.sent[p] == 0) continue;
+    if (--ledger.sent[p] == 0) {
+      const uint64_t begin = p * ledger.piece_bytes;
+      ledger.unsent_bytes += std::min(ledger.piece_bytes, ledger.blob_bytes - begin);
+    }
+  }
+  ledger.sent_bytes -= std::min(ledger.sent_bytes, length - std::min(length, written));
 }
 
 void SwarmTracker::expire_locked(Swarm& s, Clock::time_point now) {
@@ -280,6 +308,8 @@ SwarmTrackerStats SwarmTracker::stats() const {
   s.web_seed_refusals = web_seed_refusals_;
   s.web_seed_ranges = web_seed_ranges_;
   s.web_seed_bytes = web_seed_bytes_;
+  s.web_seed_resent_bytes = web_seed_resent_bytes_;
+  s.web_seed_cut_bytes = web_seed_cut_bytes_;
   return s;
 }
 

@@ -43,9 +43,11 @@ struct SwarmTrackerStats {
   size_t peers = 0;  // entries over every torrent
   size_t seeds = 0;  // of them, holding the whole blob
   uint64_t announces = 0;
-  uint64_t web_seed_refusals = 0;  // ranges whose pieces had left the hub often enough
-  uint64_t web_seed_ranges = 0;    // ranges the web seed was allowed to send
-  uint64_t web_seed_bytes = 0;     // their bytes
+  uint64_t web_seed_refusals = 0;      // ranges whose pieces had left the hub often enough
+  uint64_t web_seed_ranges = 0;        // ranges the web seed was allowed to send
+  uint64_t web_seed_bytes = 0;         // their bytes
+  uint64_t web_seed_resent_bytes = 0;  // of them, pieces sent again because they were stuck
+  uint64_t web_seed_cut_bytes = 0;     // of them, not sent: the reply ended first
   uint64_t torrents_made = 0;
 };
 
@@ -80,12 +82,16 @@ class SwarmTracker {
   // The web seed's share: may a worker have bytes [first, first + length) of `blob` from the
   // hub now? Each piece leaves the hub at most `web_seed_copies` times, and a copy after the
   // first only within the blob's `web_seed_budget`, less the room the first copies not yet sent
-  // will take: a small swarm gets a second copy of much of
-  // the blob (the hub's uplink is a good part of what it has), a large one the first copy of
-  // every piece and the rest from peers. After that the workers that have a piece serve it, and
-  // the hub sends it again only when no copy has left for `reseed_after` (its holders left, or
-  // cannot be reached). Counts the pieces of an allowed range as sent.
+  // will take: a small swarm gets a second copy of much of the blob (the hub's uplink is a good
+  // part of what it has), a large one the first copy of every piece and the rest from peers.
+  // After that the workers that have a piece serve it, and the hub sends it again only when no
+  // copy has left for `reseed_after` (its holders left, or cannot be reached). Counts the pieces
+  // of an allowed range as sent (when allowed, not when delivered: see docs/design/swarm.md).
   bool web_seed_allowed(const Hash128& blob, uint64_t first, uint64_t length);
+  // An allowed range whose reply ended before its last byte (the worker closed the connection:
+  // it got the piece elsewhere, or libtorrent dropped the web seed): its pieces' copies are
+  // taken back, so a piece nobody received is not held back as if a worker had it.
+  void web_seed_cut(const Hash128& blob, uint64_t first, uint64_t length, uint64_t written);
   // The uplink probe's share (POST /v1/swarm/uplink, roles/worker/uplink_probe.h): 0 when the
   // worker may post a probe body now, else the milliseconds until it may. A measurement is a
   // handful of posts at a worker's start; the bucket holds two and refills in a minute, so a
@@ -126,7 +132,8 @@ class SwarmTracker {
   std::map<std::string, Swarm> swarms_;                  // blob hex -> its peers
   std::map<std::string, std::string> announce_to_blob_;  // v1 and v2 announce hashes (hex)
   uint64_t announces_ = 0, torrents_made_ = 0, web_seed_refusals_ = 0;
-  uint64_t web_seed_ranges_ = 0, web_seed_bytes_ = 0;
+  uint64_t web_seed_ranges_ = 0, web_seed_bytes_ = 0, web_seed_resent_bytes_ = 0;
+  uint64_t web_seed_cut_bytes_ = 0;
   RateLimiter uplink_probes_{RateLimit{12.0 / 60.0, 12.0}, 10'000};  // per worker, in posts
   Rng shuffle_{static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()),
                29};
