@@ -79,6 +79,7 @@ ChildResult ChildProcess::wait(std::chrono::seconds timeout) {
   result_.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   result_.max_rss_bytes = static_cast<uint64_t>(process_.peak_rss_bytes());
+  result_.cpu_seconds = process_.cpu_seconds();
   result_.exit_status = *code;
   reaped_ = true;
   if (follower_.joinable()) follower_.join();

@@ -30,6 +30,7 @@ struct ChildResult {
   int exit_status = -1;        // the exit code, or 128 + signal
   uint64_t max_rss_bytes = 0;  // rusage ru_maxrss
   double seconds = 0;
+  double cpu_seconds = 0;  // user + system, the child's own (wait4's rusage)
 };
 
 // A running child whose stdout and stderr go to `log_path` (truncated first); a thread follows

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "app/fleet/fleet_metrics.h"
 #include "bench/bench_task.h"
@@ -84,6 +85,10 @@ struct BenchWorker {
 struct Phase {
   std::vector<double> seconds;  // per worker, from the publish
   uint64_t hub_bytes = 0;
+  // The hub's own count of what its web seed let out, and of that what went again because no
+  // copy of a piece had left for the reseed wait, and what it allowed but did not send (the
+  // worker closed first). The rest of hub_bytes is frames, headers and the tracker.
+  uint64_t web_seed_bytes = 0, web_seed_resent_bytes = 0, web_seed_cut_bytes = 0;
 };
 
 json phase_json(const Phase& p, uint64_t blob_bytes) {
@@ -93,7 +98,10 @@ json phase_json(const Phase& p, uint64_t blob_bytes) {
       {"p95_s", percentile(p.seconds, 95)},
       {"max_s", p.seconds.empty() ? 0.0 : *std::max_element(p.seconds.begin(), p.seconds.end())},
       {"hub_bytes_out", p.hub_bytes},
-      {"hub_bytes_per_blob", static_cast<double>(p.hub_bytes) / static_cast<double>(blob_bytes)}};
+      {"hub_bytes_per_blob", static_cast<double>(p.hub_bytes) / static_cast<double>(blob_bytes)},
+      {"web_seed_bytes", p.web_seed_bytes},
+      {"web_seed_resent_bytes", p.web_seed_resent_bytes},
+      {"web_seed_cut_bytes", p.web_seed_cut_bytes}};
 }
 
 }  // namespace
@@ -218,9 +226,15 @@ int run_swarm_bench(const SwarmBenchOptions& o) {
         }
       };
       wait_all("join", [](BenchWorker& w) { return w.joined; });
+      // From here to the workers' exit: what the machine spent on the two blobs (whether N
+      // processes on its cores, rather than the links, set the pace).
+      const auto synced_from = Clock::now();
+      const double hub_cpu_from = process_cpu_seconds();
       auto publish = [&](uint64_t version, const pulse::CatalogEntry& entry,
                          const Hash128& state_hash) {
         const uint64_t before = links.hub_tx_bytes();
+        const hub::SwarmTrackerStats seed_before =
+            server.swarm_stats().value_or(hub::SwarmTrackerStats{});
         const auto at = Clock::now();
         pulse::Published p;
         p.version = version;
@@ -229,6 +243,12 @@ int run_swarm_bench(const SwarmBenchOptions& o) {
         wait_all("hold the version", [&](BenchWorker& w) { return w.held.count(version) != 0; });
         Phase phase;
         phase.hub_bytes = links.hub_tx_bytes() - before;
+        const hub::SwarmTrackerStats seed_after =
+            server.swarm_stats().value_or(hub::SwarmTrackerStats{});
+        phase.web_seed_bytes = seed_after.web_seed_bytes - seed_before.web_seed_bytes;
+        phase.web_seed_resent_bytes =
+            seed_after.web_seed_resent_bytes - seed_before.web_seed_resent_bytes;
+        phase.web_seed_cut_bytes = seed_after.web_seed_cut_bytes - seed_before.web_seed_cut_bytes;
         for (auto& w : workers) {
           std::lock_guard lock(w->mutex);
           phase.seconds.push_back(std::chrono::duration<double>(w->held.at(version) - at).count());
@@ -243,10 +263,13 @@ int run_swarm_bench(const SwarmBenchOptions& o) {
       const Phase patch_phase = publish(2, patch_entry, next.state_hash());
       json from_peers = 0, from_hub = 0, fallbacks = 0;
       uint64_t peers_sum = 0, hub_sum = 0, fallback_sum = 0;
-      std::vector<double> upload_caps;                      // KiB/s, each worker's
+      std::vector<double> upload_caps;  // KiB/s, each worker's
+      const double synced_s = std::chrono::duration<double>(Clock::now() - synced_from).count();
+      const double hub_cpu_s = process_cpu_seconds() - hub_cpu_from;
+      double workers_cpu_s = 0;  // their whole lives: the join and exit too
       for (auto& w : workers) w->process->signal(SIGTERM);  // all at once: each takes seconds
       for (auto& w : workers) {
-        w->process->wait(std::chrono::seconds(30));
+        workers_cpu_s += w->process->wait(std::chrono::seconds(30)).cpu_seconds;
         std::lock_guard lock(w->mutex);
         try {
           const json last = json::parse(w->last_line);
@@ -264,7 +287,12 @@ int run_swarm_bench(const SwarmBenchOptions& o) {
       json run = {{"mode", mode},
                   {"workers", n},
                   {"anchor", phase_json(anchor_phase, anchor.size())},
-                  {"patch", phase_json(patch_phase, patch.size())}};
+                  {"patch", phase_json(patch_phase, patch.size())},
+                  {"cpu",
+                   {{"both_phases_s", synced_s},
+                    {"hub_cpu_s", hub_cpu_s},
+                    {"workers_cpu_s", workers_cpu_s},
+                    {"cores", std::thread::hardware_concurrency()}}}};
       if (mode == "peers")
         run["worker_payload"] = {
             {"from_peers_bytes", peers_sum},
