@@ -38,6 +38,12 @@ class SwarmTrackerTest : public ::testing::Test {
   uint64_t piece_bytes(SwarmTracker& tracker) {
     return static_cast<uint64_t>(net::swarm::parse_torrent(tracker.torrent(blob)).piece_bytes);
   }
+  // How many pieces of `piece` bytes the blob is (the budget tests want a few).
+  uint64_t piece_count(uint64_t piece) const {
+    const uint64_t pieces = (blob_size + piece - 1) / piece;
+    EXPECT_GT(pieces, 3u);
+    return pieces;
+  }
   // The raw 20-byte announce hashes of the blob's torrent.
   std::vector<std::string> announce_hashes(SwarmTracker& tracker) {
     const net::swarm::Torrent t = net::swarm::parse_torrent(tracker.torrent(blob));
@@ -179,8 +185,7 @@ TEST_F(SwarmTrackerTest, SecondCopiesStopAtTheBlobsBudgetFirstCopiesDoNot) {
   SwarmTracker tracker(*store, {},
                        SwarmTrackerOptions{.web_seed_copies = 2, .web_seed_budget = 1.0});
   const uint64_t piece = piece_bytes(tracker);
-  const uint64_t pieces = (blob_size + piece - 1) / piece;
-  ASSERT_GT(pieces, 3u);
+  const uint64_t pieces = piece_count(piece);
   // Every piece but the last once: under one blob size.
   for (uint64_t p = 0; p + 1 < pieces; ++p)
     EXPECT_TRUE(tracker.web_seed_allowed(blob, p * piece, piece));
@@ -197,8 +202,7 @@ TEST_F(SwarmTrackerTest, SecondCopiesLeaveRoomForTheFirstCopiesStillToGo) {
   SwarmTracker tracker(*store, {},
                        SwarmTrackerOptions{.web_seed_copies = 255, .web_seed_budget = 1.5});
   const uint64_t piece = piece_bytes(tracker);
-  const uint64_t pieces = (blob_size + piece - 1) / piece;
-  ASSERT_GT(pieces, 3u);
+  const uint64_t pieces = piece_count(piece);
   uint64_t sent = 0, copies = 0;
   while (tracker.web_seed_allowed(blob, 0, piece) && copies < 1000) {
     sent += piece;
