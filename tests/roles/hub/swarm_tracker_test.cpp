@@ -170,14 +170,16 @@ TEST_F(SwarmTrackerTest, APieceWhoseReplyWasCutShortGoesAgainAtOnce) {
   const uint64_t piece = piece_bytes(tracker);
   EXPECT_TRUE(tracker.web_seed_allowed(blob, 0, piece));
   EXPECT_FALSE(tracker.web_seed_allowed(blob, 0, piece));
-  tracker.web_seed_cut(blob, 0, piece, 100);              // the worker closed after 100 bytes
+  tracker.web_seed_cut(blob, 0, piece, 0);                // the worker closed before a byte
   EXPECT_TRUE(tracker.web_seed_allowed(blob, 0, piece));  // nobody has it: it goes again
-  // Two pieces in one range, cut inside the second: the first left whole and stays sent.
+  tracker.web_seed_cut(blob, 0, piece, 100);  // most of it unread, but begun: a hostile worker
+  EXPECT_FALSE(tracker.web_seed_allowed(blob, 0, piece));  // does not get to draw it again
+  // Two pieces in one range, cut after the first: the first left whole and stays sent.
   EXPECT_TRUE(tracker.web_seed_allowed(blob, piece, 2 * piece));
-  tracker.web_seed_cut(blob, piece, 2 * piece, piece + 10);
+  tracker.web_seed_cut(blob, piece, 2 * piece, piece);
   EXPECT_FALSE(tracker.web_seed_allowed(blob, piece, piece));
   EXPECT_TRUE(tracker.web_seed_allowed(blob, 2 * piece, piece));
-  EXPECT_EQ(tracker.stats().web_seed_cut_bytes, (piece - 100) + (piece - 10));
+  EXPECT_EQ(tracker.stats().web_seed_cut_bytes, piece + (piece - 100) + piece);
   EXPECT_EQ(tracker.stats().web_seed_resent_bytes, 0u);  // a first copy again, not a re-send
 }
 

@@ -225,9 +225,11 @@ void SwarmTracker::web_seed_cut(const Hash128& blob, uint64_t first, uint64_t le
   auto it = pieces_.find(blob.hex());
   if (it == pieces_.end() || it->second.piece_bytes == 0 || length == 0) return;
   PieceLedger& ledger = it->second;
-  // The pieces the reply did not finish: those past the bytes written.
+  // Only the pieces of which no byte was handed over: a worker that reads most of a piece and
+  // then closes must not get its copy back, or it could pull the piece from the hub again and
+  // again, past any budget.
   const uint64_t cut_from = first + std::min(length, written);
-  const size_t from = static_cast<size_t>(cut_from / ledger.piece_bytes);
+  const size_t from = static_cast<size_t>((cut_from + ledger.piece_bytes - 1) / ledger.piece_bytes);
   const size_t to = std::min(ledger.sent.size(),
                              static_cast<size_t>((first + length - 1) / ledger.piece_bytes) + 1);
   for (size_t p = from; p < to; ++p) {
