@@ -124,6 +124,11 @@ TEST(RunConfig, BadInputIsRefusedNamingFileAndKey) {
   expect_error(std::string(kMinimalRunToml) + "[trainr]\nlr = 1\n", "trainr");
   expect_error(std::string(kMinimalRunToml) + "[trainer]\nlr = \"fast\"\n", "lr");
   expect_error(std::string(kMinimalRunToml) + "[trainer]\nloss = \"nope\"\n", "nope");
+  // A name the trainer does not know is refused with its section, whichever key names it.
+  expect_error(std::string(kMinimalRunToml) + "[trainer]\nsharding = \"zero9\"\n", "[trainer] ");
+  expect_error(std::string(kMinimalRunToml) + "[trainer]\ndtype = \"f16\"\n", "f16");
+  expect_error(std::string(kMinimalRunToml) + "[trainer]\naggregation = 3\n", "aggregation");
+  expect_error(std::string(kMinimalRunToml) + "[verify]\nmax_wait_s = 1.5\n", "max_wait_s");
   expect_error(std::string(kMinimalRunToml) + "[trainer]\nlr = -1.0\n", "lr");
   expect_error(std::string(kMinimalRunToml) + "[trainer]\ngroups_per_step = -2\n",
                "groups_per_step");

@@ -214,6 +214,9 @@ TEST(RunConfigToml, ValuesTheFileCannotHoldAreRefused) {
   c.hub.lease_ttl_ms = 1500;  // the file holds whole seconds
   EXPECT_THROW(to_toml(c), Error);
   c = every_key_set();
+  c.hub.verify.peer_wait_ms = 15'500;  // whole seconds in every section
+  EXPECT_THROW(to_toml(c), Error);
+  c = every_key_set();
   c.server.port = -1;
   EXPECT_THROW(to_toml(c), Error);
 }
