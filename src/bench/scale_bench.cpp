@@ -21,7 +21,6 @@
 #include "bench/group_drain.h"
 #include "bench/scale_model.h"
 #include "bench/scale_process.h"
-#include "bench/scale_proxy.h"
 #include "bench/scale_version.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -29,6 +28,7 @@
 #include "model/config.h"
 #include "model/weights.h"
 #include "net/http_client.h"
+#include "net/link_proxy.h"
 #include "net/protocol.h"
 #include "net/spool_download.h"
 #include "pulse/format.h"
@@ -292,7 +292,10 @@ int run_scale_bench(const ScaleBenchOptions& o) {
 
   // ---- a resumed download of the anchor through the cutting proxy ----
   const uint64_t cut_bytes = static_cast<uint64_t>(o.cut_mb * 1024 * 1024);
-  CuttingProxy proxy(server.port(), cut_bytes);
+  net::LinkProxyOptions link;
+  link.target_port = server.port();
+  link.cut_after_bytes = cut_bytes;
+  net::LinkProxy proxy(link);
   net::JoinRequest jr;
   jr.name = "scale-bench-download";
   const net::JoinResponse session = hub.join(hc.join_token, jr, "127.0.0.1");
@@ -340,9 +343,9 @@ int run_scale_bench(const ScaleBenchOptions& o) {
                    {"lr", o.lr}}},
                  {"download",
                   {{"blob_bytes", anchor.entry.bytes},
-                   {"bytes_transferred", proxy.bytes_to_client()},
+                   {"bytes_transferred", proxy.counters().bytes_to_client},
                    {"body_bytes_received", ds.bytes_transferred},
-                   {"cuts", proxy.cuts()},
+                   {"cuts", proxy.counters().cuts},
                    {"cut_every_bytes", cut_bytes},
                    {"requests", ds.requests},
                    {"resumes", ds.resumes},
@@ -369,8 +372,8 @@ int run_scale_bench(const ScaleBenchOptions& o) {
                 version.make_cpu_seconds + encode_seconds, apply_seconds.dump().c_str());
     std::printf("  download: %llu B blob, %llu B through the proxy, %llu cuts\n",
                 static_cast<unsigned long long>(anchor.entry.bytes),
-                static_cast<unsigned long long>(proxy.bytes_to_client()),
-                static_cast<unsigned long long>(proxy.cuts()));
+                static_cast<unsigned long long>(proxy.counters().bytes_to_client),
+                static_cast<unsigned long long>(proxy.counters().cuts));
     std::printf("  load average %.2f %.2f %.2f\n", load[0], load[1], load[2]);
   }
   return 0;

@@ -16,10 +16,10 @@
 #include <utility>
 #include <vector>
 
-#include "app/fleet/delay_proxy.h"
 #include "core/error.h"
 #include "integration/cluster.h"
 #include "net/hub_client.h"
+#include "net/link_proxy.h"
 #include "pulse/catalog.h"
 #include "roles/worker/rollout_record.h"
 
@@ -109,9 +109,9 @@ TEST(HubKill, RestartResumesAndKeepsEveryAcknowledgedRollout) {
   spec.anchor_every = 50;  // only the run's first version is an anchor: the rest are patches
   Cluster c("hub_kill", spec);
   // Everything the worker receives passes the proxy (no delay, no rate limit) and is counted.
-  app::fleet::DelayProxyOptions po;
+  net::LinkProxyOptions po;
   po.target_port = spec.port;
-  app::fleet::DelayProxy proxy(po);
+  net::LinkProxy proxy(po);
   // The worker starts first (as `stoa demo` / `stoa bench fleet` may start them): its join
   // retries until the hub listens.
   c.start_worker("w1", proxy.url());

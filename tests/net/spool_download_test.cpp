@@ -13,8 +13,8 @@
 #include <thread>
 
 #include "core/error.h"
+#include "net/link_proxy.h"
 #include "net/spool_download.h"
-#include "support/cutting_proxy.h"
 #include "support/error_of.h"
 #include "support/file_text.h"
 #include "support/loopback_server.h"
@@ -24,6 +24,14 @@ namespace stoa::net {
 namespace {
 
 namespace fs = std::filesystem;
+
+// A link that falls over every `cut_after` bytes towards the client.
+LinkProxyOptions cutting_link(int target_port, uint64_t cut_after) {
+  LinkProxyOptions link;
+  link.target_port = target_port;
+  link.cut_after_bytes = cut_after;
+  return link;
+}
 
 std::string make_body(size_t n, uint32_t seed) {
   std::string s(n, '\0');
@@ -105,15 +113,16 @@ TEST_F(SpoolTest, WholeBlobLandsInTheSpoolWithProgress) {
 TEST_F(SpoolTest, ResumesThroughAProxyThatCutsEveryHalfMegabyte) {
   const std::string body = make_body(6 << 20, 2);
   server.set(body, "\"v1\"");
-  test::CuttingProxy proxy(server.port(), 512 << 10);
+  LinkProxy proxy(cutting_link(server.port(), 512 << 10));
   HttpClient http(proxy.url());
   DownloadStats s = download_to_spool(http, "/blob", spool, fast());
   EXPECT_EQ(stoa::testing::read_text(spool), body);
-  EXPECT_GE(proxy.cuts(), 10u);
+  EXPECT_GE(proxy.counters().cuts, 10u);
   EXPECT_EQ(s.resumes, s.requests - 1);
   EXPECT_EQ(s.restarts, 0);
   // Headers included, what moved over the link is at most 1.1x the blob.
-  EXPECT_LE(static_cast<double>(proxy.bytes_to_client()), 1.1 * static_cast<double>(body.size()));
+  EXPECT_LE(static_cast<double>(proxy.counters().bytes_to_client),
+            1.1 * static_cast<double>(body.size()));
 }
 
 TEST_F(SpoolTest, ANewCallResumesWhatAnInterruptedOneLeftInTheSpool) {
@@ -122,7 +131,7 @@ TEST_F(SpoolTest, ANewCallResumesWhatAnInterruptedOneLeftInTheSpool) {
   {
     // The link falls over after 1.5 MB and then delivers nothing: the first "worker" gives up,
     // the spool stays.
-    test::CuttingProxy proxy(server.port(), 1536 << 10);
+    LinkProxy proxy(cutting_link(server.port(), 1536 << 10));
     HttpClient http(proxy.url());
     DownloadOptions o = fast();
     o.max_attempts_without_progress = 1;
@@ -130,7 +139,7 @@ TEST_F(SpoolTest, ANewCallResumesWhatAnInterruptedOneLeftInTheSpool) {
         {
           DownloadOptions once = o;
           once.on_progress = [&](const DownloadProgress& p) {
-            if (p.bytes > (1 << 20)) proxy.set_cut_every(1);
+            if (p.bytes > (1 << 20)) proxy.set_cut_after(1);
           };
           once.progress_interval = std::chrono::milliseconds(0);
           download_to_spool(http, "/blob", spool, once);

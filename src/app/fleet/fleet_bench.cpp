@@ -11,7 +11,7 @@
 // newer), rollouts/s accepted, and bytes on the wire each way.
 //
 // How it is measured (see docs/design/fleet.md):
-//   - every worker talks to the hub through its own DelayProxy (delay_proxy.h), which counts
+//   - every worker talks to the hub through its own LinkProxy (link_proxy.h), which counts
 //     the bytes each way; on loopback it adds no delay;
 //   - the home link is a network namespace per worker with a veth pair and `tbf` on both ends
 //     (fleet_link.h), the proxy adding the one-way delay; without network namespaces (no root)
@@ -35,7 +35,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "app/fleet/delay_proxy.h"
 #include "app/fleet/fleet_assets.h"
 #include "app/fleet/fleet_link.h"
 #include "app/fleet/fleet_metrics.h"
@@ -46,6 +45,7 @@
 #include "core/machine.h"
 #include "net/http_client.h"
 #include "net/hub_client.h"
+#include "net/link_proxy.h"
 #include "roles/run/run_config.h"
 
 namespace stoa::app {
@@ -160,17 +160,17 @@ json run_config(const FleetBenchOptions& o, const std::string& exe, const fleet:
   const int hub_port = info.at("port").get<int>();
 
   fleet::VersionObserver observer(hub_url, kToken);
-  std::vector<std::unique_ptr<fleet::DelayProxy>> proxies;
+  std::vector<std::unique_ptr<net::LinkProxy>> proxies;
   const bool shaped_by_proxy = c.home && links == nullptr;
   for (int i = 0; i < o.workers; ++i) {
-    fleet::DelayProxyOptions po;
+    net::LinkProxyOptions po;
     po.listen_host = (c.home && links) ? links->links()[i].host_ip : "127.0.0.1";
     po.target_port = hub_port;
     if (c.home) {
       po.one_way_delay = std::chrono::microseconds(static_cast<int64_t>(o.rtt_ms * 500));
       if (shaped_by_proxy) po.rate_bytes_per_s = o.rate_mbit * 1e6 / 8;
     }
-    proxies.push_back(std::make_unique<fleet::DelayProxy>(po));
+    proxies.push_back(std::make_unique<net::LinkProxy>(po));
   }
   std::vector<uint64_t> veth_tx0, veth_rx0;
   if (c.home && links)
@@ -228,7 +228,7 @@ json run_config(const FleetBenchOptions& o, const std::string& exe, const fleet:
   }
   const int64_t t_end = fleet::unix_ms();
   const json status = fetch_status(hub_url);
-  std::vector<fleet::DelayProxyCounters> bytes;
+  std::vector<net::LinkProxyCounters> bytes;
   for (auto& p : proxies) bytes.push_back(p->counters());
   uint64_t veth_down = 0, veth_up = 0;
   if (c.home && links)

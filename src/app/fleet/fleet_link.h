@@ -1,6 +1,6 @@
 // The emulated home links of `stoa bench fleet`: one network namespace per worker, joined to the
 // bench's namespace by a veth pair, with a `tbf` token bucket on both ends (the rate, each way).
-// The latency is added by a DelayProxy (delay_proxy.h) listening on the host end of each
+// The latency is added by a LinkProxy (link_proxy.h) listening on the host end of each
 // veth: `netem` is not available in the sandbox this was built in.
 //
 //   root namespace                         namespace stoa-fleet-<pid>-<i>

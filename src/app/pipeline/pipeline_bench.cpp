@@ -12,7 +12,6 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "app/fleet/delay_proxy.h"
 #include "core/error.h"
 #include "core/machine.h"
 #include "core/process.h"
@@ -23,6 +22,7 @@
 #include "engine/pipeline_backend.h"
 #include "model/layer_span.h"
 #include "model/presets.h"
+#include "net/link_proxy.h"
 #include "roles/pipeline/stage_relay.h"
 #include "roles/pipeline/stage_server.h"
 #include "roles/pipeline/tcp_stage_link.h"
@@ -145,16 +145,16 @@ RunResult run_pipeline(const ModelWeights& w, const PipelineBenchOptions& o, int
   const std::filesystem::path dir = std::filesystem::temp_directory_path() /
                                     ("stoa-pipeline-bench-" + std::to_string(::getpid()));
   if (o.processes) std::filesystem::create_directories(dir);
-  std::vector<std::unique_ptr<fleet::DelayProxy>> proxies;
+  std::vector<std::unique_ptr<net::LinkProxy>> proxies;
   // The port the stage before reaches the next one at: the server's, or a proxy's in front.
   auto reach = [&](int port) {
     if (!linked) return port;
-    fleet::DelayProxyOptions p;
+    net::LinkProxyOptions p;
     p.target_port = port;
     p.one_way_delay = std::chrono::microseconds(static_cast<int64_t>(o.rtt_ms * 500));
     p.rate_bytes_per_s = o.rate_mbit * 1e6 / 8;
     p.max_queued_bytes = 64u << 20;
-    proxies.push_back(std::make_unique<fleet::DelayProxy>(p));
+    proxies.push_back(std::make_unique<net::LinkProxy>(p));
     return proxies.back()->port();
   };
   // Behind NAT (--relay): nobody listens but a relay; each stage dials it through its own
@@ -233,7 +233,7 @@ RunResult run_pipeline(const ModelWeights& w, const PipelineBenchOptions& o, int
   for (int64_t t : tokens) r.tokens += t;
   if (linked) {
     for (const auto& p : proxies) {
-      const fleet::DelayProxyCounters c = p->counters();
+      const net::LinkProxyCounters c = p->counters();
       r.wire_bytes += static_cast<int64_t>(c.bytes_to_target + c.bytes_to_client);
     }
   } else {

@@ -8,10 +8,10 @@
 #include <fstream>
 
 #include "net/hub_client.h"
+#include "net/link_proxy.h"
 #include "roles/hub/http/server.h"
 #include "roles/hub/hub_fixture.h"
 #include "roles/worker/weight_sync.h"
-#include "support/cutting_proxy.h"
 
 namespace stoa::hub::testing {
 namespace {
@@ -39,20 +39,23 @@ TEST_F(WorkerBlobSpool, ABlobResumesThroughACuttingProxyFromTheRealHub) {
     b = static_cast<uint8_t>(x);
   }
   const Hash128 h = store->put(bytes);
-  test::CuttingProxy proxy(server->port(), 256 << 10);
+  net::LinkProxyOptions link;
+  link.target_port = server->port();
+  link.cut_after_bytes = 256 << 10;
+  net::LinkProxy proxy(link);
   net::HttpClientOptions o;
   o.backoff_base = std::chrono::milliseconds(5);
   net::HubClient client(proxy.url(), o);
   client.join("join-secret", {});
-  const uint64_t before = proxy.bytes_to_client();
+  const uint64_t before = proxy.counters().bytes_to_client;
   worker::HubBlobSource source(client, (dir / "worker" / "blobs").string());
   const std::optional<std::string> path = source.blob_file(h.hex());
   ASSERT_TRUE(path);
   std::ifstream in(*path, std::ios::binary);
   const std::vector<uint8_t> got((std::istreambuf_iterator<char>(in)), {});
   EXPECT_EQ(got, bytes);
-  EXPECT_GE(proxy.cuts(), 10u);
-  const double moved = static_cast<double>(proxy.bytes_to_client() - before);
+  EXPECT_GE(proxy.counters().cuts, 10u);
+  const double moved = static_cast<double>(proxy.counters().bytes_to_client - before);
   EXPECT_LE(moved, 1.1 * static_cast<double>(bytes.size()));
   EXPECT_FALSE(source.download_progress());  // cleared once the download is over
   source.discard(h.hex());

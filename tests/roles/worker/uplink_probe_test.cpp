@@ -5,8 +5,8 @@
 // asked for, never under 16 KiB/s.
 #include <gtest/gtest.h>
 
-#include "app/fleet/delay_proxy.h"
 #include "net/hub_client.h"
+#include "net/link_proxy.h"
 #include "roles/hub/hub_fixture.h"
 #include "roles/worker/uplink_probe.h"
 
@@ -18,11 +18,11 @@ using namespace std::chrono_literals;
 using UplinkProbe = SwarmHubFixture;
 
 TEST_F(UplinkProbe, MeasuresTheRateOfASlowLink) {
-  app::fleet::DelayProxyOptions link;
+  net::LinkProxyOptions link;
   link.target_port = server->port();
   link.rate_bytes_per_s = 512 * 1024;
   link.one_way_delay = 10ms;
-  app::fleet::DelayProxy proxy(link);
+  net::LinkProxy proxy(link);
   net::HubClient client(proxy.url());
   client.join("join-secret", {});
   const worker::UplinkMeasure m = worker::measure_uplink(client.http());

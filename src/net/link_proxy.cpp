@@ -1,4 +1,4 @@
-#include "app/fleet/delay_proxy.h"
+#include "net/link_proxy.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <condition_variable>
@@ -16,7 +17,7 @@
 #include "core/error.h"
 #include "core/log.h"
 
-namespace stoa::app::fleet {
+namespace stoa::net {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -26,7 +27,7 @@ sockaddr_in make_addr(const std::string& host, int port, const char* what) {
   a.sin_family = AF_INET;
   a.sin_port = htons(static_cast<uint16_t>(port));
   STOA_CHECK(inet_pton(AF_INET, host.c_str(), &a.sin_addr) == 1, ErrorKind::kInvalidArgument,
-             "delay proxy: ", what, " '", host, "' is not an IPv4 address");
+             "link proxy: ", what, " '", host, "' is not an IPv4 address");
   return a;
 }
 
@@ -51,7 +52,7 @@ bool send_all(int fd, const char* p, size_t n) {
 
 }  // namespace
 
-struct DelayProxy::Connection {
+struct LinkProxy::Connection {
   int client_fd = -1;
   int target_fd = -1;
   std::atomic<int> pumps_left{2};
@@ -65,25 +66,26 @@ struct DelayProxy::Connection {
   }
 };
 
-DelayProxy::DelayProxy(DelayProxyOptions options) : options_(std::move(options)) {
+LinkProxy::LinkProxy(LinkProxyOptions options)
+    : options_(std::move(options)), cut_after_bytes_(options_.cut_after_bytes) {
   STOA_CHECK(options_.target_port > 0 && options_.target_port < 65536, ErrorKind::kInvalidArgument,
-             "delay proxy: target port ", options_.target_port, " is out of range");
+             "link proxy: target port ", options_.target_port, " is out of range");
   STOA_CHECK(options_.one_way_delay.count() >= 0 && options_.rate_bytes_per_s >= 0 &&
                  std::isfinite(options_.rate_bytes_per_s),
-             ErrorKind::kInvalidArgument, "delay proxy: negative delay or rate");
+             ErrorKind::kInvalidArgument, "link proxy: negative delay or rate");
   STOA_CHECK(options_.max_queued_bytes >= 65536, ErrorKind::kInvalidArgument,
-             "delay proxy: max_queued_bytes must be at least 64 KiB");
+             "link proxy: max_queued_bytes must be at least 64 KiB");
   make_addr(options_.target_host, options_.target_port, "target host");
   sockaddr_in a = make_addr(options_.listen_host, options_.listen_port, "listen host");
   listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  STOA_CHECK(listen_fd_ >= 0, ErrorKind::kNetwork, "delay proxy: socket: ", std::strerror(errno));
+  STOA_CHECK(listen_fd_ >= 0, ErrorKind::kNetwork, "link proxy: socket: ", std::strerror(errno));
   int one = 1;
   ::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
       ::listen(listen_fd_, 64) != 0) {
     const std::string why = std::strerror(errno);
     ::close(listen_fd_);
-    fail(ErrorKind::kNetwork, "delay proxy: cannot listen on ", options_.listen_host, ":",
+    fail(ErrorKind::kNetwork, "link proxy: cannot listen on ", options_.listen_host, ":",
          options_.listen_port, ": ", why);
   }
   socklen_t len = sizeof a;
@@ -92,24 +94,25 @@ DelayProxy::DelayProxy(DelayProxyOptions options) : options_(std::move(options))
   acceptor_ = std::thread([this] { accept_loop(); });
 }
 
-DelayProxy::~DelayProxy() {
+LinkProxy::~LinkProxy() {
   stop();
 }
 
-std::string DelayProxy::url() const {
+std::string LinkProxy::url() const {
   return "http://" + options_.listen_host + ":" + std::to_string(port_);
 }
 
-DelayProxyCounters DelayProxy::counters() const {
-  DelayProxyCounters c;
+LinkProxyCounters LinkProxy::counters() const {
+  LinkProxyCounters c;
   c.bytes_to_target = bytes_to_target_;
   c.bytes_to_client = bytes_to_client_;
   c.connections = connections_;
   c.connect_failures = connect_failures_;
+  c.cuts = cuts_;
   return c;
 }
 
-void DelayProxy::stop() {
+void LinkProxy::stop() {
   if (stopping_.exchange(true)) return;
   if (acceptor_.joinable()) acceptor_.join();
   ::close(listen_fd_);
@@ -125,7 +128,7 @@ void DelayProxy::stop() {
   conns_.clear();
 }
 
-void DelayProxy::accept_loop() {
+void LinkProxy::accept_loop() {
   const sockaddr_in target = make_addr(options_.target_host, options_.target_port, "target");
   while (!stopping_) {
     pollfd p{listen_fd_, POLLIN, 0};
@@ -160,7 +163,7 @@ void DelayProxy::accept_loop() {
   }
 }
 
-void DelayProxy::pump(std::shared_ptr<Connection> c, bool to_target) {
+void LinkProxy::pump(std::shared_ptr<Connection> c, bool to_target) {
   const int src = to_target ? c->client_fd : c->target_fd;
   const int dst = to_target ? c->target_fd : c->client_fd;
   std::atomic<uint64_t>& counter = to_target ? bytes_to_target_ : bytes_to_client_;
@@ -172,6 +175,11 @@ void DelayProxy::pump(std::shared_ptr<Connection> c, bool to_target) {
   size_t queued = 0;
   bool eof = false;
   bool failed = false;
+  // Towards the client only: the bytes read for it so far, and whether the cut has been reached
+  // (nothing more is read; the connection is cut once what was read has been delivered).
+  uint64_t read_for_client = 0;
+  bool cutting = false;
+  bool cut = false;
   Clock::time_point link_free = Clock::now();
   std::string buf(64 * 1024, '\0');
   while (!stopping_) {
@@ -188,6 +196,11 @@ void DelayProxy::pump(std::shared_ptr<Connection> c, bool to_target) {
       now = Clock::now();
     }
     if (failed) break;
+    if (cutting && queue.empty()) {
+      ++cuts_;
+      cut = true;
+      break;
+    }
     if (eof && queue.empty()) {
       ::shutdown(dst, SHUT_WR);  // pass the half-close on: HTTP keep-alive peers rely on it
       break;
@@ -197,12 +210,23 @@ void DelayProxy::pump(std::shared_ptr<Connection> c, bool to_target) {
       wait = std::min(
           wait, std::chrono::duration_cast<std::chrono::microseconds>(queue.front().due - now) +
                     std::chrono::microseconds(1));
-    const bool can_read = !eof && queued < options_.max_queued_bytes;
+    // Never read past the cut, so that it lands at exactly that many bytes. The limit is read
+    // again after each wait: one lowered under what was read already cuts at once.
+    const auto room_before_cut = [&]() -> uint64_t {
+      const uint64_t limit = to_target ? 0 : cut_after_bytes_.load();
+      if (limit == 0) return UINT64_MAX;
+      if (read_for_client >= limit) cutting = true;
+      return cutting ? 0 : limit - read_for_client;
+    };
+    if (!cutting) room_before_cut();
+    const bool can_read = !eof && !cutting && queued < options_.max_queued_bytes;
     pollfd p{src, static_cast<short>(can_read ? POLLIN : 0), 0};
     const timespec ts{static_cast<time_t>(wait.count() / 1'000'000),
                       static_cast<long>(wait.count() % 1'000'000) * 1000};
     if (::ppoll(&p, 1, &ts, nullptr) <= 0 || !can_read) continue;
-    const ssize_t n = ::recv(src, buf.data(), buf.size(), 0);
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), room_before_cut()));
+    if (want == 0) continue;
+    const ssize_t n = ::recv(src, buf.data(), want, 0);
     if (n < 0) {
       if (errno == EINTR || errno == EAGAIN) continue;
       failed = true;
@@ -212,6 +236,8 @@ void DelayProxy::pump(std::shared_ptr<Connection> c, bool to_target) {
       eof = true;
       continue;
     }
+    if (!to_target) read_for_client += static_cast<uint64_t>(n);
+    room_before_cut();  // reached: what was read is delivered, then the connection is cut
     now = Clock::now();
     Clock::time_point depart = now;
     if (options_.rate_bytes_per_s > 0) {
@@ -226,11 +252,11 @@ void DelayProxy::pump(std::shared_ptr<Connection> c, bool to_target) {
         {std::string(buf.data(), static_cast<size_t>(n)), depart + options_.one_way_delay});
     queued += static_cast<size_t>(n);
   }
-  if (failed || stopping_) c->abort();
+  if (failed || cut || stopping_) c->abort();
   c->pumps_left.fetch_sub(1);
   c.reset();  // the last pump out closes both fds
   std::lock_guard lock(pumps_mutex_);
   if (--pumps_active_ == 0) pumps_cv_.notify_all();
 }
 
-}  // namespace stoa::app::fleet
+}  // namespace stoa::net

@@ -1,6 +1,7 @@
-// DelayProxy against real loopback sockets: bytes arrive intact and are counted each way, each
+// LinkProxy against real loopback sockets: bytes arrive intact and are counted each way, each
 // direction is held for the one-way delay, the rate limit bounds throughput, half-closes pass
-// through, and bad options are refused.
+// through, a connection is cut at exactly the bytes asked (also when the cut is lowered under
+// it), and bad options are refused.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -16,12 +17,12 @@
 #include <string>
 #include <thread>
 
-#include "app/fleet/delay_proxy.h"
 #include "core/error.h"
+#include "net/link_proxy.h"
 #include "support/error_of.h"
 #include "support/loopback_socket.h"
 
-namespace stoa::app::fleet {
+namespace stoa::net {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -103,15 +104,15 @@ std::string read_exactly(int fd, size_t n) {
   return out;
 }
 
-DelayProxyOptions options_for(int target_port) {
-  DelayProxyOptions o;
+LinkProxyOptions options_for(int target_port) {
+  LinkProxyOptions o;
   o.target_port = target_port;
   return o;
 }
 
-TEST(DelayProxy, ForwardsBytesIntactAndCountsEachWay) {
+TEST(LinkProxy, ForwardsBytesIntactAndCountsEachWay) {
   TestServer server(/*echo=*/true);
-  DelayProxy proxy(options_for(server.port()));
+  LinkProxy proxy(options_for(server.port()));
   const int fd = connect_to(proxy.port());
   std::string payload(1 << 20, '\0');
   std::mt19937 rng(7);
@@ -129,18 +130,18 @@ TEST(DelayProxy, ForwardsBytesIntactAndCountsEachWay) {
   EXPECT_EQ(echoed.substr(payload.size()), "bye") << "the server saw the client's half-close";
   EXPECT_TRUE(server.saw_eof());
   proxy.stop();
-  const DelayProxyCounters c = proxy.counters();
+  const LinkProxyCounters c = proxy.counters();
   EXPECT_EQ(c.bytes_to_target, payload.size());
   EXPECT_EQ(c.bytes_to_client, payload.size() + 3);
   EXPECT_EQ(c.connections, 1u);
   EXPECT_EQ(c.connect_failures, 0u);
 }
 
-TEST(DelayProxy, HoldsEachDirectionForTheOneWayDelay) {
+TEST(LinkProxy, HoldsEachDirectionForTheOneWayDelay) {
   TestServer server(/*echo=*/true);
-  DelayProxyOptions o = options_for(server.port());
+  LinkProxyOptions o = options_for(server.port());
   o.one_way_delay = 30ms;
-  DelayProxy proxy(o);
+  LinkProxy proxy(o);
   const int fd = connect_to(proxy.port());
   constexpr int kRounds = 5;
   for (int i = 0; i < kRounds; ++i) {
@@ -157,7 +158,7 @@ TEST(DelayProxy, HoldsEachDirectionForTheOneWayDelay) {
   ::close(fd);
 }
 
-TEST(DelayProxy, DelayPipelinesInsteadOfStoppingAndWaiting) {
+TEST(LinkProxy, DelayPipelinesInsteadOfStoppingAndWaiting) {
   // One chunk, then (half a delay later, so the proxy has surely read the first one alone) 19
   // more back to back, through a 2 s one-way delay. Pipelined, the last ones arrive 1.5 delays
   // after the start; a proxy that holds one read for the delay before reading the next cannot
@@ -166,9 +167,9 @@ TEST(DelayProxy, DelayPipelinesInsteadOfStoppingAndWaiting) {
   constexpr auto kDelay = 2000ms;
   constexpr double kDelayMs = 2000;
   TestServer server(/*echo=*/false);
-  DelayProxyOptions o = options_for(server.port());
+  LinkProxyOptions o = options_for(server.port());
   o.one_way_delay = kDelay;
-  DelayProxy proxy(o);
+  LinkProxy proxy(o);
   const int fd = connect_to(proxy.port());
   const auto t0 = Clock::now();
   ASSERT_EQ(::send(fd, "0123456789", 10, MSG_NOSIGNAL), 10);
@@ -182,11 +183,11 @@ TEST(DelayProxy, DelayPipelinesInsteadOfStoppingAndWaiting) {
   ::close(fd);
 }
 
-TEST(DelayProxy, RateLimitBoundsThroughput) {
+TEST(LinkProxy, RateLimitBoundsThroughput) {
   TestServer server(/*echo=*/false);
-  DelayProxyOptions o = options_for(server.port());
+  LinkProxyOptions o = options_for(server.port());
   o.rate_bytes_per_s = 2e6;  // 16 Mbit/s
-  DelayProxy proxy(o);
+  LinkProxy proxy(o);
   const int fd = connect_to(proxy.port());
   const std::string payload(1'000'000, 'r');
   const auto t0 = Clock::now();
@@ -205,11 +206,11 @@ TEST(DelayProxy, RateLimitBoundsThroughput) {
   ::close(fd);
 }
 
-TEST(DelayProxy, StopClosesOpenConnectionsPromptly) {
+TEST(LinkProxy, StopClosesOpenConnectionsPromptly) {
   TestServer server(/*echo=*/true);
-  DelayProxyOptions o = options_for(server.port());
+  LinkProxyOptions o = options_for(server.port());
   o.one_way_delay = 10ms;
-  DelayProxy proxy(o);
+  LinkProxy proxy(o);
   const int fd = connect_to(proxy.port());
   ASSERT_EQ(::send(fd, "ping", 4, MSG_NOSIGNAL), 4);
   ASSERT_EQ(read_exactly(fd, 4), "ping");
@@ -223,7 +224,7 @@ TEST(DelayProxy, StopClosesOpenConnectionsPromptly) {
   proxy.stop();  // idempotent
 }
 
-TEST(DelayProxy, ATargetThatRefusesIsCountedAndTheClientIsClosed) {
+TEST(LinkProxy, ATargetThatRefusesIsCountedAndTheClientIsClosed) {
   int unused_port = 0;
   {
     TestServer probe(/*echo=*/false);
@@ -231,7 +232,7 @@ TEST(DelayProxy, ATargetThatRefusesIsCountedAndTheClientIsClosed) {
     const int fd = connect_to(probe.port());  // let the probe's accept return
     ::close(fd);
   }
-  DelayProxy proxy(options_for(unused_port));
+  LinkProxy proxy(options_for(unused_port));
   const int fd = connect_to(proxy.port());
   char b;
   EXPECT_LE(::recv(fd, &b, 1, 0), 0);
@@ -242,23 +243,65 @@ TEST(DelayProxy, ATargetThatRefusesIsCountedAndTheClientIsClosed) {
   EXPECT_EQ(proxy.counters().connections, 0u);
 }
 
-TEST(DelayProxy, BadOptionsAreRefusedByName) {
-  DelayProxyOptions o;
+// Reads until the proxy closes the connection; everything that arrived.
+std::string read_until_closed(int fd) {
+  std::string out;
+  char buf[65536];
+  for (ssize_t r; (r = ::recv(fd, buf, sizeof buf, 0)) > 0;)
+    out.append(buf, static_cast<size_t>(r));
+  return out;
+}
+
+TEST(LinkProxy, CutsEachConnectionAtExactlyTheBytesAsked) {
+  TestServer server(/*echo=*/true);
+  LinkProxyOptions o = options_for(server.port());
+  o.cut_after_bytes = 100'000;
+  LinkProxy proxy(o);
+  const int fd = connect_to(proxy.port());
+  std::string sent(150'000, '\0');
+  for (size_t i = 0; i < sent.size(); ++i) sent[i] = static_cast<char>(i * 7 + 3);
+  std::thread writer([&] { ::send(fd, sent.data(), sent.size(), MSG_NOSIGNAL); });
+  const std::string got = read_until_closed(fd);
+  writer.join();
+  ::close(fd);
+  ASSERT_EQ(got.size(), 100'000u);
+  EXPECT_EQ(got, sent.substr(0, 100'000));
+  EXPECT_EQ(proxy.counters().cuts, 1u);
+  EXPECT_EQ(proxy.counters().bytes_to_client, 100'000u);
+}
+
+TEST(LinkProxy, ALoweredCutClosesAConnectionAlreadyPastItBeforeMoreArrives) {
+  TestServer server(/*echo=*/true);
+  LinkProxy proxy(options_for(server.port()));  // no cut yet
+  const int fd = connect_to(proxy.port());
+  const std::string ping(1000, 'p');
+  ASSERT_EQ(::send(fd, ping.data(), ping.size(), MSG_NOSIGNAL), 1000);
+  ASSERT_EQ(read_exactly(fd, 1000), ping);
+  proxy.set_cut_after(500);
+  ::send(fd, ping.data(), ping.size(), MSG_NOSIGNAL);
+  EXPECT_EQ(read_until_closed(fd), "") << "nothing more reaches a connection past the cut";
+  ::close(fd);
+  EXPECT_EQ(proxy.counters().cuts, 1u);
+  EXPECT_EQ(proxy.counters().bytes_to_client, 1000u);
+}
+
+TEST(LinkProxy, BadOptionsAreRefusedByName) {
+  LinkProxyOptions o;
   o.target_port = 0;
-  const Error port_zero = stoa::test::error_of([&] { DelayProxy p(o); }, "port 0 accepted");
+  const Error port_zero = stoa::test::error_of([&] { LinkProxy p(o); }, "port 0 accepted");
   EXPECT_EQ(port_zero.kind(), ErrorKind::kInvalidArgument);
   EXPECT_NE(std::string(port_zero.what()).find("target port"), std::string::npos)
       << port_zero.what();
   o.target_port = 80;
   o.listen_host = "localhost-not-an-ip";
   const Error host_name =
-      stoa::test::error_of([&] { DelayProxy p(o); }, "a host name accepted as an address");
+      stoa::test::error_of([&] { LinkProxy p(o); }, "a host name accepted as an address");
   EXPECT_NE(std::string(host_name.what()).find("localhost-not-an-ip"), std::string::npos)
       << host_name.what();
   o.listen_host = "127.0.0.1";
   o.one_way_delay = std::chrono::microseconds(-1);
-  EXPECT_THROW(DelayProxy p(o), Error);
+  EXPECT_THROW(LinkProxy p(o), Error);
 }
 
 }  // namespace
-}  // namespace stoa::app::fleet
+}  // namespace stoa::net
