@@ -103,13 +103,7 @@ std::string LinkProxy::url() const {
 }
 
 LinkProxyCounters LinkProxy::counters() const {
-  LinkProxyCounters c;
-  c.bytes_to_target = bytes_to_target_;
-  c.bytes_to_client = bytes_to_client_;
-  c.connections = connections_;
-  c.connect_failures = connect_failures_;
-  c.cuts = cuts_;
-  return c;
+  return {bytes_to_target_, bytes_to_client_, connections_, connect_failures_, cuts_};
 }
 
 void LinkProxy::stop() {
