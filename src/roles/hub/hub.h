@@ -133,6 +133,12 @@ struct HubConfig {
   // Seconds with no copy of a piece sent before the web seed sends it again (its holders left,
   // or cannot be reached).
   int swarm_reseed_after_s = 5;
+  // What the hub sends each worker of each blob, its own route and the web seed together
+  // (store/fetch_allowance.h): this many times the blob's size, refilled by one size per
+  // fetch_refill_s. 0: no bound. An honest worker takes a blob once or twice; the bound is for
+  // the stranger who would fetch an anchor in a loop.
+  double fetches_per_blob = 4;
+  int fetch_refill_s = 3600;
 };
 
 // What the hub serves and computes rewards with; all must outlive the Hub.

@@ -200,6 +200,8 @@ void hub_keys(Keys& k, Config& c) {
   k.value("swarm_web_seed_copies", c.hub.swarm_web_seed_copies);
   k.value("swarm_reseed_after_s", c.hub.swarm_reseed_after_s);
   k.value("swarm_web_seed_budget", c.hub.swarm_web_seed_budget);
+  k.value("fetches_per_blob", c.hub.fetches_per_blob);
+  k.value("fetch_refill_s", c.hub.fetch_refill_s);
 }
 
 template <typename Keys, typename Config>
@@ -329,6 +331,11 @@ RunConfig parse_run_config(const std::string& text, const std::string& source,
   STOA_CHECK(c.hub.swarm_web_seed_budget >= 1 && c.hub.swarm_web_seed_budget <= 255,
              ErrorKind::kInvalidArgument, source,
              ": [hub] swarm_web_seed_budget must be 1..255 (blob sizes)");
+  STOA_CHECK(c.hub.fetches_per_blob >= 0 && std::isfinite(c.hub.fetches_per_blob) &&
+                 c.hub.fetch_refill_s >= 1,
+             ErrorKind::kInvalidArgument, source,
+             ": [hub] fetches_per_blob must be a finite number >= 0 (0: no bound) and "
+             "fetch_refill_s >= 1");
   STOA_CHECK(c.hub.hoard_min_tokens_per_s >= 0 && std::isfinite(c.hub.hoard_min_tokens_per_s),
              ErrorKind::kInvalidArgument, source,
              ": [hub] hoard_min_tokens_per_s must be a finite number >= 0 (0: no revocation)");

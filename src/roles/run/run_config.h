@@ -19,7 +19,9 @@
 //              max_leases_per_worker (default 4), max_leases_per_address (8; loopback peers exempt,
 //              IPv6 by /64), max_leases_per_token (0: no cap), and the hoarding deadline — a lease
 //              with no accepted rollout for hoard_grace_s (120) + max_turns × max_new_tokens /
-//              hoard_min_tokens_per_s (1.0; 0 turns revocation off) seconds is revoked
+//              hoard_min_tokens_per_s (1.0; 0 turns revocation off) seconds is revoked, the
+//              swarm (swarm, swarm_web_seed_copies, swarm_web_seed_budget, swarm_reseed_after_s)
+//              and what the hub sends each worker of a blob (fetches_per_blob, fetch_refill_s)
 //   [sampling] temperature, top_p, top_k, max_new_tokens, max_turns, max_observation_tokens
 //   [trainer]  device, dtype (f32 or bf16: the matmuls' dtype; masters, moments, losses and
 //              ratios stay f32), threads, lr, weight_decay, max_grad_norm, warmup_steps,
@@ -32,7 +34,9 @@
 //              enabled defaults to true when [hub] host is beyond loopback (hub::is_loopback_host),
 //              false on loopback; off beyond loopback only by an explicit `enabled = false`, which
 //              the hub warns about at start and in /v1/status (verification.warning)
-// docs/run-config.md lists every key with its default (a test checks it against this parser).
+// Each key is named once, in run_config.cpp's key lists, which the reader and the writer both
+// walk. docs/run-config.md lists every key with its default (a test checks it against this
+// parser).
 #pragma once
 #include <cstddef>
 #include <optional>

@@ -132,6 +132,41 @@ TEST_F(Http, BlobsAreContentAddressedAndImmutable) {
   }
 }
 
+TEST_F(Http, AWorkerFetchingABlobInALoopIsRefusedAndOthersAreNot) {
+  // 512 KiB: the bucket is 4 blob sizes (2 MiB, above the 1 MiB floor).
+  std::vector<uint8_t> bytes(512 << 10);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 31 + 7);
+  const Hash128 h = store->put(bytes);
+  net::HubClient looping(server->url(), fast()), honest(server->url(), fast());
+  const auto looper = looping.join("join-secret", {});
+  honest.join("join-secret", {});
+  httplib::Client c("127.0.0.1", server->port());
+  const httplib::Headers auth = {{"Authorization", "Bearer " + looper.session_token}};
+  const std::string path = "/v1/blobs/" + h.hex();
+  for (int i = 0; i < 3; ++i) {
+    auto r = c.Get(path.c_str(), auth);
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << "fetch " << i;
+  }
+  // Charged by the range, not by the request: the second half, then the first half, fit.
+  for (const char* range : {"bytes=262144-", "bytes=0-262143"}) {
+    httplib::Headers ranged = auth;
+    ranged.emplace("Range", range);
+    auto r = c.Get(path.c_str(), ranged);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 206) << range;
+  }
+  auto refused = c.Get(path.c_str(), auth);
+  ASSERT_TRUE(refused);
+  expect_json_error({refused->status, refused->body}, 429);
+  EXPECT_GE(std::stoi(refused->get_header_value("Retry-After")), 1);
+  EXPECT_NE(refused->body.find("fetches_per_blob"), std::string::npos) << refused->body;
+  EXPECT_EQ(honest.blob(h.hex()), bytes) << "another worker still gets the blob";
+  const auto status = nlohmann::json::parse(raw_get("/v1/status", "").second);
+  EXPECT_EQ(status["fetch_allowance"]["refusals"], 1);
+  EXPECT_EQ(status["fetch_allowance"]["refused_bytes"], bytes.size());
+}
+
 TEST_F(Http, CachingHeaders) {
   std::vector<uint8_t> bytes = {9, 9, 9};
   Hash128 h = store->put(bytes);

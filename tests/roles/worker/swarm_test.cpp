@@ -6,7 +6,8 @@
 // peer that leaves mid-transfer is replaced by another; a transfer goes on while the hub restarts,
 // whose keys survive it; a swarm of one finishes from the hub's web seed; a fetch nobody can serve
 // stalls and leaves nothing behind; a hub without a swarm is fetched from as before; the tracker
-// refuses strangers.
+// refuses strangers; a worker pulling the web seed in a loop is refused by its fetch allowance and
+// the copy it was refused goes back to the web seed.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -186,6 +187,45 @@ TEST_F(SwarmWithAPatientWebSeed, EachPieceLeavesTheHubTwiceAndTheSwarmServesTheR
   EXPECT_LE(swarm.at("web_seed_bytes").get<uint64_t>(), 3 * bytes.size());
   EXPECT_GE(swarm.at("web_seed_refusals").get<uint64_t>(), 1u);
   EXPECT_EQ(swarm.at("torrents").get<int>(), 1);
+}
+
+// A hub that sends each worker a blob's size once (fetches_per_blob = 1) and each piece twice
+// from its web seed, with no re-send for a minute.
+class SwarmWithATightAllowance : public Swarm {
+ protected:
+  void configure() override {
+    config.fetches_per_blob = 1;
+    config.swarm_reseed_after_s = 60;
+    config.swarm_web_seed_budget = 3;
+  }
+};
+
+TEST_F(SwarmWithATightAllowance, AWorkerPullingTheWebSeedInALoopIsRefusedAndItsCopyGoesBack) {
+  const auto bytes = random_bytes(3 << 20, 43);  // over the allowance's 1 MiB floor
+  const Hash128 h = store->put(bytes);
+  Member looping = member(), honest = member();
+  ASSERT_EQ(looping.client->http().get("/v1/swarm/torrents/" + h.hex()).status, 200);
+  net::HttpClientOptions once;  // a 429 is answered as it comes, not waited out
+  once.max_attempts = 1;
+  net::HttpClient raw(url, once);
+  const std::string looping_seed = looping.seed.substr(url.size()) + h.hex();
+  const net::HttpResponse first = raw.get(looping_seed);
+  ASSERT_EQ(first.status, 200) << first.body.substr(0, 200);
+  EXPECT_EQ(first.body.size(), bytes.size());
+  // The second copy is the web seed's to give, but not this worker's to take.
+  const net::HttpResponse again = raw.get(looping_seed);  // one try
+  EXPECT_EQ(again.status, 429) << again.body.substr(0, 200);
+  EXPECT_NE(again.body.find("fetches_per_blob"), std::string::npos) << again.body;
+  // The refused copy went back to the web seed: another worker gets it (without the give-back
+  // every piece would have left twice, and the web seed would answer 503 for a minute).
+  const net::HttpResponse other = raw.get(honest.seed.substr(url.size()) + h.hex());
+  ASSERT_EQ(other.status, 200) << other.body.substr(0, 200);
+  EXPECT_EQ(std::vector<uint8_t>(other.body.begin(), other.body.end()), bytes);
+  const auto status = nlohmann::json::parse(raw.get("/v1/status").body);
+  EXPECT_EQ(status.at("fetch_allowance").at("refusals").get<int>(), 1);
+  EXPECT_EQ(status.at("swarm").at("web_seed_cut_bytes").get<uint64_t>(), bytes.size());
+  EXPECT_EQ(status.at("swarm").at("web_seed_bytes").get<uint64_t>(), 3 * bytes.size())
+      << "the refused copy is counted as allowed, then as cut";
 }
 
 TEST_F(Swarm, APeerServingCorruptBytesIsCaughtAndBanned) {

@@ -79,7 +79,9 @@ std::optional<uint64_t> query_u64(const RequestContext& req, const char* name) {
 HubServer::HubServer(Hub& hub, ServerOptions options)
     : hub_(hub),
       options_(std::move(options)),
-      blobs_(hub.store()),
+      fetches_(std::make_shared<FetchAllowance>(FetchAllowanceOptions{
+          hub.config().fetches_per_blob, std::chrono::seconds(hub.config().fetch_refill_s)})),
+      blobs_(hub.store(), fetches_),
       tasks_(hub, hub.config().limits.task_per_worker),
       uploads_(hub.store()) {
   if (hub.config().swarm && net::swarm::available())
@@ -87,7 +89,8 @@ HubServer::HubServer(Hub& hub, ServerOptions options)
         hub.store(), [&hub](const std::string& worker) { return !hub.quarantined(worker); },
         SwarmTrackerOptions{hub.config().swarm_web_seed_copies, hub.config().swarm_web_seed_budget,
                             std::chrono::seconds(hub.config().swarm_reseed_after_s)});
-  if (hub.run_files_store()) run_files_ = std::make_unique<BlobServing>(*hub.run_files_store());
+  if (hub.run_files_store())
+    run_files_ = std::make_unique<BlobServing>(*hub.run_files_store(), fetches_);
   if (hub.deps().model) groups_ = std::make_unique<PipelineGroups>(*hub.deps().model);
   HttpServerOptions o;
   o.host = options_.host;
@@ -189,16 +192,17 @@ HandlerOutcome HubServer::route(const RequestContext& req) {
       if (!get || p.compare(0, blob_prefix.size(), blob_prefix) != 0 ||
           p.size() <= blob_prefix.size() || p.find('/', blob_prefix.size()) != std::string::npos)
         continue;
-      if (!hub_.is_validator(bearer(req))) hub_.authenticate(bearer(req));  // or a validator's
+      std::string worker;  // stays empty for a validator: trusted, not charged
+      if (!hub_.is_validator(bearer(req))) worker = hub_.authenticate(bearer(req));
       std::string hex = p.substr(blob_prefix.size());
       Hash128 hash;
       if (hex.size() != 32 || !Hash128::parse(hex, &hash)) {
         throw RequestError(
             400, cat("blob name '", hex.substr(0, 64), "' is not 32 hex digits (xxh3-128)"));
       }
-      if (blob_prefix == "/v1/blobs/") return blobs_.serve(hash, req);
+      if (blob_prefix == "/v1/blobs/") return blobs_.serve(hash, req, worker);
       if (!run_files_) throw RequestError(404, "this hub serves no run files");
-      return run_files_->serve(hash, req);
+      return run_files_->serve(hash, req, worker);
     }
     if (post && p == "/v1/lease") {
       auto worker = hub_.authenticate(bearer(req));
@@ -257,6 +261,9 @@ HandlerOutcome HubServer::route(const RequestContext& req) {
                            {"web_seed_cut_bytes", s.web_seed_cut_bytes},
                            {"web_seed_refusals", s.web_seed_refusals}};
       }
+      const FetchAllowanceStats f = fetches_->stats();
+      status["fetch_allowance"] = {
+          {"refusals", f.refusals}, {"refused_bytes", f.refused_bytes}, {"buckets", f.buckets}};
       return json_reply(status);
     }
     if (get && p == "/v1/history") {

@@ -70,6 +70,7 @@ class HubServer {
   std::optional<SwarmTrackerStats> swarm_stats() const {
     return swarm_ ? std::optional(swarm_->stats()) : std::nullopt;
   }
+  FetchAllowanceStats fetch_stats() const { return fetches_->stats(); }
   // Serves /v1/validation/* (validation_routes.cpp) from `queue` ([verify] remote); call before
   // start(). `queue` must outlive the server.
   void set_validation_queue(ValidationQueue* queue) { validation_ = queue; }
@@ -93,6 +94,7 @@ class HubServer {
 
   Hub& hub_;
   ServerOptions options_;
+  std::shared_ptr<FetchAllowance> fetches_;  // shared by blobs_, run_files_ and the web seed
   BlobServing blobs_;
   std::unique_ptr<BlobServing> run_files_;  // null when the hub serves no run files
   std::unique_ptr<HttpServer> http_;

@@ -94,7 +94,8 @@ HttpReply HubServer::swarm_route(const RequestContext& req, const std::string& t
     return bencoded(swarm_->announce(key, a));
   }
   if (what.rfind("blobs/", 0) == 0) {
-    if (!swarm_->worker_of(key)) throw RequestError(403, "unknown or refused swarm key");
+    const std::optional<std::string> worker = swarm_->worker_of(key);
+    if (!worker) throw RequestError(403, "unknown or refused swarm key");
     if (!hex32(what.substr(6), &blob)) throw RequestError(400, "blob name is not 32 hex digits");
     // The hub sends each piece a few times; the rest of the swarm gets it from those workers.
     std::error_code ec;
@@ -116,18 +117,24 @@ HttpReply HubServer::swarm_route(const RequestContext& req, const std::string& t
         refused.close = true;
         return refused;
       }
-      HttpReply reply = blobs_.serve(blob, req);
+      HttpReply reply = blobs_.serve(blob, req, *worker);
       // A copy counts once it has left: a reply cut short (the worker got the piece elsewhere
-      // and closed) gives its pieces back. Weak: a connection may end after the server.
-      if (reply.file && reply.file->offset == range.first && reply.file->length == range.length)
-        reply.file->on_end = [tracker = std::weak_ptr<SwarmTracker>(swarm_), blob, range](
-                                 bool complete, uint64_t written) {
+      // and closed) gives its pieces back, as does one the worker's allowance refused. Weak: a
+      // connection may end after the server.
+      const bool whole =
+          reply.file && reply.file->offset == range.first && reply.file->length == range.length;
+      if (!reply.file) swarm_->web_seed_cut(blob, range.first, range.length, 0);
+      if (whole)
+        reply.file->on_end = [tracker = std::weak_ptr<SwarmTracker>(swarm_), blob, range,
+                              charged = std::move(reply.file->on_end)](bool complete,
+                                                                       uint64_t written) {
+          if (charged) charged(complete, written);
           if (complete) return;
           if (auto t = tracker.lock()) t->web_seed_cut(blob, range.first, range.length, written);
         };
       return reply;
     }
-    return blobs_.serve(blob, req);
+    return blobs_.serve(blob, req, *worker);
   }
   throw RequestError(404, "no such swarm route");
 }

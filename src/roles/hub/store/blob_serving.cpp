@@ -7,6 +7,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -98,7 +99,8 @@ void BlobServing::verify(const std::string& hex, const std::string& path, const 
              " is corrupt: its ", total, " bytes hash to ", got.hex());
 }
 
-HttpReply BlobServing::serve(const Hash128& hash, const RequestContext& request) {
+HttpReply BlobServing::serve(const Hash128& hash, const RequestContext& request,
+                             const std::string& worker) {
   const std::string hex = hash.hex();
   const std::string path = store_.path_of(hash);
   struct stat st {};
@@ -149,6 +151,28 @@ HttpReply BlobServing::serve(const Hash128& hash, const RequestContext& request)
     range = {0, id.size};
   }
   reply.file = FileBody{path, range.first, range.length, {}};
+  if (!allowance_ || worker.empty()) return reply;
+  const std::chrono::seconds wait = allowance_->take(worker, hash, id.size, range.length);
+  if (wait.count() > 0) {
+    HttpReply refused;
+    refused.status = 429;
+    refused.body = nlohmann::json{
+        {"error", cat("blob ", hex,
+                      ": this worker has taken as much of it as the "
+                      "hub sends one worker ([hub] fetches_per_blob times its "
+                      "size, refilled by one size per fetch_refill_s); retry in ",
+                      wait.count(), " s")},
+        {"retry_after_ms",
+         wait.count() *
+             1000}}.dump();
+    refused.headers.emplace_back("Retry-After", std::to_string(wait.count()));
+    return refused;
+  }
+  reply.file->on_end = [allowance = std::weak_ptr<FetchAllowance>(allowance_), worker, hash,
+                        length = range.length](bool complete, uint64_t written) {
+    if (complete) return;
+    if (auto a = allowance.lock()) a->give_back(worker, hash, length - std::min(length, written));
+  };
   return reply;
 }
 

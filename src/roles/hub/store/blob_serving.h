@@ -8,6 +8,10 @@
 // verified by its identity (inode, size, mtime, ctime), not re-hashed per request. A file
 // modified within the last seconds is not remembered (its timestamps could still tick within
 // the clock's granularity — git's "racy" rule), so it is hashed again next time.
+//
+// With a FetchAllowance, a reply to a worker is charged its range (fetch_allowance.h): what a
+// worker may take of each blob is bounded, and a refused request is answered 429 with
+// Retry-After.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -18,6 +22,7 @@
 
 #include "pulse/blob_store.h"
 #include "roles/hub/http/http_server.h"
+#include "roles/hub/store/fetch_allowance.h"
 
 namespace stoa::hub {
 
@@ -32,10 +37,14 @@ RangeParse parse_range(const std::string& header, uint64_t size, ByteRange* out)
 
 class BlobServing {
  public:
-  explicit BlobServing(pulse::BlobStore& store) : store_(store) {}
+  explicit BlobServing(pulse::BlobStore& store, std::shared_ptr<FetchAllowance> allowance = {})
+      : store_(store), allowance_(std::move(allowance)) {}
 
-  // Throws RequestError(404) for a missing blob and Error(kIntegrity) for a corrupt one.
-  HttpReply serve(const Hash128& hash, const RequestContext& request);
+  // Throws RequestError(404) for a missing blob and Error(kIntegrity) for a corrupt one. A
+  // reply to `worker` (empty: a trusted reader, not charged) is charged to its allowance; the
+  // file body's on_end gives back what a cut reply did not send.
+  HttpReply serve(const Hash128& hash, const RequestContext& request,
+                  const std::string& worker = "");
 
  private:
   struct Identity {
@@ -51,6 +60,7 @@ class BlobServing {
   void verify(const std::string& hex, const std::string& path, const Identity& id);
 
   pulse::BlobStore& store_;
+  std::shared_ptr<FetchAllowance> allowance_;  // null: no bound
   std::mutex mutex_;
   std::map<std::string, std::shared_ptr<Entry>> entries_;
 };

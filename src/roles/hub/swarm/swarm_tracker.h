@@ -47,7 +47,8 @@ struct SwarmTrackerStats {
   uint64_t web_seed_ranges = 0;        // ranges the web seed was allowed to send
   uint64_t web_seed_bytes = 0;         // their bytes
   uint64_t web_seed_resent_bytes = 0;  // of them, pieces sent again because they were stuck
-  uint64_t web_seed_cut_bytes = 0;     // of them, not sent: the reply ended first
+  // Of them, not sent: the reply ended first, or the worker's fetch allowance refused it.
+  uint64_t web_seed_cut_bytes = 0;
   uint64_t torrents_made = 0;
 };
 
