@@ -132,6 +132,14 @@ void LinkProxy::accept_loop() {
     auto c = std::make_shared<Connection>();
     c->client_fd = cfd;
     c->target_fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    // A link that falls over loses its bytes in flight unacknowledged; a proxy that stops
+    // reading at the cut would instead have acknowledged whatever its receive buffer took
+    // (megabytes on loopback) and dropped it, so the sender would count as delivered what never
+    // arrived. A cutting proxy keeps that buffer small (set before connect, for the window).
+    if (c->target_fd >= 0 && options_.cut_after_bytes > 0) {
+      const int small = 64 << 10;
+      ::setsockopt(c->target_fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+    }
     if (c->target_fd < 0 ||
         ::connect(c->target_fd, reinterpret_cast<const sockaddr*>(&target), sizeof target) != 0) {
       ++connect_failures_;

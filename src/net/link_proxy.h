@@ -38,6 +38,8 @@ struct LinkProxyOptions {
   // holds the sender). Must cover rate × delay, or the delay throttles the throughput.
   size_t max_queued_bytes = 4u << 20;
   // Cut each connection (both ends) once exactly this many bytes reached the client; 0: never.
+  // Set here (not only by set_cut_after), the proxy's receive buffer towards the target is kept
+  // small, so that what it acknowledges past a cut is little, as on a real link.
   uint64_t cut_after_bytes = 0;
 };
 

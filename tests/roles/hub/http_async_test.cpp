@@ -69,6 +69,13 @@ class RawSocket {
     return out;
   }
   bool closed() const { return closed_; }
+  // What the kernel may hold for this socket unread (SO_RCVBUF, as getsockopt reports it).
+  int receive_buffer() const {
+    int bytes = 0;
+    socklen_t len = sizeof bytes;
+    ::getsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &bytes, &len);
+    return bytes;
+  }
   void close() {
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;
@@ -314,7 +321,7 @@ TEST_F(HttpAsync, OverTlsLongPollsParkAndBlobsAnswerRanges) {
 
 // A file body's owner learns how it ended: whole, or cut short by a client that went away (what
 // the swarm's web seed uses to take back a piece nobody received).
-TEST(HttpFileBody, TheOwnerLearnsWhetherTheBodyLeftWholeOrWasCutShort) {
+TEST(HttpFileBody, TheOwnerLearnsWhetherTheBodyArrivedWholeOrWasCutShort) {
   const std::string path =
       (std::filesystem::temp_directory_path() / ("stoa_file_body_" + std::to_string(::getpid())))
           .string();
@@ -356,10 +363,13 @@ TEST(HttpFileBody, TheOwnerLearnsWhetherTheBodyLeftWholeOrWasCutShort) {
     RawSocket quitter(server.port());
     ASSERT_TRUE(quitter.send("GET /f HTTP/1.1\r\nHost: x\r\n\r\n"));
     std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the buffers fill
+    const uint64_t could_hold = static_cast<uint64_t>(quitter.receive_buffer());
     quitter.close();  // unread: most of the body still to come
     ASSERT_TRUE(wait_end(2));
     EXPECT_EQ(whole.load(), 1);
-    EXPECT_LT(written.load(), kBytes);
+    // Delivered is what the quitter's TCP acknowledged — at most what its receive buffer took —
+    // not the megabytes handed to the hub's socket and left in its send queue.
+    EXPECT_LE(written.load(), could_hold);
   }
   server.stop();
   std::filesystem::remove(path);

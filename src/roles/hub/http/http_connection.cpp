@@ -6,6 +6,8 @@
 // byte of the next request also watches a parked request: if it completes with an error or EOF
 // while the request is parked, the client is gone and the connection is dropped at once.
 #include <fcntl.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +15,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <deque>
 #include <utility>
 
 #include <boost/beast/core.hpp>
@@ -110,12 +113,14 @@ class Connection : public Parkable, public std::enable_shared_from_this<Connecti
       : core_(core),
         slot_(std::move(slot)),
         stream_(std::forward<Args>(args)...),
-        timer_(stream_.get_executor()) {}
+        timer_(stream_.get_executor()),
+        settle_timer_(stream_.get_executor()) {}
 
   ~Connection() override {
     if (park_id_) core_.unpark(park_id_);
     if (fd_ >= 0) ::close(fd_);
     end_file_body(false);
+    settle_handed(true);
   }
 
   void start() {
@@ -386,7 +391,9 @@ class Connection : public Parkable, public std::enable_shared_from_this<Connecti
       header->content_length(file_left_);
       lowest().expires_after(core_.options.write_timeout);
       http::async_write(stream_, *header,
-                        [self = this->shared_from_this(), header](beast::error_code ec, size_t) {
+                        [self = this->shared_from_this(), header](beast::error_code ec, size_t n) {
+                          self->handed_ += n;
+                          self->body_start_ = self->handed_;
                           if (ec) return self->close();
                           self->write_file_chunk();
                         });
@@ -396,7 +403,8 @@ class Connection : public Parkable, public std::enable_shared_from_this<Connecti
     res->prepare_payload();
     lowest().expires_after(core_.options.write_timeout);
     http::async_write(stream_, *res,
-                      [self = this->shared_from_this(), res](beast::error_code ec, size_t) {
+                      [self = this->shared_from_this(), res](beast::error_code ec, size_t n) {
+                        self->handed_ += n;
                         self->on_written(ec);
                       });
   }
@@ -406,7 +414,10 @@ class Connection : public Parkable, public std::enable_shared_from_this<Connecti
     if (file_left_ == 0) {
       ::close(fd_);
       fd_ = -1;
-      end_file_body(true);
+      // Handed over whole; it has arrived once the client's TCP acknowledges its last byte.
+      if (reply_.file->on_end)
+        handed_bodies_.push_back(
+            {std::exchange(reply_.file->on_end, nullptr), reply_.file->length, handed_});
       return on_written({});
     }
     if (!chunk_) chunk_ = std::make_unique<std::array<char, kFileChunk>>();
@@ -417,7 +428,8 @@ class Connection : public Parkable, public std::enable_shared_from_this<Connecti
     file_left_ -= static_cast<uint64_t>(n);
     lowest().expires_after(core_.options.write_timeout);
     asio::async_write(stream_, asio::buffer(chunk_->data(), static_cast<size_t>(n)),
-                      [self = this->shared_from_this()](beast::error_code ec, size_t) {
+                      [self = this->shared_from_this()](beast::error_code ec, size_t written) {
+                        self->handed_ += written;
                         if (ec) return self->close();
                         self->write_file_chunk();
                       });
@@ -425,10 +437,14 @@ class Connection : public Parkable, public std::enable_shared_from_this<Connecti
 
   void on_written(beast::error_code ec) {
     busy_ = false;
+    settle_handed(false);
+    watch_handed();
     if (ec || closed_) return close();
     lowest().expires_never();
     if (drain_after_write_) return drain();
-    if (close_after_) return close();
+    // Bodies not yet acknowledged: close gracefully (drain), so the client can read them and
+    // its EOF tells that they arrived; closed at once they would count as lost.
+    if (close_after_) return handed_bodies_.empty() ? close() : drain();
     wait_for_request();
   }
 
@@ -451,17 +467,60 @@ class Connection : public Parkable, public std::enable_shared_from_this<Connecti
                             });
   }
 
-  // Tells the file body's owner how it ended, once (FileBody::on_end).
+  // ---- how a file body ended (FileBody::on_end), once ----
+  // Bytes handed to the socket that the client's TCP has not acknowledged never arrived when
+  // the connection ends: a client that stops reading leaves megabytes in the send queue.
+
+  // The body being written when the connection ended (it is the stream's tail).
   void end_file_body(bool complete) {
     if (!reply_.file || !reply_.file->on_end) return;
-    auto on_end = std::move(reply_.file->on_end);
-    reply_.file->on_end = nullptr;
-    const uint64_t written = complete ? reply_.file->length : reply_.file->length - file_left_;
-    on_end(complete, written);
+    auto on_end = std::exchange(reply_.file->on_end, nullptr);
+    const uint64_t handed = handed_ > body_start_ ? handed_ - body_start_ : 0;
+    on_end(complete, handed - std::min(handed, unacknowledged_bytes()));
+  }
+
+  // Bodies handed over whole: settled as acknowledged, and at close told how much arrived.
+  void settle_handed(bool closing) {
+    if (handed_bodies_.empty()) return;
+    const uint64_t acked = handed_ - std::min(handed_, unacknowledged_bytes());
+    while (!handed_bodies_.empty()) {
+      HandedBody& b = handed_bodies_.front();
+      const uint64_t begin = b.end - b.length;
+      if (b.end > acked && !closing) break;
+      const uint64_t delivered = std::min(b.length, acked > begin ? acked - begin : 0);
+      auto on_end = std::move(b.on_end);
+      handed_bodies_.pop_front();
+      on_end(delivered == b.length, delivered);
+    }
+  }
+
+  // While bodies wait for their acknowledgement, look again every 200 ms (an idle keep-alive
+  // connection writes nothing that would).
+  void watch_handed() {
+    if (handed_bodies_.empty() || closed_ || settle_armed_) return;
+    settle_armed_ = true;
+    settle_timer_.expires_after(std::chrono::milliseconds(200));
+    settle_timer_.async_wait([self = this->shared_from_this()](beast::error_code ec) {
+      self->settle_armed_ = false;
+      if (ec || self->closed_) return;
+      self->settle_handed(false);
+      self->watch_handed();
+    });
+  }
+
+  // SIOCOUTQ: what the send queue holds (TLS record bytes over HTTPS, a slight over-count). It
+  // still answers after the peer reset the connection.
+  uint64_t unacknowledged_bytes() {
+    auto& socket = lowest().socket();
+    int queued = 0;
+    if (!socket.is_open() || ::ioctl(socket.native_handle(), SIOCOUTQ, &queued) != 0) return 0;
+    return static_cast<uint64_t>(std::max(queued, 0));
   }
 
   void close() {
     end_file_body(false);
+    settle_handed(true);
+    settle_timer_.cancel();
     if (closed_) return;
     closed_ = true;
     if (parked_) unpark();
@@ -500,6 +559,16 @@ class Connection : public Parkable, public std::enable_shared_from_this<Connecti
   uint64_t file_offset_ = 0;
   uint64_t file_left_ = 0;
   std::unique_ptr<std::array<char, kFileChunk>> chunk_;
+  // Bytes handed to the socket on this connection (before TLS), where the current file body
+  // began among them, and the bodies handed over whole not yet acknowledged.
+  struct HandedBody {
+    std::function<void(bool, uint64_t)> on_end;
+    uint64_t length = 0, end = 0;
+  };
+  uint64_t handed_ = 0, body_start_ = 0;
+  std::deque<HandedBody> handed_bodies_;
+  asio::steady_timer settle_timer_;
+  bool settle_armed_ = false;
 };
 
 }  // namespace

@@ -62,8 +62,9 @@ struct FileBody {
   uint64_t length = 0;
   // Called once, on the connection's thread, when the body ends: `complete` when every byte was
   // handed to the socket, false when the connection closed first or the file could not be read
-  // (`written`: the bytes handed over by then). Must not throw or block.
-  std::function<void(bool complete, uint64_t written)> on_end;
+  // (`delivered`: the body's bytes the client's TCP acknowledged by then — handed to the socket,
+  // less what its send queue still held). Must not throw or block.
+  std::function<void(bool complete, uint64_t delivered)> on_end;
 };
 
 struct HttpReply {

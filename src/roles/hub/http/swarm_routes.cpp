@@ -127,10 +127,10 @@ HttpReply HubServer::swarm_route(const RequestContext& req, const std::string& t
       if (whole)
         reply.file->on_end = [tracker = std::weak_ptr<SwarmTracker>(swarm_), blob, range,
                               charged = std::move(reply.file->on_end)](bool complete,
-                                                                       uint64_t written) {
-          if (charged) charged(complete, written);
+                                                                       uint64_t delivered) {
+          if (charged) charged(complete, delivered);
           if (complete) return;
-          if (auto t = tracker.lock()) t->web_seed_cut(blob, range.first, range.length, written);
+          if (auto t = tracker.lock()) t->web_seed_cut(blob, range.first, range.length, delivered);
         };
       return reply;
     }

@@ -169,9 +169,9 @@ HttpReply BlobServing::serve(const Hash128& hash, const RequestContext& request,
     return refused;
   }
   reply.file->on_end = [allowance = std::weak_ptr<FetchAllowance>(allowance_), worker, hash,
-                        length = range.length](bool complete, uint64_t written) {
+                        length = range.length](bool complete, uint64_t delivered) {
     if (complete) return;
-    if (auto a = allowance.lock()) a->give_back(worker, hash, length - std::min(length, written));
+    if (auto a = allowance.lock()) a->give_back(worker, hash, length - std::min(length, delivered));
   };
   return reply;
 }

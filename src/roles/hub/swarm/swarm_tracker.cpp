@@ -219,16 +219,16 @@ bool SwarmTracker::web_seed_allowed(const Hash128& blob, uint64_t first, uint64_
 }
 
 void SwarmTracker::web_seed_cut(const Hash128& blob, uint64_t first, uint64_t length,
-                                uint64_t written) {
+                                uint64_t delivered) {
   std::lock_guard lock(mutex_);
-  web_seed_cut_bytes_ += length - std::min(length, written);
+  web_seed_cut_bytes_ += length - std::min(length, delivered);
   auto it = pieces_.find(blob.hex());
   if (it == pieces_.end() || it->second.piece_bytes == 0 || length == 0) return;
   PieceLedger& ledger = it->second;
-  // Only the pieces of which no byte was handed over: a worker that reads most of a piece and
+  // Only the pieces of which no byte was delivered: a worker that reads most of a piece and
   // then closes must not get its copy back, or it could pull the piece from the hub again and
   // again, past any budget.
-  const uint64_t cut_from = first + std::min(length, written);
+  const uint64_t cut_from = first + std::min(length, delivered);
   const size_t from = static_cast<size_t>((cut_from + ledger.piece_bytes - 1) / ledger.piece_bytes);
   const size_t to = std::min(ledger.sent.size(),
                              static_cast<size_t>((first + length - 1) / ledger.piece_bytes) + 1);
@@ -239,7 +239,7 @@ void SwarmTracker::web_seed_cut(const Hash128& blob, uint64_t first, uint64_t le
       ledger.unsent_bytes += std::min(ledger.piece_bytes, ledger.blob_bytes - begin);
     }
   }
-  ledger.sent_bytes -= std::min(ledger.sent_bytes, length - std::min(length, written));
+  ledger.sent_bytes -= std::min(ledger.sent_bytes, length - std::min(length, delivered));
 }
 
 void SwarmTracker::expire_locked(Swarm& s, Clock::time_point now) {

@@ -91,9 +91,10 @@ class SwarmTracker {
   bool web_seed_allowed(const Hash128& blob, uint64_t first, uint64_t length);
   // An allowed range whose reply ended before its last byte (the worker closed the connection:
   // it got the piece elsewhere, or libtorrent dropped the web seed): its pieces' copies are
-  // taken back (those of which no byte was written: a piece begun stays sent, so a hostile
-  // worker cannot draw it again and again), so a piece nobody received is not held back.
-  void web_seed_cut(const Hash128& blob, uint64_t first, uint64_t length, uint64_t written);
+  // taken back (those of which no byte was delivered — acknowledged by the worker's TCP: a
+  // piece begun stays sent, so a hostile worker cannot draw it again and again), so a piece
+  // nobody received is not held back.
+  void web_seed_cut(const Hash128& blob, uint64_t first, uint64_t length, uint64_t delivered);
   // The uplink probe's share (POST /v1/swarm/uplink, roles/worker/uplink_probe.h): 0 when the
   // worker may post a probe body now, else the milliseconds until it may. A measurement is a
   // handful of posts at a worker's start; the bucket holds two and refills in a minute, so a
