@@ -331,10 +331,11 @@ RunConfig parse_run_config(const std::string& text, const std::string& source,
   STOA_CHECK(c.hub.swarm_web_seed_budget >= 1 && c.hub.swarm_web_seed_budget <= 255,
              ErrorKind::kInvalidArgument, source,
              ": [hub] swarm_web_seed_budget must be 1..255 (blob sizes)");
-  STOA_CHECK(c.hub.fetches_per_blob >= 0 && std::isfinite(c.hub.fetches_per_blob) &&
-                 c.hub.fetch_refill_s >= 1,
+  // Under one blob size a whole-blob request would never fit the bucket.
+  STOA_CHECK((c.hub.fetches_per_blob == 0 || c.hub.fetches_per_blob >= 1) &&
+                 std::isfinite(c.hub.fetches_per_blob) && c.hub.fetch_refill_s >= 1,
              ErrorKind::kInvalidArgument, source,
-             ": [hub] fetches_per_blob must be a finite number >= 0 (0: no bound) and "
+             ": [hub] fetches_per_blob must be 0 (no bound) or a finite number >= 1, and "
              "fetch_refill_s >= 1");
   STOA_CHECK(c.hub.hoard_min_tokens_per_s >= 0 && std::isfinite(c.hub.hoard_min_tokens_per_s),
              ErrorKind::kInvalidArgument, source,

@@ -129,6 +129,7 @@ TEST(RunConfig, BadInputIsRefusedNamingFileAndKey) {
   expect_error(std::string(kMinimalRunToml) + "[trainer]\ndtype = \"f16\"\n", "f16");
   expect_error(std::string(kMinimalRunToml) + "[trainer]\naggregation = 3\n", "aggregation");
   expect_error(std::string(kMinimalRunToml) + "[verify]\nmax_wait_s = 1.5\n", "max_wait_s");
+  expect_error(std::string(kMinimalRunToml) + "fetches_per_blob = 0.5\n", "fetches_per_blob");
   expect_error(std::string(kMinimalRunToml) + "[trainer]\nlr = -1.0\n", "lr");
   expect_error(std::string(kMinimalRunToml) + "[trainer]\ngroups_per_step = -2\n",
                "groups_per_step");
