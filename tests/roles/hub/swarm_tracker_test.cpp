@@ -165,6 +165,62 @@ TEST_F(SwarmTrackerTest, APieceNobodyGotForTheReseedWindowLeavesTheHubAgain) {
   EXPECT_EQ(tracker.stats().web_seed_bytes, 2 * piece);
 }
 
+TEST_F(SwarmTrackerTest, EachTimeAPieceGoesAgainTheNextWaitDoubles) {
+  // Its holders are there but slow to pass it on: the hub must not feed the whole swarm every
+  // window. One second, then two, then four.
+  SwarmTracker tracker(
+      *store, {},
+      SwarmTrackerOptions{.web_seed_copies = 1, .reseed_after = std::chrono::seconds(1)});
+  const uint64_t piece = piece_bytes(tracker);
+  EXPECT_TRUE(tracker.web_seed_allowed(blob, 0, piece));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  EXPECT_TRUE(tracker.web_seed_allowed(blob, 0, piece));  // stuck once: again after 1 s
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  EXPECT_FALSE(tracker.web_seed_allowed(blob, 0, piece));     // now it waits 2 s
+  EXPECT_TRUE(tracker.web_seed_allowed(blob, piece, piece));  // another piece is not held back
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  EXPECT_TRUE(tracker.web_seed_allowed(blob, 0, piece));
+  EXPECT_EQ(tracker.stats().web_seed_resent_bytes, 2 * piece);
+  // A copy sent again that did not arrive is taken back with its doubling: 2 s, not 4 s.
+  tracker.web_seed_cut(blob, 0, piece, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  EXPECT_FALSE(tracker.web_seed_allowed(blob, 0, piece));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  EXPECT_TRUE(tracker.web_seed_allowed(blob, 0, piece));
+}
+
+TEST_F(SwarmTrackerTest, APieceWhoseTakerIsStillInTheSwarmWaitsLongerToGoAgain) {
+  // The worker that took the one copy is still announcing: the piece is being passed on, only
+  // slowly, so the hub waits kReseedWaitWhileHeld windows; once it left, one window.
+  SwarmTracker tracker(
+      *store, {},
+      SwarmTrackerOptions{.web_seed_copies = 1, .reseed_after = std::chrono::seconds(1)});
+  static_assert(SwarmTracker::kReseedWaitWhileHeld == 4);
+  const uint64_t piece = piece_bytes(tracker);
+  const std::string hash = announce_hashes(tracker)[0];
+  const std::string taker = tracker.key_for("w-taker");
+  tracker.announce(taker, announce(hash, "10.0.0.1", 6881));
+  EXPECT_TRUE(tracker.web_seed_allowed(blob, 0, piece, "w-taker"));
+  EXPECT_TRUE(tracker.web_seed_allowed(blob, piece, piece, "w-gone"));  // never announced
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  EXPECT_FALSE(tracker.web_seed_allowed(blob, 0, piece, "w-other"));     // its taker is there
+  EXPECT_TRUE(tracker.web_seed_allowed(blob, piece, piece, "w-other"));  // its taker is not
+  SwarmAnnounce stop = announce(hash, "10.0.0.1", 6881);
+  stop.event = "stopped";
+  tracker.announce(taker, stop);
+  EXPECT_TRUE(tracker.web_seed_allowed(blob, 0, piece, "w-other"));  // it left: stuck
+  EXPECT_EQ(tracker.stats().web_seed_resent_bytes, 2 * piece);
+  // A copy that did not arrive names no holder: "w-third" announces, but its copy of piece 2
+  // (sent again: its first taker never announced) was cut before a byte.
+  tracker.announce(tracker.key_for("w-third"), announce(hash, "10.0.0.3", 6881));
+  EXPECT_TRUE(tracker.web_seed_allowed(blob, 2 * piece, piece, "w-gone"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  EXPECT_TRUE(tracker.web_seed_allowed(blob, 2 * piece, piece, "w-third"));
+  tracker.web_seed_cut(blob, 2 * piece, piece, 0, "w-third");
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  EXPECT_TRUE(tracker.web_seed_allowed(blob, 2 * piece, piece, "w-fourth"));
+}
+
 TEST_F(SwarmTrackerTest, APieceWhoseReplyWasCutShortGoesAgainAtOnce) {
   SwarmTracker tracker(*store, {}, SwarmTrackerOptions{.web_seed_copies = 1});
   const uint64_t piece = piece_bytes(tracker);

@@ -103,7 +103,7 @@ HttpReply HubServer::swarm_route(const RequestContext& req, const std::string& t
     if (!ec) {
       ByteRange range{0, size};
       if (parse_range(req.header("range"), size, &range) != RangeParse::kRange) range = {0, size};
-      if (!swarm_->web_seed_allowed(blob, range.first, range.length)) {
+      if (!swarm_->web_seed_allowed(blob, range.first, range.length, *worker)) {
         // The refusal closes the connection: libtorrent drops a web seed that answers 503 and
         // closes it anyway, and the requests it pipelined behind this one would each be allowed
         // (counted as a copy sent) and written into a socket nobody reads any more.
@@ -123,14 +123,15 @@ HttpReply HubServer::swarm_route(const RequestContext& req, const std::string& t
       // connection may end after the server.
       const bool whole =
           reply.file && reply.file->offset == range.first && reply.file->length == range.length;
-      if (!reply.file) swarm_->web_seed_cut(blob, range.first, range.length, 0);
+      if (!reply.file) swarm_->web_seed_cut(blob, range.first, range.length, 0, *worker);
       if (whole)
         reply.file->on_end = [tracker = std::weak_ptr<SwarmTracker>(swarm_), blob, range,
-                              charged = std::move(reply.file->on_end)](bool complete,
-                                                                       uint64_t delivered) {
+                              taker = *worker, charged = std::move(reply.file->on_end)](
+                                 bool complete, uint64_t delivered) {
           if (charged) charged(complete, delivered);
           if (complete) return;
-          if (auto t = tracker.lock()) t->web_seed_cut(blob, range.first, range.length, delivered);
+          if (auto t = tracker.lock())
+            t->web_seed_cut(blob, range.first, range.length, delivered, taker);
         };
       return reply;
     }

@@ -163,13 +163,42 @@ void SwarmTracker::remember_locked(const std::string& blob_hex, const net::swarm
     ledger.blob_bytes = t.size;
     ledger.unsent_bytes = t.size;
     ledger.sent.assign(n, 0);
+    ledger.resent.assign(n, 0);
+    ledger.took.assign(n, {PieceLedger::kNobody, PieceLedger::kNobody, PieceLedger::kNobody,
+                           PieceLedger::kNobody});
     ledger.last.assign(n, {});
   }
 }
 
-bool SwarmTracker::web_seed_allowed(const Hash128& blob, uint64_t first, uint64_t length) {
+uint16_t SwarmTracker::taker_locked(PieceLedger& ledger, const std::string& worker) {
+  if (worker.empty()) return PieceLedger::kNobody;
+  auto it = ledger.taker_index.find(worker);
+  if (it != ledger.taker_index.end()) return it->second;
+  if (ledger.takers.size() >= PieceLedger::kNobody) return PieceLedger::kNobody;
+  const auto index = static_cast<uint16_t>(ledger.takers.size());
+  ledger.takers.push_back(worker);
+  ledger.taker_index.emplace(worker, index);
+  return index;
+}
+
+bool SwarmTracker::held_in_swarm_locked(const std::string& blob_hex, const PieceLedger& ledger,
+                                        size_t p) {
+  auto swarm = swarms_.find(blob_hex);
+  if (swarm == swarms_.end()) return false;
+  expire_locked(swarm->second, Clock::now());
+  for (const uint16_t t : ledger.took[p]) {
+    if (t == PieceLedger::kNobody) continue;
+    for (const auto& [address, peer] : swarm->second.peers)
+      if (peer.worker == ledger.takers[t]) return true;
+  }
+  return false;
+}
+
+bool SwarmTracker::web_seed_allowed(const Hash128& blob, uint64_t first, uint64_t length,
+                                    const std::string& worker) {
   std::lock_guard lock(mutex_);
-  auto it = pieces_.find(blob.hex());
+  const std::string blob_hex = blob.hex();
+  auto it = pieces_.find(blob_hex);
   if (it == pieces_.end() || it->second.piece_bytes == 0 || length == 0) {
     ++web_seed_ranges_;
     web_seed_bytes_ += length;
@@ -193,23 +222,38 @@ bool SwarmTracker::web_seed_allowed(const Hash128& blob, uint64_t first, uint64_
   const bool over_budget = static_cast<double>(ledger.sent_bytes + length + reserved) >
                            options_.web_seed_budget * static_cast<double>(ledger.blob_bytes);
   uint64_t resent = 0;  // bytes of this range's pieces that go again only because they are stuck
+  std::vector<size_t> stuck;
   for (size_t p = from; p < to; ++p) {
     // A piece that left a moment ago goes again only as one of its copies within the budget;
-    // one whose copies all left long ago goes again whatever the budget (it is stuck).
+    // one whose copies all left a while ago goes again whatever the budget (it is stuck). How
+    // long a while: a piece whose takers all left the swarm needs one more copy soon; one whose
+    // taker is still there is being passed on, only slowly (32 workers on two cores; volunteers
+    // whose uplinks carry their own traffic), or that taker cannot be reached — a wait of
+    // `reseed_after` fed such a swarm every piece again and again (0.4–0.9 blob sizes more at
+    // N = 32). The wait doubles each time the piece went again.
     const bool copy_allowed = ledger.sent[p] < options_.web_seed_copies && !over_budget;
     if (ledger.sent[p] == 0 || copy_allowed) continue;
-    if (now - ledger.last[p] < options_.reseed_after) {
+    int wait = held_in_swarm_locked(blob_hex, ledger, p) ? kReseedWaitWhileHeld : 1;
+    for (int i = 0; i < ledger.resent[p] && wait < kMaxReseedWait; ++i) wait *= 2;
+    if (now - ledger.last[p] < options_.reseed_after * std::min(wait, kMaxReseedWait)) {
       ++web_seed_refusals_;
       return false;
     }
+    stuck.push_back(p);
     const uint64_t begin = p * ledger.piece_bytes;
     const uint64_t end = std::min(begin + ledger.piece_bytes, ledger.blob_bytes);
     resent += std::min(end, first + length) - std::max(begin, first);
   }
+  const uint16_t taker = taker_locked(ledger, worker);
   for (size_t p = from; p < to; ++p) {
     ledger.sent[p] = static_cast<uint8_t>(std::min(255, ledger.sent[p] + 1));
     ledger.last[p] = now;
+    auto& took = ledger.took[p];  // the newest first
+    std::move_backward(took.begin(), took.end() - 1, took.end());
+    took[0] = taker;
   }
+  for (const size_t p : stuck)
+    ledger.resent[p] = static_cast<uint8_t>(std::min(255, ledger.resent[p] + 1));
   ledger.sent_bytes += length;
   ledger.unsent_bytes -= first_copies;
   ++web_seed_ranges_;
@@ -219,7 +263,7 @@ bool SwarmTracker::web_seed_allowed(const Hash128& blob, uint64_t first, uint64_
 }
 
 void SwarmTracker::web_seed_cut(const Hash128& blob, uint64_t first, uint64_t length,
-                                uint64_t delivered) {
+                                uint64_t delivered, const std::string& worker) {
   std::lock_guard lock(mutex_);
   web_seed_cut_bytes_ += length - std::min(length, delivered);
   auto it = pieces_.find(blob.hex());
@@ -234,6 +278,14 @@ void SwarmTracker::web_seed_cut(const Hash128& blob, uint64_t first, uint64_t le
                              static_cast<size_t>((first + length - 1) / ledger.piece_bytes) + 1);
   for (size_t p = from; p < to; ++p) {
     if (ledger.sent[p] == 0) continue;
+    // A copy sent again goes after the ordinary ones, so the one that did not arrive is taken
+    // to be the latest: the piece is no slower to pass on than before it.
+    if (ledger.resent[p] > 0) --ledger.resent[p];
+    // Nor does the worker hold it.
+    auto taker = ledger.taker_index.find(worker);
+    if (taker != ledger.taker_index.end())
+      std::replace(ledger.took[p].begin(), ledger.took[p].end(), taker->second,
+                   PieceLedger::kNobody);
     if (--ledger.sent[p] == 0) {
       const uint64_t begin = p * ledger.piece_bytes;
       ledger.unsent_bytes += std::min(ledger.piece_bytes, ledger.blob_bytes - begin);

@@ -11,6 +11,7 @@
 // kMaxPeers (the stalest leave first), and a peer not heard from in three announce intervals leaves
 // the list. A quarantined or unknown worker's announce is refused.
 #pragma once
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -56,7 +57,8 @@ struct SwarmTrackerOptions {
   // The web seed's share (web_seed_allowed): each piece leaves the hub at most `web_seed_copies`
   // times, and a piece's copies after its first only while the blob's bytes out, with the first
   // copies still to go, stay within `web_seed_budget` blob sizes; a piece no copy of which left
-  // for `reseed_after` goes again.
+  // for `reseed_after` goes again (web_seed_allowed says when: later while a worker that took it
+  // is still in the swarm, and later each time it went again).
   int web_seed_copies = 2;
   double web_seed_budget = 1.5;
   std::chrono::seconds reseed_after{5};
@@ -67,6 +69,10 @@ class SwarmTracker {
  public:
   static constexpr size_t kMaxTorrents = 256;
   static constexpr size_t kMaxPeers = 2000;
+  // The wait before a stuck piece goes again, in `reseed_after`s: this many while a worker that
+  // took a copy is still in the swarm, doubled each time the piece went again, at most kMaxWait.
+  static constexpr int kReseedWaitWhileHeld = 4;
+  static constexpr int kMaxReseedWait = 8;
   // `worker_ok(worker_id)`: false for a worker no longer allowed (quarantined).
   SwarmTracker(pulse::BlobStore& store, std::function<bool(const std::string&)> worker_ok,
                SwarmTrackerOptions options = {});
@@ -86,15 +92,19 @@ class SwarmTracker {
   // will take: a small swarm gets a second copy of much of the blob (the hub's uplink is a good
   // part of what it has), a large one the first copy of every piece and the rest from peers.
   // After that the workers that have a piece serve it, and the hub sends it again only when no
-  // copy has left for `reseed_after` (its holders left, or cannot be reached). Counts the pieces
-  // of an allowed range as sent (when allowed, not when delivered: see docs/design/swarm.md).
-  bool web_seed_allowed(const Hash128& blob, uint64_t first, uint64_t length);
+  // copy has left for a while: `reseed_after` once the workers that took it have left the swarm,
+  // kReseedWaitWhileHeld times that while one of them is still there (slow to pass it on, or
+  // unreachable), doubled each time it went again. Counts the pieces of an allowed range as sent
+  // to `worker` (when allowed; a reply cut short gives back what did not arrive, web_seed_cut).
+  bool web_seed_allowed(const Hash128& blob, uint64_t first, uint64_t length,
+                        const std::string& worker = {});
   // An allowed range whose reply ended before its last byte (the worker closed the connection:
   // it got the piece elsewhere, or libtorrent dropped the web seed): its pieces' copies are
   // taken back (those of which no byte was delivered — acknowledged by the worker's TCP: a
   // piece begun stays sent, so a hostile worker cannot draw it again and again), so a piece
   // nobody received is not held back.
-  void web_seed_cut(const Hash128& blob, uint64_t first, uint64_t length, uint64_t delivered);
+  void web_seed_cut(const Hash128& blob, uint64_t first, uint64_t length, uint64_t delivered,
+                    const std::string& worker = {});
   // The uplink probe's share (POST /v1/swarm/uplink, roles/worker/uplink_probe.h): 0 when the
   // worker may post a probe body now, else the milliseconds until it may. A measurement is a
   // handful of posts at a worker's start; the bucket holds two and refills in a minute, so a
@@ -111,15 +121,25 @@ class SwarmTracker {
   struct Swarm {
     std::map<std::pair<std::string, uint16_t>, Peer> peers;
   };
-  // Per blob: how often and when each piece last left through the web seed.
+  // Per blob: how often and when each piece last left through the web seed, and to whom.
   struct PieceLedger {
+    static constexpr uint16_t kNobody = 0xFFFF;
     uint64_t piece_bytes = 0;
     uint64_t blob_bytes = 0;
     uint64_t sent_bytes = 0;    // out of the web seed, every copy
     uint64_t unsent_bytes = 0;  // of the pieces that never left it
     std::vector<uint8_t> sent;
+    std::vector<uint8_t> resent;  // how often it went again because it was stuck
     std::vector<std::chrono::steady_clock::time_point> last;
+    // The last few workers each piece went to (indices into `takers`; kNobody: none), and the
+    // workers the web seed sent this blob to (at most kNobody of them; later ones go unnamed).
+    std::vector<std::array<uint16_t, 4>> took;
+    std::vector<std::string> takers;
+    std::map<std::string, uint16_t> taker_index;
   };
+  // Whether a worker that took piece `p` is still in the blob's swarm (announced, not stopped).
+  bool held_in_swarm_locked(const std::string& blob_hex, const PieceLedger& ledger, size_t p);
+  uint16_t taker_locked(PieceLedger& ledger, const std::string& worker);
   void remember_locked(const std::string& blob_hex, const net::swarm::Torrent& torrent);
   void expire_locked(Swarm& s, std::chrono::steady_clock::time_point now);
 
