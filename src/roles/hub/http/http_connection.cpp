@@ -119,7 +119,7 @@ class Connection : public Parkable, public std::enable_shared_from_this<Connecti
   ~Connection() override {
     if (park_id_) core_.unpark(park_id_);
     if (fd_ >= 0) ::close(fd_);
-    end_file_body(false);
+    end_file_body();
     settle_handed(true);
   }
 
@@ -378,7 +378,7 @@ class Connection : public Parkable, public std::enable_shared_from_this<Connecti
       file_left_ = reply_.file->length;
       fd_ = ::open(reply_.file->path.c_str(), O_RDONLY | O_CLOEXEC);
       if (fd_ < 0) {
-        end_file_body(false);
+        end_file_body();
         reply_.file.reset();
         return send(error_reply(500, "cannot open a blob: " + std::string(std::strerror(errno))),
                     close_after);
@@ -471,12 +471,13 @@ class Connection : public Parkable, public std::enable_shared_from_this<Connecti
   // Bytes handed to the socket that the client's TCP has not acknowledged never arrived when
   // the connection ends: a client that stops reading leaves megabytes in the send queue.
 
-  // The body being written when the connection ended (it is the stream's tail).
-  void end_file_body(bool complete) {
+  // The body being written when the connection ended (it is the stream's tail), so cut short:
+  // a body written whole went to handed_bodies_ and settles there.
+  void end_file_body() {
     if (!reply_.file || !reply_.file->on_end) return;
     auto on_end = std::exchange(reply_.file->on_end, nullptr);
     const uint64_t handed = handed_ > body_start_ ? handed_ - body_start_ : 0;
-    on_end(complete, handed - std::min(handed, unacknowledged_bytes()));
+    on_end(false, handed - std::min(handed, unacknowledged_bytes()));
   }
 
   // Bodies handed over whole: settled as acknowledged, and at close told how much arrived.
@@ -518,7 +519,7 @@ class Connection : public Parkable, public std::enable_shared_from_this<Connecti
   }
 
   void close() {
-    end_file_body(false);
+    end_file_body();
     settle_handed(true);
     settle_timer_.cancel();
     if (closed_) return;
