@@ -89,6 +89,8 @@ struct Phase {
   // copy of a piece had left for the reseed wait, and what it allowed but did not send (the
   // worker closed first). The rest of hub_bytes is frames, headers and the tracker.
   uint64_t web_seed_bytes = 0, web_seed_resent_bytes = 0, web_seed_cut_bytes = 0;
+  // What the workers' fetch allowance refused (docs/design/hub.md): an honest swarm meets none.
+  uint64_t allowance_refusals = 0, allowance_refused_bytes = 0;
 };
 
 json phase_json(const Phase& p, uint64_t blob_bytes) {
@@ -101,7 +103,9 @@ json phase_json(const Phase& p, uint64_t blob_bytes) {
       {"hub_bytes_per_blob", static_cast<double>(p.hub_bytes) / static_cast<double>(blob_bytes)},
       {"web_seed_bytes", p.web_seed_bytes},
       {"web_seed_resent_bytes", p.web_seed_resent_bytes},
-      {"web_seed_cut_bytes", p.web_seed_cut_bytes}};
+      {"web_seed_cut_bytes", p.web_seed_cut_bytes},
+      {"fetch_allowance_refusals", p.allowance_refusals},
+      {"fetch_allowance_refused_bytes", p.allowance_refused_bytes}};
 }
 
 }  // namespace
@@ -235,6 +239,7 @@ int run_swarm_bench(const SwarmBenchOptions& o) {
         const uint64_t before = links.hub_tx_bytes();
         const hub::SwarmTrackerStats seed_before =
             server.swarm_stats().value_or(hub::SwarmTrackerStats{});
+        const hub::FetchAllowanceStats allowance_before = server.fetch_stats();
         const auto at = Clock::now();
         pulse::Published p;
         p.version = version;
@@ -249,6 +254,10 @@ int run_swarm_bench(const SwarmBenchOptions& o) {
         phase.web_seed_resent_bytes =
             seed_after.web_seed_resent_bytes - seed_before.web_seed_resent_bytes;
         phase.web_seed_cut_bytes = seed_after.web_seed_cut_bytes - seed_before.web_seed_cut_bytes;
+        const hub::FetchAllowanceStats allowance_after = server.fetch_stats();
+        phase.allowance_refusals = allowance_after.refusals - allowance_before.refusals;
+        phase.allowance_refused_bytes =
+            allowance_after.refused_bytes - allowance_before.refused_bytes;
         for (auto& w : workers) {
           std::lock_guard lock(w->mutex);
           phase.seconds.push_back(std::chrono::duration<double>(w->held.at(version) - at).count());
