@@ -7,17 +7,16 @@
 // its range's bytes when it starts and gives back what it did not send when it is cut short, so
 // a worker on a link that drops every few MB resumes without spending its allowance twice.
 //
-// Bounded memory: at most `max_entries` buckets; full buckets carry nothing and are dropped
-// first, then the ones touched longest ago.
+// Bounded memory: at most `max_entries` buckets (identity/rate_limit.h's TokenBuckets: full
+// buckets carry nothing and are forgotten first, then the ones touched longest ago).
 #pragma once
 #include <chrono>
 #include <cstdint>
-#include <map>
 #include <mutex>
 #include <string>
-#include <utility>
 
 #include "core/hash.h"
+#include "roles/hub/identity/rate_limit.h"
 
 namespace stoa::hub {
 
@@ -37,7 +36,8 @@ struct FetchAllowanceStats {
 class FetchAllowance {
  public:
   using Clock = std::chrono::steady_clock;
-  explicit FetchAllowance(FetchAllowanceOptions options) : options_(options) {}
+  explicit FetchAllowance(FetchAllowanceOptions options)
+      : options_(options), buckets_(options.max_entries) {}
 
   // Takes `bytes` of blob `blob` (`blob_bytes` long) from `worker`'s bucket. When the bucket
   // holds less, nothing is taken and the answer is how long until it would hold enough (the
@@ -49,18 +49,9 @@ class FetchAllowance {
   FetchAllowanceStats stats() const;
 
  private:
-  struct Bucket {
-    double bytes = 0;       // what the worker may still take
-    double capacity = 0;    // fetches × blob size (at least min_bytes)
-    double per_second = 0;  // refill
-    Clock::time_point touched;
-  };
-  void refill(Bucket& bucket, Clock::time_point now) const;
-  void make_room(Clock::time_point now);
-
   const FetchAllowanceOptions options_;
   mutable std::mutex mutex_;
-  std::map<std::pair<std::string, std::string>, Bucket> buckets_;  // (worker, blob hex)
+  TokenBuckets buckets_;  // in bytes, keyed by worker and blob
   uint64_t refusals_ = 0, refused_bytes_ = 0;
 };
 
