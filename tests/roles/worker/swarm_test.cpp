@@ -248,9 +248,10 @@ TEST_F(Swarm, APeerServingCorruptBytesIsCaughtAndBanned) {
     f.write(junk.data(), static_cast<std::streamsize>(junk.size()));
   }
   net::swarm::PeerSession session(on_loopback());
-  // The web seed too: the liar and the honest peer took every piece from the hub already, so it
-  // refuses them for 5 s and the victim asks its peers; it also finishes the fetch should the
-  // honest peer stop delivering after the liar's ban (seen once, peers only: swarm.md).
+  // The web seed too: the liar and the honest peer took every piece from the hub already and
+  // still announce, so it refuses them for 20 s and the victim asks its peers; it also finishes
+  // the fetch should the honest peer stop delivering after the liar's ban (seen once, peers
+  // only: swarm.md).
   const std::string got = session.fetch(request(victim, h, "victim", true));
   EXPECT_EQ(read_all(got), bytes);  // nothing of the liar's made it in
   const net::swarm::SwarmStats s = session.stats();
