@@ -221,6 +221,28 @@ TEST_F(SwarmTrackerTest, APieceWhoseTakerIsStillInTheSwarmWaitsLongerToGoAgain) 
   EXPECT_TRUE(tracker.web_seed_allowed(blob, 2 * piece, piece, "w-fourth"));
 }
 
+TEST_F(SwarmTrackerTest, TheTakersABlobRemembersAreBounded) {
+  // Past kMaxPeers distinct takers a worker goes unnamed: its pieces wait as if it had left.
+  SwarmTracker tracker(
+      *store, {},
+      SwarmTrackerOptions{
+          .web_seed_copies = 255, .web_seed_budget = 1e9, .reseed_after = std::chrono::seconds(1)});
+  const uint64_t piece = piece_bytes(tracker);
+  const uint64_t pieces = piece_count(piece);
+  for (size_t i = 0; i < SwarmTracker::kMaxPeers; ++i)
+    ASSERT_TRUE(tracker.web_seed_allowed(blob, (i % (pieces - 1)) * piece, piece,
+                                         "w-" + std::to_string(i)));
+  const uint64_t last = (pieces - 1) * piece;
+  tracker.announce(tracker.key_for("w-late"),
+                   announce(announce_hashes(tracker)[0], "10.0.0.9", 6881));
+  for (int copy = 0; copy < 255; ++copy)
+    ASSERT_TRUE(tracker.web_seed_allowed(blob, last, blob_size - last, "w-late"));
+  EXPECT_FALSE(tracker.web_seed_allowed(blob, last, blob_size - last, "w-other"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  // w-late still announces, but went unnamed: one window, not four.
+  EXPECT_TRUE(tracker.web_seed_allowed(blob, last, blob_size - last, "w-other"));
+}
+
 TEST_F(SwarmTrackerTest, APieceWhoseReplyWasCutShortGoesAgainAtOnce) {
   SwarmTracker tracker(*store, {}, SwarmTrackerOptions{.web_seed_copies = 1});
   const uint64_t piece = piece_bytes(tracker);

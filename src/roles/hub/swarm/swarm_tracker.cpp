@@ -174,7 +174,9 @@ uint16_t SwarmTracker::taker_locked(PieceLedger& ledger, const std::string& work
   if (worker.empty()) return PieceLedger::kNobody;
   auto it = ledger.taker_index.find(worker);
   if (it != ledger.taker_index.end()) return it->second;
-  if (ledger.takers.size() >= PieceLedger::kNobody) return PieceLedger::kNobody;
+  // Bounded as the peer list is: past that many, a taker goes unnamed and its pieces wait as
+  // if it had left (the wait before takers were named).
+  if (ledger.takers.size() >= kMaxPeers) return PieceLedger::kNobody;
   const auto index = static_cast<uint16_t>(ledger.takers.size());
   ledger.takers.push_back(worker);
   ledger.taker_index.emplace(worker, index);

@@ -132,7 +132,7 @@ class SwarmTracker {
     std::vector<uint8_t> resent;  // how often it went again because it was stuck
     std::vector<std::chrono::steady_clock::time_point> last;
     // The last few workers each piece went to (indices into `takers`; kNobody: none), and the
-    // workers the web seed sent this blob to (at most kNobody of them; later ones go unnamed).
+    // workers the web seed sent this blob to (at most kMaxPeers of them; later ones go unnamed).
     std::vector<std::array<uint16_t, 4>> took;
     std::vector<std::string> takers;
     std::map<std::string, uint16_t> taker_index;
