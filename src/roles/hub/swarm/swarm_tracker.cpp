@@ -184,14 +184,14 @@ uint16_t SwarmTracker::taker_locked(PieceLedger& ledger, const std::string& work
 }
 
 bool SwarmTracker::held_in_swarm_locked(const std::string& blob_hex, const PieceLedger& ledger,
-                                        size_t p) {
+                                        size_t p, Clock::time_point now) const {
   auto swarm = swarms_.find(blob_hex);
   if (swarm == swarms_.end()) return false;
-  expire_locked(swarm->second, Clock::now());
-  for (const uint16_t t : ledger.took[p]) {
-    if (t == PieceLedger::kNobody) continue;
-    for (const auto& [address, peer] : swarm->second.peers)
-      if (peer.worker == ledger.takers[t]) return true;
+  const auto ttl = std::chrono::seconds(3 * options_.interval_s);  // as expire_locked
+  for (const auto& [address, peer] : swarm->second.peers) {
+    if (now - peer.seen > ttl) continue;
+    for (const uint16_t t : ledger.took[p])
+      if (t != PieceLedger::kNobody && peer.worker == ledger.takers[t]) return true;
   }
   return false;
 }
@@ -235,9 +235,15 @@ bool SwarmTracker::web_seed_allowed(const Hash128& blob, uint64_t first, uint64_
     // N = 32). The wait doubles each time the piece went again.
     const bool copy_allowed = ledger.sent[p] < options_.web_seed_copies && !over_budget;
     if (ledger.sent[p] == 0 || copy_allowed) continue;
-    int wait = held_in_swarm_locked(blob_hex, ledger, p) ? kReseedWaitWhileHeld : 1;
+    // The peer list is looked at only when the answer matters: inside one window the piece
+    // waits whoever holds it, past the longest wait it goes whoever holds it.
+    const auto since = now - ledger.last[p];
+    int wait = 1;
+    if (since >= options_.reseed_after && since < options_.reseed_after * kMaxReseedWait &&
+        held_in_swarm_locked(blob_hex, ledger, p, now))
+      wait = kReseedWaitWhileHeld;
     for (int i = 0; i < ledger.resent[p] && wait < kMaxReseedWait; ++i) wait *= 2;
-    if (now - ledger.last[p] < options_.reseed_after * std::min(wait, kMaxReseedWait)) {
+    if (since < options_.reseed_after * std::min(wait, kMaxReseedWait)) {
       ++web_seed_refusals_;
       return false;
     }

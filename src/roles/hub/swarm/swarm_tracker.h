@@ -138,7 +138,8 @@ class SwarmTracker {
     std::map<std::string, uint16_t> taker_index;
   };
   // Whether a worker that took piece `p` is still in the blob's swarm (announced, not stopped).
-  bool held_in_swarm_locked(const std::string& blob_hex, const PieceLedger& ledger, size_t p);
+  bool held_in_swarm_locked(const std::string& blob_hex, const PieceLedger& ledger, size_t p,
+                            std::chrono::steady_clock::time_point now) const;
   uint16_t taker_locked(PieceLedger& ledger, const std::string& worker);
   void remember_locked(const std::string& blob_hex, const net::swarm::Torrent& torrent);
   void expire_locked(Swarm& s, std::chrono::steady_clock::time_point now);
