@@ -488,10 +488,11 @@ class Connection : public Parkable, public std::enable_shared_from_this<Connecti
       HandedBody& b = handed_bodies_.front();
       const uint64_t begin = b.end - b.length;
       if (b.end > acked && !closing) break;
-      const uint64_t delivered = std::min(b.length, acked > begin ? acked - begin : 0);
+      const uint64_t length = b.length;
+      const uint64_t delivered = std::min(length, acked > begin ? acked - begin : 0);
       auto on_end = std::move(b.on_end);
-      handed_bodies_.pop_front();
-      on_end(delivered == b.length, delivered);
+      handed_bodies_.pop_front();  // b is gone from here on
+      on_end(delivered == length, delivered);
     }
   }
 
