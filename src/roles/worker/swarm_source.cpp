@@ -32,7 +32,9 @@ bool SwarmBlobSource::ensure_key() {
     std::lock_guard lock(mutex_);
     if (hub_has_swarm_) return *hub_has_swarm_;
   }
-  const net::HttpResponse r = hub_.http().post_json("/v1/swarm/key", "{}", true);
+  // A worker that serves nobody says so: the hub then lists it to no other worker.
+  const net::HttpResponse r = hub_.http().post_json(
+      "/v1/swarm/key", nlohmann::json{{"serve", options_.session.serve}}.dump(), true);
   std::lock_guard lock(mutex_);
   if (r.status == 404) {
     log_info("swarm", "the hub serves no swarm: blobs come from the hub alone");

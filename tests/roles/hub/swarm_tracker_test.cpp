@@ -78,17 +78,28 @@ TEST_F(SwarmTrackerTest, KeysNameTheirWorkerAndSurviveARestart) {
     key = tracker.key_for("w-abc");
     EXPECT_EQ(tracker.key_for("w-abc"), key);
     EXPECT_NE(tracker.key_for("w-abd"), key);
-    EXPECT_EQ(tracker.worker_of(key), "w-abc");
+    ASSERT_TRUE(tracker.holder_of(key));
+    EXPECT_EQ(tracker.holder_of(key)->worker, "w-abc");
+    EXPECT_TRUE(tracker.holder_of(key)->serves);
     // The MAC's last digit changed (to another digit whatever it was).
     const std::string tampered = key.substr(0, key.size() - 1) + (key.back() == '0' ? "1" : "0");
-    EXPECT_FALSE(tracker.worker_of(tampered));
-    EXPECT_FALSE(tracker.worker_of("w-abd" + key.substr(5)));  // another worker, the same MAC
-    EXPECT_FALSE(tracker.worker_of("nodash"));
+    EXPECT_FALSE(tracker.holder_of(tampered));
+    EXPECT_FALSE(tracker.holder_of("w-abd" + key.substr(5)));  // another worker, the same MAC
+    EXPECT_FALSE(tracker.holder_of("nodash"));
+    EXPECT_FALSE(tracker.holder_of("w-abc-"));
+    // A fetch-only key names the same worker, and neither kind can be made from the other.
+    const std::string fetch_only = tracker.key_for("w-abc", false);
+    ASSERT_TRUE(tracker.holder_of(fetch_only));
+    EXPECT_EQ(tracker.holder_of(fetch_only)->worker, "w-abc");
+    EXPECT_FALSE(tracker.holder_of(fetch_only)->serves);
+    EXPECT_FALSE(tracker.holder_of("w-abc-n" + key.substr(6)));
+    EXPECT_FALSE(tracker.holder_of("w-abc-" + fetch_only.substr(7)));
   }
   SwarmTracker restarted(*store, {});
-  EXPECT_EQ(restarted.worker_of(key), "w-abc");
+  ASSERT_TRUE(restarted.holder_of(key));
+  EXPECT_EQ(restarted.holder_of(key)->worker, "w-abc");
   SwarmTracker refusing(*store, [](const std::string& w) { return w != "w-abc"; });
-  EXPECT_FALSE(refusing.worker_of(key));
+  EXPECT_FALSE(refusing.holder_of(key));
   EXPECT_NE(refusing.announce(key, announce("x", "10.0.0.1", 1)).find("failure reason"),
             std::string::npos);
 }
@@ -114,6 +125,31 @@ TEST_F(SwarmTrackerTest, PeersAreTheOthersAndStoppedOnesLeave) {
             std::string::npos);
   EXPECT_NE(tracker.announce(b, announce(hashes[0], "10.0.0.2", 0)).find("port 0"),
             std::string::npos);
+}
+
+TEST_F(SwarmTrackerTest, AWorkerThatServesNobodyIsNoPeerAndHoldsNothing) {
+  // `stoa work --no-serve`: listed to nobody (a connection to it would answer nothing), given
+  // the others, and a piece it took from the web seed waits one window, as if nobody held it.
+  SwarmTracker tracker(
+      *store, {},
+      SwarmTrackerOptions{.web_seed_copies = 1, .reseed_after = std::chrono::seconds(1)});
+  const uint64_t piece = piece_bytes(tracker);
+  const std::string hash = announce_hashes(tracker)[0];
+  const std::string leech = tracker.key_for("w-leech", false), seed = tracker.key_for("w-seed");
+  EXPECT_NE(tracker.announce(leech, announce(hash, "10.0.0.1", 6881)).find("5:peers0:"),
+            std::string::npos);
+  const std::string to_seed = tracker.announce(seed, announce(hash, "10.0.0.2", 6881));
+  EXPECT_NE(to_seed.find("5:peers0:"), std::string::npos) << to_seed;
+  const std::string to_leech = tracker.announce(leech, announce(hash, "10.0.0.1", 6881));
+  EXPECT_NE(to_leech.find("5:peers6:" + std::string("\x0a\x00\x00\x02\x1a\xe1", 6)),
+            std::string::npos)
+      << to_leech;
+  EXPECT_EQ(tracker.stats().peers, 2u);
+  EXPECT_TRUE(tracker.web_seed_allowed(blob, 0, piece, "w-leech"));
+  EXPECT_TRUE(tracker.web_seed_allowed(blob, piece, piece, "w-seed"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  EXPECT_TRUE(tracker.web_seed_allowed(blob, 0, piece, "w-other"));       // nobody serves it
+  EXPECT_FALSE(tracker.web_seed_allowed(blob, piece, piece, "w-other"));  // w-seed may pass it on
 }
 
 TEST_F(SwarmTrackerTest, TorrentsOnlyForBlobsInTheStoreAndKeptAcrossARestart) {

@@ -389,6 +389,14 @@ TEST_F(Swarm, TheTrackerRefusesUnknownKeysAndForeignTorrents) {
       "?info_hash=%11%22%33%44%55%66%77%88%99%aa%bb%cc%dd%ee%ff%00%01%02%03%04&port=7&left=0");
   EXPECT_NE(f.body.find("not a torrent of this hub"), std::string::npos) << f.body;
   EXPECT_EQ(a.client->http().get("/v1/swarm/torrents/" + std::string(32, '0')).status, 404);
+  // A worker that serves nobody gets a key of its own kind; a key request that is not one is
+  // refused.
+  const net::HttpResponse fetch_only =
+      a.client->http().post_json("/v1/swarm/key", R"({"serve": false})", true);
+  ASSERT_EQ(fetch_only.status, 200) << fetch_only.body;
+  EXPECT_NE(nlohmann::json::parse(fetch_only.body).at("announce"), a.announce.substr(url.size()));
+  EXPECT_EQ(a.client->http().post_json("/v1/swarm/key", R"({"serve": "no"})", true).status, 400);
+  EXPECT_EQ(a.client->http().post_json("/v1/swarm/key", "[1]", true).status, 400);
 }
 
 }  // namespace

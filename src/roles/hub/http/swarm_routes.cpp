@@ -1,5 +1,5 @@
 // The swarm routes (docs/protocol.md, "Swarm"): what a worker needs to fetch blobs from peers.
-//   POST /v1/swarm/key               (session)  -> {key, announce, seed}: the worker's swarm key
+//   POST /v1/swarm/key {serve?}      (session)  -> {key, announce, seed}: the worker's swarm key
 //   POST /v1/swarm/uplink            (session)  -> {bytes}: an upload-rate probe's body, dropped
 //   GET  /v1/swarm/torrents/{hash}   (session)  -> the blob's .torrent (application/x-bittorrent)
 //   GET  /v1/swarm/{key}/announce?…  (key)      -> a bencoded tracker reply (BEP 3, compact)
@@ -41,7 +41,13 @@ HttpReply HubServer::swarm_route(const RequestContext& req, const std::string& t
   const std::string rest = p.substr(prefix.size());
   if (post && rest == "key") {
     const std::string worker = hub_.authenticate(token);
-    const std::string key = swarm_->key_for(worker);
+    // {"serve": false}: a worker that serves nobody; absent (older workers), one that does.
+    const json body = json::parse(req.body.empty() ? "{}" : req.body, nullptr, false);
+    if (!body.is_object()) throw RequestError(400, "swarm key: the body is not a JSON object");
+    const auto serve = body.find("serve");
+    if (serve != body.end() && !serve->is_boolean())
+      throw RequestError(400, "swarm key: \"serve\" is not true or false");
+    const std::string key = swarm_->key_for(worker, serve == body.end() || serve->get<bool>());
     HttpReply r;
     r.body = json{{"key", key},
                   {"announce", prefix + key + "/announce"},
@@ -94,8 +100,9 @@ HttpReply HubServer::swarm_route(const RequestContext& req, const std::string& t
     return bencoded(swarm_->announce(key, a));
   }
   if (what.rfind("blobs/", 0) == 0) {
-    const std::optional<std::string> worker = swarm_->worker_of(key);
-    if (!worker) throw RequestError(403, "unknown or refused swarm key");
+    const std::optional<SwarmKeyHolder> holder = swarm_->holder_of(key);
+    if (!holder) throw RequestError(403, "unknown or refused swarm key");
+    const std::string& worker = holder->worker;
     if (!hex32(what.substr(6), &blob)) throw RequestError(400, "blob name is not 32 hex digits");
     // The hub sends each piece a few times; the rest of the swarm gets it from those workers.
     std::error_code ec;
@@ -103,7 +110,7 @@ HttpReply HubServer::swarm_route(const RequestContext& req, const std::string& t
     if (!ec) {
       ByteRange range{0, size};
       if (parse_range(req.header("range"), size, &range) != RangeParse::kRange) range = {0, size};
-      if (!swarm_->web_seed_allowed(blob, range.first, range.length, *worker)) {
+      if (!swarm_->web_seed_allowed(blob, range.first, range.length, worker)) {
         // The refusal closes the connection: libtorrent drops a web seed that answers 503 and
         // closes it anyway, and the requests it pipelined behind this one would each be allowed
         // (counted as a copy sent) and written into a socket nobody reads any more.
@@ -117,16 +124,16 @@ HttpReply HubServer::swarm_route(const RequestContext& req, const std::string& t
         refused.close = true;
         return refused;
       }
-      HttpReply reply = blobs_.serve(blob, req, *worker);
+      HttpReply reply = blobs_.serve(blob, req, worker);
       // A copy counts once it has left: a reply cut short (the worker got the piece elsewhere
       // and closed) gives its pieces back, as does one the worker's allowance refused. Weak: a
       // connection may end after the server.
       const bool whole =
           reply.file && reply.file->offset == range.first && reply.file->length == range.length;
-      if (!reply.file) swarm_->web_seed_cut(blob, range.first, range.length, 0, *worker);
+      if (!reply.file) swarm_->web_seed_cut(blob, range.first, range.length, 0, worker);
       if (whole)
         reply.file->on_end = [tracker = std::weak_ptr<SwarmTracker>(swarm_), blob, range,
-                              taker = *worker, charged = std::move(reply.file->on_end)](
+                              taker = worker, charged = std::move(reply.file->on_end)](
                                  bool complete, uint64_t delivered) {
           if (charged) charged(complete, delivered);
           if (complete) return;
@@ -135,7 +142,7 @@ HttpReply HubServer::swarm_route(const RequestContext& req, const std::string& t
         };
       return reply;
     }
-    return blobs_.serve(blob, req, *worker);
+    return blobs_.serve(blob, req, worker);
   }
   throw RequestError(404, "no such swarm route");
 }

@@ -82,17 +82,20 @@ SwarmTracker::SwarmTracker(pulse::BlobStore& store,
   }
 }
 
-std::string SwarmTracker::key_for(const std::string& worker_id) {
-  return worker_id + "-" + net::sha256_hex(secret_ + ":" + worker_id).substr(0, 32);
+// A serving worker's key ends in 32 hex digits; a fetch-only one's in "n" and 32 others (the
+// MAC covers the difference, so a key cannot be turned into the other kind).
+std::string SwarmTracker::key_for(const std::string& worker_id, bool serves) {
+  if (serves) return worker_id + "-" + net::sha256_hex(secret_ + ":" + worker_id).substr(0, 32);
+  return worker_id + "-n" + net::sha256_hex(secret_ + ":fetch-only:" + worker_id).substr(0, 32);
 }
 
-std::optional<std::string> SwarmTracker::worker_of(const std::string& key) {
+std::optional<SwarmKeyHolder> SwarmTracker::holder_of(const std::string& key) {
   const size_t dash = key.rfind('-');
-  if (dash == std::string::npos || dash == 0) return std::nullopt;
-  const std::string worker = key.substr(0, dash);
-  if (!net::constant_time_equal(key, key_for(worker))) return std::nullopt;
-  if (worker_ok_ && !worker_ok_(worker)) return std::nullopt;
-  return worker;
+  if (dash == std::string::npos || dash == 0 || dash + 1 == key.size()) return std::nullopt;
+  SwarmKeyHolder holder{key.substr(0, dash), key[dash + 1] != 'n'};
+  if (!net::constant_time_equal(key, key_for(holder.worker, holder.serves))) return std::nullopt;
+  if (worker_ok_ && !worker_ok_(holder.worker)) return std::nullopt;
+  return holder;
 }
 
 std::vector<char> SwarmTracker::torrent(const Hash128& blob) {
@@ -189,7 +192,7 @@ bool SwarmTracker::held_in_swarm_locked(const std::string& blob_hex, const Piece
   if (swarm == swarms_.end()) return false;
   const auto ttl = std::chrono::seconds(3 * options_.interval_s);  // as expire_locked
   for (const auto& [address, peer] : swarm->second.peers) {
-    if (now - peer.seen > ttl) continue;
+    if (now - peer.seen > ttl || !peer.serves) continue;
     for (const uint16_t t : ledger.took[p])
       if (t != PieceLedger::kNobody && peer.worker == ledger.takers[t]) return true;
   }
@@ -313,8 +316,8 @@ void SwarmTracker::expire_locked(Swarm& s, Clock::time_point now) {
 }
 
 std::string SwarmTracker::announce(const std::string& key, const SwarmAnnounce& a) {
-  const std::optional<std::string> worker = worker_of(key);
-  if (!worker) return net::swarm::announce_failure("unknown or refused swarm key");
+  const std::optional<SwarmKeyHolder> holder = holder_of(key);
+  if (!holder) return net::swarm::announce_failure("unknown or refused swarm key");
   if (a.info_hash.size() != 20) return net::swarm::announce_failure("info_hash is not 20 bytes");
   if (a.port == 0) return net::swarm::announce_failure("port 0");
   std::lock_guard lock(mutex_);
@@ -335,14 +338,16 @@ std::string SwarmTracker::announce(const std::string& key, const SwarmAnnounce& 
           [](const auto& x, const auto& y) { return x.second.seen < y.second.seen; });
       swarm.peers.erase(stalest);
     }
-    swarm.peers[address] = Peer{*worker, a.left, now};
+    swarm.peers[address] = Peer{holder->worker, holder->serves, a.left, now};
   }
-  // Up to 50 others, drawn at random so that a thousand workers do not all dial the same few.
+  // Up to 50 others that serve, drawn at random so that a thousand workers do not all dial the
+  // same few.
   std::vector<net::swarm::PeerAddress> others;
   int complete = 0, incomplete = 0;
   for (const auto& [addr, peer] : swarm.peers) {
     (peer.left == 0 ? complete : incomplete) += 1;
-    if (addr != address && peer.worker != *worker) others.push_back({addr.first, addr.second});
+    if (addr != address && peer.worker != holder->worker && peer.serves)
+      others.push_back({addr.first, addr.second});
   }
   for (size_t i = others.size(); i > 1; --i) std::swap(others[i - 1], others[shuffle_.next() % i]);
   if (others.size() > 50) others.resize(50);

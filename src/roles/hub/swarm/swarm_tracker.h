@@ -6,7 +6,11 @@
 // session.
 //
 // A key is the worker's id and a MAC of it under a secret the hub keeps on disk: nothing to
-// remember per worker, and valid across hub restarts. Bounded: torrents only for blobs in the store
+// remember per worker, and valid across hub restarts. A worker that serves nobody (`stoa work
+// --no-serve`) says so when it asks for its key, and the key says it: such a peer is never in
+// another's peer list (it would take a connection and answer nothing) nor counted as holding a
+// piece it took from the web seed. A worker that says it serves and does not is bounded by the
+// web seed's waits. Bounded: torrents only for blobs in the store
 // (at most kMaxTorrents remembered, the oldest forgotten whole), peers per torrent at most
 // kMaxPeers (the stalest leave first), and a peer not heard from in three announce intervals leaves
 // the list. A quarantined or unknown worker's announce is refused.
@@ -30,6 +34,12 @@
 #include "roles/hub/identity/rate_limit.h"
 
 namespace stoa::hub {
+
+// Whom a swarm key names, and whether that worker serves other workers.
+struct SwarmKeyHolder {
+  std::string worker;
+  bool serves = true;
+};
 
 struct SwarmAnnounce {
   std::string info_hash;  // the 20 raw bytes
@@ -77,10 +87,10 @@ class SwarmTracker {
   SwarmTracker(pulse::BlobStore& store, std::function<bool(const std::string&)> worker_ok,
                SwarmTrackerOptions options = {});
 
-  // The worker's key (the same one for every call of that worker).
-  std::string key_for(const std::string& worker_id);
-  // The worker a key names, or nullopt (an unknown key, or a worker no longer allowed).
-  std::optional<std::string> worker_of(const std::string& key);
+  // The worker's key (the same one for every call of that worker and `serves`).
+  std::string key_for(const std::string& worker_id, bool serves = true);
+  // Whom a key names, or nullopt (an unknown key, or a worker no longer allowed).
+  std::optional<SwarmKeyHolder> holder_of(const std::string& key);
   // The blob's torrent (made on first use; hashing the file). Throws kNotFound for a blob the
   // store does not hold.
   std::vector<char> torrent(const Hash128& blob);
@@ -115,6 +125,7 @@ class SwarmTracker {
  private:
   struct Peer {
     std::string worker;
+    bool serves = true;
     uint64_t left = 0;
     std::chrono::steady_clock::time_point seen;
   };
