@@ -10,6 +10,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <mutex>
+#include <string>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -107,32 +110,55 @@ TEST(HttpEnvTask, ThePythonEnvironmentRunsAWholeEpisode) {
 }
 
 // A misbehaving environment on a loopback port, answering /v1/info correctly unless told not to.
+// The server answers on its own threads while the test changes the replies (and a slow reply the
+// client gave up on is still being answered), so every knob is read and set under one lock.
 class FakeEnvironment {
  public:
   FakeEnvironment() {
     server_.http.Get("/v1/info", [this](const httplib::Request&, httplib::Response& res) {
-      res.set_content(info_, "application/json");
+      res.set_content(locked(info_), "application/json");
     });
     server_.http.Post("/v1/step", [this](const httplib::Request&, httplib::Response& res) {
       const int n = steps_.fetch_add(1);
-      if (slow_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(slow_ms_));
-      res.set_content(step_reply_ ? step_reply_(n) : "{}", "application/json");
+      const int slow_ms = slow_ms_.load();
+      if (slow_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(slow_ms));
+      const std::function<std::string(int)> reply = locked(step_reply_);
+      res.set_content(reply ? reply(n) : "{}", "application/json");
     });
     server_.http.Post("/v1/reward", [this](const httplib::Request&, httplib::Response& res) {
-      res.status = reward_status_;
-      res.set_content(reward_reply_, "application/json");
+      res.status = reward_status_.load();
+      res.set_content(locked(reward_reply_), "application/json");
     });
     server_.start();
   }
   std::string url() const { return server_.url(); }
 
-  std::string info_ = R"({"protocol": 1, "name": "fake", "stop_strings": ["</x>"]})";
-  std::function<std::string(int)> step_reply_;
-  int slow_ms_ = 0;
-  int reward_status_ = 200;
-  std::string reward_reply_ = R"({"reward": 0.5})";
+  void set_info(std::string info) { set_locked(info_, std::move(info)); }
+  void set_step_reply(std::function<std::string(int)> reply) {
+    set_locked(step_reply_, std::move(reply));
+  }
+  void set_slow_ms(int ms) { slow_ms_ = ms; }
+  void set_reward_status(int status) { reward_status_ = status; }
+  void set_reward_reply(std::string reply) { set_locked(reward_reply_, std::move(reply)); }
 
  private:
+  template <typename T>
+  T locked(const T& value) const {
+    std::lock_guard lock(mutex_);
+    return value;
+  }
+  template <typename T>
+  void set_locked(T& slot, T value) {
+    std::lock_guard lock(mutex_);
+    slot = std::move(value);
+  }
+
+  mutable std::mutex mutex_;
+  std::string info_ = R"({"protocol": 1, "name": "fake", "stop_strings": ["</x>"]})";
+  std::function<std::string(int)> step_reply_;
+  std::string reward_reply_ = R"({"reward": 0.5})";
+  std::atomic<int> slow_ms_{0};
+  std::atomic<int> reward_status_{200};
   std::atomic<int> steps_{0};
   test::LoopbackServer server_;
 };
@@ -149,13 +175,13 @@ void expect_environment_error(F&& f, const std::string& needle) {
 
 TEST(HttpEnvTask, AnEnvironmentThatAnswersDifferentlyIsCaught) {
   FakeEnvironment fake;
-  fake.step_reply_ = [](int n) {
+  fake.set_step_reply([](int n) {
     return nlohmann::json{{"kind", "tool"},
                           {"tool", "t"},
                           {"done", false},
                           {"observation", {{"body", "roll " + std::to_string(n)}}}}
         .dump();
-  };
+  });
   HttpEnvTask task({.url = fake.url()});
   const QaItem q = problem("q7", "?", "1");
   EXPECT_EQ(task.on_turn(q, "a", true).observation.body, "roll 0");
@@ -169,42 +195,42 @@ TEST(HttpEnvTask, BrokenEnvironmentsAreClearErrors) {
   expect_environment_error([] { HttpEnvTask({.url = "http://127.0.0.1:1"}); }, "unreachable");
   {
     FakeEnvironment fake;
-    fake.info_ = R"({"protocol": 2, "name": "x", "stop_strings": ["a"]})";
+    fake.set_info(R"({"protocol": 2, "name": "x", "stop_strings": ["a"]})");
     expect_environment_error([&] { HttpEnvTask({.url = fake.url()}); }, "protocol 2");
   }
   {
     FakeEnvironment fake;
-    fake.info_ = R"({"protocol": 1, "name": "x", "stop_strings": []})";
+    fake.set_info(R"({"protocol": 1, "name": "x", "stop_strings": []})");
     expect_environment_error([&] { HttpEnvTask({.url = fake.url()}); }, "stop_strings");
   }
   FakeEnvironment fake;
   HttpEnvTask task({.url = fake.url(), .timeout_s = 0.5, .max_reply_bytes = 4096});
   const QaItem q = problem("q", "?", "1");
-  fake.step_reply_ = [](int) { return std::string("not json"); };
+  fake.set_step_reply([](int) { return std::string("not json"); });
   expect_environment_error([&] { task.on_turn(q, "a", true); }, "not a JSON object");
-  fake.step_reply_ = [](int) { return std::string(R"({"kind": "dance", "done": false})"); };
+  fake.set_step_reply([](int) { return std::string(R"({"kind": "dance", "done": false})"); });
   expect_environment_error([&] { task.on_turn(q, "b", true); }, "kind 'dance'");
-  fake.step_reply_ = [](int) { return std::string(R"({"kind": "tool", "done": false})"); };
+  fake.set_step_reply([](int) { return std::string(R"({"kind": "tool", "done": false})"); });
   expect_environment_error([&] { task.on_turn(q, "c", true); }, "without 'tool'");
-  fake.step_reply_ = [](int) {
+  fake.set_step_reply([](int) {
     return std::string(R"({"kind": "tool", "tool": "t", "done": false, "observation": )"
                        R"({"body": "ran"}})");
-  };
+  });
   expect_environment_error([&] { task.on_turn(q, "d", false); }, "tools_allowed was false");
-  fake.step_reply_ = [](int) { return std::string(R"({"kind": "answer", "done": "yes"})"); };
+  fake.set_step_reply([](int) { return std::string(R"({"kind": "answer", "done": "yes"})"); });
   expect_environment_error([&] { task.on_turn(q, "e", true); }, "'done' is not a boolean");
-  fake.step_reply_ = [](int) { return "{\"pad\": \"" + std::string(10000, 'x') + "\"}"; };
+  fake.set_step_reply([](int) { return "{\"pad\": \"" + std::string(10000, 'x') + "\"}"; });
   expect_environment_error([&] { task.on_turn(q, "f", true); }, "larger than 4096 bytes");
-  fake.step_reply_ = [](int) { return std::string(R"({"kind": "answer", "done": true})"); };
-  fake.slow_ms_ = 1500;
+  fake.set_step_reply([](int) { return std::string(R"({"kind": "answer", "done": true})"); });
+  fake.set_slow_ms(1500);
   expect_environment_error([&] { task.on_turn(q, "g", true); }, "unreachable");
-  fake.slow_ms_ = 0;
-  fake.reward_status_ = 500;
+  fake.set_slow_ms(0);
+  fake.set_reward_status(500);
   expect_environment_error([&] { task.reward("r", {"1"}); }, "answered HTTP 500");
-  fake.reward_status_ = 200;
-  fake.reward_reply_ = R"({"reward": "high"})";
+  fake.set_reward_status(200);
+  fake.set_reward_reply(R"({"reward": "high"})");
   expect_environment_error([&] { task.reward("r", {"1"}); }, "not a finite number");
-  fake.reward_reply_ = R"({"reward": 0.25})";
+  fake.set_reward_reply(R"({"reward": 0.25})");
   EXPECT_EQ(task.reward("r", {"1"}), 0.25);
 }
 
