@@ -10,12 +10,15 @@
 #include <string>
 
 #include "core/process_run.h"
+#include "support/sanitizer.h"
 #include "support/temp_dir.h"
 
 namespace stoa {
 namespace {
 
 TEST(SeedModelMemory, Int8InitOfLfm2_8bHoldsOneTensor) {
+  if (stoa::testing::kSanitizerShadowsMemory)
+    GTEST_SKIP() << stoa::testing::kNoMemoryBoundsUnderSanitizer;
   const char* binary = std::getenv("STOA_BINARY");
   ASSERT_NE(binary, nullptr) << "STOA_BINARY is not set (run through ctest)";
   testing::TempDir dir("memory-8b");

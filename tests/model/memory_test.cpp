@@ -20,6 +20,7 @@
 #include "model/presets.h"
 #include "model/weights.h"
 #include "support/file_text.h"
+#include "support/sanitizer.h"
 #include "support/temp_dir.h"
 
 namespace stoa {
@@ -94,6 +95,8 @@ testing::TempDir* StreamingMemory::dir_ = nullptr;
 int64_t StreamingMemory::baseline_ = 0;
 
 TEST_F(StreamingMemory, InitImportExportHoldOneTensorAtATime) {
+  if (stoa::testing::kSanitizerShadowsMemory)
+    GTEST_SKIP() << stoa::testing::kNoMemoryBoundsUnderSanitizer;
   ASSERT_GT(baseline_, 0);
   // Random init straight to bf16 safetensors (f32 masters never exist).
   Measured init = run_stoa({"model", "init", "--config", dir_->file("config.json"), "--seed", "3",

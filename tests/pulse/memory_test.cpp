@@ -19,6 +19,7 @@
 #include "pulse/format.h"
 #include "pulse/patch.h"
 #include "pulse/pulse_test_util.h"
+#include "support/sanitizer.h"
 #include "support/temp_dir.h"
 
 namespace stoa::pulse {
@@ -94,6 +95,8 @@ struct PulseMemoryTest : stoa::testing::TempDirTest {
 };
 
 TEST_F(PulseMemoryTest, AnAnchorLoadsFromItsFileWithinOnePointOneFiveTimesTheState) {
+  if (stoa::testing::kSanitizerShadowsMemory)
+    GTEST_SKIP() << stoa::testing::kNoMemoryBoundsUnderSanitizer;
   const int64_t streamed = child_peak_growth([] {},
                                              [this] {
                                                Int8State s = decode_anchor_file(anchor_path());
@@ -113,6 +116,8 @@ TEST_F(PulseMemoryTest, AnAnchorLoadsFromItsFileWithinOnePointOneFiveTimesTheSta
 }
 
 TEST_F(PulseMemoryTest, APatchAppliesInPlaceWithAnUndoLogNotCopies) {
+  if (stoa::testing::kSanitizerShadowsMemory)
+    GTEST_SKIP() << stoa::testing::kNoMemoryBoundsUnderSanitizer;
   std::optional<Int8State> state;
   std::vector<uint8_t> blob;
   const int64_t growth = child_peak_growth(

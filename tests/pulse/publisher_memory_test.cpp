@@ -23,6 +23,7 @@
 #include "pulse/patch.h"
 #include "pulse/publisher.h"
 #include "support/peak_memory.h"
+#include "support/sanitizer.h"
 
 namespace stoa::pulse {
 namespace {
@@ -59,6 +60,8 @@ WeightViews views_of(const Masters& masters) {
 }
 
 TEST(PulsePublisherMemory, TheStreamedPublishHoldsOneViewNotACopyAndTwoStates) {
+  if (stoa::testing::kSanitizerShadowsMemory)
+    GTEST_SKIP() << stoa::testing::kNoMemoryBoundsUnderSanitizer;
   const fs::path dir = fs::temp_directory_path() / cat("stoa_publisher_memory_", ::getpid());
   SimLayout layout = sim_layout_100m();
   layout.layers = 6;  // ~62M: within CI's time (the 12-layer 100M: docs/design/pulse.md)

@@ -29,6 +29,7 @@
 #include "pulse/pulse_test_util.h"
 #include "roles/worker/weight_sync.h"
 #include "support/peak_memory.h"
+#include "support/sanitizer.h"
 
 namespace stoa::worker {
 namespace {
@@ -173,6 +174,8 @@ class FileHub final : public BlobSource {
 };
 
 TEST(WorkerMemory, AnchorLoadAndPatchApplyStayWithinOnePointOneFiveTimesTheState) {
+  if (stoa::testing::kSanitizerShadowsMemory)
+    GTEST_SKIP() << stoa::testing::kNoMemoryBoundsUnderSanitizer;
   const ModelConfig config = measured_config();
   const fs::path dir =
       fs::temp_directory_path() / ("stoa_worker_memory_" + std::to_string(::getpid()));
