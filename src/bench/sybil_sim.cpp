@@ -1,7 +1,5 @@
 #include "bench/sybil_sim.h"
 
-#include "bench/bench_task.h"
-
 #include <algorithm>
 #include <cmath>
 #include <deque>
@@ -40,10 +38,14 @@ class TruthAuditor final : public hub::RolloutAuditor {
   std::deque<std::string> queue_;
 };
 
+// Every simulated token's log-prob (the content is not what is simulated; forgery is by fiat).
+constexpr float kLogprob = -0.5f;
+
 struct SimWorker {
   std::string id;
   std::string address;
   bool attacker = false;
+  bool lazy = false;  // an honest author that passes every check unreplayed
   int64_t groups = 0;
   std::optional<net::Lease> lease;
   int64_t ready_s = 0;
@@ -69,6 +71,7 @@ json run_one(const SybilSimOptions& o, double f, double audit, const fs::path& d
   config.verify.first_rollouts = o.first_rollouts;
   config.verify.check_share = o.check_share;
   config.verify.check_allowance = o.check_allowance;
+  config.verify.canary_fraction = o.canary_fraction;
   config.verify.max_wait_ms = 3'600'000;
   config.seed = o.seed;
   hub::HubDeps deps = world.deps();
@@ -82,18 +85,21 @@ json run_one(const SybilSimOptions& o, double f, double audit, const fs::path& d
 
   Rng rng(o.seed, static_cast<uint64_t>(f * 1000) + 7);
   const int attackers = static_cast<int>(std::lround(f * o.workers));
+  const int lazy = static_cast<int>(std::lround(o.lazy_fraction * (o.workers - attackers)));
   std::vector<SimWorker> fleet(static_cast<size_t>(o.workers));
   for (int i = 0; i < o.workers; ++i) {
     SimWorker& w = fleet[static_cast<size_t>(i)];
     w.attacker = i < attackers;
+    w.lazy = !w.attacker && i < attackers + lazy;
     w.address = "10.0." + std::to_string(i / 250) + "." + std::to_string(i % 250 + 1);
     net::JoinRequest r;
     r.name = (w.attacker ? "sybil-" : "honest-") + std::to_string(i);
     w.id = hub.join("sim", r, w.address).worker_id;
   }
-  std::set<std::string> forged, attacker_ids;
-  for (const auto& w : fleet)
-    if (w.attacker) attacker_ids.insert(w.id);
+  // Forged rollouts by id (what the hub's trusted replay, which sees the submission, judges)
+  // and by seed (what the attacker's checkers recognise in a blinded job).
+  std::set<std::string> forged;
+  std::set<uint64_t> forged_seeds;
   // The attacker forges once its first rollouts (the hub's own replay) are behind it.
   const int64_t honest_groups = (o.first_rollouts + config.group_size - 1) / config.group_size;
   int64_t submitted = 0, forged_submitted = 0, forged_trained = 0, honest_trained = 0,
@@ -114,7 +120,6 @@ json run_one(const SybilSimOptions& o, double f, double audit, const fs::path& d
         net::JoinRequest r;
         r.name = "sybil-again";
         w.id = hub.join("sim", r, w.address).worker_id;
-        attacker_ids.insert(w.id);
         w.groups = 0;
         w.lease.reset();
         w.checks.clear();
@@ -126,13 +131,14 @@ json run_one(const SybilSimOptions& o, double f, double audit, const fs::path& d
             worker::RolloutRecord record(*w.lease, w.id);
             record.set_replay_info(w.lease->seeds.at(static_cast<size_t>(k)), "sim", 1);
             for (int32_t t : codec.encode("<answer>migraine</answer>"))
-              record.add_generated(t, -0.5f, 1);
+              record.add_generated(t, kLogprob, 1);
             record.set_answer("<answer>migraine</answer>");
             const net::RolloutSubmission m = record.finish();
             if (hub.submit(w.id, m, w.address).status != net::IntakeStatus::kAccepted) continue;
             ++submitted;
             if (forge && k < o.forged_per_group) {
               forged.insert(m.id);
+              forged_seeds.insert(*m.seed);
               ++forged_submitted;
             }
           }
@@ -153,10 +159,21 @@ json run_one(const SybilSimOptions& o, double f, double audit, const fs::path& d
         }
         // Checks leased last second are answered now; then up to checks_per_s more.
         for (const auto& check : w.checks) {
-          const bool truth_pass = !forged.count(check.job.rollout.id);
-          const bool team = attacker_ids.count(check.job.rollout.worker_id) > 0;
+          // What an exact replay finds: a forged rollout, or a canary (the hub nudged a
+          // log-prob; the simulated rollouts all carry kLogprob).
+          const auto& r = check.job.rollout;
+          bool nudged = false;
+          for (size_t p = 0; p < r.logprobs.size(); ++p)
+            nudged |= r.mask[p] && r.logprobs[p] != kLogprob;
+          const bool truth_pass = !nudged && !(r.seed && forged_seeds.count(*r.seed));
+          const bool ours = !nudged && r.seed && forged_seeds.count(*r.seed);
           hub::AuditVerdict v;
-          v.pass = (w.attacker && team) ? true : truth_pass;
+          if (w.lazy)
+            v.pass = true;
+          else if (w.attacker)
+            v.pass = truth_pass || ours;
+          else
+            v.pass = truth_pass;
           if (!v.pass) v.what = "logprob";
           ++peer_checks;
           try {
@@ -198,8 +215,11 @@ json run_one(const SybilSimOptions& o, double f, double audit, const fs::path& d
     }
     clock_ms += 1000;
   }
-  int64_t honest_quarantined = 0;
-  for (const auto& w : fleet) honest_quarantined += !w.attacker && hub.quarantined(w.id);
+  int64_t honest_quarantined = 0, lazy_quarantined = 0;
+  for (const auto& w : fleet) {
+    honest_quarantined += !w.attacker && !w.lazy && hub.quarantined(w.id);
+    lazy_quarantined += w.lazy && hub.quarantined(w.id);
+  }
   const auto c = hub.counters();
   auto counter = [&c](const char* k) { return c.count(k) ? c.at(k) : 0.0; };
   const double accepted = std::max<double>(1, static_cast<double>(submitted));
@@ -217,6 +237,10 @@ json run_one(const SybilSimOptions& o, double f, double audit, const fs::path& d
           {"analytic_per_forged_rollout", f * (1 - audit)},
           {"attacker_identities_quarantined", identities_burned},
           {"honest_quarantined", honest_quarantined},
+          {"lazy_checkers", lazy},
+          {"lazy_quarantined", lazy_quarantined},
+          {"canary_checks", counter("canary_checks_leased")},
+          {"canary_checks_passed", counter("canary_checks_passed")},
           {"checkers_quarantined", counter("checkers_quarantined")},
           {"peer_checks_per_rollout", static_cast<double>(peer_checks) / accepted},
           {"hub_replays_per_rollout", static_cast<double>(trusted_replays) / accepted},
@@ -245,6 +269,8 @@ json run_sybil_sim(const SybilSimOptions& o) {
           {"first_rollouts", o.first_rollouts},
           {"check_share", o.check_share},
           {"check_allowance", o.check_allowance},
+          {"canary_fraction", o.canary_fraction},
+          {"lazy_fraction", o.lazy_fraction},
           {"runs", runs}};
 }
 

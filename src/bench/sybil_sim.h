@@ -3,7 +3,11 @@
 // in-process hub::Hub with [verify] peer through its own calls (lease, submit, lease_check,
 // record_check, take_groups) on a simulated clock: a fraction f of the workers is one attacker's,
 // which behaves for its first groups, then forges every rollout, and as checkers passes its own
-// forgeries (and answers every other check honestly, so as not to be caught for it). The hub's
+// forgeries (and answers every other check honestly, so as not to be caught for it). Check jobs
+// come blinded (no author, no rollout id), so the attacker's checkers know a forgery of theirs by
+// its content (the team keeps the seeds it forged on); passing whatever fails their replay
+// instead would be passing everything, which is what a lazy checker does: a share of the honest
+// workers may be lazy checkers that pass every check unreplayed. The hub's
 // trusted replay is stood in for by the truth (exact replay decides exactly: tested on real
 // replays in test_verify_peer and test_verify_replay). Measured per f: forged rollouts submitted,
 // trained and caught, attackers and honest workers quarantined, and the checking work per
@@ -35,6 +39,8 @@ struct SybilSimOptions {
   int64_t first_rollouts = 16;
   double check_share = 1.0;
   int64_t check_allowance = 2;
+  double canary_fraction = 0.05;  // [verify] canary_fraction
+  double lazy_fraction = 0;       // of the honest workers: pass every check without replaying it
   uint64_t seed = 1;
 };
 

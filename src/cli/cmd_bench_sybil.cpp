@@ -31,6 +31,12 @@ CommandRegistration bench_cmd(
       app.add_option("--first-rollouts", o->first_rollouts)->capture_default_str();
       app.add_option("--check-share", o->check_share)->capture_default_str();
       app.add_option("--check-allowance", o->check_allowance)->capture_default_str();
+      app.add_option("--canary", o->canary_fraction, "[verify] canary_fraction")
+          ->capture_default_str();
+      app.add_option("--lazy", o->lazy_fraction,
+                     "share of the honest workers that pass every check without replaying")
+          ->check(CLI::Range(0.0, 1.0))
+          ->capture_default_str();
       app.add_option("--seed", o->seed)->capture_default_str();
       return [o] {
         set_log_level(LogLevel::kError);  // every quarantine is logged: thousands of lines

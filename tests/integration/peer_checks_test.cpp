@@ -3,7 +3,8 @@
 // them a volunteer's bare worker (the task through the hub). Each worker's first rollouts go to
 // the hub's own replay; every later rollout is replayed by another worker the hub picks before
 // its group may train. Honest workers: every check passes, nobody is quarantined, no check is
-// escalated as a disagreement, and the trainer trains on checked groups only.
+// escalated as a disagreement, and the trainer trains on checked groups only; the canaries among
+// the checks (a rollout the hub changed) all fail, as an exact replay must fail them.
 #include <cstdio>
 
 #include "integration/cluster.h"
@@ -22,6 +23,7 @@ TEST(PeerChecks, HonestWorkersCheckEachOtherAcrossKernelTargets) {
     rc.hub.verify.peer = true;
     rc.hub.verify.first_rollouts = 2;
     rc.hub.verify.audit_fraction = 0.25;
+    rc.hub.verify.canary_fraction = 0.3;  // a few canaries among the first checks
   };
   Cluster c("peer_checks", spec);
   c.start_hub();
@@ -37,7 +39,7 @@ TEST(PeerChecks, HonestWorkersCheckEachOtherAcrossKernelTargets) {
         s = c.status();
         return s.contains("counters") &&
                counter("peer_checks_passed") + counter("peer_checks_failed") >= kChecks &&
-               s.value("step", 0) >= 2;
+               counter("canary_checks_caught") >= 2 && s.value("step", 0) >= 2;
       },
       180s);
   ASSERT_TRUE(checked) << s.dump() << "\n" << c.logs();
@@ -52,6 +54,12 @@ TEST(PeerChecks, HonestWorkersCheckEachOtherAcrossKernelTargets) {
   EXPECT_EQ(counter("verification_failures"), 0.0) << s.dump() << c.logs();
   EXPECT_EQ(counter("workers_quarantined"), 0.0) << s.dump() << c.logs();
   EXPECT_EQ(counter("checkers_quarantined"), 0.0) << s.dump();
+  // Canaries (a rollout the hub passed, one log-prob nudged, blinded like every job): every
+  // honest checker's replay fails them, the bare worker's through the hub's task proxy too.
+  std::printf("canary checks: %.0f leased, %.0f failed by their checker (as they must)\n",
+              counter("canary_checks_leased"), counter("canary_checks_caught"));
+  EXPECT_EQ(counter("canary_checks_passed"), 0.0) << s.dump();
+  EXPECT_EQ(counter("canary_checks_no_opinion"), 0.0) << s.dump() << c.logs();
   c.stop_all();
   // Every worker took checks: the hub spreads them (never the author's own).
   for (const char* w : {"w-best", "w-last", "w-third"})

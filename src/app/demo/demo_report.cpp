@@ -26,7 +26,8 @@ std::string rl_progress_line(const nlohmann::json& st, double elapsed_s) {
   if (c.contains("peer_checks_passed"))
     o << "  peer-checked "
       << c.value("peer_checks_passed", 0.0) + c.value("peer_checks_failed", 0.0) << " (escalated "
-      << c.value("checks_escalated", 0.0) << ")";
+      << c.value("checks_escalated", 0.0) << ", canaries " << c.value("canary_checks_leased", 0.0)
+      << ")";
   if (st.contains("last_step")) {
     const auto& s = st["last_step"];
     o.precision(3);

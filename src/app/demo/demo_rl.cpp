@@ -313,7 +313,8 @@ static nlohmann::json phase_figures(const RlOptions& o, const RlResult& r,
   for (const char* name : {"versions", "rollouts_accepted", "rollouts_rejected",
                            "rollouts_verified", "verification_failures", "workers_quarantined",
                            "verification_cpu_seconds", "peer_checks_passed", "peer_checks_failed",
-                           "peer_check_cpu_seconds", "checks_escalated", "checkers_quarantined"})
+                           "peer_check_cpu_seconds", "checks_escalated", "checkers_quarantined",
+                           "canary_checks_leased", "canary_checks_caught", "canary_checks_passed"})
     figures[name] = counters.value(name, 0.0);
   // The step log's summary figures under theirs.
   for (const char* name : {"steps", "tv_mean", "kl_mean", "patch_bytes_mean", "anchor_bytes_mean",

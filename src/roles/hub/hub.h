@@ -405,6 +405,21 @@ class Hub final : public TrainerPort {
                                                     const std::string& prompt_id) const;
   // Forgets a rollout's peer job and escalation (its group was dropped or timed out).
   void forget_check_locked(const std::string& rollout_id);
+  // Canary checks (canary_checks.cpp). Keeps a job the trusted replay is about to judge as a
+  // possible canary; the verdict keeps it (a pass) or forgets it.
+  void note_canary_candidate_locked(const AuditJob& job, const std::string& author_token,
+                                    const std::string& author_address, const std::string& seen_by);
+  void judge_canary_candidate_locked(const std::string& rollout_id, bool pass);
+  // A canary for `worker_id` from a source whose author it may check (`may_check(token,
+  // address, author worker id)`), or nullopt when none is usable.
+  std::optional<CheckLease> lease_canary_locked(
+      const std::string& worker_id,
+      const std::function<bool(const std::string&, const std::string&, const std::string&)>&
+          may_check);
+  std::string record_canary_locked(const std::string& worker_id, const std::string& job_id,
+                                   const AuditVerdict& verdict);
+  void expire_canaries_locked(int64_t now_ms);
+  void drop_canaries_of_locked(const std::string& checker);
   std::string verification_metrics_locked() const;
 
   HubConfig config_;

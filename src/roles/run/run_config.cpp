@@ -274,6 +274,7 @@ void verify_keys(Keys& k, Config& c) {
   k.value("check_share", vp.check_share);
   k.value("check_allowance", vp.check_allowance);
   k.value("max_checks_in_flight", vp.max_checks_in_flight);
+  k.value("canary_fraction", vp.canary_fraction);
 }
 
 }  // namespace
@@ -409,12 +410,14 @@ RunConfig parse_run_config(const std::string& text, const std::string& source,
   if (root["verify"]["peer"]) c.verify_peer = peer;
   vp.peer = vp.enabled && c.verify_peer.value_or(c.hub.beyond_loopback);
   v.check_unknown();
-  STOA_CHECK(vp.audit_fraction >= 0 && vp.audit_fraction <= 1 && vp.check_share >= 0 &&
-                 vp.check_allowance >= 0 && vp.max_checks_in_flight >= 1 &&
-                 vp.peer_wait_ms >= 1000 && vp.peer_lease_ms >= 1000,
-             ErrorKind::kInvalidArgument, source,
-             ": [verify] audit_fraction must be in [0, 1], check_share and check_allowance >= 0, "
-             "max_checks_in_flight >= 1, peer_wait_s and peer_lease_s >= 1");
+  STOA_CHECK(
+      vp.audit_fraction >= 0 && vp.audit_fraction <= 1 && vp.canary_fraction >= 0 &&
+          vp.canary_fraction <= 0.5 && vp.check_share >= 0 && vp.check_allowance >= 0 &&
+          vp.max_checks_in_flight >= 1 && vp.peer_wait_ms >= 1000 && vp.peer_lease_ms >= 1000,
+      ErrorKind::kInvalidArgument, source,
+      ": [verify] audit_fraction must be in [0, 1], canary_fraction in [0, 0.5], check_share "
+      "and check_allowance >= 0, "
+      "max_checks_in_flight >= 1, peer_wait_s and peer_lease_s >= 1");
   STOA_CHECK(vp.fraction >= 0 && vp.fraction <= 1 && vp.threads >= (vp.remote ? 0 : 1) &&
                  vp.max_queue >= 1 && vp.job_lease_ms >= 1000,
              ErrorKind::kInvalidArgument, source,

@@ -8,9 +8,11 @@
 // replay; checks not answered or not taken in time go to the hub's replay.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -32,12 +34,14 @@ class PeerTest : public testing::ReplayFixture {
     hc.verify.check_allowance = 0;
     hc.verify.check_share = 1.0;
     hc.verify.max_checks_in_flight = 4;
+    hc.verify.canary_fraction = canary_fraction();
     clock_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                    std::chrono::system_clock::now().time_since_epoch())
                    .count();
     deps.clock_ms = [this] { return clock_ms.load(); };
   }
   virtual double audit_fraction() const { return 0.0; }
+  virtual double canary_fraction() const { return 0.0; }
   void SetUp() override {
     ReplayFixture::SetUp();
     peer_states = std::make_unique<VersionStates>(*store);
@@ -60,8 +64,17 @@ class PeerTest : public testing::ReplayFixture {
       const auto r = hub->submit(w.id, m, address);
       EXPECT_EQ(r.status, net::IntakeStatus::kAccepted) << r.reason << ": " << r.detail;
       ids.push_back(m.id);
+      submitted[*m.seed] = {w.id, m.id};
     }
     return ids;
+  }
+  // A check job names neither its author nor the rollout (blind_check_job): the test knows them
+  // by the seed, which only that rollout drew with.
+  std::string author_of(const hub::Hub::CheckLease& l) {
+    return submitted.at(l.job.rollout.seed.value()).first;
+  }
+  std::string rollout_of(const hub::Hub::CheckLease& l) {
+    return submitted.at(l.job.rollout.seed.value()).second;
   }
   // Each worker's first group, through the hub's replay: it earns the worker its checks.
   void first_groups(const std::vector<Worker>& workers) {
@@ -80,6 +93,7 @@ class PeerTest : public testing::ReplayFixture {
   }
   size_t takeable() { return hub->take_groups(100, std::chrono::milliseconds(0)).size(); }
 
+  std::map<uint64_t, std::pair<std::string, std::string>> submitted;  // seed -> author, rollout
   std::atomic<int64_t> clock_ms{0};
   std::unique_ptr<VersionStates> peer_states;
   std::unique_ptr<ReplayValidator> peer;
@@ -100,21 +114,21 @@ TEST_F(PeerTest, EveryRolloutIsCheckedByAnotherWorkerBeforeItTrains) {
   for (int i = 0; i < 2; ++i) {
     auto l = hub->lease_check(w[0].id);
     ASSERT_TRUE(l.has_value());
-    EXPECT_NE(l->job.rollout.worker_id, w[0].id) << "a worker was given its own rollout";
+    EXPECT_NE(author_of(*l), w[0].id) << "a worker was given its own rollout";
     mine.push_back(*l);
   }
   EXPECT_FALSE(hub->lease_check(w[0].id).has_value()) << "checks past the worker's share";
   for (const auto& l : mine) {
-    EXPECT_EQ(hub->record_check(w[0].id, l.job_id, replay(l)), l.job.rollout.id);
-    waiting.erase(l.job.rollout.id);
+    EXPECT_EQ(hub->record_check(w[0].id, l.job_id, replay(l)), rollout_of(l));
+    waiting.erase(rollout_of(l));
   }
   for (int round = 0; round < 8 && !waiting.empty(); ++round) {
     for (const auto& x : {w[1], w[2]}) {
       auto l = hub->lease_check(x.id);
       if (!l) continue;
-      EXPECT_NE(l->job.rollout.worker_id, x.id);
+      EXPECT_NE(author_of(*l), x.id);
       hub->record_check(x.id, l->job_id, replay(*l));
-      waiting.erase(l->job.rollout.id);
+      waiting.erase(rollout_of(*l));
     }
   }
   EXPECT_TRUE(waiting.empty()) << waiting.size() << " rollouts never checked";
@@ -142,9 +156,9 @@ TEST_F(PeerTest, TheHubsReplayDecidesADisagreementAndQuarantinesTheLiar) {
   for (int i = 0; i < 2; ++i) {
     auto l = hub->lease_check(honest.id);
     ASSERT_TRUE(l.has_value());
-    EXPECT_EQ(l->job.rollout.worker_id, forger.id);
+    EXPECT_EQ(author_of(*l), forger.id);
     const hub::AuditVerdict v = replay(*l);
-    EXPECT_EQ(v.pass, l->job.rollout.id != forged[0]) << v.what << " " << v.detail;
+    EXPECT_EQ(v.pass, rollout_of(*l) != forged[0]) << v.what << " " << v.detail;
     hub->record_check(honest.id, l->job_id, v);
   }
   set_hold_verdicts(false);
@@ -233,7 +247,7 @@ TEST_F(PeerTest, ACheckerSharingTheAuthorsAddressIsPassedOverWhileAnotherCanChec
   EXPECT_FALSE(hub->lease_check(neighbour.id, "10.0.0.1").has_value());
   auto l = hub->lease_check(stranger.id, "10.0.0.2");
   ASSERT_TRUE(l.has_value());
-  EXPECT_EQ(l->job.rollout.worker_id, author.id);
+  EXPECT_EQ(author_of(*l), author.id);
 }
 
 // A trusted replay with no room (its queue full): escalations wait, their groups held, and go
@@ -273,6 +287,90 @@ TEST_F(PeerTest, EscalationsWaitWhileTheHubsReplayIsBehind) {
   EXPECT_EQ(takeable(), 1u) << "the group trains once the hub's replay passed it";
   EXPECT_TRUE(hub->quarantined(checker.id)) << "it failed an honest group";
   EXPECT_FALSE(hub->quarantined(author.id));
+}
+
+TEST_F(PeerTest, ACheckJobNamesNeitherItsAuthorNorAnythingTheAuthorChose) {
+  const Worker author = join("author"), checker = join("checker");
+  first_groups({author, checker});
+  EXPECT_EQ(takeable(), 2u);
+  const auto ids = submit_group(author);
+  auto l = hub->lease_check(checker.id);
+  ASSERT_TRUE(l.has_value());
+  const net::RolloutSubmission& r = l->job.rollout;
+  EXPECT_TRUE(net::looks_like_uuid(r.id)) << r.id;
+  EXPECT_EQ(std::find(ids.begin(), ids.end(), r.id), ids.end()) << "the author's rollout id";
+  for (const std::string* field : {&r.worker_id, &r.lease_id, &r.group_id})
+    EXPECT_EQ(*field, "blinded");
+  EXPECT_TRUE(r.answer.empty() && r.kernel_target.empty());
+  EXPECT_EQ(r.turns, 0);
+  EXPECT_EQ(r.timings.started_unix_ms, 0);
+  EXPECT_EQ(r.timings.generate_ms, 0.0);
+  EXPECT_NE(std::find(ids.begin(), ids.end(), rollout_of(*l)), ids.end());
+  // It is a valid rollout on the wire (a worker parses it) and what the replay needs is all
+  // there: the blinded job replays and passes.
+  EXPECT_NO_THROW(net::rollout_submission_from_json(net::to_json(r)));
+  const hub::AuditVerdict v = replay(*l);
+  EXPECT_TRUE(v.pass) << v.what << " " << v.detail;
+  EXPECT_EQ(hub->record_check(checker.id, l->job_id, v), rollout_of(*l));
+}
+
+// Every check lease handed out while real jobs wait is a canary: a rollout the hub's replay
+// passed, one log-prob nudged.
+class CanaryPeerTest : public PeerTest {
+  double canary_fraction() const override { return 1.0; }
+};
+
+TEST_F(CanaryPeerTest, AnHonestReplayFailsACanaryAndACheckerThatPassesOneIsQuarantined) {
+  const Worker author = join("author"), honest = join("honest"), lazy = join("lazy");
+  first_groups({author, honest, lazy});  // the hub's replay passes them: canary sources
+  EXPECT_EQ(takeable(), 3u);
+  EXPECT_EQ(counter("canary_sources"), 6.0);
+  EXPECT_EQ(counter("canary_checks_leased"), 0.0);
+  submit_group(author);  // real jobs wait: a lease may now be a canary
+  auto c = hub->lease_check(honest.id);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(counter("canary_checks_leased"), 1.0);
+  EXPECT_EQ(c->job.rollout.worker_id, "blinded") << "a canary is blinded like any check";
+  EXPECT_NE(author_of(*c), honest.id) << "a canary made of the checker's own rollout";
+  const hub::AuditVerdict v = replay(*c);
+  EXPECT_FALSE(v.pass) << "an exact replay passed a nudged log-prob";
+  EXPECT_EQ(v.what, "logprob");
+  hub->record_check(honest.id, c->job_id, v);
+  EXPECT_EQ(counter("canary_checks_caught"), 1.0);
+  EXPECT_FALSE(hub->quarantined(honest.id));
+  EXPECT_EQ(counter("peer_checks_failed"), 0.0) << "a canary's verdict is not a disagreement";
+  EXPECT_EQ(counter("checks_escalated"), 0.0);
+  // A checker that does not replay and passes: quarantined on its first canary.
+  auto lazy_check = hub->lease_check(lazy.id);
+  ASSERT_TRUE(lazy_check.has_value());
+  hub->record_check(lazy.id, lazy_check->job_id, {true, -1, "", "", 0.0});
+  EXPECT_TRUE(hub->quarantined(lazy.id));
+  EXPECT_EQ(counter("canary_checks_passed"), 1.0);
+  EXPECT_EQ(counter("checkers_quarantined"), 1.0);
+  EXPECT_FALSE(hub->quarantined(author.id)) << "the canary's source author is not to blame";
+  // Each source is used once; the real jobs are still checked, by honest checkers.
+  EXPECT_EQ(counter("canary_sources"), 4.0);
+  EXPECT_EQ(hub->checks_waiting(), 2u);
+}
+
+TEST_F(CanaryPeerTest, ACanaryNotAnsweredInTimeExpiresAndALateVerdictIsRefused) {
+  const Worker author = join("author"), checker = join("checker");
+  first_groups({author, checker});
+  EXPECT_EQ(takeable(), 2u);
+  submit_group(author);
+  auto c = hub->lease_check(checker.id);
+  ASSERT_TRUE(c.has_value());
+  ASSERT_EQ(counter("canary_checks_leased"), 1.0);
+  clock_ms += hub_config.verify.peer_lease_ms + 1000;
+  takeable();  // a sweep
+  EXPECT_EQ(counter("canary_checks_expired"), 1.0);
+  try {
+    hub->record_check(checker.id, c->job_id, {true, -1, "", "", 0.0});
+    ADD_FAILURE() << "a verdict on an expired canary was taken";
+  } catch (const hub::RequestError& e) {
+    EXPECT_EQ(e.status(), 409);
+  }
+  EXPECT_FALSE(hub->quarantined(checker.id)) << "a late checker said nothing";
 }
 
 TEST_F(PeerTest, AHubWithoutPeerChecksAnswers404) {

@@ -15,7 +15,6 @@
 namespace stoa::hub {
 
 namespace {
-constexpr size_t kMaxExpiredChecks = 4096;  // job ids remembered to answer 409, not 404
 constexpr int64_t kSweepEveryMs = 100;
 // A worker counts as present for the distinct-checker rule when seen this recently.
 constexpr int64_t kPresentMs = 60'000;
@@ -42,6 +41,9 @@ void Hub::escalate_locked(const std::string& rollout_id, const std::string& why,
   Verification& v = *verification_;
   auto it = v.peer_jobs.find(rollout_id);
   if (it == v.peer_jobs.end()) return;
+  if (why == "audit")  // a pass the trusted replay also judges: a canary if it holds
+    note_canary_candidate_locked(it->second.job, it->second.author_token, it->second.author_address,
+                                 checker);
   AuditJob job = std::move(it->second.job);
   end_check_lease_locked(rollout_id, false);
   v.peer_jobs.erase(rollout_id);
@@ -86,13 +88,7 @@ void Hub::end_check_lease_locked(const std::string& rollout_id, bool expired) {
   v.peer_leases.erase(p.job_id);
   if (auto c = v.checkers.find(p.checker); c != v.checkers.end() && c->second.in_flight > 0)
     --c->second.in_flight;
-  if (expired && v.expired_checks.insert(p.job_id).second) {
-    v.expired_order.push_back(p.job_id);
-    if (v.expired_order.size() > kMaxExpiredChecks) {
-      v.expired_checks.erase(v.expired_order.front());
-      v.expired_order.pop_front();
-    }
-  }
+  if (expired) v.remember_expired_check(p.job_id);
   p.job_id.clear();
   p.checker.clear();
 }
@@ -103,6 +99,7 @@ void Hub::sweep_checks_locked(int64_t now_ms) {
   if (now_ms - v.last_sweep_ms < kSweepEveryMs) return;
   v.last_sweep_ms = now_ms;
   drain_backlog_locked();
+  expire_canaries_locked(now_ms);
   std::vector<std::pair<std::string, std::string>> due;  // rollout id, checker ("" : unclaimed)
   for (const auto& [id, p] : v.peer_jobs)
     if (now_ms >= p.stage_deadline_ms) due.emplace_back(id, p.checker);
@@ -152,16 +149,27 @@ std::optional<Hub::CheckLease> Hub::lease_check(const std::string& worker_id,
     return present - (it == counts.end() ? 0 : std::min(present, it->second));
   };
   const WorkerStats& me = w->second;
+  auto may_check = [&](const std::string& author_token, const std::string& author_address,
+                       const std::string& author) {
+    if (author == worker_id) return false;
+    if (author_token == me.token_name && others(by_token, author_token) > 0) return false;
+    return author_address.empty() || author_address != me.address ||
+           others(by_address, author_address) == 0;
+  };
   std::vector<const std::string*> eligible;
-  for (const auto& [id, p] : v.peer_jobs) {
-    if (!p.checker.empty() || p.job.rollout.worker_id == worker_id) continue;
-    if (p.author_token == me.token_name && others(by_token, p.author_token) > 0) continue;
-    if (!p.author_address.empty() && p.author_address == me.address &&
-        others(by_address, p.author_address) > 0)
-      continue;
-    eligible.push_back(&id);
-  }
+  for (const auto& [id, p] : v.peer_jobs)
+    if (p.checker.empty() && may_check(p.author_token, p.author_address, p.job.rollout.worker_id))
+      eligible.push_back(&id);
   if (eligible.empty()) return std::nullopt;
+  // Only while real jobs wait, so that a canary comes when a check would (and costs the fleet
+  // about canary_fraction replays per checked rollout, not one per idle poll).
+  if (policy.canary_fraction > 0 && v.sampler.chance(policy.canary_fraction)) {
+    if (auto canary = lease_canary_locked(worker_id, may_check)) {
+      ++book.leased;
+      ++book.in_flight;
+      return canary;
+    }
+  }
   const std::string rollout_id = *eligible[v.sampler.below(eligible.size())];
   Verification::PeerJob& p = v.peer_jobs.at(rollout_id);
   p.checker = worker_id;
@@ -170,7 +178,7 @@ std::optional<Hub::CheckLease> Hub::lease_check(const std::string& worker_id,
   v.peer_leases[p.job_id] = rollout_id;
   ++book.leased;
   ++book.in_flight;
-  return CheckLease{p.job_id, p.job, policy.peer_lease_ms};
+  return CheckLease{p.job_id, blind_check_job(p.job), policy.peer_lease_ms};
 }
 
 std::string Hub::record_check(const std::string& worker_id, const std::string& job_id,
@@ -180,6 +188,8 @@ std::string Hub::record_check(const std::string& worker_id, const std::string& j
     throw RequestError(404, "this hub runs no peer checks ([verify] peer = false)");
   Verification& v = *verification_;
   sweep_checks_locked(now());
+  if (auto c = v.canaries.find(job_id); c != v.canaries.end() && c->second.checker == worker_id)
+    return record_canary_locked(worker_id, job_id, verdict);
   auto lease = v.peer_leases.find(job_id);
   if (lease == v.peer_leases.end() || v.peer_jobs.at(lease->second).checker != worker_id) {
     if (v.expired_checks.count(job_id))
@@ -254,6 +264,9 @@ std::optional<env::QaItem> Hub::checked_problem_locked(const std::string& worker
     const auto& p = verification_->peer_jobs.at(rollout_id);
     if (p.checker == worker_id && p.prompt_id == prompt_id) return p.job.problem;
   }
+  // A canary is a check like any other: its task answers the same way.
+  for (const auto& [job_id, c] : verification_->canaries)
+    if (c.checker == worker_id && c.prompt_id == prompt_id) return c.problem;
   return std::nullopt;
 }
 

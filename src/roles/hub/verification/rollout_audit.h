@@ -44,6 +44,10 @@ struct VerifyPolicy {
   int64_t check_allowance = 2;
   size_t max_checks_in_flight = 2;
   size_t max_peer_jobs = 4096;  // jobs waiting for or leased to peers; beyond: trusted replay
+  // Of check leases handed out while real jobs wait, this share is a canary instead: a rollout
+  // the trusted replay passed, with one log-prob nudged, so the hub knows it must fail. A
+  // checker that passes one (it did not replay, or passes whatever fails) is quarantined.
+  double canary_fraction = 0.05;
 };
 
 // One rollout to replay: the submission as accepted, the problem its prompt renders, and the

@@ -110,6 +110,7 @@ void Hub::audit_locked(const net::RolloutSubmission& m, const GroupState& g, siz
   // With peer checks every rollout is checked: a new worker's first ones by the trusted replay
   // (they also earn it its checking rights), the rest by a peer (peer_checks.cpp).
   if (peer && !mandatory) return enqueue_check_locked(std::move(job), g);
+  if (peer) note_canary_candidate_locked(job, w.token_name, w.address, "");
   if (peer && !v.auditor->enqueue(job)) return enqueue_check_locked(std::move(job), g);
   if (!peer && !v.auditor->enqueue(std::move(job))) {
     ++v.skipped_queue_full;
@@ -182,6 +183,7 @@ void Hub::record_verdict(const std::string& rollout_id, const AuditVerdict& verd
       if (verdict.pass && !worker.empty()) credit_rollout_locked(worker);
     }
     judge_checker_locked(rollout_id, verdict);
+    judge_canary_candidate_locked(rollout_id, verdict.pass);
     if (!verdict.pass && verdict.what != kEnvironmentVerdict) {
       log_error("verify", "rollout ", rollout_id, " of worker ", worker,
                 " FAILED replay at position ", verdict.position, " (", verdict.what,
@@ -206,6 +208,7 @@ void Hub::quarantine_locked(const std::string& worker_id, const std::string& why
     end_check_lease_locked(rollout_id, true);
     p.stage_deadline_ms = now() + config_.verify.peer_wait_ms;
   }
+  drop_canaries_of_locked(worker_id);
   write_locked([worker_id, why, at = now()](Ledger& l) {
     l.put_quarantine(worker_id, why, at);  // a restarted hub keeps refusing it
   });
@@ -273,6 +276,12 @@ void Hub::verification_counters_locked(std::map<std::string, double>& m) const {
     escalated += n;
   }
   m["checks_escalated"] = static_cast<double>(escalated);
+  m["canary_checks_leased"] = static_cast<double>(v.canaries_leased);
+  m["canary_checks_caught"] = static_cast<double>(v.canaries_caught);
+  m["canary_checks_passed"] = static_cast<double>(v.canaries_passed);
+  m["canary_checks_expired"] = static_cast<double>(v.canaries_expired);
+  m["canary_checks_no_opinion"] = static_cast<double>(v.canaries_no_opinion);
+  m["canary_sources"] = static_cast<double>(v.canary_sources.size());
 }
 
 std::string Hub::verification_metrics_locked() const {

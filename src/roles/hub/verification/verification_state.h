@@ -8,9 +8,27 @@
 #include <string>
 
 #include "core/rng.h"
+#include "net/protocol.h"
 #include "roles/hub/hub.h"
 
 namespace stoa::hub {
+
+// The job as a checking worker sees it: what the replay needs and nothing that names the author
+// (worker, lease, group) or that the author chose freely (its rollout id, answer text, timings,
+// kernel target) — a checker cannot recognise its team's rollouts by a mark, only by content.
+// The wire's rules for a rollout still hold (a UUID id, non-empty ids): a fresh UUID per lease
+// and kBlindedId.
+inline constexpr const char* kBlindedId = "blinded";
+inline AuditJob blind_check_job(AuditJob job) {
+  net::RolloutSubmission& r = job.rollout;
+  r.id = net::random_uuid();
+  r.worker_id = r.lease_id = r.group_id = kBlindedId;
+  r.answer.clear();
+  r.turns = 0;
+  r.timings = {};
+  r.kernel_target.clear();
+  return job;
+}
 
 struct Hub::Verification {
   RolloutAuditor* auditor = nullptr;
@@ -51,6 +69,30 @@ struct Hub::Verification {
     int64_t rollouts_passed = 0;  // its own rollouts that passed a check (earn checking rights)
   };
   std::map<std::string, CheckerBook> checkers;  // worker id ->
+  // Canary checks (canary_checks.cpp): rollouts the trusted replay passed, handed to checkers
+  // with one log-prob nudged — checks whose right answer (fail) the hub knows.
+  struct CanarySource {
+    AuditJob job;
+    std::string author_token, author_address;
+    std::string seen_by;  // the checker that passed it before its audit ("": no peer saw it)
+    int64_t added_ms = 0;
+  };
+  // Waiting for the trusted verdict (bounded, oldest dropped), then kept until used (bounded).
+  std::deque<std::pair<std::string, CanarySource>> canary_candidates;  // rollout id, source
+  std::deque<CanarySource> canary_sources;
+  struct Canary {
+    std::string checker;
+    std::string prompt_id;
+    env::QaItem problem;
+    int64_t position = 0;  // the nudged log-prob: where an honest replay fails
+    int64_t deadline_ms = 0;
+  };
+  std::map<std::string, Canary> canaries;  // job id -> (while leased)
+  int64_t canaries_leased = 0;
+  int64_t canaries_caught = 0;  // failed, as an honest replay does
+  int64_t canaries_passed = 0;  // passed: the checker lied or did not replay (quarantined)
+  int64_t canaries_expired = 0;
+  int64_t canaries_no_opinion = 0;  // the checker could not run the task
   int64_t peer_passed = 0;
   int64_t peer_failed = 0;
   double peer_cpu_seconds = 0;               // as the checkers report it
@@ -88,6 +130,17 @@ struct Hub::Verification {
           (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
     if (!plain || (!by_target.count(name) && by_target.size() >= kMaxTargets - 1)) return "other";
     return name;
+  }
+  // A check job closed while leased (it ran out, or its group was dropped): remembered, up to a
+  // bound, so that a late verdict on it is told why it is refused (409, not 404).
+  static constexpr size_t kMaxExpiredChecks = 4096;
+  void remember_expired_check(const std::string& job_id) {
+    if (!expired_checks.insert(job_id).second) return;
+    expired_order.push_back(job_id);
+    if (expired_order.size() > kMaxExpiredChecks) {
+      expired_checks.erase(expired_order.front());
+      expired_order.pop_front();
+    }
   }
   explicit Verification(RolloutAuditor* a, uint64_t seed) : auditor(a), sampler(seed, 0x5e1f) {}
 };
