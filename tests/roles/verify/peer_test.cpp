@@ -14,6 +14,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,17 @@ class PeerTest : public testing::ReplayFixture {
   }
   std::string rollout_of(const hub::Hub::CheckLease& l) {
     return submitted.at(l.job.rollout.seed.value()).second;
+  }
+  // `author` and `checker` past their first groups, a group of the author's waiting for its
+  // checks (its rollout ids), and the checker's lease on one of them.
+  std::pair<std::vector<std::string>, hub::Hub::CheckLease> one_check(const Worker& author,
+                                                                      const Worker& checker) {
+    first_groups({author, checker});
+    EXPECT_EQ(takeable(), 2u);
+    auto ids = submit_group(author);
+    auto l = hub->lease_check(checker.id);
+    if (!l) throw std::runtime_error("the checker got no check lease");
+    return {std::move(ids), std::move(*l)};
   }
   // Each worker's first group, through the hub's replay: it earns the worker its checks.
   void first_groups(const std::vector<Worker>& workers) {
@@ -214,17 +226,13 @@ TEST_F(AuditedPeerTest, ACheckerThatPassesAForgeryIsQuarantinedWithItsAuthor) {
 
 TEST_F(PeerTest, ChecksNotAnsweredOrNotTakenInTimeGoToTheHubsReplay) {
   const Worker author = join("author"), slow = join("slow");
-  first_groups({author, slow});
-  EXPECT_EQ(takeable(), 2u);
-  submit_group(author);
-  auto l = hub->lease_check(slow.id);
-  ASSERT_TRUE(l.has_value());
+  const auto [ids, l] = one_check(author, slow);
   clock_ms += hub_config.verify.peer_lease_ms + 1000;  // past both deadlines
   EXPECT_EQ(takeable(), 0u);                           // the sweep escalates both
   EXPECT_EQ(counter("checks_escalated_check_timeout"), 1.0);
   EXPECT_EQ(counter("checks_escalated_unclaimed"), 1.0);
   try {
-    hub->record_check(slow.id, l->job_id, replay(*l));
+    hub->record_check(slow.id, l.job_id, replay(l));
     ADD_FAILURE() << "a verdict past the check's deadline was taken";
   } catch (const hub::RequestError& e) {
     EXPECT_EQ(e.status(), 409);
@@ -291,12 +299,8 @@ TEST_F(PeerTest, EscalationsWaitWhileTheHubsReplayIsBehind) {
 
 TEST_F(PeerTest, ACheckJobNamesNeitherItsAuthorNorAnythingTheAuthorChose) {
   const Worker author = join("author"), checker = join("checker");
-  first_groups({author, checker});
-  EXPECT_EQ(takeable(), 2u);
-  const auto ids = submit_group(author);
-  auto l = hub->lease_check(checker.id);
-  ASSERT_TRUE(l.has_value());
-  const net::RolloutSubmission& r = l->job.rollout;
+  const auto [ids, l] = one_check(author, checker);
+  const net::RolloutSubmission& r = l.job.rollout;
   EXPECT_TRUE(net::looks_like_uuid(r.id)) << r.id;
   EXPECT_EQ(std::find(ids.begin(), ids.end(), r.id), ids.end()) << "the author's rollout id";
   for (const std::string* field : {&r.worker_id, &r.lease_id, &r.group_id})
@@ -305,13 +309,13 @@ TEST_F(PeerTest, ACheckJobNamesNeitherItsAuthorNorAnythingTheAuthorChose) {
   EXPECT_EQ(r.turns, 0);
   EXPECT_EQ(r.timings.started_unix_ms, 0);
   EXPECT_EQ(r.timings.generate_ms, 0.0);
-  EXPECT_NE(std::find(ids.begin(), ids.end(), rollout_of(*l)), ids.end());
+  EXPECT_NE(std::find(ids.begin(), ids.end(), rollout_of(l)), ids.end());
   // It is a valid rollout on the wire (a worker parses it) and what the replay needs is all
   // there: the blinded job replays and passes.
   EXPECT_NO_THROW(net::rollout_submission_from_json(net::to_json(r)));
-  const hub::AuditVerdict v = replay(*l);
+  const hub::AuditVerdict v = replay(l);
   EXPECT_TRUE(v.pass) << v.what << " " << v.detail;
-  EXPECT_EQ(hub->record_check(checker.id, l->job_id, v), rollout_of(*l));
+  EXPECT_EQ(hub->record_check(checker.id, l.job_id, v), rollout_of(l));
 }
 
 // Every check lease handed out while real jobs wait is a canary: a rollout the hub's replay
@@ -355,17 +359,13 @@ TEST_F(CanaryPeerTest, AnHonestReplayFailsACanaryAndACheckerThatPassesOneIsQuara
 
 TEST_F(CanaryPeerTest, ACanaryNotAnsweredInTimeExpiresAndALateVerdictIsRefused) {
   const Worker author = join("author"), checker = join("checker");
-  first_groups({author, checker});
-  EXPECT_EQ(takeable(), 2u);
-  submit_group(author);
-  auto c = hub->lease_check(checker.id);
-  ASSERT_TRUE(c.has_value());
+  const auto [ids, c] = one_check(author, checker);
   ASSERT_EQ(counter("canary_checks_leased"), 1.0);
   clock_ms += hub_config.verify.peer_lease_ms + 1000;
   takeable();  // a sweep
   EXPECT_EQ(counter("canary_checks_expired"), 1.0);
   try {
-    hub->record_check(checker.id, c->job_id, {true, -1, "", "", 0.0});
+    hub->record_check(checker.id, c.job_id, {true, -1, "", "", 0.0});
     ADD_FAILURE() << "a verdict on an expired canary was taken";
   } catch (const hub::RequestError& e) {
     EXPECT_EQ(e.status(), 409);
