@@ -65,6 +65,13 @@ json run_one(const SybilSimOptions& o, double f, double audit, const fs::path& d
   config.max_staleness = 1'000'000;  // the staleness policy is not what is simulated
   config.max_open_groups = static_cast<size_t>(o.workers) * 2;
   config.max_queued_groups = static_cast<size_t>(o.workers) * 8;
+  // The hub's rate limits run on the real (steady) clock, which the simulated one outpaces by
+  // far: left on, they would throttle the simulated fleet by how fast this machine runs the
+  // simulation, and the results would depend on it.
+  for (hub::RateLimit* limit : {&config.limits.join_per_ip, &config.limits.lease_per_worker,
+                                &config.limits.lease_per_ip, &config.limits.rollouts_per_worker,
+                                &config.limits.rollouts_per_ip, &config.limits.task_per_worker})
+    *limit = hub::RateLimit{};
   config.verify.enabled = true;
   config.verify.peer = true;
   config.verify.audit_fraction = audit;
@@ -223,6 +230,10 @@ json run_one(const SybilSimOptions& o, double f, double audit, const fs::path& d
   const auto c = hub.counters();
   auto counter = [&c](const char* k) { return c.count(k) ? c.at(k) : 0.0; };
   const double accepted = std::max<double>(1, static_cast<double>(submitted));
+  json escalated_by_why = json::object();  // disagreement, audit, unclaimed, check_timeout, ...
+  const std::string prefix = "checks_escalated_";
+  for (const auto& [name, value] : c)
+    if (name.rfind(prefix, 0) == 0) escalated_by_why[name.substr(prefix.size())] = value;
   // Per forged rollout with one checker and audits: trained only when its checker is the
   // attacker's (share of checks ~ f) and the pass is not audited.
   return {{"attacker_fraction", f},
@@ -246,6 +257,7 @@ json run_one(const SybilSimOptions& o, double f, double audit, const fs::path& d
           {"hub_replays_per_rollout", static_cast<double>(trusted_replays) / accepted},
           {"replays_per_rollout", static_cast<double>(peer_checks + trusted_replays) / accepted},
           {"escalated", counter("checks_escalated")},
+          {"escalated_by_why", escalated_by_why},
           {"groups_dropped_unchecked", counter("groups_dropped_unchecked")}};
 }
 

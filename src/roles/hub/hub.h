@@ -270,7 +270,8 @@ class Hub final : public TrainerPort {
   // The worker's verdict on its check `job_id`: a pass releases the rollout (or sends a random
   // audit_fraction on to the trusted replay), a failure sends it there. RequestError 404 for a
   // job this worker does not hold, 409 for one that ran out and went to the trusted replay.
-  // Returns the rollout id.
+  // Returns the rollout id ("" for a canary, canary_checks.cpp: a checker that passes one is
+  // quarantined).
   std::string record_check(const std::string& worker_id, const std::string& job_id,
                            const AuditVerdict& verdict);
   size_t checks_waiting() const;
