@@ -172,8 +172,9 @@ json run_one(const SybilSimOptions& o, double f, double audit, const fs::path& d
           bool nudged = false;
           for (size_t p = 0; p < r.logprobs.size(); ++p)
             nudged |= r.mask[p] && r.logprobs[p] != kLogprob;
-          const bool truth_pass = !nudged && !(r.seed && forged_seeds.count(*r.seed));
-          const bool ours = !nudged && r.seed && forged_seeds.count(*r.seed);
+          const bool team_forgery = r.seed && forged_seeds.count(*r.seed);
+          const bool truth_pass = !nudged && !team_forgery;
+          const bool ours = !nudged && team_forgery;
           hub::AuditVerdict v;
           if (w.lazy)
             v.pass = true;

@@ -105,8 +105,7 @@ std::string Hub::record_canary_locked(const std::string& worker_id, const std::s
   Verification& v = *verification_;
   const Verification::Canary canary = v.canaries.at(job_id);
   v.canaries.erase(job_id);
-  if (auto c = v.checkers.find(worker_id); c != v.checkers.end() && c->second.in_flight > 0)
-    --c->second.in_flight;
+  v.release_check_slot(worker_id);
   v.peer_cpu_seconds += verdict.cpu_seconds;
   if (!verdict.pass && verdict.what == kEnvironmentVerdict) {
     ++v.canaries_no_opinion;
@@ -132,9 +131,7 @@ void Hub::expire_canaries_locked(int64_t now_ms) {
       ++it;
       continue;
     }
-    if (auto c = v.checkers.find(it->second.checker);
-        c != v.checkers.end() && c->second.in_flight > 0)
-      --c->second.in_flight;
+    v.release_check_slot(it->second.checker);
     v.remember_expired_check(it->first);
     ++v.canaries_expired;
     it = v.canaries.erase(it);

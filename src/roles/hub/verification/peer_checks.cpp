@@ -86,8 +86,7 @@ void Hub::end_check_lease_locked(const std::string& rollout_id, bool expired) {
   if (it == v.peer_jobs.end() || it->second.job_id.empty()) return;
   Verification::PeerJob& p = it->second;
   v.peer_leases.erase(p.job_id);
-  if (auto c = v.checkers.find(p.checker); c != v.checkers.end() && c->second.in_flight > 0)
-    --c->second.in_flight;
+  v.release_check_slot(p.checker);
   if (expired) v.remember_expired_check(p.job_id);
   p.job_id.clear();
   p.checker.clear();

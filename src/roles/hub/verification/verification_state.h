@@ -131,6 +131,11 @@ struct Hub::Verification {
     if (!plain || (!by_target.count(name) && by_target.size() >= kMaxTargets - 1)) return "other";
     return name;
   }
+  // A check (real or canary) of `checker` answered, expired or withdrawn: its slot is free.
+  void release_check_slot(const std::string& checker) {
+    if (auto c = checkers.find(checker); c != checkers.end() && c->second.in_flight > 0)
+      --c->second.in_flight;
+  }
   // A check job closed while leased (it ran out, or its group was dropped): remembered, up to a
   // bound, so that a late verdict on it is told why it is refused (409, not 404).
   static constexpr size_t kMaxExpiredChecks = 4096;
