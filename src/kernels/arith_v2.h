@@ -1,0 +1,69 @@
+// Engine arithmetic v2 (docs/design/arithmetic.md): the scalar reference of every primitive a
+// backend must reproduce bit for bit. Written only in operations every conformant Vulkan device
+// computes identically: f32 add / subtract / multiply rounded to nearest even and never fused,
+// integer operations, comparisons of non-NaN values, integer <-> float conversions of exact
+// values, and bit reinterpretation. No division, sqrt, libm call, fma or double anywhere below.
+//
+// Shared policies (the spec's "Special values"):
+// - Tiny flush: a result whose magnitude is <= 2^-126 (a denormal, a zero of either sign, or
+//   FLT_MIN itself) is returned as +0. A device that flushes denormals and one that keeps them
+//   then agree, whichever side of FLT_MIN they detect tininess on. Inputs are flushed the same way
+//   before use, so no operation below ever sees a denormal operand.
+// - NaN: any NaN result is the canonical quiet NaN 0x7fc00000 (GPUs keep neither payload nor
+//   sign). NaN and infinity are recognised by integer tests on the bits, never by comparisons.
+//
+// This is not yet the engine's arithmetic: the CPU engine still runs v1 (kernels.md,
+// "Determinism contract"); moving it to these formulas is a later step of issue 54.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/matmul_int8.h"
+
+namespace stoa::kernels::v2 {
+
+inline constexpr uint32_t kCanonicalNanBits = 0x7fc00000u;
+// Fixed-order reductions keep this many partial sums: value i goes to partial i mod 32, then
+// one tree s[j] += s[j + w] for w = 16, 8, 4, 2, 1 (kernels.md's span, so v1's sums carry over).
+inline constexpr size_t kSumLanes = 32;
+
+// The tiny flush above, on its own (an integer test on the bits).
+float flush(float x);
+
+// 1 / x, nearly correctly rounded (measured bound in arithmetic.md). |x| <= 2^-126 gives +inf
+// with x's sign; +-inf gives +0; a result <= 2^-126 in magnitude is flushed to +0.
+float recip(float x);
+// a / b, nearly correctly rounded, full f32 range. 0/0, inf/inf and NaN give NaN; a finite
+// non-tiny a over a tiny b gives +-inf; a tiny a over non-tiny b gives +0.
+float divide(float a, float b);
+// 1 / sqrt(x). x <= 2^-126 in magnitude (zeros included) gives +inf, negative x gives NaN,
+// +inf gives +0.
+float rsqrt(float x);
+// e^x: range reduction by round(x / ln 2) and Cephes expf's polynomial, mul/add only. x > 88.72
+// gives +inf, results <= 2^-126 (x below about -87.34) give +0, -inf gives +0.
+float exp(float x);
+// 1 / (1 + e^-x) (the MoE router's score).
+float sigmoid(float x);
+// x / (1 + e^-x) (SwiGLU's gate), one division so one rounding after the exp.
+float silu(float x);
+
+// In place: x[i] = e^(x[i] - max) * (1 / sum), the sum in the fixed 32-lane order. A row with a
+// NaN, or with no entry above -inf, becomes all NaN. n >= 1.
+void softmax_row(float* x, size_t n);
+
+// out[i] = (x[i] * r) * weight[i], r = rsqrt(sum(x^2) * (1/n) + eps), the sum of squares in the
+// fixed 32-lane order; weight may be null (no scaling). out may alias x. n >= 1.
+void rmsnorm_row(const float* x, const float* weight, size_t n, float eps, float* out);
+
+// W8A8 activation quantisation per 32-block (llama.cpp's Q8_0): d = f16(amax * fl(1/127)),
+// q = round-half-away(x * recip(d before f16)), clamped to [-127, 127]. A block with a NaN or an
+// infinity gets scale NaN and values 0. acts.sums is filled when not null.
+void quantize_q8(const float* x, int64_t x_stride, const Q8Activations& acts);
+
+// y[b * y_stride + o] = sum over the 32-blocks g of row o, in order, of
+//   acc = acc + float(isum_g) * (d_w,g * d_x,g)
+// with isum_g the exact int32 block dot product, each product rounded, never fused. Every output
+// row o < w.rows for every activation row b < acts.batch.
+void matvec_q8(const Int8Weights& w, const Q8Activations& acts, float* y, int64_t y_stride);
+
+}  // namespace stoa::kernels::v2
