@@ -1,0 +1,253 @@
+#include "gpu/vulkan/context.h"
+
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace stoa::gpu::vulkan {
+
+void check(VkResult result, const char* what) {
+  if (result != VK_SUCCESS)
+    throw std::runtime_error(std::string("vulkan: ") + what + " failed (VkResult " +
+                             std::to_string(static_cast<int>(result)) + ")");
+}
+
+Buffer::Buffer(Buffer&& other) noexcept {
+  *this = std::move(other);
+}
+
+Buffer& Buffer::operator=(Buffer&& other) noexcept {
+  if (this != &other) {
+    release();
+    device_ = std::exchange(other.device_, VK_NULL_HANDLE);
+    buffer_ = std::exchange(other.buffer_, VK_NULL_HANDLE);
+    memory_ = std::exchange(other.memory_, VK_NULL_HANDLE);
+    mapped_ = std::exchange(other.mapped_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+  }
+  return *this;
+}
+
+Buffer::~Buffer() {
+  release();
+}
+
+void Buffer::release() {
+  if (device_ == VK_NULL_HANDLE) return;
+  if (mapped_ != nullptr) vkUnmapMemory(device_, memory_);
+  if (buffer_ != VK_NULL_HANDLE) vkDestroyBuffer(device_, buffer_, nullptr);
+  if (memory_ != VK_NULL_HANDLE) vkFreeMemory(device_, memory_, nullptr);
+  device_ = VK_NULL_HANDLE;
+  buffer_ = VK_NULL_HANDLE;
+  memory_ = VK_NULL_HANDLE;
+  mapped_ = nullptr;
+  size_ = 0;
+}
+
+namespace {
+
+// Higher is preferred when no device is named.
+int type_rank(VkPhysicalDeviceType type) {
+  switch (type) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
+      return 3;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU:
+      return 2;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:
+      return 1;
+    default:
+      return 0;
+  }
+}
+
+DeviceInfo describe(VkPhysicalDevice physical) {
+  VkPhysicalDeviceProperties props{};
+  vkGetPhysicalDeviceProperties(physical, &props);
+  DeviceInfo info;
+  info.name = props.deviceName;
+  info.vendor_id = props.vendorID;
+  info.device_id = props.deviceID;
+  info.api_version = props.apiVersion;
+  info.type = props.deviceType;
+  if (props.apiVersion >= VK_API_VERSION_1_2) {
+    // Float controls and the driver's name are core in 1.2.
+    VkPhysicalDeviceFloatControlsProperties floats{};
+    floats.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES;
+    VkPhysicalDeviceDriverProperties driver{};
+    driver.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES;
+    driver.pNext = &floats;
+    VkPhysicalDeviceProperties2 props2{};
+    props2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
+    props2.pNext = &driver;
+    vkGetPhysicalDeviceProperties2(physical, &props2);
+    info.driver = std::string(driver.driverName) + " " + driver.driverInfo;
+    info.rounding_rte_f32 = floats.shaderRoundingModeRTEFloat32 == VK_TRUE;
+    info.denorm_flush_f32 = floats.shaderDenormFlushToZeroFloat32 == VK_TRUE;
+    info.denorm_preserve_f32 = floats.shaderDenormPreserveFloat32 == VK_TRUE;
+  }
+  return info;
+}
+
+}  // namespace
+
+std::unique_ptr<Context> Context::create(std::string* why_not) {
+  const auto fail = [&](std::string why) -> std::unique_ptr<Context> {
+    if (why_not != nullptr) *why_not = std::move(why);
+    return nullptr;
+  };
+  std::unique_ptr<Context> ctx(new Context());
+  VkApplicationInfo app{};
+  app.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO;
+  app.pApplicationName = "stoa";
+  app.apiVersion = VK_API_VERSION_1_2;
+  VkInstanceCreateInfo instance_info{};
+  instance_info.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO;
+  instance_info.pApplicationInfo = &app;
+  VkResult r = vkCreateInstance(&instance_info, nullptr, &ctx->instance_);
+  if (r != VK_SUCCESS)
+    return fail("no Vulkan instance (loader or driver missing; VkResult " +
+                std::to_string(static_cast<int>(r)) + ")");
+
+  uint32_t count = 0;
+  vkEnumeratePhysicalDevices(ctx->instance_, &count, nullptr);
+  std::vector<VkPhysicalDevice> physicals(count);
+  if (count > 0) vkEnumeratePhysicalDevices(ctx->instance_, &count, physicals.data());
+  const char* wanted = std::getenv("STOA_VULKAN_DEVICE");
+  int best_rank = -1;
+  for (VkPhysicalDevice p : physicals) {
+    const DeviceInfo info = describe(p);
+    if (info.api_version < VK_API_VERSION_1_1) continue;
+    int rank = type_rank(info.type);
+    if (wanted != nullptr && *wanted != '\0')
+      rank = info.name.find(wanted) != std::string::npos ? 10 : -1;
+    if (rank > best_rank) {
+      best_rank = rank;
+      ctx->physical_ = p;
+      ctx->info_ = info;
+    }
+  }
+  if (ctx->physical_ == VK_NULL_HANDLE || best_rank < 0) {
+    return fail(count == 0 ? "no Vulkan device (install a driver, e.g. Mesa's lavapipe: "
+                             "mesa-vulkan-drivers)"
+                           : std::string("no Vulkan 1.1 device") +
+                                 (wanted ? std::string(" named like '") + wanted + "'" : ""));
+  }
+
+  uint32_t families = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(ctx->physical_, &families, nullptr);
+  std::vector<VkQueueFamilyProperties> family_props(families);
+  vkGetPhysicalDeviceQueueFamilyProperties(ctx->physical_, &families, family_props.data());
+  bool found = false;
+  for (uint32_t i = 0; i < families && !found; ++i) {
+    if (family_props[i].queueFlags & VK_QUEUE_COMPUTE_BIT) {
+      ctx->queue_family_ = i;
+      found = true;
+    }
+  }
+  if (!found) return fail("the Vulkan device " + ctx->info_.name + " has no compute queue");
+
+  // Host-visible and coherent: written and read through a mapping with no flush calls.
+  VkPhysicalDeviceMemoryProperties memory{};
+  vkGetPhysicalDeviceMemoryProperties(ctx->physical_, &memory);
+  const VkMemoryPropertyFlags want =
+      VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+  found = false;
+  for (uint32_t i = 0; i < memory.memoryTypeCount && !found; ++i) {
+    if ((memory.memoryTypes[i].propertyFlags & want) == want) {
+      ctx->memory_type_ = i;
+      found = true;
+    }
+  }
+  if (!found) return fail("the Vulkan device " + ctx->info_.name + " has no host-visible memory");
+
+  const float priority = 1.0f;
+  VkDeviceQueueCreateInfo queue_info{};
+  queue_info.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO;
+  queue_info.queueFamilyIndex = ctx->queue_family_;
+  queue_info.queueCount = 1;
+  queue_info.pQueuePriorities = &priority;
+  VkDeviceCreateInfo device_info{};
+  device_info.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO;
+  device_info.queueCreateInfoCount = 1;
+  device_info.pQueueCreateInfos = &queue_info;
+  r = vkCreateDevice(ctx->physical_, &device_info, nullptr, &ctx->device_);
+  if (r != VK_SUCCESS)
+    return fail("could not open the Vulkan device " + ctx->info_.name + " (VkResult " +
+                std::to_string(static_cast<int>(r)) + ")");
+  vkGetDeviceQueue(ctx->device_, ctx->queue_family_, 0, &ctx->queue_);
+
+  VkCommandPoolCreateInfo pool_info{};
+  pool_info.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO;
+  pool_info.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+  pool_info.queueFamilyIndex = ctx->queue_family_;
+  check(vkCreateCommandPool(ctx->device_, &pool_info, nullptr, &ctx->pool_), "vkCreateCommandPool");
+  VkFenceCreateInfo fence_info{};
+  fence_info.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO;
+  check(vkCreateFence(ctx->device_, &fence_info, nullptr, &ctx->fence_), "vkCreateFence");
+  return ctx;
+}
+
+Context::~Context() {
+  if (device_ != VK_NULL_HANDLE) {
+    vkDeviceWaitIdle(device_);
+    if (fence_ != VK_NULL_HANDLE) vkDestroyFence(device_, fence_, nullptr);
+    if (pool_ != VK_NULL_HANDLE) vkDestroyCommandPool(device_, pool_, nullptr);
+    vkDestroyDevice(device_, nullptr);
+  }
+  if (instance_ != VK_NULL_HANDLE) vkDestroyInstance(instance_, nullptr);
+}
+
+Buffer Context::make_buffer(size_t bytes) {
+  Buffer b;
+  b.device_ = device_;
+  b.size_ = bytes < 4 ? 4 : bytes;
+  VkBufferCreateInfo info{};
+  info.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
+  info.size = b.size_;
+  info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
+  info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  check(vkCreateBuffer(device_, &info, nullptr, &b.buffer_), "vkCreateBuffer");
+  VkMemoryRequirements req{};
+  vkGetBufferMemoryRequirements(device_, b.buffer_, &req);
+  if (!(req.memoryTypeBits & (1u << memory_type_)))
+    throw std::runtime_error("vulkan: the host-visible memory type cannot hold a storage buffer");
+  VkMemoryAllocateInfo alloc{};
+  alloc.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO;
+  alloc.allocationSize = req.size;
+  alloc.memoryTypeIndex = memory_type_;
+  check(vkAllocateMemory(device_, &alloc, nullptr, &b.memory_), "vkAllocateMemory");
+  check(vkBindBufferMemory(device_, b.buffer_, b.memory_, 0), "vkBindBufferMemory");
+  check(vkMapMemory(device_, b.memory_, 0, VK_WHOLE_SIZE, 0, &b.mapped_), "vkMapMemory");
+  return b;
+}
+
+VkCommandBuffer Context::begin_commands() {
+  VkCommandBufferAllocateInfo alloc{};
+  alloc.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO;
+  alloc.commandPool = pool_;
+  alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  alloc.commandBufferCount = 1;
+  VkCommandBuffer cmd = VK_NULL_HANDLE;
+  check(vkAllocateCommandBuffers(device_, &alloc, &cmd), "vkAllocateCommandBuffers");
+  VkCommandBufferBeginInfo begin{};
+  begin.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
+  begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  check(vkBeginCommandBuffer(cmd, &begin), "vkBeginCommandBuffer");
+  return cmd;
+}
+
+void Context::end_and_wait(VkCommandBuffer cmd) {
+  check(vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
+  VkSubmitInfo submit{};
+  submit.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
+  submit.commandBufferCount = 1;
+  submit.pCommandBuffers = &cmd;
+  check(vkResetFences(device_, 1, &fence_), "vkResetFences");
+  check(vkQueueSubmit(queue_, 1, &submit, fence_), "vkQueueSubmit");
+  check(vkWaitForFences(device_, 1, &fence_, VK_TRUE, UINT64_MAX), "vkWaitForFences");
+  vkFreeCommandBuffers(device_, pool_, 1, &cmd);
+}
+
+}  // namespace stoa::gpu::vulkan

@@ -1,0 +1,97 @@
+// A Vulkan compute device for the engine (issue 54): instance, one physical device, one compute
+// queue, host-visible storage buffers and one-shot command submission. The first piece of the
+// Vulkan backend; the backend itself (engine/backend.h) comes later.
+//
+// Device choice: STOA_VULKAN_DEVICE (a substring of the device name) when set; else a discrete
+// GPU, then an integrated one, then any other (Mesa's lavapipe, a CPU device, is what CI has).
+#pragma once
+#include <vulkan/vulkan.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace stoa::gpu::vulkan {
+
+struct DeviceInfo {
+  std::string name;
+  std::string driver;  // driverName / driverInfo where the device reports them
+  uint32_t vendor_id = 0;
+  uint32_t device_id = 0;
+  uint32_t api_version = 0;
+  VkPhysicalDeviceType type = VK_PHYSICAL_DEVICE_TYPE_OTHER;
+  // What arithmetic v2 needs to be checked on (docs/design/arithmetic.md): round-to-nearest-even
+  // declarable, and whether denormals may be flushed (v2 does not depend on it either way).
+  bool rounding_rte_f32 = false;
+  bool denorm_flush_f32 = false;
+  bool denorm_preserve_f32 = false;
+};
+
+// A storage buffer in host-visible, host-coherent memory: written and read through a mapping.
+// (On unified memory that is device memory; on a discrete GPU a staging copy comes later.)
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  Buffer(Buffer&& other) noexcept;
+  Buffer& operator=(Buffer&& other) noexcept;
+  ~Buffer();
+
+  VkBuffer handle() const { return buffer_; }
+  size_t size() const { return size_; }
+  void* data() const { return mapped_; }
+
+ private:
+  friend class Context;
+  void release();
+  VkDevice device_ = VK_NULL_HANDLE;
+  VkBuffer buffer_ = VK_NULL_HANDLE;
+  VkDeviceMemory memory_ = VK_NULL_HANDLE;
+  void* mapped_ = nullptr;
+  size_t size_ = 0;
+};
+
+class Context {
+ public:
+  // The device, or null with `why_not` saying why in plain words (no loader, no device, no
+  // compute queue, no host-visible memory).
+  static std::unique_ptr<Context> create(std::string* why_not);
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  const DeviceInfo& info() const { return info_; }
+  VkDevice device() const { return device_; }
+
+  // A storage buffer of `bytes` (at least 4), mapped. Throws std::runtime_error on failure.
+  Buffer make_buffer(size_t bytes);
+  // Records with `record` into a fresh command buffer, submits it and waits for it.
+  template <class Record>
+  void submit_and_wait(Record record) {
+    VkCommandBuffer cmd = begin_commands();
+    record(cmd);
+    end_and_wait(cmd);
+  }
+
+ private:
+  Context() = default;
+  VkCommandBuffer begin_commands();
+  void end_and_wait(VkCommandBuffer cmd);
+
+  DeviceInfo info_;
+  VkInstance instance_ = VK_NULL_HANDLE;
+  VkPhysicalDevice physical_ = VK_NULL_HANDLE;
+  VkDevice device_ = VK_NULL_HANDLE;
+  VkQueue queue_ = VK_NULL_HANDLE;
+  uint32_t queue_family_ = 0;
+  uint32_t memory_type_ = 0;
+  VkCommandPool pool_ = VK_NULL_HANDLE;
+  VkFence fence_ = VK_NULL_HANDLE;
+};
+
+// Throws std::runtime_error naming `what` when result is not VK_SUCCESS.
+void check(VkResult result, const char* what);
+
+}  // namespace stoa::gpu::vulkan

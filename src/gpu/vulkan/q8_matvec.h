@@ -1,0 +1,42 @@
+// Engine arithmetic v2's Q8_0 x Q8_0 matvec on a Vulkan device (shaders/q8_matvec.comp), bit for
+// bit kernels::v2::matvec_q8. The first compute kernel of the Vulkan backend (issue 54).
+#pragma once
+#include <cstdint>
+
+#include "gpu/vulkan/context.h"
+#include "kernels/matmul_int8.h"
+
+namespace stoa::gpu::vulkan {
+
+// An int8-grid matrix held by the device (values four to a word, f16 scales two to a word).
+struct DeviceQ8Matrix {
+  Buffer values;
+  Buffer scales;
+  int64_t rows = 0;
+  int64_t cols = 0;
+};
+
+class Q8Matvec {
+ public:
+  // Builds the pipeline from the SPIR-V embedded at build time. Throws std::runtime_error.
+  explicit Q8Matvec(Context& ctx);
+  ~Q8Matvec();
+  Q8Matvec(const Q8Matvec&) = delete;
+  Q8Matvec& operator=(const Q8Matvec&) = delete;
+
+  // Copies w (cols a positive multiple of 32) into device buffers.
+  DeviceQ8Matrix upload(const kernels::Int8Weights& w);
+  // y[b * y_stride + o] for every o < m.rows, b < acts.batch: uploads the activations,
+  // dispatches, waits and reads back. acts.cols must equal m.cols.
+  void run(const DeviceQ8Matrix& m, const kernels::Q8Activations& acts, float* y, int64_t y_stride);
+
+ private:
+  Context& ctx_;
+  VkShaderModule shader_ = VK_NULL_HANDLE;
+  VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE;
+  VkPipelineLayout pipeline_layout_ = VK_NULL_HANDLE;
+  VkPipeline pipeline_ = VK_NULL_HANDLE;
+  VkDescriptorPool descriptor_pool_ = VK_NULL_HANDLE;
+};
+
+}  // namespace stoa::gpu::vulkan
