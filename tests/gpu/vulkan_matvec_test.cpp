@@ -2,10 +2,7 @@
 // arithmetic v2's scalar reference (kernels::v2::matvec_q8) bit for bit: several shapes and
 // batches, random int8 weights with f16 scales (f16 subnormals and negative scales among them),
 // zero and tiny activation blocks, and the special values (a NaN-producing scale, all-zero rows).
-//
-// It runs on whichever Vulkan device the loader offers (a GPU first; Mesa's lavapipe, a CPU
-// device, in CI: scripts/setup installs mesa-vulkan-drivers). It skips only when there is no
-// Vulkan device at all, and scripts/test fails a release run on any skip, so CI must have one.
+// On whichever Vulkan device the loader offers (gpu/vulkan_device.h).
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -17,6 +14,7 @@
 
 #include "gpu/vulkan/context.h"
 #include "gpu/vulkan/q8_matvec.h"
+#include "gpu/vulkan_device.h"
 #include "kernels/arith_v2.h"
 #include "kernels/arith_v2_test_util.h"
 #include "kernels/half.h"
@@ -24,31 +22,8 @@
 namespace stoa::gpu::vulkan {
 namespace {
 
-class VulkanMatvec : public ::testing::Test {
+class VulkanMatvec : public VulkanDeviceTest {
  protected:
-  static void SetUpTestSuite() {
-    std::string why;
-    ctx_ = Context::create(&why).release();
-    if (ctx_ == nullptr) {
-      why_not_ = why;
-      return;
-    }
-    const DeviceInfo& d = ctx_->info();
-    std::printf(
-        "vulkan device: %s (%s), vendor 0x%04x, api %u.%u; float controls f32: RTE %d, "
-        "denorm flush %d, preserve %d\n",
-        d.name.c_str(), d.driver.c_str(), d.vendor_id, VK_API_VERSION_MAJOR(d.api_version),
-        VK_API_VERSION_MINOR(d.api_version), d.rounding_rte_f32, d.denorm_flush_f32,
-        d.denorm_preserve_f32);
-  }
-  static void TearDownTestSuite() {
-    delete ctx_;
-    ctx_ = nullptr;
-  }
-  void SetUp() override {
-    if (ctx_ == nullptr) GTEST_SKIP() << "no Vulkan device, nothing to compare: " << why_not_;
-  }
-
   // Runs the shader and the reference on m and counts the outputs whose bits differ.
   static size_t mismatches(Q8Matvec& mv, const kernels::RandomQ8& m, std::vector<float>* gpu) {
     const DeviceQ8Matrix dm = mv.upload(m.weights());
@@ -67,16 +42,10 @@ class VulkanMatvec : public ::testing::Test {
     }
     return differ;
   }
-
-  static Context* ctx_;
-  static std::string why_not_;
 };
 
-Context* VulkanMatvec::ctx_ = nullptr;
-std::string VulkanMatvec::why_not_;
-
 TEST_F(VulkanMatvec, EqualsTheV2ReferenceBitForBit) {
-  Q8Matvec mv(*ctx_);
+  Q8Matvec mv(*device());
   std::mt19937_64 rng(54);
   struct Shape {
     int64_t rows, cols, batch;
@@ -93,7 +62,7 @@ TEST_F(VulkanMatvec, EqualsTheV2ReferenceBitForBit) {
 }
 
 TEST_F(VulkanMatvec, SpecialValuesMatchTheReference) {
-  Q8Matvec mv(*ctx_);
+  Q8Matvec mv(*device());
   std::mt19937_64 rng(55);
   kernels::RandomQ8 m = kernels::random_q8(rng, 6, 128, 2);
   const int64_t groups = m.cols / 32;

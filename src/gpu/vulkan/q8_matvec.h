@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "gpu/vulkan/context.h"
+#include "gpu/vulkan/kernel.h"
 #include "kernels/matmul_int8.h"
 
 namespace stoa::gpu::vulkan {
@@ -20,9 +21,6 @@ class Q8Matvec {
  public:
   // Builds the pipeline from the SPIR-V embedded at build time. Throws std::runtime_error.
   explicit Q8Matvec(Context& ctx);
-  ~Q8Matvec();
-  Q8Matvec(const Q8Matvec&) = delete;
-  Q8Matvec& operator=(const Q8Matvec&) = delete;
 
   // Copies w (cols a positive multiple of 32) into device buffers.
   DeviceQ8Matrix upload(const kernels::Int8Weights& w);
@@ -32,11 +30,7 @@ class Q8Matvec {
 
  private:
   Context& ctx_;
-  VkShaderModule shader_ = VK_NULL_HANDLE;
-  VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE;
-  VkPipelineLayout pipeline_layout_ = VK_NULL_HANDLE;
-  VkPipeline pipeline_ = VK_NULL_HANDLE;
-  VkDescriptorPool descriptor_pool_ = VK_NULL_HANDLE;
+  Kernel kernel_;
 };
 
 }  // namespace stoa::gpu::vulkan
