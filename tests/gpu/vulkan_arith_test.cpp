@@ -120,5 +120,52 @@ TEST_F(VulkanArith, EveryPrimitiveEqualsTheReferenceBitForBit) {
   }
 }
 
+// Rows of every width class (under, at and over the 32 lanes, long ones), values of several
+// magnitudes (tiny rows whose squares are denormal, huge ones), masked (-inf) positions, and the
+// rows the spec makes NaN.
+TEST_F(VulkanArith, SoftmaxAndRmsnormRowsEqualTheReferenceBitForBit) {
+  V2Rows rows(*device());
+  std::mt19937_64 rng(63);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const float inf = std::numeric_limits<float>::infinity();
+  for (uint32_t n : {1u, 5u, 31u, 32u, 33u, 100u, 1000u, 4096u}) {
+    const uint32_t count = 12;
+    std::vector<float> x(static_cast<size_t>(n) * count), weight(n);
+    for (uint32_t r = 0; r < count; ++r) {
+      const float scale = std::ldexp(1.0f, static_cast<int>(rng() % 160) - 100);
+      for (uint32_t i = 0; i < n; ++i) x[r * n + i] = normal(rng) * (r < 4 ? 8.0f : scale);
+    }
+    if (n > 3) {
+      x[1 * n + 2] = -inf;                                     // a masked position
+      for (uint32_t i = 0; i < n; ++i) x[2 * n + i] = -inf;    // nothing to attend to
+      x[3 * n + 1] = std::numeric_limits<float>::quiet_NaN();  // a NaN row
+      x[4 * n + 0] = kernels::float_of(0x00000003u);           // a denormal
+    }
+    for (float& v : weight) v = 1.0f + 0.1f * normal(rng);
+    const float eps = 1e-6f;
+
+    std::vector<uint32_t> got = rows.softmax(x, n);
+    size_t differ = 0;
+    for (uint32_t r = 0; r < count; ++r) {
+      std::vector<float> want(x.begin() + r * n, x.begin() + (r + 1) * n);
+      kernels::v2::softmax_row(want.data(), n);
+      for (uint32_t i = 0; i < n; ++i) differ += kernels::bits_of(want[i]) != got[r * n + i];
+    }
+    EXPECT_EQ(differ, 0u) << "softmax_row, n = " << n;
+
+    for (bool with_weight : {false, true}) {
+      got = rows.rmsnorm(x, with_weight ? weight : std::vector<float>{}, n, eps);
+      differ = 0;
+      for (uint32_t r = 0; r < count; ++r) {
+        std::vector<float> want(n);
+        kernels::v2::rmsnorm_row(x.data() + r * n, with_weight ? weight.data() : nullptr, n, eps,
+                                 want.data());
+        for (uint32_t i = 0; i < n; ++i) differ += kernels::bits_of(want[i]) != got[r * n + i];
+      }
+      EXPECT_EQ(differ, 0u) << "rmsnorm_row, n = " << n << (with_weight ? ", weighted" : "");
+    }
+  }
+}
+
 }  // namespace
 }  // namespace stoa::gpu::vulkan

@@ -1,6 +1,6 @@
-// Engine arithmetic v2's element-wise primitives run on the device (shaders/v2_elementwise.comp,
-// the GLSL of shaders/arith_v2.glsl): what a device's conformance to the formula is checked with,
-// against kernels::v2 on the host (the golden self-test of issue 54 will build on it).
+// Engine arithmetic v2's primitives run on the device (shaders/v2_elementwise.comp and
+// v2_rows.comp, on the GLSL of shaders/arith_v2.glsl): what a device's conformance to the formula
+// is checked with, against kernels::v2 on the host (issue 54's golden self-test will build on it).
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -21,6 +21,24 @@ class V2Elementwise {
   std::vector<uint32_t> run(V2Op op, const std::vector<float>& a, const std::vector<float>& b);
 
  private:
+  Context& ctx_;
+  Kernel kernel_;
+};
+
+// softmax_row and rmsnorm_row (shaders/v2_rows.comp: one workgroup of 32 per row, the spec's
+// fixed 32-lane sum and tree), over `rows` rows of n values stored one after another.
+class V2Rows {
+ public:
+  explicit V2Rows(Context& ctx);
+  // kernels::v2::softmax_row on each row; returns the f32 bits.
+  std::vector<uint32_t> softmax(const std::vector<float>& x, uint32_t n);
+  // kernels::v2::rmsnorm_row on each row with one weight row (empty: none) and eps.
+  std::vector<uint32_t> rmsnorm(const std::vector<float>& x, const std::vector<float>& weight,
+                                uint32_t n, float eps);
+
+ private:
+  std::vector<uint32_t> run(uint32_t op, const std::vector<float>& x,
+                            const std::vector<float>& weight, uint32_t n, float eps);
   Context& ctx_;
   Kernel kernel_;
 };
