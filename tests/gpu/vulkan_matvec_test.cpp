@@ -5,8 +5,10 @@
 // On whichever Vulkan device the loader offers (gpu/vulkan_device.h).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <random>
 #include <string>
@@ -14,6 +16,7 @@
 
 #include "gpu/vulkan/context.h"
 #include "gpu/vulkan/q8_matvec.h"
+#include "gpu/vulkan/q8_quantize.h"
 #include "gpu/vulkan_device.h"
 #include "kernels/arith_v2.h"
 #include "kernels/arith_v2_test_util.h"
@@ -77,6 +80,41 @@ TEST_F(VulkanMatvec, SpecialValuesMatchTheReference) {
   EXPECT_EQ(kernels::bits_of(y[0]), kernels::v2::kCanonicalNanBits);
   EXPECT_EQ(kernels::bits_of(y[2]), kernels::v2::kCanonicalNanBits);
   EXPECT_EQ(kernels::bits_of(y[3]), 0u);
+}
+
+// The activations quantised on the device equal kernels::v2::quantize_q8's (values, f16-rounded
+// scales and block sums, bit for bit), including zero blocks, tiny blocks (a scale that flushes
+// to zero), denormal values and a block with a NaN and one with an infinity; and quantise-then-
+// multiply on the device equals the same chain on the host.
+TEST_F(VulkanMatvec, QuantizeAndMatvecChainEqualsTheReference) {
+  Q8Quantize quantize(*device());
+  Q8Matvec mv(*device());
+  std::mt19937_64 rng(56);
+  for (const int64_t cols : {int64_t{32}, int64_t{256}, int64_t{2048}}) {
+    kernels::RandomQ8 m = kernels::random_q8(rng, 40, cols, 3);
+    m.x[0] = kernels::float_of(0x80000007u);  // a denormal
+    if (cols >= 256) {
+      m.x[64] = std::numeric_limits<float>::quiet_NaN();
+      m.x[cols + 100] = -std::numeric_limits<float>::infinity();
+      for (int i = 0; i < 32; ++i) m.x[2 * cols + 32 + i] = std::ldexp(1.0f, -130) * (i - 16);
+    }
+    // The reference: kernels::v2 on the host.
+    kernels::v2::quantize_q8(m.x.data(), cols, m.acts());
+    std::vector<float> want(static_cast<size_t>(m.batch * m.rows));
+    kernels::v2::matvec_q8(m.weights(), m.acts(), want.data(), m.rows);
+    // The device: its own quantisation, then its matvec.
+    std::vector<int8_t> q(m.xq.size());
+    std::vector<float> d(m.xd.size());
+    std::vector<int32_t> sums(m.xsums.size());
+    const kernels::Q8Activations acts{q.data(), d.data(), m.batch, cols, sums.data()};
+    quantize.run(m.x.data(), cols, acts);
+    EXPECT_EQ(q, m.xq) << cols;
+    EXPECT_EQ(0, std::memcmp(d.data(), m.xd.data(), d.size() * sizeof(float))) << cols;
+    EXPECT_EQ(sums, m.xsums) << cols;
+    std::vector<float> got(want.size());
+    mv.run(mv.upload(m.weights()), acts, got.data(), m.rows);
+    EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float))) << cols;
+  }
 }
 
 }  // namespace

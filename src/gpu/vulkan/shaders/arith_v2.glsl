@@ -17,6 +17,43 @@ bool v2_is_tiny_bits(uint u) { return (u & V2_ABS) <= V2_MIN_NORMAL; }
 // The tiny flush: |x| <= 2^-126 (zeros, denormals, FLT_MIN) -> +0.
 float v2_flush(float x) { return v2_is_tiny_bits(floatBitsToUint(x)) ? 0.0 : x; }
 
+// kernels/half.h's f32_to_f16_bits (round to nearest even; NaN stays NaN). Its one float add (for
+// f16 subnormal results) has normal operands once the input is flushed, so it rounds alike
+// everywhere.
+uint v2_f32_to_f16_bits(float f) {
+  const uint kInf = 255u << 23;
+  const uint kF16Max = (127u + 16u) << 23;
+  const uint kDenormMagic = ((127u - 15u) + (23u - 10u) + 1u) << 23;
+  uint u = floatBitsToUint(f);
+  const uint sign = u & 0x80000000u;
+  u ^= sign;
+  uint o;
+  if (u >= kF16Max) {
+    o = u > kInf ? (0x7e00u | ((u >> 13) & 0x1ffu)) : 0x7c00u;
+  } else if (u < (113u << 23)) {
+    precise float sum = uintBitsToFloat(u) + uintBitsToFloat(kDenormMagic);
+    o = floatBitsToUint(sum) - kDenormMagic;
+  } else {
+    const uint mant_odd = (u >> 13) & 1u;
+    u += ((15u - 127u) << 23) + 0xfffu + mant_odd;
+    o = u >> 13;
+  }
+  return (o | (sign >> 16)) & 0xffffu;
+}
+
+// kernels/half.h's f16_bits_to_f32, by integer arithmetic only (f16 subnormals: m * 2^-24).
+float v2_f16_to_f32(uint h) {
+  const uint sign = (h & 0x8000u) << 16;
+  const uint e = (h >> 10) & 0x1fu;
+  const uint m = h & 0x3ffu;
+  if (e == 0u) {
+    precise float v = float(m) * 5.9604644775390625e-8;  // 2^-24
+    return uintBitsToFloat(floatBitsToUint(v) | sign);
+  }
+  if (e == 31u) return uintBitsToFloat(sign | 0x7f800000u | (m << 13) | (m != 0u ? 0x400000u : 0u));
+  return uintBitsToFloat(sign | ((e + 112u) << 23) | (m << 13));
+}
+
 // 2^k for k in [-126, 127], from its bits.
 float v2_pow2(int k) { return uintBitsToFloat(uint(k + 127) << 23); }
 

@@ -4,6 +4,9 @@
 // invocations (no split-K). Every float operation is `precise` (SPIR-V NoContraction): the driver
 // may not fuse `acc + isum * scale` into an fma.
 #version 450
+#extension GL_GOOGLE_include_directive : require
+
+#include "arith_v2.glsl"
 
 layout(local_size_x = 64, local_size_y = 1, local_size_z = 1) in;
 
@@ -21,20 +24,6 @@ layout(push_constant) uniform Shape {
   uint batch;     // activation rows
   uint y_stride;  // in floats, between activation rows of y
 } shape;
-
-// f16 bits -> f32, exactly, by integer arithmetic only: an f16 subnormal is m * 2^-24 (an exact
-// product of an exact integer conversion and a power of two), so no denormal control matters.
-float f16_to_f32(uint h) {
-  const uint sign = (h & 0x8000u) << 16;
-  const uint e = (h >> 10) & 0x1fu;
-  const uint m = h & 0x3ffu;
-  if (e == 0u) {
-    precise float v = float(m) * 5.9604644775390625e-8;  // 2^-24
-    return uintBitsToFloat(floatBitsToUint(v) | sign);
-  }
-  if (e == 31u) return uintBitsToFloat(sign | 0x7f800000u | (m << 13) | (m != 0u ? 0x400000u : 0u));
-  return uintBitsToFloat(sign | ((e + 112u) << 23) | (m << 13));
-}
 
 // The exact dot product of four int8 pairs (sign-extended bytes).
 int dot4(uint a, uint b) {
@@ -56,7 +45,7 @@ void main() {
     for (uint k = 0u; k < 8u; ++k)
       isum += dot4(wq[o * words + g * 8u + k], xq[b * words + g * 8u + k]);
     const uint si = o * groups + g;
-    const float dw = f16_to_f32((ws[si >> 1] >> ((si & 1u) * 16u)) & 0xffffu);
+    const float dw = v2_f16_to_f32((ws[si >> 1] >> ((si & 1u) * 16u)) & 0xffffu);
     precise float scale = dw * uintBitsToFloat(xd[b * groups + g]);  // exact (11-bit significands)
     precise float term = float(isum) * scale;
     acc = acc + term;
