@@ -45,8 +45,9 @@ TEST(ArithV2, DivideAndRecipAgainstCorrectRounding) {
     const float a = wide_float(rng, 0, 0), b = wide_float(rng, 0, 0);
     worst_div = std::max(worst_div, ulp_distance(v2::divide(a, b), a / b));
   }
-  std::printf("divide: max %lld ulp, recip: max %lld ulp over %d draws\n",
-              static_cast<long long>(worst_div), static_cast<long long>(worst_recip), 2 * kSweep);
+  std::printf("divide: max %lld ulp over %d pairs, recip: max %lld ulp over %d values\n",
+              static_cast<long long>(worst_div), 2 * kSweep, static_cast<long long>(worst_recip),
+              kSweep);
   EXPECT_LE(worst_div, 1);
   EXPECT_LE(worst_recip, 1);
   for (int k = -125; k <= 125; ++k) {  // powers of two are exact
