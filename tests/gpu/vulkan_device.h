@@ -39,11 +39,11 @@ class VulkanDeviceTest : public ::testing::Test {
     }
     const DeviceInfo& d = ctx->info();
     std::printf(
-        "vulkan device: %s (%s), vendor 0x%04x, api %u.%u; float controls f32: RTE %d, denorm "
-        "flush %d, preserve %d\n",
+        "vulkan device: %s (%s), vendor 0x%04x, api %u.%u; float controls f32: RTE %d, inf/nan "
+        "preserve %d, denorm flush %d, denorm preserve %d\n",
         d.name.c_str(), d.driver.c_str(), d.vendor_id, VK_API_VERSION_MAJOR(d.api_version),
-        VK_API_VERSION_MINOR(d.api_version), d.rounding_rte_f32, d.denorm_flush_f32,
-        d.denorm_preserve_f32);
+        VK_API_VERSION_MINOR(d.api_version), d.rounding_rte_f32, d.inf_nan_preserve_f32,
+        d.denorm_flush_f32, d.denorm_preserve_f32);
     return ctx;
   }
 };

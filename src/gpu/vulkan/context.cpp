@@ -84,10 +84,19 @@ DeviceInfo describe(VkPhysicalDevice physical) {
     vkGetPhysicalDeviceProperties2(physical, &props2);
     info.driver = std::string(driver.driverName) + " " + driver.driverInfo;
     info.rounding_rte_f32 = floats.shaderRoundingModeRTEFloat32 == VK_TRUE;
+    info.inf_nan_preserve_f32 = floats.shaderSignedZeroInfNanPreserveFloat32 == VK_TRUE;
     info.denorm_flush_f32 = floats.shaderDenormFlushToZeroFloat32 == VK_TRUE;
     info.denorm_preserve_f32 = floats.shaderDenormPreserveFloat32 == VK_TRUE;
   }
   return info;
+}
+
+// What a device lacks for arithmetic v2's shaders, in words, or null when it has all of it.
+const char* unfit_for_v2(const DeviceInfo& info) {
+  if (info.api_version < VK_API_VERSION_1_2) return "Vulkan 1.2 is needed (float controls)";
+  if (!info.rounding_rte_f32) return "it cannot round f32 to nearest even on request";
+  if (!info.inf_nan_preserve_f32) return "it cannot promise IEEE infinities and NaNs in f32";
+  return nullptr;
 }
 
 }  // namespace
@@ -115,24 +124,30 @@ std::unique_ptr<Context> Context::create(std::string* why_not) {
   std::vector<VkPhysicalDevice> physicals(count);
   if (count > 0) vkEnumeratePhysicalDevices(ctx->instance_, &count, physicals.data());
   const char* wanted = std::getenv("STOA_VULKAN_DEVICE");
+  const bool named = wanted != nullptr && *wanted != '\0';
   int best_rank = -1;
+  std::string refused;  // why each device that was not taken could not be
   for (VkPhysicalDevice p : physicals) {
     const DeviceInfo info = describe(p);
-    if (info.api_version < VK_API_VERSION_1_1) continue;
-    int rank = type_rank(info.type);
-    if (wanted != nullptr && *wanted != '\0')
-      rank = info.name.find(wanted) != std::string::npos ? 10 : -1;
+    if (named && info.name.find(wanted) == std::string::npos) continue;
+    const char* missing = unfit_for_v2(info);
+    if (missing != nullptr) {
+      refused += (refused.empty() ? "" : "; ") + info.name + ": " + missing;
+      continue;
+    }
+    const int rank = type_rank(info.type);
     if (rank > best_rank) {
       best_rank = rank;
       ctx->physical_ = p;
       ctx->info_ = info;
     }
   }
-  if (ctx->physical_ == VK_NULL_HANDLE || best_rank < 0) {
-    return fail(count == 0 ? "no Vulkan device (install a driver, e.g. Mesa's lavapipe: "
-                             "mesa-vulkan-drivers)"
-                           : std::string("no Vulkan 1.1 device") +
-                                 (wanted ? std::string(" named like '") + wanted + "'" : ""));
+  if (ctx->physical_ == VK_NULL_HANDLE) {
+    if (count == 0)
+      return fail("no Vulkan device (install a driver, e.g. Mesa's lavapipe: mesa-vulkan-drivers)");
+    if (!refused.empty())
+      return fail("no Vulkan device can run engine arithmetic v2 (" + refused + ")");
+    return fail(std::string("no Vulkan device named like '") + (named ? wanted : "") + "'");
   }
 
   uint32_t families = 0;

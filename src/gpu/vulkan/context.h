@@ -4,6 +4,9 @@
 //
 // Device choice: STOA_VULKAN_DEVICE (a substring of the device name) when set; else a discrete
 // GPU, then an integrated one, then any other (Mesa's lavapipe, a CPU device, is what CI has).
+// Only devices that can run engine arithmetic v2 are candidates (docs/design/arithmetic.md):
+// Vulkan 1.2, and f32 round-to-nearest-even and inf/NaN/signed-zero preservation on request
+// (float controls), which every shader declares; others are refused with the reason.
 #pragma once
 #include <vulkan/vulkan.h>
 
@@ -24,6 +27,7 @@ struct DeviceInfo {
   // What arithmetic v2 needs to be checked on (docs/design/arithmetic.md): round-to-nearest-even
   // declarable, and whether denormals may be flushed (v2 does not depend on it either way).
   bool rounding_rte_f32 = false;
+  bool inf_nan_preserve_f32 = false;  // shaderSignedZeroInfNanPreserveFloat32
   bool denorm_flush_f32 = false;
   bool denorm_preserve_f32 = false;
 };
@@ -55,8 +59,8 @@ class Buffer {
 
 class Context {
  public:
-  // The device, or null with `why_not` saying why in plain words (no loader, no device, no
-  // compute queue, no host-visible memory).
+  // The device, or null with `why_not` saying why in plain words (no loader, no device, none
+  // that can run arithmetic v2 and why not, no compute queue, no host-visible memory).
   static std::unique_ptr<Context> create(std::string* why_not);
   ~Context();
   Context(const Context&) = delete;

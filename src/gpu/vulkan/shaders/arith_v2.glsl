@@ -4,6 +4,15 @@
 // float operation carries SPIR-V NoContraction (glslang marks the operations that compute a
 // precise variable; a bare `return a * b + c;` would not be). Constants are given by their bits:
 // no decimal-to-float conversion by a compiler is trusted. Special values are tested on the bits.
+//
+// Every shader that includes this file declares, for 32-bit floats, round to nearest even
+// (RoundingModeRTE: capability 4467, execution mode 4462) and IEEE infinities, NaNs and signed
+// zeros (SignedZeroInfNanPreserve: 4466, 4461) — without the latter a driver may assume no inf
+// arises, yet exp overflows to +inf and silu divides by it. Context refuses a device that cannot
+// honour both (gpu/vulkan/context.h).
+#extension GL_EXT_spirv_intrinsics : require
+spirv_execution_mode(capabilities = [4467], 4462, 32);
+spirv_execution_mode(capabilities = [4466], 4461, 32);
 
 const uint V2_ABS = 0x7fffffffu;
 const uint V2_SIGN = 0x80000000u;
