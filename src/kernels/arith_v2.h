@@ -55,6 +55,23 @@ void softmax_row(float* x, size_t n);
 // fixed 32-lane order; weight may be null (no scaling). out may alias x. n >= 1.
 void rmsnorm_row(const float* x, const float* weight, size_t n, float eps, float* out);
 
+// The summand flush: a term of a signed sum with |t| < 2^-100 becomes +0. Every remaining term
+// is then a multiple of 2^-123, so every partial sum is zero or at least 2^-123 in magnitude and
+// never tiny, whatever the signs (a sum of two close normals of opposite sign could otherwise be
+// a denormal, which a flushing device would read as zero).
+float flush_summand(float t);
+
+// sum_i flush_summand(flush(a[i]) * flush(b[i])) in the fixed 32-lane order.
+float dot(const float* a, const float* b, size_t n);
+
+// Attention over one query and n_keys cached keys/values (head_dim values each, rows k_stride /
+// v_stride apart): scores[t] = flush(dot(q, k_t) * scale); then softmax_row(scores); then
+// out[d] = flush(sum over t in order of flush_summand(scores[t] * v_t[d])), starting from +0.
+// scores holds n_keys floats (the probabilities on return). n_keys >= 1.
+void attention_head(const float* q, const float* k, size_t k_stride, const float* v,
+                    size_t v_stride, size_t n_keys, size_t head_dim, float scale, float* scores,
+                    float* out);
+
 // W8A8 activation quantisation per 32-block (llama.cpp's Q8_0): d = f16(amax * fl(1/127)),
 // q = round-half-away(x * recip(d before f16)), clamped to [-127, 127]. A block with a NaN or an
 // infinity gets scale NaN and values 0. acts.sums is filled when not null.

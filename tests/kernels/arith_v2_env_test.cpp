@@ -68,6 +68,10 @@ std::vector<float> edge_inputs() {
 struct Inputs {
   std::vector<float> scalars, pairs, scaled, negated;
   std::vector<std::vector<float>> rows;
+  // A dot product whose lane-0 partial sum, unflushed, would be a denormal (two normal products
+  // of opposite sign, 1.5 and -1.25 x 2^-126) added later to a small normal one (2^-110): the
+  // summand flush is what keeps it from depending on FTZ.
+  std::vector<float> dot_a, dot_b;
   RandomQ8 q8;
 };
 
@@ -86,6 +90,14 @@ Inputs make_inputs() {
       for (size_t i = 0; i < r.size(); ++i) r[i] = std::fmod(in.scalars[at + i], 50.0f) * scale;
       in.rows.push_back(r);
     }
+  in.dot_a.assign(64, 0.0f);
+  in.dot_b.assign(64, 0.0f);
+  in.dot_a[0] = std::ldexp(1.0f, -60);
+  in.dot_b[0] = std::ldexp(1.5f, -66);
+  in.dot_a[32] = -std::ldexp(1.0f, -60);
+  in.dot_b[32] = std::ldexp(1.25f, -66);
+  in.dot_a[1] = std::ldexp(1.0f, -55);
+  in.dot_b[1] = std::ldexp(1.0f, -55);
   std::mt19937_64 rng(61);
   in.q8 = random_q8(rng, 9, 256, 4);
   for (size_t i = 0; i < in.q8.x.size(); i += 5) in.q8.x[i] = in.scalars[i % n] * 1e-30f;
@@ -110,6 +122,17 @@ std::vector<uint32_t> run_everything(const Inputs& in) {
       out.push_back(bits_of(r[i]));
       out.push_back(bits_of(normed[i]));
     }
+  }
+  out.push_back(bits_of(v2::dot(in.dot_a.data(), in.dot_b.data(), in.dot_a.size())));
+  // Attention over rows of the inputs (tiny ones included) as queries, keys and values.
+  for (size_t r = 0; r + 3 < in.rows.size(); r += 4) {
+    const std::vector<float>& q = in.rows[r];
+    const size_t head_dim = 20, n_keys = q.size() / head_dim;
+    std::vector<float> scores(n_keys), head(head_dim);
+    v2::attention_head(q.data(), in.rows[r + 1].data(), head_dim, in.rows[r + 2].data(), head_dim,
+                       n_keys, head_dim, 0.125f, scores.data(), head.data());
+    for (float v : scores) out.push_back(bits_of(v));
+    for (float v : head) out.push_back(bits_of(v));
   }
   RandomQ8 m = in.q8;
   v2::quantize_q8(m.x.data(), m.cols, m.acts());
@@ -177,7 +200,7 @@ TEST(ArithV2Env, CompiledCodeUsesOnlyTheSpecsOperations) {
     EXPECT_GT(lines, 50) << path;  // really disassembled
     ++scanned;
   }
-  EXPECT_EQ(scanned, 2);
+  EXPECT_EQ(scanned, 3);  // arith_v2.cpp, arith_v2_rows.cpp, arith_v2_attention.cpp
 }
 
 }  // namespace

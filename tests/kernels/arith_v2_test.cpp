@@ -237,6 +237,54 @@ TEST(ArithV2, RmsnormRowAgainstDouble) {
   for (float v : out) EXPECT_EQ(bits_of(v), 0u);
 }
 
+// Attention for one query against double: scores, probabilities and the weighted values, for
+// key counts under and over the 32 lanes and head sizes of the models (64, 128).
+TEST(ArithV2, AttentionHeadAgainstDouble) {
+  std::mt19937_64 rng(60);
+  std::normal_distribution<float> value(0.0f, 1.0f);
+  double worst_scores = 0, worst_out = 0;
+  for (size_t head_dim : {64, 128}) {
+    for (size_t n_keys : {1, 7, 33, 300}) {
+      std::vector<float> q(head_dim), k(n_keys * head_dim), v(n_keys * head_dim);
+      for (float& x : q) x = value(rng);
+      for (float& x : k) x = value(rng);
+      for (float& x : v) x = value(rng);
+      const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+      std::vector<float> scores(n_keys), out(head_dim);
+      v2::attention_head(q.data(), k.data(), head_dim, v.data(), head_dim, n_keys, head_dim, scale,
+                         scores.data(), out.data());
+      std::vector<double> s(n_keys);
+      double mx = -HUGE_VAL, sum = 0;
+      for (size_t t = 0; t < n_keys; ++t) {
+        double d = 0;
+        for (size_t i = 0; i < head_dim; ++i) d += double{q[i]} * k[t * head_dim + i];
+        s[t] = d * scale;
+        mx = std::max(mx, s[t]);
+      }
+      for (double& x : s) sum += (x = std::exp(x - mx));
+      for (size_t t = 0; t < n_keys; ++t) {
+        const double p = s[t] / sum;
+        if (p > 1e-30) worst_scores = std::max(worst_scores, std::fabs(scores[t] - p) / p);
+      }
+      for (size_t d = 0; d < head_dim; ++d) {
+        double o = 0, mag = 0;
+        for (size_t t = 0; t < n_keys; ++t) {
+          o += s[t] / sum * v[t * head_dim + d];
+          mag += std::fabs(s[t] / sum * v[t * head_dim + d]);
+        }
+        worst_out = std::max(worst_out, std::fabs(out[d] - o) / mag);
+      }
+    }
+  }
+  // The probabilities inherit the scores' absolute error times the logit (|score| up to ~4 here).
+  std::printf(
+      "attention_head: probabilities max relative error %.3g, outputs max |error| / "
+      "sum|term| %.3g\n",
+      worst_scores, worst_out);
+  EXPECT_LT(worst_scores, 1e-5);
+  EXPECT_LT(worst_out, 1e-5);
+}
+
 TEST(ArithV2, QuantizeAndMatvecAgainstExactSums) {
   std::mt19937_64 rng(59);
   for (const auto& [rows, cols] : {std::pair{7, 32}, {64, 256}, {33, 1024}, {5, 4096}}) {
