@@ -167,5 +167,42 @@ TEST_F(VulkanArith, SoftmaxAndRmsnormRowsEqualTheReferenceBitForBit) {
   }
 }
 
+// Attention for several queries against one set of keys and values: head sizes of the models
+// and an odd one, key counts under and over the 32 lanes, strided rows, a query scaled to 2^-70
+// (every product below the summand flush), one scaled up, values of 1e-35 among the others, and
+// a query with a NaN (its row all NaN).
+TEST_F(VulkanArith, AttentionEqualsTheReferenceBitForBit) {
+  V2Attention attention(*device());
+  std::mt19937_64 rng(64);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (uint32_t head_dim : {64u, 128u, 40u}) {
+    for (uint32_t n_keys : {1u, 31u, 33u, 257u}) {
+      const uint32_t queries = 6, stride = head_dim + 8;
+      std::vector<float> q(queries * head_dim), k(n_keys * stride), v(n_keys * stride);
+      for (uint32_t r = 0; r < queries; ++r) {
+        const float scale = std::ldexp(1.0f, r == 1 ? -70 : (r == 2 ? 6 : 0));
+        for (uint32_t i = 0; i < head_dim; ++i) q[r * head_dim + i] = normal(rng) * scale;
+      }
+      for (float& x : k) x = normal(rng);
+      for (float& x : v) x = normal(rng) * (rng() % 7 == 0 ? 1e-35f : 1.0f);
+      q[3 * head_dim + 1] = std::numeric_limits<float>::quiet_NaN();
+      const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+      const V2Attention::Result got =
+          attention.run(q, k, v, n_keys, head_dim, stride, stride, scale);
+      size_t differ = 0;
+      for (uint32_t r = 0; r < queries; ++r) {
+        std::vector<float> probabilities(n_keys), out(head_dim);
+        kernels::v2::attention_head(q.data() + r * head_dim, k.data(), stride, v.data(), stride,
+                                    n_keys, head_dim, scale, probabilities.data(), out.data());
+        for (uint32_t t = 0; t < n_keys; ++t)
+          differ += kernels::bits_of(probabilities[t]) != got.probabilities[r * n_keys + t];
+        for (uint32_t d = 0; d < head_dim; ++d)
+          differ += kernels::bits_of(out[d]) != got.out[r * head_dim + d];
+      }
+      EXPECT_EQ(differ, 0u) << "head_dim " << head_dim << ", n_keys " << n_keys;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace stoa::gpu::vulkan

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "gpu/vulkan/v2_attention_spv.h"    // kV2AttentionSpirv
 #include "gpu/vulkan/v2_elementwise_spv.h"  // generated at build time: kV2ElementwiseSpirv
 #include "gpu/vulkan/v2_rows_spv.h"         // kV2RowsSpirv
 
@@ -18,6 +19,23 @@ struct Params {
 struct RowParams {
   uint32_t n, op, eps_bits, has_weight;
 };
+
+struct AttentionParams {
+  uint32_t n_keys, head_dim, k_stride, v_stride, scale_bits;
+};
+
+// A buffer holding a copy of v (at least 4 bytes).
+Buffer upload(Context& ctx, const std::vector<float>& v) {
+  Buffer b = ctx.make_buffer(v.size() * sizeof(float));
+  if (!v.empty()) std::memcpy(b.data(), v.data(), v.size() * sizeof(float));
+  return b;
+}
+
+std::vector<uint32_t> download(const Buffer& b, size_t count) {
+  std::vector<uint32_t> bits(count);
+  std::memcpy(bits.data(), b.data(), count * sizeof(uint32_t));
+  return bits;
+}
 
 }  // namespace
 
@@ -74,6 +92,30 @@ std::vector<uint32_t> V2Rows::run(uint32_t op, const std::vector<float>& x,
   std::vector<uint32_t> bits(x.size());
   std::memcpy(bits.data(), out.data(), bytes);
   return bits;
+}
+
+// Bindings: q, k, v, probabilities, out (shaders/v2_attention.comp).
+V2Attention::V2Attention(Context& ctx)
+    : ctx_(ctx),
+      kernel_(ctx, kV2AttentionSpirv, sizeof(kV2AttentionSpirv), 5, sizeof(AttentionParams)) {}
+
+V2Attention::Result V2Attention::run(const std::vector<float>& q, const std::vector<float>& k,
+                                     const std::vector<float>& v, uint32_t n_keys,
+                                     uint32_t head_dim, uint32_t k_stride, uint32_t v_stride,
+                                     float scale) {
+  if (n_keys == 0 || head_dim == 0 || q.size() % head_dim != 0 ||
+      k.size() < static_cast<size_t>(n_keys - 1) * k_stride + head_dim ||
+      v.size() < static_cast<size_t>(n_keys - 1) * v_stride + head_dim)
+    throw std::invalid_argument("V2Attention: the shapes do not match");
+  const size_t queries = q.size() / head_dim;
+  Buffer bq = upload(ctx_, q), bk = upload(ctx_, k), bv = upload(ctx_, v);
+  Buffer probabilities = ctx_.make_buffer(queries * n_keys * sizeof(float));
+  Buffer out = ctx_.make_buffer(q.size() * sizeof(float));
+  uint32_t scale_bits = 0;
+  std::memcpy(&scale_bits, &scale, sizeof scale_bits);
+  const AttentionParams params{n_keys, head_dim, k_stride, v_stride, scale_bits};
+  kernel_.dispatch({&bq, &bk, &bv, &probabilities, &out}, &params, static_cast<uint32_t>(queries));
+  return {download(out, q.size()), download(probabilities, queries * n_keys)};
 }
 
 }  // namespace stoa::gpu::vulkan

@@ -43,4 +43,22 @@ class V2Rows {
   Kernel kernel_;
 };
 
+// kernels::v2::attention_head for `queries` query rows of head_dim values against one set of
+// n_keys keys and values (rows k_stride / v_stride apart), shaders/v2_attention.comp: one
+// workgroup of 32 per query. Returns the outputs [queries][head_dim] and the probabilities
+// [queries][n_keys], as f32 bits.
+class V2Attention {
+ public:
+  explicit V2Attention(Context& ctx);
+  struct Result {
+    std::vector<uint32_t> out, probabilities;
+  };
+  Result run(const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>& v,
+             uint32_t n_keys, uint32_t head_dim, uint32_t k_stride, uint32_t v_stride, float scale);
+
+ private:
+  Context& ctx_;
+  Kernel kernel_;
+};
+
 }  // namespace stoa::gpu::vulkan

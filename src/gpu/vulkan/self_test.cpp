@@ -126,6 +126,26 @@ std::string check_rows(Context& ctx) {
   return {};
 }
 
+std::string check_attention(Context& ctx) {
+  V2Attention attention(ctx);
+  uint64_t state = 0x6174746eull;  // "attn"
+  constexpr uint32_t kHead = 64, kKeys = 45, kQueries = 3;
+  std::vector<float> q(kQueries * kHead), k(kKeys * kHead), v(kKeys * kHead);
+  for (auto* m : {&q, &k, &v})
+    for (float& x : *m)
+      x = static_cast<float>(static_cast<int32_t>(splitmix64(&state) >> 40)) * 0x1p-23f;
+  const float scale = 0.125f;
+  const V2Attention::Result got = attention.run(q, k, v, kKeys, kHead, kHead, kHead, scale);
+  std::vector<float> probabilities(kQueries * kKeys), out(kQueries * kHead);
+  for (uint32_t r = 0; r < kQueries; ++r)
+    kernels::v2::attention_head(q.data() + r * kHead, k.data(), kHead, v.data(), kHead, kKeys,
+                                kHead, scale, probabilities.data() + r * kKeys,
+                                out.data() + r * kHead);
+  std::string diff =
+      compare("attention's probabilities", got.probabilities, bits(probabilities), nullptr);
+  return diff.empty() ? compare("attention's outputs", got.out, bits(out), nullptr) : diff;
+}
+
 std::string check_q8(Context& ctx) {
   constexpr int64_t kRows = 48, kCols = 512, kBatch = 3;
   uint64_t state = 0x7138ull;  // "q8"
@@ -161,7 +181,7 @@ SelfTestResult run_v2_self_test(Context& ctx) {
   SelfTestResult result;
   const std::string device = ctx.info().name;
   try {
-    for (auto check : {check_elementwise, check_rows, check_q8}) {
+    for (auto check : {check_elementwise, check_rows, check_attention, check_q8}) {
       const std::string diff = check(ctx);
       if (!diff.empty()) {
         result.report = "the Vulkan device " + device +
@@ -177,7 +197,7 @@ SelfTestResult run_v2_self_test(Context& ctx) {
   result.report = "the Vulkan device " + device +
                   " computes engine arithmetic v2 bit for bit as the CPU does (7 primitives on " +
                   std::to_string(element_inputs().size()) +
-                  " inputs each, softmax and RMSNorm rows, quantise + matvec)";
+                  " inputs each, softmax and RMSNorm rows, attention, quantise + matvec)";
   return result;
 }
 

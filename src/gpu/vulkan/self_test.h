@@ -15,8 +15,9 @@ struct SelfTestResult {
   std::string report;
 };
 
-// Runs every element-wise primitive on 2^16 + specials inputs, softmax and RMSNorm rows, and a
-// quantise-then-matvec chain; never throws (a Vulkan error is a failed self-test).
+// Runs every element-wise primitive on 2^16 + specials inputs, softmax and RMSNorm rows,
+// attention, and a quantise-then-matvec chain; never throws (a Vulkan error is a failed
+// self-test).
 SelfTestResult run_v2_self_test(Context& ctx);
 
 }  // namespace stoa::gpu::vulkan
