@@ -72,6 +72,31 @@ void attention_head(const float* q, const float* k, size_t k_stride, const float
                     size_t v_stride, size_t n_keys, size_t head_dim, float scale, float* scores,
                     float* out);
 
+// The rest of a pass, element-wise and in the order the engine's scalar code already uses
+// (arith_v2_ops.cpp); on values whose products and sums stay far from 2^-100 they equal that
+// code bit for bit. Every signed sum flushes its terms (flush_summand); products that are not
+// summed are tiny-flushed.
+
+// A residual add: flush_summand(a) + flush_summand(b).
+float add(float a, float b);
+// SwiGLU: out[i] = flush(silu(gate[i]) * flush(up[i])). out may alias gate or up.
+void silu_mul(const float* gate, const float* up, float* out, size_t n);
+// Rotary embedding (rotate-half) of one head with host-table cos/sin (head_dim / 2 each):
+// x1' = x1 c - x2 s, x2' = x2 c + x1 s, each product flush_summand-ed, the results flushed.
+void rope_apply(float* head, size_t head_dim, const float* cos, const float* sin);
+// LFM2's short convolution for one token (engine/short_conv.cpp's order): out[h] = sum over
+// j < L - 1 of k[h][j] * state[j][h], then + k[h][L-1] * bx[h]; the window then shifts by bx.
+void short_conv_step(const float* kernel, size_t hidden, size_t kernel_size, float* state,
+                     const float* bx, float* out);
+// The MoE mixing step for one expert's output: out[h] = out[h] + flush_summand(weight * y[h]);
+// a token's experts are added in expert-id order from +0.
+void moe_mix(float weight, const float* y, float* out, size_t hidden);
+// The MoE router's mixing weights of the chosen experts: w_i = sigmoid(logit_i); with
+// normalisation, w_i = flush(w_i * recip(sum + 1e-6)) (the sum of the chosen in their order);
+// then w_i = flush(w_i * scaling). `chosen` holds top_k expert ids.
+void moe_weights(const float* router_logits, const int32_t* chosen, size_t top_k, bool normalize,
+                 float scaling, float* weights);
+
 // W8A8 activation quantisation per 32-block (llama.cpp's Q8_0): d = f16(amax * fl(1/127)),
 // q = round-half-away(x * recip(d before f16)), clamped to [-127, 127]. A block with a NaN or an
 // infinity gets scale NaN and values 0. acts.sums is filled when not null.
