@@ -76,7 +76,9 @@ float scale_by_pow2(float q, int32_t k) {
 }  // namespace
 
 float flush(float x) {
-  return is_tiny_bits(bits_of(x)) ? 0.0f : x;
+  const uint32_t u = bits_of(x);
+  if (is_nan_bits(u)) return nan_value();
+  return is_tiny_bits(u) ? 0.0f : x;
 }
 
 float divide(float a, float b) {

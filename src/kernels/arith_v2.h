@@ -27,7 +27,8 @@ inline constexpr uint32_t kCanonicalNanBits = 0x7fc00000u;
 // one tree s[j] += s[j + w] for w = 16, 8, 4, 2, 1 (kernels.md's span, so v1's sums carry over).
 inline constexpr size_t kSumLanes = 32;
 
-// The tiny flush above, on its own (an integer test on the bits).
+// The output rule on one value: the tiny flush above, and any NaN made the canonical one (two
+// integer tests on the bits). Every primitive's result goes through it.
 float flush(float x);
 
 // 1 / x, nearly correctly rounded (measured bound in arithmetic.md). |x| <= 2^-126 gives +inf

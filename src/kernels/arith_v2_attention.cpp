@@ -18,7 +18,7 @@ float dot(const float* a, const float* b, size_t n) {
     s[i % kSumLanes] = s[i % kSumLanes] + flush_summand(flush(a[i]) * flush(b[i]));
   for (size_t w = kSumLanes / 2; w >= 1; w /= 2)
     for (size_t j = 0; j < w; ++j) s[j] = s[j] + s[j + w];
-  return s[0];
+  return flush(s[0]);  // never tiny (the summand flush); a NaN made canonical
 }
 
 void attention_head(const float* q, const float* k, size_t k_stride, const float* v,

@@ -9,7 +9,7 @@
 namespace stoa::kernels::v2 {
 
 float add(float a, float b) {
-  return flush_summand(a) + flush_summand(b);
+  return flush(flush_summand(a) + flush_summand(b));  // never tiny; a NaN made canonical
 }
 
 void silu_mul(const float* gate, const float* up, float* out, size_t n) {
@@ -44,7 +44,7 @@ void short_conv_step(const float* kernel, size_t hidden, size_t kernel_size, flo
 
 void moe_mix(float weight, const float* y, float* out, size_t hidden) {
   const float w = flush(weight);
-  for (size_t h = 0; h < hidden; ++h) out[h] = out[h] + flush_summand(w * flush(y[h]));
+  for (size_t h = 0; h < hidden; ++h) out[h] = flush(out[h] + flush_summand(w * flush(y[h])));
 }
 
 void moe_weights(const float* router_logits, const int32_t* chosen, size_t top_k, bool normalize,

@@ -204,5 +204,52 @@ TEST_F(VulkanArith, AttentionEqualsTheReferenceBitForBit) {
   }
 }
 
+// The rest of a pass on the device against kernels::v2, on values of every magnitude class
+// (inputs() above: denormals, tiny, huge, NaN, infinities) as well as ordinary ones.
+TEST_F(VulkanArith, PassOpsEqualTheReferenceBitForBit) {
+  V2PassOps ops(*device());
+  const std::vector<float> all = inputs();
+  std::mt19937_64 rng(65);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const auto slice = [&](size_t n, size_t at) {
+    std::vector<float> v(n);
+    for (size_t i = 0; i < n; ++i)
+      v[i] = (at % 2) ? normal(rng) : all[(at * 131 + i * 7) % all.size()];
+    return v;
+  };
+  const auto count_differ = [](const std::vector<uint32_t>& got, const std::vector<float>& want) {
+    size_t differ = 0;
+    for (size_t i = 0; i < want.size(); ++i) differ += got[i] != kernels::bits_of(want[i]);
+    return differ;
+  };
+  for (size_t round = 0; round < 6; ++round) {
+    const uint32_t n = 4096;
+    const std::vector<float> a = slice(n, round), b = slice(n, round + 1), c = slice(n, round + 2),
+                             d = slice(n, round + 3);
+    std::vector<float> want(n);
+    for (uint32_t i = 0; i < n; ++i) want[i] = kernels::v2::add(a[i], b[i]);
+    EXPECT_EQ(count_differ(ops.run(V2PassOp::kAdd, n, 0, 0.0f, a, b, {}, {}), want), 0u) << "add";
+    kernels::v2::silu_mul(a.data(), b.data(), want.data(), n);
+    EXPECT_EQ(count_differ(ops.run(V2PassOp::kSiluMul, n, 0, 0.0f, a, b, {}, {}), want), 0u)
+        << "silu_mul";
+    const uint32_t head_dim = 64;
+    want = a;
+    for (uint32_t h = 0; h < n / head_dim; ++h)
+      kernels::v2::rope_apply(want.data() + h * head_dim, head_dim, b.data(), c.data());
+    EXPECT_EQ(count_differ(ops.run(V2PassOp::kRope, n, head_dim, 0.0f, a, b, c, {}), want), 0u)
+        << "rope";
+    const uint32_t hidden = 1024, L = 3;
+    std::vector<float> state(b.begin(), b.begin() + (L - 1) * hidden), conv(hidden);
+    kernels::v2::short_conv_step(a.data(), hidden, L, state.data(), c.data(), conv.data());
+    EXPECT_EQ(count_differ(ops.run(V2PassOp::kShortConv, hidden, L, 0.0f, a, b, c, {}), conv), 0u)
+        << "short conv";
+    const float weight = round % 2 ? 0.375f : a[5];
+    want = d;
+    kernels::v2::moe_mix(weight, a.data(), want.data(), n);
+    EXPECT_EQ(count_differ(ops.run(V2PassOp::kMoeMix, n, 0, weight, a, {}, {}, d), want), 0u)
+        << "moe_mix";
+  }
+}
+
 }  // namespace
 }  // namespace stoa::gpu::vulkan

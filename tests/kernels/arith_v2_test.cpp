@@ -105,6 +105,16 @@ TEST(ArithV2, SpecialValues) {
   EXPECT_TRUE(is_plus_zero(v2::flush(-denormal)));
   EXPECT_TRUE(is_plus_zero(v2::flush(FLT_MIN)));
   EXPECT_EQ(v2::flush(std::nextafter(FLT_MIN, 1.0f)), std::nextafter(FLT_MIN, 1.0f));
+  // Any NaN leaves a primitive as the canonical one, whatever payload and sign came in.
+  const float payload_nan = float_of(0xffc01234u);
+  EXPECT_TRUE(is_canonical_nan(v2::flush(payload_nan)));
+  EXPECT_TRUE(is_canonical_nan(v2::add(payload_nan, 1.0f)));
+  EXPECT_TRUE(is_canonical_nan(v2::add(1.0f, payload_nan)));
+  float normed[2];
+  const float row[2] = {1.0f, payload_nan};
+  v2::rmsnorm_row(row, nullptr, 2, 1e-6f, normed);
+  EXPECT_TRUE(is_canonical_nan(normed[0]));
+  EXPECT_TRUE(is_canonical_nan(normed[1]));
   // divide / recip
   EXPECT_EQ(v2::divide(1.0f, 0.0f), kInf);
   EXPECT_EQ(v2::divide(-1.0f, 0.0f), -kInf);

@@ -3,14 +3,15 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "gpu/vulkan/v2_attention_spv.h"    // kV2AttentionSpirv
-#include "gpu/vulkan/v2_elementwise_spv.h"  // generated at build time: kV2ElementwiseSpirv
-#include "gpu/vulkan/v2_rows_spv.h"         // kV2RowsSpirv
+#include "gpu/vulkan/v2_attention_spv.h"  // kV2AttentionSpirv
+#include "gpu/vulkan/v2_elementwise_spv.h"
+#include "gpu/vulkan/v2_pass_ops_spv.h"  // kV2PassOpsSpirv  // generated at build time: kV2ElementwiseSpirv
+#include "gpu/vulkan/v2_rows_spv.h"  // kV2RowsSpirv
 
 namespace stoa::gpu::vulkan {
 namespace {
 
-constexpr uint32_t kLocalSize = 64;  // shaders/v2_elementwise.comp's local_size_x
+constexpr uint32_t kLocalSize = 64;  // v2_elementwise.comp's and v2_pass_ops.comp's local_size_x
 
 struct Params {
   uint32_t n, op;
@@ -18,6 +19,10 @@ struct Params {
 
 struct RowParams {
   uint32_t n, op, eps_bits, has_weight;
+};
+
+struct PassParams {
+  uint32_t op, n, param, w_bits;
 };
 
 struct AttentionParams {
@@ -116,6 +121,22 @@ V2Attention::Result V2Attention::run(const std::vector<float>& q, const std::vec
   const AttentionParams params{n_keys, head_dim, k_stride, v_stride, scale_bits};
   kernel_.dispatch({&bq, &bk, &bv, &probabilities, &out}, &params, static_cast<uint32_t>(queries));
   return {download(out, q.size()), download(probabilities, queries * n_keys)};
+}
+
+// Bindings: a, b, c, d, out (shaders/v2_pass_ops.comp).
+V2PassOps::V2PassOps(Context& ctx)
+    : ctx_(ctx), kernel_(ctx, kV2PassOpsSpirv, sizeof(kV2PassOpsSpirv), 5, sizeof(PassParams)) {}
+
+std::vector<uint32_t> V2PassOps::run(V2PassOp op, uint32_t n, uint32_t param, float weight,
+                                     const std::vector<float>& a, const std::vector<float>& b,
+                                     const std::vector<float>& c, const std::vector<float>& d) {
+  Buffer ba = upload(ctx_, a), bb = upload(ctx_, b), bc = upload(ctx_, c), bd = upload(ctx_, d);
+  Buffer out = ctx_.make_buffer(static_cast<size_t>(n) * sizeof(float));
+  uint32_t w_bits = 0;
+  std::memcpy(&w_bits, &weight, sizeof w_bits);
+  const PassParams params{static_cast<uint32_t>(op), n, param, w_bits};
+  kernel_.dispatch({&ba, &bb, &bc, &bd, &out}, &params, (n + kLocalSize - 1) / kLocalSize);
+  return download(out, n);
 }
 
 }  // namespace stoa::gpu::vulkan

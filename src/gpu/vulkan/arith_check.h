@@ -61,4 +61,22 @@ class V2Attention {
   Kernel kernel_;
 };
 
+// The rest of a pass (shaders/v2_pass_ops.comp; kernels::v2::add, silu_mul, rope_apply,
+// short_conv_step's output, moe_mix), one output value per invocation. Inputs by op: kAdd a + b;
+// kSiluMul silu(a) * b; kRope a the heads (n values, heads of `param` = head_dim), b cos, c sin;
+// kShortConv a the kernel [n][param], b the window [param - 1][n], c bx; kMoeMix d + weight * a.
+enum class V2PassOp : uint32_t { kAdd, kSiluMul, kRope, kShortConv, kMoeMix };
+
+class V2PassOps {
+ public:
+  explicit V2PassOps(Context& ctx);
+  std::vector<uint32_t> run(V2PassOp op, uint32_t n, uint32_t param, float weight,
+                            const std::vector<float>& a, const std::vector<float>& b,
+                            const std::vector<float>& c, const std::vector<float>& d);
+
+ private:
+  Context& ctx_;
+  Kernel kernel_;
+};
+
 }  // namespace stoa::gpu::vulkan

@@ -23,8 +23,12 @@ const uint V2_NAN = 0x7fc00000u;         // the canonical NaN
 bool v2_is_nan_bits(uint u) { return (u & V2_ABS) > V2_INF; }
 bool v2_is_tiny_bits(uint u) { return (u & V2_ABS) <= V2_MIN_NORMAL; }
 
-// The tiny flush: |x| <= 2^-126 (zeros, denormals, FLT_MIN) -> +0.
-float v2_flush(float x) { return v2_is_tiny_bits(floatBitsToUint(x)) ? 0.0 : x; }
+// The output rule: |x| <= 2^-126 (zeros, denormals, FLT_MIN) -> +0, any NaN -> the canonical one.
+float v2_flush(float x) {
+  const uint u = floatBitsToUint(x);
+  if (v2_is_nan_bits(u)) return uintBitsToFloat(V2_NAN);
+  return v2_is_tiny_bits(u) ? 0.0 : x;
+}
 
 // kernels/half.h's f32_to_f16_bits (round to nearest even; NaN stays NaN). Its one float add (for
 // f16 subnormal results) has normal operands once the input is flushed, so it rounds alike
@@ -62,6 +66,9 @@ float v2_f16_to_f32(uint h) {
   if (e == 31u) return uintBitsToFloat(sign | 0x7f800000u | (m << 13) | (m != 0u ? 0x400000u : 0u));
   return uintBitsToFloat(sign | ((e + 112u) << 23) | (m << 13));
 }
+
+// kernels::v2::flush_summand: |t| < 2^-100 -> +0 (every term of a signed sum).
+float v2_flush_summand(float t) { return (floatBitsToUint(t) & V2_ABS) < 0x0d800000u ? 0.0 : t; }
 
 // 2^k for k in [-126, 127], from its bits.
 float v2_pow2(int k) { return uintBitsToFloat(uint(k + 127) << 23); }

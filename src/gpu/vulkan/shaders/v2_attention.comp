@@ -28,9 +28,6 @@ layout(push_constant) uniform Params {
 
 #include "v2_row_ops.glsl"
 
-// kernels::v2::flush_summand: |t| < 2^-100 -> +0.
-float v2_flush_summand(float t) { return (floatBitsToUint(t) & V2_ABS) < 0x0d800000u ? 0.0 : t; }
-
 // kernels::v2::dot of the query row and key row t, by one invocation.
 float dot_qk(uint q_base, uint k_base) {
   float s[32];
@@ -46,7 +43,7 @@ float dot_qk(uint q_base, uint k_base) {
       precise float sum = s[l] + s[l + width];
       s[l] = sum;
     }
-  return s[0];
+  return v2_flush(s[0]);
 }
 
 void main() {
