@@ -9,8 +9,11 @@
 //   FLT_MIN itself) is returned as +0. A device that flushes denormals and one that keeps them
 //   then agree, whichever side of FLT_MIN they detect tininess on. Inputs are flushed the same way
 //   before use, so no operation below ever sees a denormal operand.
-// - NaN: any NaN result is the canonical quiet NaN 0x7fc00000 (GPUs keep neither payload nor
-//   sign). NaN and infinity are recognised by integer tests on the bits, never by comparisons.
+// - NaN: any NaN result is the canonical quiet NaN 0x7fc00000 (a GPU need not keep a NaN's
+//   payload or sign). NaN and infinity are recognised by integer tests on the bits, never by
+//   comparisons.
+// - Summand flush: in a signed sum, a term below 2^-100 in magnitude is +0, so that no partial
+//   sum is ever a denormal (flush_summand below).
 //
 // This is not yet the engine's arithmetic: the CPU engine still runs v1 (kernels.md,
 // "Determinism contract"); moving it to these formulas is a later step of issue 54.
