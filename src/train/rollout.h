@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "env/rollout_rule.h"
+
 namespace stoa::train {
 
 struct Rollout {
@@ -32,13 +34,14 @@ struct RolloutGroup {
   std::vector<Rollout> rollouts;
 };
 
-// Positive log-probs up to this tolerance are rounding noise of a log-softmax and read as 0;
-// anything larger is rejected.
-constexpr float kLogprobTolerance = 1e-4f;
+using env::kLogprobTolerance;
 
-// Throws stoa::Error(kInvalidArgument) naming the rollout (and its group) and what is wrong:
-// token ids outside [0, vocab_size), mismatched lengths, non-finite or positive behaviour
-// log-probs, a trainable first token, top-K rows without the sampled token, a too long sequence.
+// The rollout as the shared rule reads it (env/rollout_rule.h): no copy.
+env::RolloutView rollout_view(const Rollout& rollout);
+
+// Throws stoa::Error(kInvalidArgument) naming the rollout (and its group), what is wrong and the
+// rule's reason code, when env::check_rollout refuses it (any top-K: the loss checks that the
+// batch's K agree). The hub's intake applies the same rule, with the run's K.
 void validate_rollout(const Rollout& rollout, int64_t vocab_size, int64_t max_tokens,
                       const std::string& group_id = "");
 // Validates every rollout of every group (and that no group is empty) before anything runs.

@@ -348,6 +348,10 @@ StepMetrics Trainer::Impl::accumulate_and_apply(Sequences seqs, StepMetrics m, d
   return m;
 }
 
+int64_t Trainer::max_tokens() const {
+  return impl_->max_tokens;
+}
+
 StepMetrics Trainer::train_step(const std::vector<RolloutGroup>& groups) {
   if (impl_->distributed()) impl_->send(kCommandRlStep, encode_groups(groups));
   return impl_->rl_step(groups);

@@ -87,6 +87,8 @@ class Trainer {
   const ModelConfig& config() const;
   const TrainOptions& options() const;
   int64_t step_count() const;  // optimiser steps taken
+  // The longest transcript train_step takes (max_sequence_tokens, else the model's context).
+  int64_t max_tokens() const;
 
   // One policy-gradient step over all rollouts of all groups (gradient accumulation over
   // micro-batches). Every rollout is validated first; a bad one throws a stoa::Error naming it

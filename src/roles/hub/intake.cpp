@@ -8,6 +8,7 @@
 #include "roles/hub/http/trainer_wire.h"
 #include "roles/hub/hub.h"
 #include "roles/hub/observe/hub_counters.h"
+#include "roles/hub/submission_check.h"
 #include "roles/hub/verification/verification_state.h"
 
 namespace stoa::hub {
@@ -15,14 +16,6 @@ namespace stoa::hub {
 using nlohmann::json;
 
 namespace {
-// A log-softmax can round to a hair above 0; anything larger is a bug or a forgery. Matches
-// train::kLogprobTolerance (train/rollout.h), which the hub cannot include (torch-free).
-constexpr float kLogprobTolerance = 1e-4f;
-
-bool bad_logprob(float v) {
-  return !std::isfinite(v) || v > kLogprobTolerance;
-}
-
 AcceptedRollout accepted_from_row(const RolloutRow& row) {
   auto sub = net::rollout_submission_from_json(json::parse(row.payload));
   AcceptedRollout r;
@@ -95,124 +88,44 @@ net::RolloutResponse Hub::intake_locked(const std::string& caller, const net::Ro
     r.reward = prev->reward;
     return r;
   }
+  // Everything but the hub's memory of earlier submissions: a pure check (submission_check.h).
+  IntakeSnapshot snapshot;
   auto lit = leases_.find(m.lease_id);
-  if (lit == leases_.end())
-    return reject("unknown_lease", cat(who, ": unknown lease ", m.lease_id));
+  GroupState* g = nullptr;
+  if (lit != leases_.end()) {
+    snapshot.lease = &lit->second;
+    if (auto git = groups_.find(lit->second.group_id); git != groups_.end()) {
+      g = &git->second;
+      snapshot.group = &g->row;
+      snapshot.group_accepted = g->accepted;
+      // Rendered when its group was leased, except for a group restored by a restart.
+      snapshot.prompt = [this, g]() -> const std::vector<int32_t>& {
+        return prompt_tokens_locked(g->row.prompt_index, true);
+      };
+      snapshot.golden_answers =
+          &deps_.prompts.at(static_cast<size_t>(g->row.prompt_index)).golden_answers;
+    }
+  }
+  snapshot.published = [this](uint64_t v) { return versions_.count(v) > 0; };
+  snapshot.latest_version = versions_.empty() ? 0 : versions_.rbegin()->first;
+  snapshot.max_staleness = config_.max_staleness;
+  snapshot.limits = env::RolloutLimits{deps_.vocab_size, config_.max_tokens, config_.topk};
+  snapshot.codec = deps_.codec;
+  snapshot.task = deps_.task;
+  SubmissionVerdict verdict = check_submission(caller, m, snapshot);
+  if (auto* refused = std::get_if<env::RolloutRejection>(&verdict))
+    return reject(refused->reason, refused->detail);
+  const SubmissionAccepted& ok = std::get<SubmissionAccepted>(verdict);
   const LeaseRow& lease = lit->second;
-  if (lease.worker_id != caller) {
-    return reject("lease_worker_mismatch",
-                  cat(who, ": lease ", m.lease_id, " was issued to another worker"));
-  }
-  auto git = groups_.find(lease.group_id);
-  if (git == groups_.end() || m.group_id != lease.group_id ||
-      m.prompt_id != git->second.row.prompt_id) {
-    return reject("lease_mismatch", cat(who, ": group/prompt (", m.group_id, ", ", m.prompt_id,
-                                        ") do not match lease ", m.lease_id));
-  }
-  GroupState& g = git->second;
-  // Revoked for hoarding (hub.cpp): its group went to others, who may already be generating the
-  // missing samples. Refused (an expired lease's late rollouts still count: the first G win), so
-  // a hoarder cannot keep a lease's samples by sending them after the revocation.
-  if (lease.state == LeaseState::kRevoked) {
-    return reject("lease_revoked", cat(who, ": lease ", m.lease_id,
-                                       " was revoked (no rollout accepted on it in time)"));
-  }
   if (auto refused = check_seed_locked(m, lease)) return *refused;
-  if (g.row.status == GroupStatus::kTrained || g.row.status == GroupStatus::kDropped) {
-    return reject("group_closed",
-                  cat(who, ": group ", g.row.id, " is already ", group_status_name(g.row.status)));
-  }
-  if (g.row.status == GroupStatus::kComplete || g.accepted >= g.row.samples) {
-    return reject("group_full",
-                  cat(who, ": group ", g.row.id, " already has its ", g.row.samples, " rollouts"));
-  }
+  const double reward = ok.reward;
+  const uint64_t vmin = ok.min_version, vmax = ok.max_version, latest = snapshot.latest_version;
   const int64_t n = static_cast<int64_t>(m.tokens.size());
-  if (n > config_.max_tokens) {
-    return reject("too_long", cat(who, ": ", n, " tokens exceed the limit ", config_.max_tokens));
-  }
-  // Rendered when its group was leased, except for a group restored by a restart.
-  const auto& prompt = prompt_tokens_locked(g.row.prompt_index, true);
-  if (m.tokens.size() < prompt.size() ||
-      !std::equal(prompt.begin(), prompt.end(), m.tokens.begin())) {
-    return reject("prompt_mismatch", cat(who, ": the transcript does not start with the lease's ",
-                                         prompt.size(), "-token prompt"));
-  }
-  for (size_t t = 0; t < prompt.size(); ++t) {
-    if (m.mask[t]) {
-      return reject("prompt_mismatch", cat(who, ": prompt token ", t, " is marked as generated"));
-    }
-  }
-  int64_t model_tokens = 0;
-  uint64_t vmin = UINT64_MAX, vmax = 0;
-  for (int64_t t = 0; t < n; ++t) {
-    int32_t id = m.tokens[static_cast<size_t>(t)];
-    if (id < 0 || id >= deps_.vocab_size) {
-      return reject("bad_token_id", cat(who, ": token ", t, " has id ", id, " outside [0, ",
-                                        deps_.vocab_size, ")"));
-    }
-    if (!m.mask[static_cast<size_t>(t)]) continue;
-    ++model_tokens;
-    float lp = m.logprobs[static_cast<size_t>(t)];
-    if (bad_logprob(lp)) {
-      return reject("bad_logprob",
-                    cat(who, ": log-prob of token ", t, " is ", lp, " (must be finite and <= 0)"));
-    }
-    uint64_t v = m.versions[static_cast<size_t>(t)];
-    vmin = std::min(vmin, v);
-    vmax = std::max(vmax, v);
-  }
-  if (model_tokens == 0)
-    return reject("no_generated_tokens", cat(who, ": no model-generated token"));
-  for (uint64_t v : {vmin, vmax}) {
-    if (!versions_.count(v)) {
-      return reject("unknown_version", cat(who, ": version ", v, " was never published"));
-    }
-  }
-  for (int64_t t = 0; t < n; ++t) {
-    if (m.mask[static_cast<size_t>(t)] && !versions_.count(m.versions[static_cast<size_t>(t)])) {
-      return reject("unknown_version",
-                    cat(who, ": token ", t, " claims version ", m.versions[static_cast<size_t>(t)],
-                        ", never published"));
-    }
-  }
-  const uint64_t latest = versions_.rbegin()->first;
-  if (latest > vmin && latest - vmin > config_.max_staleness) {
-    return reject("stale", cat(who, ": oldest token from version ", vmin, ", latest is ", latest,
-                               " (window ", config_.max_staleness, ")"));
-  }
-  if (m.topk > 0) {
-    const size_t k = static_cast<size_t>(m.topk);
-    for (size_t t = 0; t < m.tokens.size(); ++t) {
-      if (!m.mask[t]) continue;
-      bool has_sampled = false;
-      for (size_t j = 0; j < k; ++j) {
-        int32_t id = m.topk_ids[t * k + j];
-        float lp = m.topk_logprobs[t * k + j];
-        if (id < 0 || id >= deps_.vocab_size || bad_logprob(lp)) {
-          return reject("bad_topk", cat(who, ": top-K entry ", j, " of token ", t, " is invalid"));
-        }
-        has_sampled |= id == m.tokens[t];
-      }
-      if (!has_sampled) {
-        return reject("bad_topk", cat(who, ": top-K row of token ", t, " lacks the sampled token"));
-      }
-    }
-  }
-  // The reward is the hub's own: decode what follows the prompt, as Episode::response_text does.
-  double reward = 0;
-  try {
-    std::string response =
-        deps_.codec->decode(std::span<const int32_t>(m.tokens).subspan(prompt.size()));
-    reward = deps_.task->reward(
-        response, deps_.prompts.at(static_cast<size_t>(g.row.prompt_index)).golden_answers);
-  } catch (const Error& e) {
-    return reject("bad_token_id", cat(who, ": the transcript does not decode: ", e.what()));
-  }
-  STOA_CHECK(std::isfinite(reward), ErrorKind::kInternal, who, ": the task's reward is ", reward);
+  const int64_t model_tokens = ok.model_tokens;
 
   RolloutRow row;
   row.id = m.id;
-  row.group_id = g.row.id;
+  row.group_id = g->row.id;
   row.lease_id = m.lease_id;
   row.worker_id = caller;
   row.reward = reward;
@@ -222,9 +135,9 @@ net::RolloutResponse Hub::intake_locked(const std::string& caller, const net::Ro
   row.accepted_ms = now();
   const int64_t row_accepted_ms = row.accepted_ms;
   row.payload = std::move(payload);
-  const bool completes = g.accepted + 1 >= g.row.samples;
+  const bool completes = g->accepted + 1 >= g->row.samples;
   LeaseRow lease_after = lease;
-  int64_t from_lease = g.accepted_by_lease[m.lease_id] + 1;
+  int64_t from_lease = g->accepted_by_lease[m.lease_id] + 1;
   if (lease_after.state == LeaseState::kOpen && from_lease >= lease_after.samples) {
     lease_after.state = LeaseState::kDone;
   }
@@ -239,16 +152,16 @@ net::RolloutResponse Hub::intake_locked(const std::string& caller, const net::Ro
         if (lease_changed) l.put_lease(lease_after);
       });
   uncommitted_rollouts_[m.id] = UncommittedRollout{shared_row, ticket};
-  g.accepted++;
-  g.accepted_by_lease[m.lease_id] = from_lease;
+  g->accepted++;
+  g->accepted_by_lease[m.lease_id] = from_lease;
   set_lease_locked(lease_after);
   if (completes) {
     // Other leases on this group (a reissue raced a late result) can stop: heartbeat cancels.
     // The trainer gets the group once this write is durable (on_ledger_commit wakes it).
-    g.row.status = GroupStatus::kComplete;
-    g.complete_ticket = ticket;
+    g->row.status = GroupStatus::kComplete;
+    g->complete_ticket = ticket;
     completion_tickets_.push_back(ticket);
-    complete_list_.push_back(g.row.id);
+    complete_list_.push_back(g->row.id);
   }
   auto& c = *counters_;
   c.accepted++;
@@ -259,7 +172,7 @@ net::RolloutResponse Hub::intake_locked(const std::string& caller, const net::Ro
   if (auto w = workers_.find(caller); w != workers_.end()) w->second.rollouts_accepted++;
   fairness_.progressed(m.lease_id, row_accepted_ms);
   fairness_.proven(caller);
-  audit_locked(m, g, prompt.size());
+  audit_locked(m, *g, ok.prompt_length);
   net::RolloutResponse r;
   r.status = net::IntakeStatus::kAccepted;
   r.reward = reward;

@@ -388,6 +388,7 @@ RunConfig parse_run_config(const std::string& text, const std::string& source,
         c.loop.groups_per_step * half_window * (c.loop.skip_uniform_groups ? 2 : 1);
   }
   c.hub.topk = train::loss_needs_topk(to.loss.kind) && c.hub.topk == 0 ? 8 : c.hub.topk;
+  c.loop.topk = c.hub.topk;  // the hub refuses another K at intake; the trainer drops it
 
   SectionReader p(root["pulse"].as_table(), "pulse", source);
   pulse_keys(p, c);

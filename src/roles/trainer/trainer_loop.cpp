@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "env/rollout_rule.h"
 #include "pulse/model_view.h"
 
 namespace stoa::trainer {
@@ -134,6 +135,7 @@ std::optional<LoopStep> TrainerLoop::step_once() {
     groups_dropped_ += static_cast<int64_t>(split.dropped.size());
     log_info("trainer", "dropped ", split.dropped.size(), " stale group(s) at version ", version_);
   }
+  drop_invalid(&split.kept);
   if (split.kept.empty()) return std::nullopt;
 
   // What runs through the model: the groups with signal, or (none of them, or the option off)
@@ -148,7 +150,21 @@ std::optional<LoopStep> TrainerLoop::step_once() {
   LoopStep s;
   s.step = last_step_ + 1;
   s.uniform_groups = split.kept.size() - batch.size();
-  s.metrics = trainer_->train_step(batch);
+  try {
+    s.metrics = trainer_->train_step(batch);
+  } catch (const Error& e) {
+    // The trainer validates before anything runs and rejects a non-finite step before the
+    // optimiser does: nothing was applied. Anything else (a lost rank, a full disk) ends the run.
+    if (e.kind() != ErrorKind::kInvalidArgument) throw;
+    std::vector<std::string> refused;
+    for (const auto& g : batch) refused.push_back(g.id);
+    drop_refused(refused, "trainer_refused", e.what());
+    // Uniform groups that were to close with the step wait for the next one.
+    for (auto& g : split.kept)
+      if (std::find(refused.begin(), refused.end(), g.group_id) == refused.end())
+        carry_.push_back(std::move(g));
+    return std::nullopt;
+  }
   for (const auto& g : split.kept) s.trained.push_back(g.group_id);
   s.dropped = split.dropped;
   s.staleness_histogram = split.histogram;
@@ -185,6 +201,38 @@ std::optional<LoopStep> TrainerLoop::step_once() {
   last_step_end_ = Clock::now();
   log_step(s);
   return s;
+}
+
+void TrainerLoop::drop_invalid(std::vector<hub::AcceptedGroup>* groups) {
+  const env::RolloutLimits limits{trainer_->config().vocab_size, trainer_->max_tokens(),
+                                  options_.topk};
+  std::vector<hub::AcceptedGroup> valid;
+  for (auto& g : *groups) {
+    std::optional<std::string> why;
+    for (const auto& r : g.rollouts) {
+      env::RolloutView view = env::wire_rollout_view(r);
+      view.reward = r.reward;
+      if (auto refused = env::check_rollout(view, limits)) {
+        why = cat("rollout ", r.id, ": ", refused->detail, " [", refused->reason, "]");
+        break;
+      }
+    }
+    if (why) {
+      drop_refused({g.group_id}, "invalid_rollout", *why);
+    } else {
+      valid.push_back(std::move(g));
+    }
+  }
+  *groups = std::move(valid);
+}
+
+void TrainerLoop::drop_refused(std::vector<std::string> group_ids, const std::string& reason,
+                               const std::string& why) {
+  port_.mark_dropped(group_ids, reason);
+  groups_refused_ += static_cast<int64_t>(group_ids.size());
+  log_warn("trainer", "dropped ", group_ids.size(), " group(s) the trainer cannot train on (",
+           reason, ", never handed out again; ", group_ids.front(),
+           group_ids.size() > 1 ? ", ..." : "", "): ", why);
 }
 
 void TrainerLoop::run(const std::atomic<bool>& stop) {

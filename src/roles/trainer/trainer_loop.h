@@ -14,6 +14,13 @@
 // which the publisher rebuilds from the blob store (pulse/publisher.h): workers that held a
 // version before the restart catch up with patches, not a re-download.
 //
+// A group the trainer cannot train on never ends the run: before a step every rollout is checked
+// against the rule the hub's intake applies (env/rollout_rule.h) and a group that breaks it is
+// dropped in the ledger (reason "invalid_rollout"); a batch the trainer still refuses (a
+// non-finite loss, a demand of the loss the rule does not know) is dropped whole (reason
+// "trainer_refused"). Both are durable before the next step, so a restart never hands them out
+// again, and counted (groups_refused(), the hub's groups_total{outcome="dropped",reason}).
+//
 // Training never waits for a particular worker: a step trains on whatever complete groups exist
 // once `gather_timeout` has passed with at least `min_groups` of them.
 //
@@ -58,6 +65,9 @@ struct TrainerLoopOptions {
   std::string log_path;                 // step_log.h JSONL, one line per step ("" disables)
   pulse::PublisherOptions publisher;
   int64_t max_steps = 0;  // stop after this many ledger steps (0: until stop)
+  // The run's top-K (the hub's `topk`): a rollout reporting another K is refused like any other
+  // breach of the rollout rule (env/rollout_rule.h). nullopt: any K.
+  std::optional<int32_t> topk;
   // Rank 0 of a data-parallel trainer (train/distributed.h); null: one process.
   std::shared_ptr<train::Communicator> ranks;
 };
@@ -95,11 +105,16 @@ class TrainerLoop {
   uint64_t version() const { return version_; }
   int64_t last_step() const { return last_step_; }
   int64_t groups_dropped() const { return groups_dropped_; }
+  int64_t groups_refused() const { return groups_refused_; }
   const train::Trainer& trainer() const { return *trainer_; }
 
  private:
   uint64_t publish();             // returns the new version
   size_t counted_groups() const;  // carry_ groups that count towards groups_per_step
+  // Drops (in the ledger, logged, counted) the groups holding a rollout the rule refuses.
+  void drop_invalid(std::vector<hub::AcceptedGroup>* groups);
+  void drop_refused(std::vector<std::string> group_ids, const std::string& reason,
+                    const std::string& why);
   void log_step(const LoopStep& s);
 
   hub::TrainerPort& port_;
@@ -114,6 +129,7 @@ class TrainerLoop {
   uint64_t version_ = 0;
   int64_t last_step_ = 0;
   int64_t groups_dropped_ = 0;
+  int64_t groups_refused_ = 0;  // invalid_rollout + trainer_refused
   uint64_t last_patch_bytes_ = 0, last_anchor_bytes_ = 0;
   std::chrono::steady_clock::time_point last_step_end_;
   JsonlWriter log_;  // the step log (step_log.h)

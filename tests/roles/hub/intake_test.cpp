@@ -1,4 +1,5 @@
 #include <cmath>
+#include <functional>
 
 #include "roles/hub/hub_fixture.h"
 
@@ -125,11 +126,52 @@ TEST_F(Intake, EachRejectionReason) {
     m.topk = 1;
     m.topk_ids.assign(m.tokens.size(), 0);
     m.topk_logprobs.assign(m.tokens.size(), -1.0f);
-    expect_rejected(m, "bad_topk");  // rows lack the sampled token
+    expect_rejected(m, "topk_mismatch");  // the run asks for no top-K report
   }
   // None of these counted.
   EXPECT_EQ(hub->counters()["rollouts_accepted"], 0);
   EXPECT_GE(hub->counters()["rollouts_rejected"], 14);
+}
+
+// What the trainer refuses the hub refuses: one rule (env/rollout_rule.h) on both sides. The
+// first three passed the hub's own checks before the rule was shared, and one such rollout ended
+// the whole run when its group reached the trainer.
+TEST_F(Intake, WhatTheTrainerRefusesTheHubRefuses) {
+  config.topk = 2;
+  open_hub();
+  auto with_rows = [&](const std::function<void(net::RolloutSubmission&, size_t)>& edit) {
+    auto m = good();
+    m.topk = 2;
+    m.topk_ids.assign(m.tokens.size() * 2, 0);
+    m.topk_logprobs.assign(m.tokens.size() * 2, -1.0f);
+    for (size_t t = 0; t < m.tokens.size(); ++t) {
+      if (!m.mask[t]) continue;
+      m.topk_ids[2 * t] = m.tokens[t];
+      m.topk_ids[2 * t + 1] = (m.tokens[t] + 1) % 256;
+      m.topk_logprobs[2 * t] = -0.5f;
+      m.topk_logprobs[2 * t + 1] = -2.0f;
+      if (edit) edit(m, t);
+    }
+    return m;
+  };
+  expect_rejected(with_rows([](auto& m, size_t t) { m.topk_ids[2 * t + 1] = m.tokens[t]; }),
+                  "bad_topk");  // a row that repeats an id
+  expect_rejected(with_rows([](auto& m, size_t t) {
+                    m.topk_logprobs[2 * t] = m.topk_logprobs[2 * t + 1] = -0.05f;
+                  }),
+                  "bad_topk");  // probabilities summing to 1.9
+  {
+    auto m = with_rows(nullptr);
+    m.topk = 1;  // a K other than the run's, rows well formed
+    m.topk_ids.resize(m.tokens.size());
+    m.topk_logprobs.resize(m.tokens.size());
+    for (size_t t = 0; t < m.tokens.size(); ++t) m.topk_ids[t] = m.tokens[t];
+    expect_rejected(m, "topk_mismatch");
+  }
+  expect_rejected(good(), "topk_mismatch");  // no report where the run asks for one
+  auto honest = with_rows(nullptr);
+  auto r = hub->submit(worker, honest);
+  EXPECT_EQ(r.status, net::IntakeStatus::kAccepted) << r.reason << " " << r.detail;
 }
 
 TEST_F(Intake, StalenessWindow) {
@@ -167,6 +209,8 @@ TEST_F(Intake, AnotherWorkersTokenCannotSubmitForIt) {
 }
 
 TEST_F(Intake, TopKWithTheSampledTokenIsAccepted) {
+  config.topk = 2;  // the run asks for top-2 (a report of another K is refused: above)
+  open_hub();
   auto m = good();
   m.topk = 2;
   for (size_t t = 0; t < m.tokens.size(); ++t) {

@@ -197,6 +197,54 @@ TEST_F(TrainerLoopTest, StaleGroupsAreDroppedAndCounted) {
   EXPECT_TRUE(hub->take_groups(10, std::chrono::milliseconds(1)).empty());
 }
 
+// A group the trainer cannot train on never ends the run: it is dropped in the ledger, counted,
+// never handed out again, and the loop steps on. Here the hub took rollouts without top-K (its
+// config says none) while the trainer's run asks for top-2: a run whose K changed across a
+// restart, or a ledger written by an older hub.
+TEST_F(TrainerLoopTest, GroupsBreakingTheRolloutRuleAreDroppedAndTheLoopStepsOn) {
+  loop_opts.topk = 2;
+  open_hub();
+  auto& strict = open_loop();
+  const auto refused = fill_groups(2);
+  EXPECT_FALSE(strict.step_once().has_value());
+  EXPECT_EQ(strict.groups_refused(), 2);
+  EXPECT_EQ(strict.last_step(), 0);
+  for (const auto& id : refused) {
+    EXPECT_EQ(ledger_groups().at(id).status, hub::GroupStatus::kDropped);
+    EXPECT_EQ(ledger_groups().at(id).drop_reason, "invalid_rollout");
+  }
+  EXPECT_EQ(hub->counters()["groups_dropped_invalid_rollout"], 2);
+  EXPECT_TRUE(hub->take_groups(10, std::chrono::milliseconds(1)).empty());
+  // The same run with the K its rollouts carry trains the next groups.
+  loop_opts.topk = 0;
+  auto& fixed = open_loop();
+  const auto trained = fill_groups(2);
+  auto step = fixed.step_once();
+  ASSERT_TRUE(step.has_value());
+  EXPECT_EQ(std::set<std::string>(step->trained.begin(), step->trained.end()),
+            std::set<std::string>(trained.begin(), trained.end()));
+}
+
+// A batch the rule lets through but the trainer still refuses (here: a top-K loss given rollouts
+// without top-K, a trainer started without the run's K) is dropped whole, and the loop goes on.
+TEST_F(TrainerLoopTest, ABatchTheTrainerRefusesIsDroppedNotFatal) {
+  topts.loss.kind = train::LossKind::kDppoTopkTv;
+  open_hub();
+  auto& l = open_loop();
+  const auto refused = fill_groups(2);
+  std::optional<LoopStep> step;
+  EXPECT_NO_THROW(step = l.step_once());
+  EXPECT_FALSE(step.has_value());
+  EXPECT_EQ(l.groups_refused(), 2);
+  for (const auto& id : refused) {
+    EXPECT_EQ(ledger_groups().at(id).status, hub::GroupStatus::kDropped);
+    EXPECT_EQ(ledger_groups().at(id).drop_reason, "trainer_refused");
+  }
+  EXPECT_EQ(hub->counters()["groups_dropped_trainer_refused"], 2);
+  EXPECT_EQ(l.trainer().step_count(), 0);
+  EXPECT_TRUE(hub->take_groups(10, std::chrono::milliseconds(1)).empty());
+}
+
 TEST_F(TrainerLoopTest, RestartResumesFromCheckpointAndTrainsNothingTwice) {
   loop_opts.checkpoint_every = 2;
   open_hub();
