@@ -11,9 +11,9 @@
 #include "core/thread_pool.h"
 #include "engine/sampler.h"
 #include "env/episode.h"
+#include "roles/episode/pulse_weights.h"
+#include "roles/episode/topk_row.h"
 #include "roles/hub/verification/rollout_audit.h"
-#include "roles/worker/engine_update.h"
-#include "roles/worker/rollout_record.h"
 
 namespace stoa::verify {
 namespace {
@@ -36,7 +36,7 @@ Verdict fail(int64_t position, std::string what, std::string detail) {
 
 // The top-K row the worker submitted with `token`: the sampler's `top` (the K most likely entries
 // of the sampling distribution, by log-prob then id: engine::Sampler::sample) through the worker's
-// own row rule (worker::topk_row).
+// own row rule (episode::topk_row).
 void expected_topk_row(std::vector<engine::TokenLogprob> dist, int32_t token, float logprob,
                        size_t k, std::vector<int32_t>& ids, std::vector<float>& lps) {
   engine::SampledToken t;
@@ -50,7 +50,7 @@ void expected_topk_row(std::vector<engine::TokenLogprob> dist, int32_t token, fl
   t.top.assign(dist.begin(), dist.begin() + static_cast<std::ptrdiff_t>(top));
   ids.clear();
   lps.clear();
-  worker::topk_row(t, static_cast<int32_t>(k), ids, lps);
+  episode::topk_row(t, static_cast<int32_t>(k), ids, lps);
 }
 
 // The first index where a and b differ (min size when one is a prefix of the other).
@@ -152,13 +152,10 @@ Verdict ReplayValidator::check_observations(const net::RolloutSubmission& r,
 engine::ModelRunner& ReplayValidator::runner_for(uint64_t version) {
   if (auto it = runners_.find(version); it != runners_.end()) return *it->second;
   const pulse::Int8State& state = states_.at(version);
-  worker::WeightUpdate update;
-  update.version = version;
-  update.full = true;
-  for (const auto& [name, tensor] : state.tensors()) update.tensors.emplace_back(name, tensor);
-  // The worker's own path from PULSE state to engine weights (roles/worker/engine_update.h).
+  // The worker's own path from PULSE state to engine weights (roles/episode/pulse_weights.h).
   auto runner = std::make_unique<engine::ModelRunner>(
-      worker::engine_weights_from_update(config_, update), pool_.get());
+      episode::engine_weights_from_state(config_, {state.tensors().begin(), state.tensors().end()}),
+      pool_.get());
   while (runners_.size() >= keep_versions_) runners_.erase(runners_.begin());  // the oldest
   return *runners_.emplace(version, std::move(runner)).first->second;
 }

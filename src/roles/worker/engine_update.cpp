@@ -3,35 +3,11 @@
 #include <algorithm>
 #include <cstring>
 
-#include "core/dtype.h"
 #include "core/error.h"
+#include "roles/episode/pulse_weights.h"
 
 namespace stoa::worker {
 namespace {
-
-Tensor bf16_as_f32(const pulse::StateTensor& t) {
-  Tensor out(DType::kF32, t.shape);
-  convert_bf16_to_f32(t.bf16.data(), out.as<float>(), t.bf16.size());
-  return out;
-}
-
-// The MoE router and expert_bias travel as f32 bits (the precision plan): copied, not rounded.
-Tensor f32_bits_as_f32(const pulse::StateTensor& t) {
-  Tensor out(DType::kF32, t.shape);
-  if (!t.f32.empty()) std::memcpy(out.as<float>(), t.f32.data(), t.f32.size() * sizeof(float));
-  return out;
-}
-
-// bf16 and f32 state tensors as the engine's f32.
-Tensor wide_as_f32(const pulse::StateTensor& t) {
-  return t.kind == pulse::TensorKind::kF32 ? f32_bits_as_f32(t) : bf16_as_f32(t);
-}
-
-Tensor int8_as_f32(const pulse::StateTensor& t) {
-  Tensor out(DType::kF32, t.shape);
-  int8_dequantize(t.q, out.as<float>());
-  return out;
-}
 
 // One verified tensor patch scattered into the engine's storage: rescaled groups first, then the
 // points (the patch's order), element by element in whichever layout the engine holds — packed
@@ -72,29 +48,20 @@ engine::EngineWeights engine_weights_from_update(const ModelConfig& config,
   STOA_CHECK(update.full, ErrorKind::kInvalidArgument,
              "engine weights need a full update (an anchor), got a patch batch at version ",
              update.version);
-  std::map<std::string, Int8Matrix> int8;
-  std::map<std::string, Tensor> f32;
-  for (const auto& [name, t] : update.tensors) {
-    if (t.kind == pulse::TensorKind::kInt8)
-      int8.emplace(name, t.q);
-    else
-      f32.emplace(name, wide_as_f32(t));
-  }
-  return engine::EngineWeights::from_state(config, std::move(int8), std::move(f32));
+  return episode::engine_weights_from_state(config, update.tensors);
 }
 
 void apply_update(engine::EngineWeights& weights, const WeightUpdate& update) {
   for (const pulse::Patch& patch : update.patches)
     for (const pulse::TensorPatch& tp : patch.tensors) scatter(weights, tp);
   for (const auto& [name, t] : update.tensors) {
-    if (t.kind != pulse::TensorKind::kInt8) {
-      weights.set_f32(name, wide_as_f32(t));
-    } else if (weights.has_linear(name) && weights.linear(name).is_int8()) {
+    // An int8 tensor the engine computes in f32 (the MoE router) is dequantized, as from_state
+    // did when the engine was built.
+    if (t.kind == pulse::TensorKind::kInt8 && weights.has_linear(name) &&
+        weights.linear(name).is_int8())
       weights.set_int8(name, t.q);
-    } else {
-      // An int8 tensor the engine computes in f32 (the MoE router): from_state dequantized it.
-      weights.set_f32(name, int8_as_f32(t));
-    }
+    else
+      weights.set_f32(name, episode::state_tensor_as_f32(t));
   }
 }
 

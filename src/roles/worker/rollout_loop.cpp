@@ -15,6 +15,7 @@
 #include "env/episode.h"
 #include "kernels/targets.h"
 #include "roles/episode/episode_runner.h"
+#include "roles/episode/topk_row.h"
 #include "roles/worker/engine_update.h"
 #include "roles/worker/rollout_record.h"
 #include "roles/worker/stage_worker.h"
@@ -336,7 +337,7 @@ void RolloutLoop::on_token(int64_t id, const engine::SampledToken& t) {
   Sample& s = samples_[static_cast<size_t>(id)];
   std::vector<int32_t> ids;
   std::vector<float> lps;
-  if (c_.joined.topk > 0) topk_row(t, c_.joined.topk, ids, lps);
+  if (c_.joined.topk > 0) episode::topk_row(t, c_.joined.topk, ids, lps);
   s.record->add_generated(t.token, t.logprob, engine_version_, ids, lps);
   ++gauges_.tokens_generated;
 }

@@ -10,16 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/sampler.h"
 #include "net/protocol.h"
 
 namespace stoa::worker {
-
-// The top-K row submitted with a sampled token: the sampler's most likely tokens (`t.top`), and
-// always the sampled one (the hub checks it; it replaces the last entry when missing); a short row
-// is padded with it. Replay verification recomputes rows with this same function.
-void topk_row(const engine::SampledToken& t, int32_t topk, std::vector<int32_t>& ids,
-              std::vector<float>& lps);
 
 class RolloutRecord {
  public:

@@ -4,7 +4,7 @@
 //   EngineStore (weight_sync_engine.h): the engine's own weights are the copy — what a worker
 //     runs; no second full state.
 //   StateStore (here): a pulse::Int8State beside whatever engine the caller builds from its
-//     updates — for tests and tools that hold no engine, and the replay validator's update path.
+//     updates — for tests and tools that hold no engine.
 //
 // Threads: the sync thread calls the state-changing members (apply_patch, the anchor calls); the
 // generation thread calls take_update and the pass lock at its safe points; the accessors may

@@ -19,6 +19,7 @@
 #include "net/protocol.h"
 #include "pulse/int8_state.h"
 #include "roles/episode/episode_runner.h"
+#include "roles/episode/topk_row.h"
 #include "roles/worker/engine_update.h"
 #include "roles/worker/rollout_record.h"
 
@@ -89,7 +90,7 @@ inline std::vector<net::RolloutSubmission> generate_lease(
   hooks.on_token = [&](int64_t id, const engine::SampledToken& t) {
     std::vector<int32_t> ids;
     std::vector<float> lps;
-    if (gs.topk > 0) worker::topk_row(t, gs.topk, ids, lps);
+    if (gs.topk > 0) episode::topk_row(t, gs.topk, ids, lps);
     live.at(id)->add_generated(t.token, t.logprob, version, ids, lps);
   };
   hooks.on_turn = [&](int64_t id, const env::Episode&, const env::Decision& d) {
