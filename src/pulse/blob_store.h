@@ -34,8 +34,4 @@ class BlobStore {
   std::string dir_;
 };
 
-// Writes `bytes` to `path` atomically (temp file in the same directory, fsync, rename).
-void write_file_atomic(const std::string& path, std::span<const uint8_t> bytes);
-std::vector<uint8_t> read_file(const std::string& path);
-
 }  // namespace stoa::pulse

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/file_bytes.h"
 
 namespace stoa::pulse {
 

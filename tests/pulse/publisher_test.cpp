@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/file_bytes.h"
 #include "pulse/format.h"
 #include "pulse/patch.h"
 #include "pulse/publisher.h"

@@ -8,6 +8,7 @@
 #include <limits>
 #include <random>
 
+#include "core/file_bytes.h"
 #include "pulse/anchor_stream.h"
 #include "pulse/anchor_writer.h"
 #include "pulse/blob_store.h"

@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/file_bytes.h"
 #include "core/log.h"
-#include "pulse/blob_store.h"
 
 namespace stoa::worker {
 namespace fs = std::filesystem;
@@ -33,7 +33,7 @@ RolloutStreamer::RolloutStreamer(Submit submit, std::string spool_dir,
     });
     for (const auto& entry : files) {
       try {
-        std::vector<uint8_t> bytes = pulse::read_file(entry.path().string());
+        std::vector<uint8_t> bytes = read_file(entry.path().string());
         nlohmann::json j =
             net::parse_body(std::string(bytes.begin(), bytes.end()), entry.path().string());
         net::RolloutSubmission r = net::rollout_submission_from_json(j);
@@ -60,7 +60,7 @@ RolloutStreamer::~RolloutStreamer() {
 void RolloutStreamer::spool_write(const net::RolloutSubmission& rollout) {
   if (spool_dir_.empty()) return;
   const std::string body = net::to_json(rollout).dump();
-  pulse::write_file_atomic(
+  write_file_atomic(
       (fs::path(spool_dir_) / (rollout.id + ".json")).string(),
       std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(body.data()), body.size()));
 }

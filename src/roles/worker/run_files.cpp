@@ -3,8 +3,8 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "core/file_bytes.h"
 #include "core/hash.h"
-#include "pulse/blob_store.h"
 
 namespace stoa::worker {
 
@@ -21,11 +21,11 @@ RunFilesFetched fetch_run_files(net::HubClient& hub, const std::vector<net::RunF
   for (const auto& f : files) {
     const std::string path = (fs::path(dir) / f.name).string();
     if (fs::exists(path) && fs::file_size(path) == f.bytes) {
-      const std::vector<uint8_t> have = pulse::read_file(path);
+      const std::vector<uint8_t> have = read_file(path);
       if (hash_bytes(have.data(), have.size()).hex() == f.hash) continue;
     }
     const std::vector<uint8_t> bytes = hub.run_file(f.hash);  // verified against f.hash
-    pulse::write_file_atomic(path, bytes);
+    write_file_atomic(path, bytes);
     out.bytes_fetched += bytes.size();
   }
   return out;

@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "core/file_bytes.h"
 
 namespace stoa::hub {
 
@@ -19,7 +20,7 @@ std::vector<net::RunFile> publish_run_files(const std::string& model_dir, pulse:
     STOA_CHECK(fs::file_size(path) <= net::kMaxRunFileBytes, ErrorKind::kInvalidArgument,
                "run: ", path.string(), " is larger than a worker takes (", net::kMaxRunFileBytes,
                " bytes)");
-    const std::vector<uint8_t> bytes = pulse::read_file(path.string());
+    const std::vector<uint8_t> bytes = read_file(path.string());
     out.push_back({name, store.put(bytes).hex(), bytes.size()});
   }
   return out;

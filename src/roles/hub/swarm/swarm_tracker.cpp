@@ -6,6 +6,7 @@
 #include <iterator>
 
 #include "core/error.h"
+#include "core/file_bytes.h"
 #include "core/log.h"
 #include "core/rng.h"
 #include "net/protocol.h"
@@ -56,8 +57,8 @@ SwarmTracker::SwarmTracker(pulse::BlobStore& store,
   }
   if (secret_.size() < 32) {
     secret_ = net::random_token();
-    pulse::write_file_atomic(
-        path.string(), std::span(reinterpret_cast<const uint8_t*>(secret_.data()), secret_.size()));
+    write_file_atomic(path.string(),
+                      std::span(reinterpret_cast<const uint8_t*>(secret_.data()), secret_.size()));
     fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write);
   }
   // The torrents made before a restart: workers go on announcing them. One whose blob is gone
@@ -129,7 +130,7 @@ std::vector<char> SwarmTracker::torrent(const Hash128& blob) {
   if (!made) {
     made = net::swarm::make_torrent(store_.dir(), hex);
     fs::create_directories(cached.parent_path());
-    pulse::write_file_atomic(
+    write_file_atomic(
         cached.string(),
         std::span(reinterpret_cast<const uint8_t*>(made->bytes.data()), made->bytes.size()));
     log_info("swarm", "torrent of blob ", hex.substr(0, 12), ": ", made->size, " bytes in ",
