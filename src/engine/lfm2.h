@@ -3,7 +3,7 @@
 #pragma once
 #include <cstdint>
 
-#include "engine/decoder.h"
+#include "engine/architecture.h"
 
 namespace stoa::engine {
 

@@ -19,8 +19,8 @@
 
 #include "core/tensor.h"
 #include "core/thread_pool.h"
+#include "engine/architecture.h"
 #include "engine/backend.h"
-#include "engine/decoder.h"
 #include "engine/engine_weights.h"
 #include "engine/sequence.h"
 #include "model/weights.h"

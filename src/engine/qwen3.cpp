@@ -1,6 +1,6 @@
 // Qwen3 (dense): attention in every layer, q/k per-head RMSNorm before RoPE, SwiGLU MLP. The
 // tensors are the roles of the qwen3 table (model/arch_qwen3.cpp).
-#include "engine/decoder.h"
+#include "engine/architecture.h"
 
 namespace stoa::engine {
 

@@ -69,7 +69,7 @@ class StopReportOnExit {
   std::optional<ProgressReport>& report_;
 };
 
-// What a joined worker generates with (run_worker's, for generate and the group loop).
+// What a joined worker generates with (run_worker's, for generate_rollouts and the group loop).
 struct Joined {
   net::HubClient& hub;
   const net::JoinResponse& joined;
@@ -85,7 +85,8 @@ struct Joined {
 
 // Joined, with the model and the task: the weight sync, the heartbeat, the streamer, the checks
 // and the rollout loop until `stop`, then a clean shutdown.
-WorkerStats generate(const WorkerOptions& o, const Joined& j, const std::atomic<bool>& stop) {
+WorkerStats generate_rollouts(const WorkerOptions& o, const Joined& j,
+                              const std::atomic<bool>& stop) {
   net::HubClient& hub = j.hub;
   const net::JoinResponse& joined = j.joined;
   const ModelConfig& config = j.config;
@@ -217,7 +218,7 @@ WorkerStats run_group_member(const WorkerOptions& o, const Joined& j,
     {
       PlaceWatch watch(j.hub, ask, place->group_id, stop);
       const WorkerStats s = place->stage == 0
-                                ? generate(placed, j, watch.leave())
+                                ? generate_rollouts(placed, j, watch.leave())
                                 : serve_stage(placed, j.hub, j.joined, j.config, watch.leave());
       total.rollouts_finished += s.rollouts_finished;
       total.tokens_generated += s.tokens_generated;
@@ -334,7 +335,7 @@ WorkerStats run_worker(const WorkerOptions& o, const std::atomic<bool>& stop) {
 
   const Joined j{hub,  joined,    config, model_codec,     task,
                  pool, state_dir, report, room_for_checks, memory_bytes};
-  if (!group_member) return generate(o, j, stop);
+  if (!group_member) return generate_rollouts(o, j, stop);
   return run_group_member(o, j, stop);
 }
 

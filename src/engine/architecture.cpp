@@ -1,4 +1,4 @@
-#include "engine/decoder.h"
+#include "engine/architecture.h"
 
 #include <vector>
 
