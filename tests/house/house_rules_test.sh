@@ -3,7 +3,9 @@
 #   - no source file over 600 lines (src/, tests/, tools/);
 #   - processes are spawned only in src/core/process* (fork/exec/posix_spawn/system/popen);
 #   - PRNG engines only in src/core (core/rng: the same draws on every machine);
-#   - only src/train/ includes libtorch (the worker builds without it).
+#   - only src/train/ includes libtorch (the worker builds without it);
+#   - a roles folder includes only the roles folders its library links (src/roles/CMakeLists.txt:
+#     each `stoa_role(NAME ROLES ...)` names the roles below it), so no include runs both ways.
 # Each broken rule is listed with its places; the test fails if any is.
 set -uo pipefail
 root="${1:?usage: house_rules_test.sh SOURCE_ROOT}"
@@ -40,6 +42,32 @@ report "PRNG engines only in src/core (use core/rng.h)" < <(
 report "only src/train/ includes libtorch" < <(
   git_files src | grep -E '\.(h|cpp)$' | grep -v '^src/train/' |
     xargs grep -HnE '#include <(torch|ATen|c10)/')
+
+# The roles each roles folder may include: itself, the ROLES its stoa_role line names and theirs
+# in turn (the lines come bottom up, so a named role is already known).
+declare -A role_may=()
+while read -r name uses; do
+  may=" $name "
+  for u in $uses; do may+="${role_may[$u]:- $u } "; done
+  role_may[$name]="$may"
+done < <(sed -nE 's/^[[:space:]]*stoa_role\(([a-z_]+)( ROLES ([a-z_ ]+))?.*$/\1 \3/p' \
+           src/roles/CMakeLists.txt)
+report "a roles folder includes only the roles its library links (src/roles/CMakeLists.txt)" < <(
+  if (( ${#role_may[@]} == 0 )); then echo "src/roles/CMakeLists.txt: no stoa_role line read"; fi
+  git_files src/roles | grep -E '^src/roles/[a-z_]+/.*\.(h|cpp)$' | while read -r f; do
+    from="${f#src/roles/}"
+    from="${from%%/*}"
+    if [[ -z "${role_may[$from]:-}" ]]; then
+      echo "$f: roles/$from is no stoa_role"
+      continue
+    fi
+    grep -HnoE '#include "roles/[a-z_]+/' "$f" | while IFS= read -r hit; do
+      to="${hit##*\"roles/}"
+      to="${to%/}"
+      [[ "${role_may[$from]}" == *" $to "* ]] ||
+        echo "${hit%%:#include*}: includes roles/$to, which roles/$from does not link"
+    done
+  done)
 
 if (( failed )); then exit 1; fi
 echo "house rules hold"
