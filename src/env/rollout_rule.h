@@ -42,15 +42,8 @@ struct RolloutView {
 // hub::AcceptedRollout: `mask` and `logprobs` per token).
 template <typename WireRollout>
 RolloutView wire_rollout_view(const WireRollout& r) {
-  RolloutView view;
-  view.id = r.id;
-  view.tokens = r.tokens;
-  view.trainable = r.mask;
-  view.logprobs = r.logprobs;
-  view.topk = r.topk;
-  view.topk_ids = r.topk_ids;
-  view.topk_logprobs = r.topk_logprobs;
-  return view;
+  return RolloutView{r.id,   r.tokens,   r.mask,          r.logprobs,
+                     r.topk, r.topk_ids, r.topk_logprobs, std::nullopt};
 }
 
 // What the run allows.

@@ -16,17 +16,9 @@ std::string rollout_name(const Rollout& rollout, const std::string& group_id) {
 
 }  // namespace
 
-env::RolloutView rollout_view(const Rollout& rollout) {
-  env::RolloutView view;
-  view.id = rollout.id;
-  view.tokens = rollout.tokens;
-  view.trainable = rollout.trainable;
-  view.logprobs = rollout.behaviour_logprobs;
-  view.topk = rollout.topk;
-  view.topk_ids = rollout.topk_ids;
-  view.topk_logprobs = rollout.topk_logprobs;
-  view.reward = rollout.reward;
-  return view;
+env::RolloutView rollout_view(const Rollout& r) {
+  return env::RolloutView{r.id,   r.tokens,   r.trainable,     r.behaviour_logprobs,
+                          r.topk, r.topk_ids, r.topk_logprobs, r.reward};
 }
 
 void validate_rollout(const Rollout& rollout, int64_t vocab_size, int64_t max_tokens,
