@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -19,11 +20,22 @@ namespace {
 
 // Trainer::save_checkpoint writes <dir>.tmp (trainer.json last), renames <dir> to <dir>.old,
 // <dir>.tmp to <dir>, then deletes <dir>.old: a crash leaves a complete checkpoint in <dir>, else
-// in <dir>.tmp (the newer), else in <dir>.old.
+// in <dir>.tmp (the newer), else in <dir>.old. A kill while trainer.json itself was being written
+// leaves it torn in <dir>.tmp beside an intact <dir>: only a trainer.json that parses counts.
+bool whole_checkpoint(const fs::path& dir) {
+  std::ifstream in(dir / "trainer.json", std::ios::binary);
+  if (!in) return false;
+  const nlohmann::json meta = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  return meta.is_object();
+}
+
 std::optional<std::string> find_checkpoint(const std::string& dir) {
   if (dir.empty()) return std::nullopt;
-  for (const std::string& candidate : {dir, dir + ".tmp", dir + ".old"})
-    if (fs::exists(fs::path(candidate) / "trainer.json")) return candidate;
+  for (const std::string& candidate : {dir, dir + ".tmp", dir + ".old"}) {
+    if (whole_checkpoint(candidate)) return candidate;
+    if (fs::exists(fs::path(candidate) / "trainer.json"))
+      log_warn("trainer", "checkpoint ", candidate, " has a torn trainer.json: not resumed from");
+  }
   return std::nullopt;
 }
 

@@ -332,6 +332,25 @@ TEST_F(TrainerLoopTest, ARestartPublishesAboveTheCatalogAsAPatchFromThePublished
   EXPECT_EQ(catalog.newest_anchor(ledger_latest + 2)->to_version, 0u) << "the restart is no anchor";
 }
 
+// A kill -9 while save_checkpoint was writing <dir>.tmp/trainer.json leaves it torn beside the
+// intact <dir>: the restart resumes from <dir>, not from the torn one (found by
+// test_integration_hostile_rollout's kill -9 landing inside a checkpoint).
+TEST_F(TrainerLoopTest, ResumeSkipsACheckpointWhoseTrainerJsonIsTorn) {
+  open_hub();
+  {
+    auto& l = open_loop();
+    fill_groups(1);
+    ASSERT_TRUE(l.step_once().has_value());
+  }
+  loop.reset();
+  std::filesystem::create_directories(dir / "checkpoint.tmp");
+  std::ofstream(dir / "checkpoint.tmp" / "trainer.json") << "{\"step\": 2, \"fo";
+  open_hub();
+  auto& l2 = open_loop();
+  EXPECT_TRUE(l2.resumed());
+  EXPECT_EQ(l2.trainer().step_count(), 1);
+}
+
 TEST_F(TrainerLoopTest, ResumeSurvivesACrashInsideCheckpointReplacement) {
   open_hub();
   {
