@@ -3,6 +3,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "kernels/arith_v2.h"
+
 #include "gpu/vulkan/v2_attention_spv.h"  // kV2AttentionSpirv
 #include "gpu/vulkan/v2_elementwise_spv.h"
 #include "gpu/vulkan/v2_pass_ops_spv.h"  // kV2PassOpsSpirv  // generated at build time: kV2ElementwiseSpirv
@@ -43,6 +45,26 @@ std::vector<uint32_t> download(const Buffer& b, size_t count) {
 }
 
 }  // namespace
+
+float v2_on_host(V2Op op, float a, float b) {
+  switch (op) {
+    case V2Op::kFlush:
+      return kernels::v2::flush(a);
+    case V2Op::kRecip:
+      return kernels::v2::recip(a);
+    case V2Op::kDivide:
+      return kernels::v2::divide(a, b);
+    case V2Op::kRsqrt:
+      return kernels::v2::rsqrt(a);
+    case V2Op::kExp:
+      return kernels::v2::exp(a);
+    case V2Op::kSigmoid:
+      return kernels::v2::sigmoid(a);
+    case V2Op::kSilu:
+      return kernels::v2::silu(a);
+  }
+  return 0.0f;
+}
 
 // Bindings: a, b, y (shaders/v2_elementwise.comp).
 V2Elementwise::V2Elementwise(Context& ctx)

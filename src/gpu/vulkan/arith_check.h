@@ -13,6 +13,9 @@ namespace stoa::gpu::vulkan {
 // In kernels::v2's order; the shader's `op` push constant.
 enum class V2Op : uint32_t { kFlush, kRecip, kDivide, kRsqrt, kExp, kSigmoid, kSilu };
 
+// The host's kernels::v2 for op (b read by kDivide only): what the device must equal.
+float v2_on_host(V2Op op, float a, float b);
+
 class V2Elementwise {
  public:
   explicit V2Elementwise(Context& ctx);
