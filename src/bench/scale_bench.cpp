@@ -149,9 +149,11 @@ int run_scale_bench(const ScaleBenchOptions& o) {
     out << model_config_to_json(config).dump(2);
   }
   std::string make_log;
-  const ChildResult made = run_child({self, "model", "init", "--config", config_path, "--dtype",
-                                      "q8_0", "--seed", "1", "--out", model_dir.string()},
-                                     &make_log, timeout);
+  // Byte tokens by intent: the bench measures weights, and its task needs no tokenizer.
+  const ChildResult made =
+      run_child({self, "model", "init", "--config", config_path, "--dtype", "q8_0", "--seed", "1",
+                 "--tokenizer", "bytes", "--out", model_dir.string()},
+                &make_log, timeout);
   STOA_CHECK(made.exit_status == 0, ErrorKind::kInternal,
              "stoa bench scale: stoa model init failed (status ", made.exit_status, "):\n",
              make_log);

@@ -1,10 +1,13 @@
 // `stoa model init`: writes a seeded random model directory (config.json + model.safetensors,
 // or with --dtype q8_0 config.json + model.gguf) from a named preset or a Hugging Face
-// config.json, one tensor at a time. Prints a JSON summary whose f32_state_hash (safetensors
-// dtypes) lets two machines confirm they built the same model from the same seed.
+// config.json, one tensor at a time, with the tokenizer of --tokenizer DIR (its ids written into
+// the config) or, with --tokenizer bytes, none by intent. Prints a JSON summary whose
+// f32_state_hash (safetensors dtypes) lets two machines confirm they built the same model from
+// the same seed, and on stderr where the tokenizer came from or must come from.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 
@@ -13,7 +16,11 @@
 #include "cli/command.h"
 #include "core/error.h"
 #include "core/hash.h"
+#include "env/end_of_turn.h"
+#include "env/model_codec.h"
+#include "env/tokenizer_codec.h"
 #include "model/arch_registry.h"
+#include "model/chat_template.h"
 #include "model/gguf_writer.h"
 #include "model/presets.h"
 #include "model/tensor_source.h"
@@ -59,10 +66,51 @@ class OrderedStateHasher {
   StateHasher hasher_;
 };
 
+// The files of a model's tokenizer and chat template that --tokenizer DIR copies when present.
+constexpr const char* kTokenizerFiles[] = {"tokenizer.json", "tokenizer_config.json",
+                                           "chat_template.jinja"};
+
+// tokenizer_config.json's `key` token ("<|endoftext|>" or {"content": ...}) as an id, -1 if none.
+int64_t configured_token_id(const std::string& dir, const char* key, const Tokenizer& tokenizer) {
+  const std::filesystem::path path = std::filesystem::path(dir) / "tokenizer_config.json";
+  if (!std::filesystem::exists(path)) return -1;
+  const nlohmann::json config = nlohmann::json::parse(std::ifstream(path));
+  nlohmann::json token = config.value(key, nlohmann::json());
+  if (token.is_object()) token = token.value("content", nlohmann::json());
+  if (!token.is_string()) return -1;
+  return tokenizer.token_id(token.get<std::string>()).value_or(-1);
+}
+
+// Fits `config` to the tokenizer in `dir`. A preset's vocabulary is a placeholder: it becomes the
+// tokenizer's, rounded up to the int8 grid's groups of 32; a given config's must hold it. BOS and
+// PAD become the tokenizer's own, and EOS the token its chat template ends a turn with
+// (env/end_of_turn.h): generation then stops where the template says a turn ends, which the
+// presets' placeholder ids (bytes in a trained tokenizer) never do.
+void fit_to_tokenizer(ModelConfig& config, const std::string& dir, bool preset) {
+  const std::string tokenizer_path = dir + "/tokenizer.json";
+  STOA_CHECK(std::filesystem::exists(tokenizer_path), ErrorKind::kNotFound, "--tokenizer ", dir,
+             ": no tokenizer.json there (`stoa tokenizer train --out DIR` writes one)");
+  const env::TokenizerCodec codec(Tokenizer::from_file(tokenizer_path),
+                                  ChatTemplate::from_model_dir(dir));
+  const Tokenizer& tokenizer = codec.tokenizer();
+  if (preset) {
+    config.vocab_size = (tokenizer.vocab_size() + 31) / 32 * 32;
+  } else {
+    STOA_CHECK(tokenizer.vocab_size() <= config.vocab_size, ErrorKind::kInvalidArgument,
+               "--tokenizer ", dir, " has ", tokenizer.vocab_size(),
+               " tokens but the config's vocab_size is ", config.vocab_size);
+  }
+  config.bos_token_id = configured_token_id(dir, "bos_token", tokenizer);
+  config.pad_token_id = configured_token_id(dir, "pad_token", tokenizer);
+  const std::optional<env::EndOfTurnToken> end = env::end_of_turn_token(codec);
+  config.eos_token_id = end ? end->id : configured_token_id(dir, "eos_token", tokenizer);
+}
+
 struct InitOptions {
   std::string preset;
   std::string config;
   std::string out;
+  std::string tokenizer;  // a directory with tokenizer.json, "bytes", or "" (none yet)
   std::string dtype = "f32";
   uint64_t seed = 0;
   double std = 0.02;
@@ -89,6 +137,14 @@ int run_init(const InitOptions& opts) {
              opts.dtype, "'");
   ModelConfig config =
       opts.preset.empty() ? load_model_config(opts.config) : preset_config(opts.preset);
+  const bool bytes = opts.tokenizer == "bytes";
+  if (bytes) {
+    config.byte_tokens = true;
+    validate_model_config(config, "--tokenizer bytes");
+  } else if (!opts.tokenizer.empty()) {
+    fit_to_tokenizer(config, opts.tokenizer, !opts.preset.empty());
+    validate_model_config(config, "--tokenizer " + opts.tokenizer);
+  }
   // Made one tensor at a time (RandomTensorSource): the values are random_weights' bit for bit.
   RandomTensorSource source(config, opts.seed, static_cast<float>(opts.std));
   nlohmann::json summary = {{"out", opts.out},
@@ -114,7 +170,31 @@ int run_init(const InitOptions& opts) {
                    [&](const TensorSpec& spec, const Tensor& f32) { hasher.add(spec.name, f32); });
     summary["f32_state_hash"] = hasher.finish().hex();
   }
+  if (!bytes && !opts.tokenizer.empty()) {
+    for (const char* name : kTokenizerFiles) {
+      const std::filesystem::path from = std::filesystem::path(opts.tokenizer) / name;
+      if (std::filesystem::exists(from))
+        std::filesystem::copy_file(from, std::filesystem::path(opts.out) / name,
+                                   std::filesystem::copy_options::overwrite_existing);
+    }
+  }
+  summary["tokenizer"] =
+      opts.tokenizer.empty() ? nlohmann::json(nullptr) : nlohmann::json(opts.tokenizer);
+  summary["eos_token_id"] = config.eos_token_id;
   std::printf("%s\n", summary.dump(2).c_str());
+  // Where the tokenizer comes from, said where the user looks: a run refuses the model without.
+  if (bytes) {
+    std::fprintf(stderr, "model init: %s uses one token per byte (config.json says so)\n",
+                 opts.out.c_str());
+  } else if (opts.tokenizer.empty()) {
+    std::fprintf(stderr,
+                 "model init: %s has no tokenizer yet, and `stoa run`, `stoa work` and `stoa "
+                 "eval` refuse it until it has one: %s\n",
+                 opts.out.c_str(), env::missing_tokenizer_advice().c_str());
+  } else {
+    std::fprintf(stderr, "model init: tokenizer from %s (eos_token_id %lld)\n",
+                 opts.tokenizer.c_str(), static_cast<long long>(config.eos_token_id));
+  }
   return 0;
 }
 
@@ -128,6 +208,10 @@ CommandRegistration reg(
       app.add_option("--std", opts->std, "Std of the N(0, std) matrices")->capture_default_str();
       app.add_option("--dtype", opts->dtype, "f32, bf16, f16 or q8_0 (int8-sized: model.gguf)")
           ->capture_default_str();
+      app.add_option("--tokenizer", opts->tokenizer,
+                     "A directory with tokenizer.json (`stoa tokenizer train --out DIR`, or a "
+                     "Hugging Face model's): copied in, its vocabulary and special ids written "
+                     "into config.json; or `bytes` for one token per byte");
       app.add_flag("--list", opts->list, "List the presets and exit");
       return [opts] { return run_init(*opts); };
     });

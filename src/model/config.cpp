@@ -16,6 +16,8 @@ namespace stoa {
 
 namespace {
 
+constexpr const char* kByteTokensKey = "stoa_tokenizer";  // ModelConfig::byte_tokens
+
 std::string supported_list() {
   std::string out;
   for (const ArchInfo* info : all_archs()) {
@@ -67,6 +69,11 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
     // The readers check types first; this catches whatever slipped through, still named.
     fail(ErrorKind::kBadFormat, source, ": ", e.what());
   }
+  if (root.contains(kByteTokensKey)) {
+    STOA_CHECK(root[kByteTokensKey] == "bytes", ErrorKind::kBadFormat, source, ": field '",
+               kByteTokensKey, "' must be \"bytes\" (the only tokenizer a config can name)");
+    config.byte_tokens = true;
+  }
   validate_model_config(config, source);
   return config;
 }
@@ -92,6 +99,7 @@ nlohmann::json model_config_to_json(const ModelConfig& config) {
   out["initializer_range"] = 0.02;
   out["use_cache"] = true;
   info.to_json(config, &out);
+  if (config.byte_tokens) out[kByteTokensKey] = "bytes";
   return out;
 }
 
@@ -129,6 +137,10 @@ void validate_model_config(const ModelConfig& config, const std::string& source)
   check_token(source, "bos_token_id", config.bos_token_id, config.vocab_size);
   check_token(source, "eos_token_id", config.eos_token_id, config.vocab_size);
   check_token(source, "pad_token_id", config.pad_token_id, config.vocab_size);
+  if (config.byte_tokens && config.vocab_size < 256) {
+    fail(ErrorKind::kBadFormat, source, ": '", kByteTokensKey, "' is \"bytes\" but vocab_size ",
+         config.vocab_size, " cannot hold the 256 byte ids");
+  }
   info.validate(config, source);
   try {
     count_parameters(config);  // throws if the total overflows int64

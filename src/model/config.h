@@ -45,6 +45,12 @@ struct ModelConfig {
   int64_t eos_token_id = -1;
   int64_t pad_token_id = -1;
 
+  // config.json's "stoa_tokenizer": "bytes": the model's tokens are bytes (ids 0..255) by
+  // intent, with no tokenizer.json. A directory without a tokenizer that does not say so is
+  // refused by every role that loads its codec (env/model_codec.h), since a forgotten tokenizer
+  // would otherwise train on bytes without a word.
+  bool byte_tokens = false;
+
   bool is_moe_layer(int64_t layer) const {
     return arch == Arch::kLfm2Moe && num_experts > 0 && layer >= num_dense_layers;
   }

@@ -5,7 +5,11 @@
 namespace stoa::pulse {
 
 Hash128 config_hash(const ModelConfig& config) {
-  std::string text = model_config_to_json(config).dump();
+  // The model's shape, not its codec: a tokenizer.json is not hashed, nor is the config's word
+  // that its tokens are bytes (saying so later must not make the run's versions another model's).
+  ModelConfig shape = config;
+  shape.byte_tokens = false;
+  std::string text = model_config_to_json(shape).dump();
   return hash_bytes(text.data(), text.size());
 }
 

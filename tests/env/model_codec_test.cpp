@@ -6,8 +6,10 @@
 #include <fstream>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "model/presets.h"
 #include "model/tiny_tokenizer.h"
 #include "support/temp_dir.h"
 
@@ -57,11 +59,44 @@ TEST_F(ModelCodecTest, ATokenizerLargerThanTheModelIsRefused) {
   }
 }
 
-TEST_F(ModelCodecTest, WithoutATokenizerBytesAreTheTokens) {
-  const ModelCodec bytes = load_model_codec(dir.string(), with_vocab(512), "test");
+TEST_F(ModelCodecTest, WithoutATokenizerTheModelIsRefusedSayingWhereOneComesFrom) {
+  try {
+    load_model_codec(dir.string(), with_vocab(512), "run");
+    FAIL() << "a model without a tokenizer was read as bytes without a word";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kNotFound);
+    const std::string what = e.what();
+    EXPECT_NE(what.find("run: " + dir.string() + " has no tokenizer.json"), std::string::npos)
+        << what;
+    EXPECT_NE(what.find("stoa tokenizer train"), std::string::npos) << what;
+    EXPECT_NE(what.find("\"stoa_tokenizer\": \"bytes\""), std::string::npos) << what;
+  }
+}
+
+TEST_F(ModelCodecTest, BytesAreTheTokensOnlyWhenTheConfigSaysSo) {
+  ModelConfig config = with_vocab(512);
+  config.byte_tokens = true;
+  const ModelCodec bytes = load_model_codec(dir.string(), config, "test");
   EXPECT_EQ(bytes.sample_vocab, 256);
   EXPECT_EQ(bytes.codec->encode("A"), std::vector<int32_t>{65});
-  EXPECT_THROW(load_model_codec(dir.string(), with_vocab(200), "test"), Error);
+  config.vocab_size = 200;
+  EXPECT_THROW(load_model_codec(dir.string(), config, "test"), Error);
+  // Both a tokenizer and a config saying bytes: which one was meant is not guessed.
+  config.vocab_size = 512;
+  write_tokenizer(10);
+  EXPECT_THROW(load_model_codec(dir.string(), config, "test"), Error);
+}
+
+TEST_F(ModelCodecTest, TheBytesKeyRoundTripsThroughConfigJson) {
+  ModelConfig config = preset_config("tiny-lfm2");
+  EXPECT_FALSE(parse_model_config(model_config_to_json(config).dump(), "c").byte_tokens);
+  config.byte_tokens = true;
+  const nlohmann::json written = model_config_to_json(config);
+  EXPECT_EQ(written.at("stoa_tokenizer"), "bytes");
+  EXPECT_TRUE(parse_model_config(written.dump(), "c").byte_tokens);
+  nlohmann::json other = written;
+  other["stoa_tokenizer"] = "words";
+  EXPECT_THROW(parse_model_config(other.dump(), "c"), Error);
 }
 
 }  // namespace

@@ -115,9 +115,9 @@ const Assets& assets() {
           (a.data / "index").string()});
     must({"tokenizer", "train", "--corpus", (a.data / "corpus.jsonl").string(), "--vocab-size",
           "512", "--out", (a.root / "tok").string()});
-    must({"model", "init", "--preset", "tiny-lfm2", "--seed", "3", "--out", a.model.string()});
-    fs::copy_file(a.root / "tok" / "tokenizer.json", a.model / "tokenizer.json",
-                  fs::copy_options::overwrite_existing);
+    // The tokenizer copied in and its ids (EOS: <|im_end|>) written into config.json.
+    must({"model", "init", "--preset", "tiny-lfm2", "--seed", "3", "--tokenizer",
+          (a.root / "tok").string(), "--out", a.model.string()});
   });
   return a;
 }

@@ -4,9 +4,12 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 
 #include "core/hash.h"
+#include "model/config.h"
 #include "model/presets.h"
+#include "model/tokenizer.h"
 #include "model/weights.h"
 #include "support/stoa_cli.h"
 #include "support/temp_dir.h"
@@ -51,6 +54,43 @@ TEST(ModelInitCli, WritesALoadableDeterministicDirectory) {
   ASSERT_EQ(c.status, 0) << c.output;
   EXPECT_LT(testing::read_text(dir.file("c/model.safetensors")).size(),
             testing::read_text(dir.file("a/model.safetensors")).size() * 6 / 10);
+}
+
+// Issue 49: a model without a tokenizer trained on bytes, silently, and the presets' EOS (id 2, a
+// byte in a trained tokenizer) was not the <|im_end|> the chat template ends turns with.
+TEST(ModelInitCli, SaysWhereTheTokenizerComesFromAndTakesItsIds) {
+  testing::TempDir dir("cli-tokenizer");
+  CliResult bare = run_stoa(cat("model init --preset tiny-lfm2 --out ", dir.file("bare")));
+  ASSERT_EQ(bare.status, 0) << bare.output;
+  EXPECT_NE(bare.output.find("has no tokenizer yet"), std::string::npos) << bare.output;
+  EXPECT_NE(bare.output.find("stoa tokenizer train"), std::string::npos) << bare.output;
+
+  {
+    std::ofstream corpus(dir.file("corpus.txt"));
+    for (int i = 0; i < 40; ++i) corpus << "the hub keeps the port and the join string\n";
+  }
+  CliResult trained = run_stoa(cat("tokenizer train --corpus ", dir.file("corpus.txt"),
+                                   " --vocab-size 300 --out ", dir.file("tok")));
+  ASSERT_EQ(trained.status, 0) << trained.output;
+  CliResult made = run_stoa(
+      cat("model init --preset tiny-lfm2 --tokenizer ", dir.file("tok"), " --out ", dir.file("m")));
+  ASSERT_EQ(made.status, 0) << made.output;
+  EXPECT_NE(made.output.find("tokenizer from " + dir.file("tok")), std::string::npos)
+      << made.output;
+  const Tokenizer tok = Tokenizer::from_file(dir.file("tok/tokenizer.json"));
+  const ModelConfig config = load_model_config(dir.file("m/config.json"));
+  EXPECT_EQ(config.eos_token_id, tok.token_id("<|im_end|>").value())
+      << "the template's end of turn";
+  EXPECT_EQ(config.pad_token_id, tok.token_id("<|endoftext|>").value());
+  EXPECT_EQ(config.vocab_size, (tok.vocab_size() + 31) / 32 * 32) << "a preset's is a placeholder";
+  for (const char* f : {"tokenizer.json", "tokenizer_config.json"})
+    EXPECT_EQ(testing::read_text(dir.file(cat("m/", f))),
+              testing::read_text(dir.file(cat("tok/", f))));
+
+  CliResult bytes =
+      run_stoa(cat("model init --preset tiny-lfm2 --tokenizer bytes --out ", dir.file("bytes")));
+  ASSERT_EQ(bytes.status, 0) << bytes.output;
+  EXPECT_TRUE(load_model_config(dir.file("bytes/config.json")).byte_tokens);
 }
 
 TEST(ModelInitCli, BadArgumentsFailWithAMessage) {

@@ -12,6 +12,7 @@
 #include "engine/model_runner.h"
 #include "engine/sampler.h"
 #include "env/dataset.h"
+#include "env/end_of_turn.h"
 #include "env/episode.h"
 #include "env/model_codec.h"
 #include "env/tasks/builtin_tasks.h"
@@ -77,6 +78,8 @@ nlohmann::json evaluate(const EvalOptions& o) {
   // The workers' rule (env/model_codec.h): what is scored is what a worker would generate.
   env::ModelCodec model_codec = env::load_model_codec(o.model, config, "eval");
   const std::unique_ptr<env::TokenCodec> codec = std::move(model_codec.codec);
+  // The run's check too: a score over episodes that can only end at max_new_tokens would mislead.
+  env::check_turns_end(*codec, config, task->stop_strings(), "eval");
   engine::ModelRunner model = engine::ModelRunner::from_model(
       weights, o.int8 ? engine::WeightFormat::kInt8 : engine::WeightFormat::kF32);
   weights = ModelWeights();

@@ -10,6 +10,7 @@
 #include "app/fleet/fleet_process.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "model/presets.h"
 
 namespace stoa::app::fleet {
 namespace {
@@ -57,23 +58,22 @@ Assets prepare_assets(const FleetBenchOptions& o, const std::string& exe, const 
   if (!fs::exists(a.index))
     step("index", {"search", "index", "--corpus", a.data + "/corpus.jsonl", "--out", a.index});
   if (!fs::exists(a.model + "/config.json")) {
-    if (o.preset.empty()) {
-      std::ofstream(dir + "/fleet-config.json") << kFleetModelConfig;
-      step("model", {"model", "init", "--config", dir + "/fleet-config.json", "--out", a.model,
-                     "--seed", "1"});
-    } else {
-      step("model", {"model", "init", "--preset", o.preset, "--out", a.model, "--seed", "1"});
-    }
-  }
-  const json cfg = json::parse(read_file_text(a.model + "/config.json"));
-  if (!fs::exists(a.model + "/tokenizer.json")) {
-    const int64_t vocab = cfg.at("vocab_size").get<int64_t>();
+    // The tokenizer first, its size the model's vocabulary; `model init --tokenizer` then copies
+    // it in and writes its ids (EOS: the chat template's <|im_end|>) into config.json.
+    const int64_t vocab = o.preset.empty()
+                              ? json::parse(kFleetModelConfig).at("vocab_size").get<int64_t>()
+                              : preset_config(o.preset).vocab_size;
     step("tokenizer", {"tokenizer", "train", "--corpus", a.data + "/corpus.jsonl", "--vocab-size",
                        std::to_string(vocab), "--out", dir + "/tokenizer"});
-    for (const char* f : {"tokenizer.json", "tokenizer_config.json"})
-      if (fs::exists(dir + "/tokenizer/" + f))
-        fs::copy_file(dir + "/tokenizer/" + f, a.model + "/" + f,
-                      fs::copy_options::overwrite_existing);
+    std::vector<std::string> init = {"model",  "init", "--out",       a.model,
+                                     "--seed", "1",    "--tokenizer", dir + "/tokenizer"};
+    if (o.preset.empty()) {
+      std::ofstream(dir + "/fleet-config.json") << kFleetModelConfig;
+      init.insert(init.end(), {"--config", dir + "/fleet-config.json"});
+    } else {
+      init.insert(init.end(), {"--preset", o.preset});
+    }
+    step("model", init);
   }
   // Parameter count from the safetensors header (8-byte length, then JSON with every shape).
   std::ifstream st(a.model + "/model.safetensors", std::ios::binary);

@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "env/dataset.h"
+#include "env/end_of_turn.h"
 #include "env/model_codec.h"
 #include "env/tasks/builtin_tasks.h"
 #include "env/token_codec.h"
@@ -39,6 +40,9 @@ HubProcess::HubProcess(const RunConfig& config, bool serve_trainer)
   // The task the run names; workers and validators build the same one from the join reply's
   // name and the run's share of its options.
   task_ = env::make_task(c.task, c.task_options);
+  // Before any worker joins: a run whose turns can never end on the template's end-of-turn token
+  // would spend every response's budget to max_new_tokens (the workers use this config and codec).
+  env::check_turns_end(*codec_, model_config_, task_->stop_strings(), "run");
   store_ = std::make_unique<pulse::BlobStore>(c.run_dir + "/blobs");
   run_files_store_ = std::make_unique<pulse::BlobStore>(c.run_dir + "/files");
 

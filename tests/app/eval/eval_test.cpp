@@ -24,7 +24,9 @@ class EvalCli : public ::testing::Test {
   static void SetUpTestSuite() {
     dir = new fs::path(fs::temp_directory_path() / ("stoa_eval_" + std::to_string(::getpid())));
     fs::create_directories(*dir);
-    ASSERT_EQ(run("model init --preset tiny-qwen3 --seed 3 --out " + (*dir / "model").string()), 0)
+    ASSERT_EQ(run("model init --preset tiny-qwen3 --seed 3 --tokenizer bytes --out " +
+                  (*dir / "model").string()),
+              0)
         << read_text(*dir / "err.txt");
     ASSERT_EQ(
         run("data generate --papers 200 --questions 60 --seed 2 --out " + (*dir / "data").string()),

@@ -57,10 +57,12 @@ class RemoteValidationTest : public ::testing::Test {
     // The task exactly as `stoa run` and `stoa validate` build it.
     task = env::make_task("search", {{"index", *dir / "index"}});
     store = std::make_unique<pulse::BlobStore>(*dir / "blobs");
-    const ModelWeights w1 = engine::testing::tiny_model("tiny-lfm2", 7);
+    ModelWeights w1 = engine::testing::tiny_model("tiny-lfm2", 7);
     const ModelWeights w2 = engine::testing::tiny_model("tiny-lfm2", 8);
+    // The validator reads its config.json: a model of byte tokens, as its config says.
+    w1.config.byte_tokens = true;
     config = w1.config;
-    save_model_dir(w1, *dir / "model");  // the validator reads its config.json (byte codec)
+    save_model_dir(w1, *dir / "model");
     pulse::Int8Quantizer quantizer;
     v1 = pulse::int8_view_of(w1, 1, &quantizer);
     v2 = pulse::int8_view_of(w2, 2, &quantizer);

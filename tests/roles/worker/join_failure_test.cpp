@@ -76,10 +76,12 @@ class JoinFailure : public HubFixture {
     ADD_FAILURE() << "joining " << url << " did not fail";
     return {};
   }
-  // A model dir for run_worker: a small Qwen3 config.json (byte-level: no tokenizer.json).
+  // A model dir for run_worker: a small Qwen3 config.json (byte-level: no tokenizer.json, as its
+  // config says — a model without a tokenizer that does not say so is refused).
   std::string model_dir(int64_t vocab) {
     ModelConfig c;
     c.vocab_size = vocab;
+    c.byte_tokens = true;
     c.hidden_size = 64;
     c.intermediate_size = 128;
     c.num_layers = 1;
