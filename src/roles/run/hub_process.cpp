@@ -21,6 +21,7 @@
 #include "roles/hub/hub.h"
 #include "roles/hub/identity/tls_identity.h"
 #include "roles/hub/store/run_files.h"
+#include "roles/run/hub_port.h"
 #include "roles/verify/hub_validator.h"
 
 namespace stoa::run {
@@ -102,9 +103,23 @@ HubProcess::~HubProcess() {
 void HubProcess::serve(const nlohmann::json& info_in, const std::string& who) {
   // Off loopback the hub serves TLS: a configured certificate or a self-signed one in the run dir.
   const std::string cert_sha256 = hub::default_tls(config_.server, config_.run_dir + "/tls");
-  server_ = std::make_unique<hub::HubServer>(*hub_, config_.server);
+  // The port of this run's first start when the config leaves it to the system (hub_port.h):
+  // the join strings handed out before a restart must still lead here after it.
+  const HubPort port = hub_port_to_bind(config_);
+  hub::ServerOptions server_options = config_.server;
+  server_options.port = port.port;
+  server_ = std::make_unique<hub::HubServer>(*hub_, server_options);
   server_->set_validation_queue(validation_queue_.get());
-  server_->start();
+  try {
+    server_->start();
+  } catch (const Error& e) {
+    if (!port.recorded || e.kind() != ErrorKind::kIo) throw;
+    fail_recorded_port_taken(config_, port.port, e.what());
+  }
+  remember_hub_port(config_, server_->port());
+  if (port.recorded)
+    log_info("hub", "port ", port.port, " as at this run's first start (", hub_port_path(config_),
+             ")");
   const std::string join =
       hub::hub_join_string(*server_, config_.server, config_.hub.join_token, cert_sha256);
   nlohmann::json info = info_in;

@@ -41,7 +41,9 @@ class HubProcess {
   pulse::BlobStore& store() { return *store_; }
   const ModelConfig& model_config() const { return model_config_; }
 
-  // Serves (TLS off loopback), prints the URL and join string(s) and writes <run dir>/hub.json:
+  // Serves (TLS off loopback) on [hub] port — with 0, on the port of the run's first start
+  // (hub_port.h: the join strings survive restarts; kIo naming it when it is taken) —, prints the
+  // URL and join string(s) and writes <run dir>/hub.json:
   // url, port, pid, join (workers) and, with the trainer routes open, trainer_join (the trainer's
   // token: `stoa train --hub`), with the fields of `info` added. `who` starts the printed lines.
   void serve(const nlohmann::json& info, const std::string& who);
