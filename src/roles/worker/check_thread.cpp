@@ -1,5 +1,6 @@
 #include "roles/worker/check_thread.h"
 
+#include <atomic>
 #include <nlohmann/json.hpp>
 
 #include "core/log.h"
@@ -44,37 +45,21 @@ class CheckSource final : public verify::ReplayJobSource {
 
 }  // namespace
 
-CheckThread::CheckThread(net::HubClient& hub, verify::ReplayModel model,
-                         verify::ReplayTaskMaker make_task, CheckOptions options,
-                         const std::atomic<bool>& stop)
-    : hub_(hub),
-      model_(std::move(model)),
-      make_task_(std::move(make_task)),
-      options_(std::move(options)) {
-  thread_ = std::thread([this, &stop] { run(stop); });
-}
-
-void CheckThread::join() {
-  if (thread_.joinable()) thread_.join();
-}
-
-verify::ReplayJobStats CheckThread::stats() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return stats_;
-}
-
-void CheckThread::run(const std::atomic<bool>& stop) {
-  CheckSource source(hub_);
+void run_peer_checks(net::HubClient& hub, const verify::ReplayModel& model,
+                     const verify::ReplayTaskMaker& make_task, const CheckOptions& options,
+                     std::stop_token stop) {
+  // The replay loop (roles/verify) watches a flag of its own.
+  std::atomic<bool> stopping{false};
+  const std::stop_callback raise_on_stop(stop, [&stopping] { stopping = true; });
+  CheckSource source(hub);
   verify::ReplayLoopOptions loop;
   loop.log_tag = "check";
-  loop.mirror_dir = options_.mirror_dir;
-  loop.threads = options_.threads;
-  loop.keep_versions = options_.keep_versions;
-  loop.idle_wait_s = options_.idle_wait_s;
+  loop.mirror_dir = options.mirror_dir;
+  loop.threads = options.threads;
+  loop.keep_versions = options.keep_versions;
+  loop.idle_wait_s = options.idle_wait_s;
   try {
-    const verify::ReplayJobStats s = run_replay_jobs(source, model_, make_task_, loop, stop);
-    std::lock_guard<std::mutex> lock(mutex_);
-    stats_ = s;
+    const verify::ReplayJobStats s = run_replay_jobs(source, model, make_task, loop, stopping);
     log_info("check", "stopped: ", s.verdicts, " checks (", s.passed, " pass, ", s.failed,
              " fail), ", s.cpu_seconds, " CPU-s replaying");
   } catch (const verify::ReplayerRefused& e) {

@@ -1,4 +1,4 @@
-// The worker's heartbeat thread: every heartbeat_interval_s / 2 it lists the leases in progress
+// The worker's heartbeat loop: every heartbeat_interval_s / 2 it lists the leases in progress
 // (renewing them), reports the engine's version, tokens/s and idle fraction, and marks the leases
 // the hub cancelled so the rollout loop drops their rollouts.
 #pragma once
@@ -7,8 +7,8 @@
 #include <functional>
 #include <mutex>
 #include <optional>
+#include <stop_token>
 #include <string>
-#include <thread>
 
 #include "net/hub_client.h"
 #include "roles/worker/lease_book.h"
@@ -51,30 +51,8 @@ struct WorkerGauges {
   FatalReason fatal;
 };
 
-class HeartbeatThread {
- public:
-  // Starts beating at once; `done` is incremented when the thread leaves (bounded shutdown).
-  HeartbeatThread(net::HubClient& hub, std::string worker_id, int heartbeat_interval_s,
-                  LeaseBook& book, const WorkerGauges& gauges, const std::atomic<bool>& stop,
-                  std::atomic<int>& done);
-  ~HeartbeatThread() { join(); }
-  HeartbeatThread(const HeartbeatThread&) = delete;
-  HeartbeatThread& operator=(const HeartbeatThread&) = delete;
-  void join() {
-    if (thread_.joinable()) thread_.join();
-  }
-
- private:
-  void loop();
-
-  net::HubClient& hub_;
-  std::string worker_id_;
-  int interval_s_;
-  LeaseBook& book_;
-  const WorkerGauges& gauges_;
-  const std::atomic<bool>& stop_;
-  std::atomic<int>& done_;
-  std::thread thread_;
-};
+// Beats until a stop is requested (a thread of WorkerThreads).
+void run_heartbeat(net::HubClient& hub, const std::string& worker_id, int heartbeat_interval_s,
+                   LeaseBook& book, const WorkerGauges& gauges, std::stop_token stop);
 
 }  // namespace stoa::worker

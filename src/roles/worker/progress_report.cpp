@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "roles/worker/failure_advice.h"
 #include "roles/worker/memory_check.h"
+#include "roles/worker/worker_threads.h"
 
 namespace stoa::worker {
 namespace {
@@ -124,21 +125,13 @@ void ProgressReport::stopped(uint64_t tokens, double idle_fraction) {
           static_cast<int>(100 * idle_fraction + 0.5), " % of the time"));
 }
 
-void ProgressReport::start(const WorkerGauges& gauges, std::function<std::string()> sync_error) {
+void ProgressReport::watch(const WorkerGauges& gauges, std::function<std::string()> sync_error) {
   gauges_ = &gauges;
   sync_error_ = std::move(sync_error);
-  stop_ = false;
-  thread_ = std::thread([this] {
-    while (!stop_) {
-      for (int i = 0; i < 10 && !stop_; ++i) std::this_thread::sleep_for(100ms);
-      if (!stop_) tick(Clock::now());
-    }
-  });
 }
 
-void ProgressReport::stop() {
-  stop_ = true;
-  if (thread_.joinable()) thread_.join();
+void ProgressReport::run(std::stop_token stop) {
+  while (!wait_for_stop(stop, 1s)) tick(Clock::now());
 }
 
 void ProgressReport::report_download(Clock::time_point now) {

@@ -7,8 +7,9 @@
 // on stderr for `--verbose`.
 //
 // Fed by what the worker already has: events from worker.cpp / join.cpp / the rollout loop
-// (WorkerGauges::on_weights), the hub's answers to submitted rollouts, and a thread that polls the
-// gauges (download progress, tokens generated, rollouts running) once a second.
+// (WorkerGauges::on_weights), the hub's answers to submitted rollouts, and a loop (a thread of
+// WorkerThreads) that polls the gauges (download progress, tokens generated, rollouts running)
+// once a second.
 #pragma once
 #include <atomic>
 #include <chrono>
@@ -16,8 +17,8 @@
 #include <functional>
 #include <mutex>
 #include <optional>
+#include <stop_token>
 #include <string>
-#include <thread>
 
 #include "net/protocol.h"
 #include "roles/worker/heartbeat.h"
@@ -32,7 +33,6 @@ class ProgressReport {
 
   // sink: where each line goes (default: stdout, flushed per line).
   explicit ProgressReport(Sink sink = {});
-  ~ProgressReport() { stop(); }
   ProgressReport(const ProgressReport&) = delete;
   ProgressReport& operator=(const ProgressReport&) = delete;
 
@@ -50,10 +50,11 @@ class ProgressReport {
   void stopping(int grace_s);
   void stopped(uint64_t tokens, double idle_fraction);
 
-  // ---- polled state: the thread calls tick() once a second (tests call it with their clock) --
-  // sync_error: the weight sync's last error ("" when none), watched for a full disk.
-  void start(const WorkerGauges& gauges, std::function<std::string()> sync_error = {});
-  void stop();
+  // ---- polled state: run() calls tick() once a second (tests call it with their clock) ----
+  // sync_error: the weight sync's last error ("" when none), watched for a full disk. Both must
+  // outlive run() (its thread stops before they go: worker_threads.h).
+  void watch(const WorkerGauges& gauges, std::function<std::string()> sync_error = {});
+  void run(std::stop_token stop);
   void tick(Clock::time_point now);
 
   uint64_t sent() const { return sent_; }
@@ -68,8 +69,6 @@ class ProgressReport {
   std::mutex say_mutex_;
   const WorkerGauges* gauges_ = nullptr;
   std::function<std::string()> sync_error_;
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
   RollingRate rate_{std::chrono::seconds(30)};
   std::atomic<uint64_t> sent_{0}, accepted_{0}, rejected_{0};
   // tick() state (the report thread only)

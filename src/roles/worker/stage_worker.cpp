@@ -2,7 +2,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -13,36 +12,15 @@
 #include "roles/pipeline/stage_server.h"
 #include "roles/pipeline/tcp_stage_link.h"
 #include "roles/worker/heartbeat.h"
-#include "roles/worker/join.h"
 #include "roles/worker/lease_book.h"
 #include "roles/worker/memory_check.h"
-#include "roles/worker/run_files.h"
 #include "roles/worker/sync_thread.h"
+#include "roles/worker/worker_threads.h"
 
 namespace stoa::worker {
 namespace {
-namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
-
-// However the stage worker is left, its sync thread stops (and its call in flight is cancelled).
-class StopSyncOnExit {
- public:
-  StopSyncOnExit(std::atomic<bool>& stop, net::HubClient& hub, SyncThread& thread)
-      : stop_(stop), hub_(hub), thread_(thread) {}
-  ~StopSyncOnExit() {
-    stop_ = true;
-    hub_.http().cancel();
-    thread_.join();
-  }
-  StopSyncOnExit(const StopSyncOnExit&) = delete;
-  StopSyncOnExit& operator=(const StopSyncOnExit&) = delete;
-
- private:
-  std::atomic<bool>& stop_;
-  net::HubClient& hub_;
-  SyncThread& thread_;
-};
 
 // An answer from the stages after this one may wait for each of them to verify a version.
 std::chrono::milliseconds answer_deadline(const WorkerOptions& o) {
@@ -114,11 +92,15 @@ std::optional<net::PipelinePlace> wait_for_place(net::HubClient& hub, const Plac
 
 PlaceWatch::PlaceWatch(net::HubClient& hub, const PlaceAsk& ask, uint64_t group_id,
                        const std::atomic<bool>& stop)
-    : thread_([this, &hub, ask, group_id, &stop] {
-        while (!done_ && !leave_) {
-          for (int i = 0; i < 20 && !done_ && !stop; ++i) std::this_thread::sleep_for(100ms);
-          if (stop) leave_ = true;
-          if (done_ || leave_) break;
+    : thread_([this, &hub, ask, group_id, &stop](std::stop_token done) {
+        while (!leave_) {
+          // `stop` is the process's signal flag, which can wake nobody: looked at every 100 ms.
+          for (int i = 0; i < 20 && !stop; ++i)
+            if (wait_for_stop(done, 100ms)) return;
+          if (stop) {
+            leave_ = true;
+            return;
+          }
           try {
             const net::PipelinePlace place =
                 hub.pipeline_place(ask.memory_bytes, ask.port, ask.relayed);
@@ -159,11 +141,6 @@ WorkerOptions placed_options(const WorkerOptions& o, const net::PipelinePlace& p
   return placed;
 }
 
-PlaceWatch::~PlaceWatch() {
-  done_ = true;
-  if (thread_.joinable()) thread_.join();
-}
-
 uint64_t SyncedStageWeights::bring_to(uint64_t version) {
   const auto deadline = Clock::now() + std::chrono::seconds(wait_s_);
   while (true) {
@@ -187,47 +164,37 @@ std::shared_lock<std::shared_mutex> SyncedStageWeights::pass_lock() {
 }
 
 WorkerStats run_stage_worker(const WorkerOptions& o, const std::atomic<bool>& stop) {
-  const std::string state_dir = o.state_dir.empty() ? (".stoa-worker-" + o.name) : o.state_dir;
-  fs::create_directories(state_dir);
-  const HubTarget target = hub_target(o.hub_url, o.join_token, o.join_string);
-  net::HubClient hub(target.url, target.http);
-  const net::JoinResponse joined =
-      join_hub(hub, target.join_token, o.name, o.threads, state_dir, o.join_timeout_s, stop);
-  std::string model_dir = o.model_dir;
-  if (model_dir.empty())
-    model_dir =
-        fetch_run_files(hub, joined.run_files, (fs::path(state_dir) / "model").string()).dir;
+  WorkerSession session(o);
+  session.join(o.threads, stop);
+  const std::string model_dir = session.model_dir();
   const ModelConfig config = load_model_config(model_dir + "/config.json");
-  STOA_CHECK(joined.vocab_size == config.vocab_size, ErrorKind::kInvalidArgument,
-             "stoa work: the hub's vocabulary has ", joined.vocab_size, " tokens, ", model_dir,
-             " has ", config.vocab_size);
-  return serve_stage(o, hub, joined, config, stop);
+  session.check_vocabulary(config, model_dir);
+  return serve_stage(o, session, config, stop);
 }
 
-WorkerStats serve_stage(const WorkerOptions& o, net::HubClient& hub,
-                        const net::JoinResponse& joined, const ModelConfig& config,
+WorkerStats serve_stage(const WorkerOptions& o, WorkerSession& session, const ModelConfig& config,
                         const std::atomic<bool>& stop) {
-  const std::string state_dir = o.state_dir.empty() ? (".stoa-worker-" + o.name) : o.state_dir;
+  net::HubClient& hub = session.hub();
+  const net::JoinResponse& joined = session.joined();
   const LayerSpan span = pipeline_span(config, o);
   const MemoryNeed need = memory_needed(config, span);
-  const auto memory = memory_available(
-      o.max_memory_mb > 0 ? std::optional<uint64_t>(static_cast<uint64_t>(o.max_memory_mb * 1e6))
-                          : std::nullopt);
-  if (memory) check_memory(need, *memory);
+  if (const auto memory = session.memory_available()) check_memory(need, *memory);
   log_info("worker", "worker ", joined.worker_id, " is stage ", o.stage, " of ", o.stages, ", ",
            span_string(config, span), " (", human_bytes(need.weights_bytes), " of int8 weights)");
 
-  HubBlobSource source(hub, (fs::path(state_dir) / "blobs").string());
+  HubBlobSource source(hub, session.state_path("blobs"));
   WeightSync sync(source, config, span);  // the engine holds the span's tensors only
-  std::atomic<bool> threads_stop{false};
-  std::atomic<int> threads_done{0};
-  SyncThread sync_thread(sync, threads_stop, threads_done);
   // Heartbeats keep the stage a live worker at the hub (it holds no leases: they are the head's).
   LeaseBook no_leases;
   WorkerGauges gauges;
-  HeartbeatThread heartbeat_thread(hub, joined.worker_id, joined.heartbeat_interval_s, no_leases,
-                                   gauges, threads_stop, threads_done);
-  StopSyncOnExit stop_sync_on_exit(threads_stop, hub, sync_thread);
+  // A stage hands nothing over when it stops (the group's rollouts are the head's): no grace for
+  // its long-poll, the hub calls in flight are cancelled at once.
+  WorkerThreads threads(hub, std::chrono::milliseconds{0});
+  threads.start_hub_loop([&sync](std::stop_token stop_sync) { run_weight_sync(sync, stop_sync); });
+  threads.start_hub_loop([&](std::stop_token stop_beating) {
+    run_heartbeat(hub, joined.worker_id, joined.heartbeat_interval_s, no_leases, gauges,
+                  stop_beating);
+  });
 
   // The first anchor builds the stage's engine; the head names the version to compute with.
   std::unique_ptr<engine::EngineWeights> weights;
@@ -239,10 +206,7 @@ WorkerStats serve_stage(const WorkerOptions& o, net::HubClient& hub,
   }
   WorkerStats stats;
   if (!weights) return stats;
-  std::unique_ptr<ThreadPool> own_pool;
-  if (o.threads > 0) own_pool = std::make_unique<ThreadPool>(o.threads);
-  ThreadPool* pool = own_pool ? own_pool.get() : &ThreadPool::global();
-  auto stage = std::make_unique<engine::PipelineStage>(std::move(weights), nullptr, pool);
+  auto stage = std::make_unique<engine::PipelineStage>(std::move(weights), nullptr, session.pool());
   SyncedStageWeights stage_weights(sync, o.stage_wait_s);
   stage->set_weights_source(&stage_weights);
   pipeline::StageServerOptions so;

@@ -24,6 +24,7 @@
 #include "net/hub_client.h"
 #include "roles/worker/weight_sync.h"
 #include "roles/worker/worker.h"
+#include "roles/worker/worker_session.h"
 
 namespace stoa::worker {
 
@@ -50,9 +51,8 @@ class SyncedStageWeights final : public engine::StageWeights {
 // does for a refused join or an unreachable hub.
 WorkerStats run_stage_worker(const WorkerOptions& options, const std::atomic<bool>& stop);
 // The same once joined: syncs the span of options.stage and serves it until `stop`.
-WorkerStats serve_stage(const WorkerOptions& options, net::HubClient& hub,
-                        const net::JoinResponse& joined, const ModelConfig& config,
-                        const std::atomic<bool>& stop);
+WorkerStats serve_stage(const WorkerOptions& options, WorkerSession& session,
+                        const ModelConfig& config, const std::atomic<bool>& stop);
 
 // ---- places the hub gives (roles/hub/groups/pipeline_groups.h) ----
 
@@ -83,15 +83,13 @@ class PlaceWatch {
  public:
   PlaceWatch(net::HubClient& hub, const PlaceAsk& ask, uint64_t group_id,
              const std::atomic<bool>& stop);
-  ~PlaceWatch();
   PlaceWatch(const PlaceWatch&) = delete;
   PlaceWatch& operator=(const PlaceWatch&) = delete;
   const std::atomic<bool>& leave() const { return leave_; }
 
  private:
   std::atomic<bool> leave_{false};
-  std::atomic<bool> done_{false};
-  std::thread thread_;
+  std::jthread thread_;  // last: stopped and joined before leave_ goes
 };
 
 }  // namespace stoa::worker

@@ -2,20 +2,17 @@
 
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "core/error.h"
 #include "core/log.h"
 #include "net/hub_client.h"
-#include "roles/worker/join.h"
 #include "roles/worker/swarm_source.h"
 #include "roles/worker/weight_sync.h"
+#include "roles/worker/worker_session.h"
 
 namespace stoa::worker {
-namespace fs = std::filesystem;
-
 namespace {
 
 double mib(uint64_t bytes) {
@@ -39,17 +36,15 @@ nlohmann::json swarm_json(const SwarmBlobSource* swarm) {
 }  // namespace
 
 void run_sync_only(const WorkerOptions& o, const std::atomic<bool>& stop) {
-  const std::string state_dir = o.state_dir.empty() ? (".stoa-worker-" + o.name) : o.state_dir;
-  fs::create_directories(state_dir);
-  const HubTarget target = hub_target(o.hub_url, o.join_token, o.join_string);
-  net::HubClient hub(target.url, target.http);
-  const net::JoinResponse joined =
-      join_hub(hub, target.join_token, o.name, 1, state_dir, o.join_timeout_s, stop);
-  HubBlobSource hub_source(hub, (fs::path(state_dir) / "blobs").string());
+  WorkerSession session(o);
+  const net::JoinResponse& joined = session.join(1, stop);
+  net::HubClient& hub = session.hub();
+  HubBlobSource hub_source(hub, session.state_path("blobs"));
   // Before "joined": its uplink probe takes a few seconds, and whoever waits for the line
   // (stoa bench swarm) then times the sync alone.
-  std::unique_ptr<SwarmBlobSource> swarm = make_swarm_source(o, hub, hub_source, state_dir);
-  std::printf("joined %s as %s (sync only)\n", target.url.c_str(), joined.worker_id.c_str());
+  std::unique_ptr<SwarmBlobSource> swarm =
+      make_swarm_source(o, hub, hub_source, session.state_dir());
+  std::printf("joined %s as %s (sync only)\n", session.hub_url().c_str(), joined.worker_id.c_str());
   std::fflush(stdout);
   BlobSource& source = swarm ? static_cast<BlobSource&>(*swarm) : hub_source;
   WeightSync sync(source, std::optional<Hash128>{});  // the first anchor names the model

@@ -1,31 +1,13 @@
-// The worker's weight-sync thread: runs WeightSync::step in a loop (long-polling the hub and
-// catching up to each new version), backing off on failures, until `stop` is set.
+// The worker's weight-sync loop (a thread of WorkerThreads): runs WeightSync::step over and over
+// (long-polling the hub and catching up to each new version), backing off on failures, until a
+// stop is requested.
 #pragma once
-#include <atomic>
-#include <thread>
+#include <stop_token>
 
 #include "roles/worker/weight_sync.h"
 
 namespace stoa::worker {
 
-class SyncThread {
- public:
-  // Starts syncing at once; `done` is incremented when the thread leaves (bounded shutdown).
-  SyncThread(WeightSync& sync, const std::atomic<bool>& stop, std::atomic<int>& done);
-  ~SyncThread() { join(); }
-  SyncThread(const SyncThread&) = delete;
-  SyncThread& operator=(const SyncThread&) = delete;
-  void join() {
-    if (thread_.joinable()) thread_.join();
-  }
-
- private:
-  void loop();
-
-  WeightSync& sync_;
-  const std::atomic<bool>& stop_;
-  std::atomic<int>& done_;
-  std::thread thread_;
-};
+void run_weight_sync(WeightSync& sync, std::stop_token stop);
 
 }  // namespace stoa::worker

@@ -3,11 +3,15 @@
 //   - heartbeat (heartbeat.h): renews the leases in progress, learns of cancelled ones;
 //   - streamer: sends each finished rollout the moment it is done (RolloutStreamer);
 //   - checks (check_thread.h): replays other workers' rollouts the hub leases to it;
+//   - progress report (progress_report.h): the volunteer's lines, from the gauges once a second;
 //   - generation (the caller's thread, rollout_loop.h): leases groups (lease_book.h) and runs up
 //     to `slots` multi-turn rollouts as one batch on the EpisodeRunner, switching weights
 //     between decode steps.
-// Joining (join.h) resumes the identity kept in the state dir. Every sampled token is tagged with
-// the version of the weights whose logits it was drawn from.
+// Sync, heartbeat, checks and report are owned by one WorkerThreads (worker_threads.h), stopped
+// and joined together. The start-up every kind of worker shares — state dir, hub client, the join
+// that resumes the identity kept in the state dir, run files, memory — is a WorkerSession
+// (worker_session.h). Every sampled token is tagged with the version of the weights whose logits
+// it was drawn from.
 #pragma once
 #include <atomic>
 #include <cstdint>

@@ -261,11 +261,11 @@ TEST_F(JoinFailure, AQuarantinedWorkerIsStoppedWithTheReason) {
   // The worker's heartbeat thread hears the 403 and raises the worker's fatal reason.
   worker::LeaseBook book;
   worker::WorkerGauges gauges;
-  std::atomic<int> done{0};
   {
-    worker::HeartbeatThread beat(client, joined.worker_id, 2, book, gauges, stop, done);
+    const std::jthread beat([&](std::stop_token beating) {
+      worker::run_heartbeat(client, joined.worker_id, 2, book, gauges, beating);
+    });
     for (int i = 0; i < 50 && !gauges.fatal.get(); ++i) std::this_thread::sleep_for(100ms);
-    stop = true;
   }
   ASSERT_TRUE(gauges.fatal.get());
   const auto a = worker::advise(Error(ErrorKind::kIntegrity, *gauges.fatal.get()), server->url());

@@ -37,8 +37,7 @@ TEST(ProgressReport, ADownloadIsToldEveryFiveSecondsOrTenPercentAndWhenItEnds) {
   WorkerGauges gauges;
   std::optional<net::BlobDownload> download;
   gauges.download = [&] { return download; };
-  report.start(gauges);
-  report.stop();  // tick() by hand from here: no thread races the test's clock
+  report.watch(gauges);  // no run(): tick() by hand, so no thread races the test's clock
   const auto t0 = ProgressReport::Clock::time_point{} + 1000s;
   const uint64_t total = 1'000'000'000;
   // 1 % per second for 30 s, polled once a second.
@@ -61,8 +60,7 @@ TEST(ProgressReport, GeneratingWaitingAndRejectionsInWords) {
   Captured out;
   ProgressReport report(out.sink());
   WorkerGauges gauges;
-  report.start(gauges);
-  report.stop();
+  report.watch(gauges);
   const auto t0 = ProgressReport::Clock::time_point{} + 1000s;
   report.tick(t0);
   EXPECT_EQ(out.count("Waiting for the hub to publish the model's weights"), 1u) << out.all();
