@@ -28,11 +28,7 @@
 #include <hwy/highway.h>
 
 HWY_BEFORE_NAMESPACE();
-#if HWY_TARGET == HWY_AVX3_DL
-// Highway 1.0's AVX3_DL target string names "avxvnni" (the VEX form) but not AVX512-VNNI, which
-// its CPU check for this target does require; enable it for the VNNI tile below.
-#pragma GCC target("avx512vnni")
-#endif
+#include "kernels/hwy_avx3_dl_vnni.h"  // IWYU pragma: keep
 namespace stoa::kernels {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;

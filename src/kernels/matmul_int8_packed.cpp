@@ -24,11 +24,7 @@
 #include <hwy/highway.h>
 
 HWY_BEFORE_NAMESPACE();
-#if HWY_TARGET == HWY_AVX3_DL
-// As in matmul_int8.cpp: Highway 1.0's AVX3_DL flags lack AVX512-VNNI, which its CPU check
-// for the target requires.
-#pragma GCC target("avx512vnni")
-#endif
+#include "kernels/hwy_avx3_dl_vnni.h"  // IWYU pragma: keep
 namespace stoa::kernels {
 namespace HWY_NAMESPACE {
 
