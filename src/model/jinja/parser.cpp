@@ -296,22 +296,17 @@ class Parser {
     return std::move(checked(e));
   }
 
-  ExprPtr parse_or() {
-    ExprPtr lhs = parse_and();
-    while (at_name("or")) {
+  // `operand (keyword operand)*`, grouped to the left: one loop for the `or` and `and` levels.
+  ExprPtr parse_keyword_chain(const char* keyword, ExprPtr (Parser::*operand)()) {
+    ExprPtr lhs = (this->*operand)();
+    while (at_name(keyword)) {
       int line = next().line;
-      lhs = binary("or", std::move(lhs), parse_and(), line);
+      lhs = binary(keyword, std::move(lhs), (this->*operand)(), line);
     }
     return lhs;
   }
-  ExprPtr parse_and() {
-    ExprPtr lhs = parse_not();
-    while (at_name("and")) {
-      int line = next().line;
-      lhs = binary("and", std::move(lhs), parse_not(), line);
-    }
-    return lhs;
-  }
+  ExprPtr parse_or() { return parse_keyword_chain("or", &Parser::parse_and); }
+  ExprPtr parse_and() { return parse_keyword_chain("and", &Parser::parse_not); }
   ExprPtr parse_not() {
     if (!at_name("not")) return parse_compare();
     DepthGuard guard(*this, peek().line);
