@@ -31,14 +31,17 @@ bool loss_needs_topk(LossKind kind) {
   return kind == LossKind::kDppoTopkTv || kind == LossKind::kDppoTopkKl;
 }
 
+constexpr EnumName<Aggregation> kAggregationNames[] = {{Aggregation::kTokenMean, "token-mean"},
+                                                       {Aggregation::kSequenceSum, "sequence-sum"}};
+
 const char* aggregation_name(Aggregation aggregation) {
-  return aggregation == Aggregation::kTokenMean ? "token-mean" : "sequence-sum";
+  return enum_name(kAggregationNames, aggregation);
 }
 
 Aggregation parse_aggregation(const std::string& name) {
-  if (name == "token-mean") return Aggregation::kTokenMean;
-  if (name == "sequence-sum") return Aggregation::kSequenceSum;
-  fail(ErrorKind::kInvalidArgument, "unknown aggregation '", name, "' (token-mean, sequence-sum)");
+  if (auto aggregation = enum_from_name(kAggregationNames, name)) return *aggregation;
+  fail(ErrorKind::kInvalidArgument, "unknown aggregation '", name, "' (",
+       enum_names_joined(kAggregationNames), ")");
 }
 
 void validate_loss_config(const LossConfig& c) {
@@ -59,14 +62,17 @@ void validate_loss_config(const LossConfig& c) {
   positive(c.kl_eps, "kl_eps");
 }
 
+constexpr EnumName<ScheduleKind> kScheduleKindNames[] = {{ScheduleKind::kConstant, "constant"},
+                                                         {ScheduleKind::kCosine, "cosine"}};
+
 const char* schedule_kind_name(ScheduleKind kind) {
-  return kind == ScheduleKind::kConstant ? "constant" : "cosine";
+  return enum_name(kScheduleKindNames, kind);
 }
 
 ScheduleKind parse_schedule_kind(const std::string& name) {
-  if (name == "constant") return ScheduleKind::kConstant;
-  if (name == "cosine") return ScheduleKind::kCosine;
-  fail(ErrorKind::kInvalidArgument, "unknown schedule '", name, "' (constant, cosine)");
+  if (auto kind = enum_from_name(kScheduleKindNames, name)) return *kind;
+  fail(ErrorKind::kInvalidArgument, "unknown schedule '", name, "' (",
+       enum_names_joined(kScheduleKindNames), ")");
 }
 
 double scheduled_lr(const OptimizerOptions& optimizer, const ScheduleOptions& schedule,
@@ -84,13 +90,15 @@ double scheduled_lr(const OptimizerOptions& optimizer, const ScheduleOptions& sc
   return min_lr + (lr - min_lr) * 0.5 * (1.0 + std::cos(std::numbers::pi * progress));
 }
 
+constexpr EnumName<Sharding> kShardingNames[] = {{Sharding::kZero1, "zero1"},
+                                                 {Sharding::kFsdp, "fsdp"}};
+
 const char* sharding_name(Sharding sharding) {
-  return sharding == Sharding::kFsdp ? "fsdp" : "zero1";
+  return enum_name(kShardingNames, sharding);
 }
 
 Sharding parse_sharding(const std::string& name) {
-  if (name == "zero1") return Sharding::kZero1;
-  if (name == "fsdp") return Sharding::kFsdp;
+  if (auto sharding = enum_from_name(kShardingNames, name)) return *sharding;
   fail(ErrorKind::kInvalidArgument, "sharding '", name, "' is not zero1 or fsdp");
 }
 
