@@ -1,6 +1,6 @@
 // `stoa hub token add|list|revoke --run-dir DIR`: the hub's named join tokens, kept in the run's
 // ledger (DIR/ledger.sqlite). A running hub sees a revocation within a second and refuses the
-// sessions that joined with that token (roles/hub/identity/identity.cpp). Only a token's SHA-256 is
+// sessions that joined with that token (roles/hub/identity/identity.h). Only a token's SHA-256 is
 // stored: `add` prints the token once.
 #include <chrono>
 #include <cstdio>

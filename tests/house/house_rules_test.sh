@@ -5,7 +5,9 @@
 #   - PRNG engines only in src/core (core/rng: the same draws on every machine);
 #   - only src/train/ includes libtorch (the worker builds without it);
 #   - a roles folder includes only the roles folders its library links (src/roles/CMakeLists.txt:
-#     each `stoa_role(NAME ROLES ...)` names the roles below it), so no include runs both ways.
+#     each `stoa_role(NAME ROLES ...)` names the roles below it), so no include runs both ways;
+#   - a .cpp defines members only of classes declared in its own folder (a folder that looks like
+#     a module is one: it can be read and tested without the class of another folder).
 # Each broken rule is listed with its places; the test fails if any is.
 set -uo pipefail
 root="${1:?usage: house_rules_test.sh SOURCE_ROOT}"
@@ -25,10 +27,8 @@ report() {  # $1: the rule, stdin: the places breaking it
 git_files() { git ls-files -- "$@" 2>/dev/null || find "$@" -type f; }
 
 report "no file over 600 lines" < <(
-  git_files src tests tools | grep -E '\.(h|cpp)$' | while read -r f; do
-    n=$(wc -l < "$f")
-    if (( n > 600 )); then echo "$f: $n lines"; fi
-  done)
+  git_files src tests tools | grep -E '\.(h|cpp)$' | xargs wc -l |
+    awk '$2 != "total" && $1 > 600 { print $2 ": " $1 " lines" }')
 
 # fork() as a call statement (Sequence::fork and Rng::fork are copies, not processes).
 report "processes are spawned only in src/core/process*" < <(
@@ -68,6 +68,26 @@ report "a roles folder includes only the roles its library links (src/roles/CMak
         echo "${hit%%:#include*}: includes roles/$to, which roles/$from does not link"
     done
   done)
+
+# Where each class or struct of src/ is declared (a name may be declared in several folders), then
+# every member definition of src/'s .cpp files (at column 0: a call inside a body is indented),
+# in one grep each and one awk.
+report "a .cpp defines members only of classes declared in its own folder" < <(
+  {
+    git_files src | grep -E '\.h$' | xargs grep -HoE \
+      '^(class|struct) [A-Za-z_][A-Za-z0-9_]*( final)?( *:[^:;{][^;{]*)? *\{' |
+      sed -E 's/^([^:]+):(class|struct) ([A-Za-z_][A-Za-z0-9_]*).*/D \1 \3/'
+    git_files src | grep -E '\.cpp$' | xargs grep -HE \
+      '^[A-Za-z][^;]*[^[:alnum:]_:][A-Z][A-Za-z0-9_]*::~?[A-Za-z_][A-Za-z0-9_]*\(' |
+      grep -v ';' |
+      sed -E 's/^([^:]+):.*[^[:alnum:]_:]([A-Z][A-Za-z0-9_]*)::~?[A-Za-z_][A-Za-z0-9_]*\(.*/U \1 \2/'
+  } | awk '
+    function dir(f) { sub(/\/[^\/]*$/, "", f); return f }
+    $1 == "D" { where[$3] = where[$3] " " dir($2) " "; next }
+    $1 == "U" && ($3 in where) && index(where[$3], " " dir($2) " ") == 0 {
+      bad[$2 ": defines " $3 ":: members, declared in" where[$3]] = 1
+    }
+    END { for (b in bad) print b }' | sort)
 
 if (( failed )); then exit 1; fi
 echo "house rules hold"

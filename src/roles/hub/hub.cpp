@@ -33,13 +33,9 @@ int64_t system_ms() {
 Hub::Hub(HubConfig config, HubDeps deps)
     : config_(std::move(config)),
       deps_(std::move(deps)),
-      join_per_ip_(config_.limits.join_per_ip),
-      lease_per_worker_(config_.limits.lease_per_worker),
-      lease_per_ip_(config_.limits.lease_per_ip),
-      rollouts_per_worker_(config_.limits.rollouts_per_worker),
-      rollouts_per_ip_(config_.limits.rollouts_per_ip),
+      identity_(config_),
       fairness_(config_.lease_caps),
-      counters_(std::make_unique<Counters>()) {
+      counters_(std::make_unique<HubCounters>()) {
   STOA_CHECK(deps_.task && deps_.codec && deps_.store, ErrorKind::kInvalidArgument,
              "hub: task, codec and blob store are required");
   STOA_CHECK(!config_.join_token.empty(), ErrorKind::kInvalidArgument,
@@ -59,7 +55,7 @@ Hub::Hub(HubConfig config, HubDeps deps)
   std::iota(prompt_order_.begin(), prompt_order_.end(), 0);
   Rng(config_.seed, 0).shuffle(prompt_order_);
   ledger_ = std::make_unique<Ledger>(config_.ledger_path);
-  install_tokens();
+  identity_.install(*ledger_, now());
   restore();
   writer_ = std::make_unique<LedgerWriter>(config_.ledger_path, config_.max_pending_writes);
   writer_->set_on_commit([this] { on_ledger_commit(); });
@@ -134,7 +130,7 @@ void Hub::restore() {
     fairness_.set_token(w.id, w.token_name);
     // The ledger keeps each worker's newest session (hashed); older rotated ones lapse.
     if (!w.session_token.empty()) {
-      sessions_[w.session_token] = Session{w.id, w.token_name, w.session_expires_ms};
+      identity_.restore_session(w.session_token, w.id, w.token_name, w.session_expires_ms);
     }
   }
   for (const auto& g : ledger_->groups()) add_group_locked(g);
@@ -481,8 +477,9 @@ net::LeaseResponse Hub::lease(const std::string& worker_id, const std::string& p
       std::lock_guard<std::mutex> lock(mutex_);
       const int64_t t = now();
       if (!throttled) {  // one request, counted once
-        throttle_locked(lease_per_worker_, worker_id, "lease (this worker)");
-        if (!peer.empty()) throttle_locked(lease_per_ip_, peer, "lease (this address)");
+        identity_.throttle(Identity::Limit::kLeasePerWorker, worker_id, "lease (this worker)");
+        if (!peer.empty())
+          identity_.throttle(Identity::Limit::kLeasePerAddress, peer, "lease (this address)");
         throttled = true;
         note_address_locked(worker_id, peer);
       }
@@ -571,10 +568,7 @@ void Hub::heartbeat_locked(const std::string& caller, const net::Heartbeat& hb,
   // Rotation: past half its life the session gets a successor; the worker switches to it and
   // the old token lapses at its own expiry (calls in flight with it still succeed).
   if (t - w.session_issued_ms >= config_.session_ttl_ms / 2) {
-    std::string token_name;
-    for (const auto& [hash, s] : sessions_)
-      if (s.worker_id == caller) token_name = s.token_name;
-    resp.session_token = issue_session_locked(caller, token_name, t);
+    resp.session_token = issue_session_locked(caller, identity_.token_name_of(caller), t);
   }
   fairness_.heartbeat(caller, hb.leases);
   for (const auto& lid : hb.leases) {

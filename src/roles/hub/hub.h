@@ -31,159 +31,22 @@
 #include "net/protocol.h"
 #include "pulse/blob_store.h"
 #include "pulse/catalog.h"
-#include "roles/hub/identity/rate_limit.h"
+#include "roles/hub/hub_config.h"
+#include "roles/hub/identity/identity.h"
 #include "roles/hub/lease_fairness.h"
 #include "roles/hub/ledger/ledger.h"
 #include "roles/hub/ledger/ledger_writer.h"
 #include "roles/hub/observe/run_history.h"
+#include "roles/hub/request_error.h"
 #include "roles/hub/trainer_port.h"
 #include "roles/hub/verification/rollout_audit.h"
+#include "roles/hub/worker_stats.h"
 
 namespace stoa::hub {
 
-// An error with the HTTP status the server answers (4xx: the client's fault). A 429 carries
-// the milliseconds until the client may try again (the server's Retry-After header).
-class RequestError : public Error {
- public:
-  RequestError(int status, const std::string& message, int64_t retry_after_ms = 0)
-      : Error(ErrorKind::kInvalidArgument, message),
-        status_(status),
-        retry_after_ms_(retry_after_ms) {}
-  int status() const { return status_; }
-  int64_t retry_after_ms() const { return retry_after_ms_; }
-
- private:
-  int status_;
-  int64_t retry_after_ms_;
-};
-
-// Abuse limits (token buckets, rate_limit.h). The defaults are far above what honest workers
-// send (a worker leases a few times a second at most and submits one rollout per finished
-// sample), and above `stoa bench hub` with 1000 simulated workers on one address.
-struct HubLimits {
-  RateLimit join_per_ip{10, 2000};  // 43,000 joins a minute from one address were accepted
-  RateLimit lease_per_worker{20, 200};
-  RateLimit lease_per_ip{5000, 20000};
-  RateLimit rollouts_per_worker{200, 2000};
-  RateLimit rollouts_per_ip{5000, 20000};
-  // The task served through the hub (task_proxy.h): a call per turn per sample, and one prompt
-  // per lease; an honest worker with 16 slots and 1-second turns makes ~16 a second.
-  RateLimit task_per_worker{100, 1000};
-};
-
-struct HubConfig {
-  std::string ledger_path;       // SQLite file
-  std::string join_token;        // the bearer token a worker joins with (required, non-empty)
-  int32_t group_size = 4;        // G
-  net::SamplingParams sampling;  // sent with every lease
-  int64_t lease_ttl_ms = 300'000;
-  int64_t lease_max_ms = 1'800'000;  // heartbeats never extend a lease past issue + this
-  uint64_t max_staleness = 4;        // in versions, on the oldest model token
-  int64_t max_tokens = 4096;         // per rollout transcript
-  int32_t topk = 0;
-  size_t max_open_groups = 16;    // groups out for sampling at once
-  size_t max_queued_groups = 64;  // complete groups waiting for the trainer (back-pressure)
-  int heartbeat_interval_s = 10;
-  int64_t no_work_retry_ms = 500;
-  uint64_t seed = 1;  // prompt order
-  // Identity (docs/protocol.md "Auth"). The join token above is the ledger's token "default";
-  // `stoa hub token add` adds more. operator_token, when set, is the token "operator"; unset,
-  // the hub makes one at first start and writes it to <ledger dir>/operator_token.
-  std::string operator_token;
-  // A trainer away from the hub (`stoa hub`, serve_trainer): it dials in with a token of scope
-  // `train` — trainer_token, the token "trainer", or made at first start and written to
-  // <ledger dir>/trainer_token. Without serve_trainer the trainer routes answer 404.
-  bool serve_trainer = false;
-  std::string trainer_token;
-  int64_t session_ttl_ms = 3'600'000;       // heartbeats rotate the token at half this
-  int64_t worker_idle_expiry_ms = 600'000;  // no heartbeat for this long: the worker is gone
-  size_t status_max_workers = 500;          // a /v1/status page holds at most this many
-  size_t metrics_max_workers = 200;         // per-worker series in /metrics
-  HubLimits limits;
-  // Fair leasing (lease_fairness.h; docs/design/hub.md "Fair leasing").
-  LeaseCaps lease_caps;
-  // Hoarding: an open lease on which no rollout was accepted for longer than
-  //   hoard_grace_ms + 1000 × max_turns × max_new_tokens / hoard_min_tokens_per_s
-  // since its issue or its last accepted rollout is revoked: its group goes to others and its
-  // late rollouts are refused. An honest worker's next rollout on a lease comes after one
-  // sample at most: max_turns × max_new_tokens decoded tokens. 1 token/s per sample is below
-  // the slowest worker measured (docs/design/engine.md: 8 forks of a 113M int8 model decoding
-  // together at 11.6 tok/s, 1.45 per sample, on a machine running ~18 build jobs); the grace
-  // covers the prefill of the prompt and the observations and the network. With the default
-  // sampling (4 turns × 256 tokens) that is 120 + 1024 = 1144 s, under lease_max_ms. 0 tokens/s
-  // turns revocation off.
-  int64_t hoard_grace_ms = 120'000;
-  double hoard_min_tokens_per_s = 1.0;
-  // The hub binds beyond loopback (run config: !is_loopback_host([hub] host)): with
-  // verification off it warns at start and /v1/status says so.
-  bool beyond_loopback = false;
-  // Ledger writes queued for the group commit and not yet durable; over this a request that would
-  // write is answered 503 with Retry-After (the disk is behind), as a full WorkPool is.
-  size_t max_pending_writes = 4096;
-  VerifyPolicy verify;  // used once set_auditor() gave the hub a validator
-  // Torrents, tracker and web seed for workers that spread blobs among themselves
-  // (roles/hub/swarm/; a build without libtorrent has none whatever this says).
-  bool swarm = true;
-  // How many times the web seed sends each piece of a blob before the swarm must spread it
-  // (SwarmTracker::web_seed_allowed): the hub's bytes out per blob stay near this many copies.
-  int swarm_web_seed_copies = 2;
-  // Blob sizes the web seed sends of a blob before it sends no piece a second time (first copies
-  // and stuck pieces still go): bounds the hub's bytes out per blob whatever the swarm's size.
-  double swarm_web_seed_budget = 1.5;
-  // Seconds with no copy of a piece sent before the web seed sends it again (its holders left,
-  // or cannot be reached).
-  int swarm_reseed_after_s = 5;
-  // What the hub sends each worker of each blob, its own route and the web seed together
-  // (store/fetch_allowance.h): this many times the blob's size, refilled by one size per
-  // fetch_refill_s. 0: no bound. An honest worker takes a blob once or twice; the bound is for
-  // the stranger who would fetch an anchor in a loop.
-  double fetches_per_blob = 4;
-  int fetch_refill_s = 3600;
-};
-
-// What the hub serves and computes rewards with; all must outlive the Hub.
-struct HubDeps {
-  const env::Task* task = nullptr;
-  // The run's share of the task's options (env::TaskRegistry::run_options), sent to workers with
-  // the task's name at join and to validators with each job.
-  env::TaskOptions task_options;
-  const env::TokenCodec* codec = nullptr;
-  int64_t vocab_size = 0;
-  std::vector<env::QaItem> prompts;   // the training split
-  pulse::BlobStore* store = nullptr;  // blobs + <dir>/catalog.json (written by the Publisher)
-  // The run's model files a worker needs besides the weights (net::RunFile), content-addressed in
-  // their own store (never pruned with PULSE's blobs), served at GET /v1/files/{hash}. Null: none.
-  pulse::BlobStore* run_files_store = nullptr;
-  std::vector<net::RunFile> run_files;
-  std::function<int64_t()> clock_ms;  // defaults to the system clock (tests inject one)
-  // The run's model: with it the hub forms pipeline groups of workers that cannot hold it whole
-  // (roles/hub/groups/pipeline_groups.h). Absent: POST /v1/pipeline/place answers 404.
-  std::optional<ModelConfig> model;
-};
-
-struct WorkerStats {
-  std::string id;
-  std::string name;
-  int64_t last_seen_ms = 0;
-  std::string token_name;  // the join token it joined with
-  std::optional<uint64_t> version;
-  uint64_t tokens_generated = 0;
-  double tokens_per_s = 0;
-  double idle_fraction = 0;
-  int64_t rollouts_accepted = 0;
-  int64_t session_issued_ms = 0;              // the newest session token's issue time (rotation)
-  std::optional<net::BlobDownload> download;  // the worker's blob download in progress
-  std::optional<net::SwarmServing> swarm;     // what it serves to other workers
-  // Filled by status(): open leases counting against its caps, and its standing
-  // (lease_fairness.h: proven, new, hoarder).
-  size_t leases_held = 0;
-  std::string standing;
-  std::string address;  // where its last request came from ("" in-process): peer checks
-};
-
-// True for a host the hub binds that only this machine can reach (127.0.0.0/8, ::1,
-// "localhost"): there the observability routes need no operator token and TLS is not required.
-bool is_loopback_host(const std::string& host);
+struct HubCounters;
+struct HubSnapshot;
+struct VerificationState;
 
 class Hub final : public TrainerPort {
  public:
@@ -201,11 +64,11 @@ class Hub final : public TrainerPort {
   // token of scope `operator` is required (RequestError 401).
   void check_operator(const std::string& bearer, bool loopback);
   // Where the operator token made at first start was written ("" when one was configured).
-  const std::string& operator_token_file() const { return operator_token_file_; }
+  const std::string& operator_token_file() const { return identity_.operator_token_file(); }
   // The trainer routes (trainer_routes.cpp): RequestError 401 without a token, 403 for one that
   // is not of scope `train`. Where a trainer token made at first start was written ("" if none).
   void check_trainer(const std::string& bearer);
-  const std::string& trainer_token_file() const { return trainer_token_file_; }
+  const std::string& trainer_token_file() const { return identity_.trainer_token_file(); }
   net::VersionInfo version_info(std::optional<uint64_t> after) const;
   // Blocks until a version above `after` exists, `timeout` passes or stop() is called.
   net::VersionInfo wait_version(std::optional<uint64_t> after, std::chrono::milliseconds timeout);
@@ -217,7 +80,6 @@ class Hub final : public TrainerPort {
                               const std::string& peer = "");
   net::HeartbeatResponse heartbeat(const std::string& caller, const net::Heartbeat& heartbeat);
 
-  struct Snapshot;  // hub_counters.h
   // ---- observability (built from a snapshot: the hub's lock is held only to copy) ----
   // The worker list is one page: `limit` (capped at status_max_workers) workers from `offset`.
   nlohmann::json status(size_t offset = 0, size_t limit = 100) const;
@@ -245,7 +107,7 @@ class Hub final : public TrainerPort {
   // a restart of the hub are not handed out twice.
   void hold_for_trainer(const std::vector<std::string>& held);
 
-  // ---- replay verification (verification.cpp; docs/design/verification.md) ----
+  // ---- replay verification (hub_verification.cpp; docs/design/verification.md) ----
   // From now on rollouts are sampled for replay by config().verify and sent to `auditor` (null:
   // off), leases carry seeds and rollouts must name one. The auditor must outlive the hub's use.
   void set_auditor(RolloutAuditor* auditor);
@@ -257,7 +119,7 @@ class Hub final : public TrainerPort {
   // RequestError 401 without a token, 403 for one that is not a validator's.
   void check_validator(const std::string& bearer);
   bool is_validator(const std::string& bearer);
-  // ---- peer checks (peer_checks.cpp; docs/design/verification.md "Peer checks") ----
+  // ---- peer checks (hub_peer_checks.cpp; docs/design/verification.md "Peer checks") ----
   struct CheckLease {
     std::string job_id;
     AuditJob job;
@@ -270,7 +132,7 @@ class Hub final : public TrainerPort {
   // The worker's verdict on its check `job_id`: a pass releases the rollout (or sends a random
   // audit_fraction on to the trusted replay), a failure sends it there. RequestError 404 for a
   // job this worker does not hold, 409 for one that ran out and went to the trusted replay.
-  // Returns the rollout id ("" for a canary, canary_checks.cpp: a checker that passes one is
+  // Returns the rollout id ("" for a canary, hub_canaries.cpp: a checker that passes one is
   // quarantined).
   std::string record_check(const std::string& worker_id, const std::string& job_id,
                            const AuditVerdict& verdict);
@@ -312,12 +174,6 @@ class Hub final : public TrainerPort {
     std::shared_ptr<const RolloutRow> row;
     uint64_t ticket = 0;
   };
-  struct Counters;
-  struct Session {
-    std::string worker_id;
-    std::string token_name;
-    int64_t expires_ms = 0;
-  };
 
   int64_t now() const { return deps_.clock_ms(); }
   void restore();
@@ -338,20 +194,11 @@ class Hub final : public TrainerPort {
                         net::HeartbeatResponse& response);
   net::RolloutResponse intake_locked(const std::string& caller, const net::RolloutSubmission& m,
                                      std::string payload);
-  void install_tokens();
-  // The token `name` of `scope`: the configured one, else one made and written to
-  // <ledger dir>/<name>_token when the ledger holds no valid token of the scope; returns that file.
-  std::string install_scope_token(const std::string& name, const char* scope,
-                                  const std::string& configured, int64_t now_ms);
-  void refresh_tokens_locked();
-  // The name of the valid (not revoked) token of `scope` that `bearer` is, if any.
-  std::optional<std::string> match_token_locked(const std::string& bearer,
-                                                const std::string& scope) const;
+  // A rotated session for `worker_id`, its hash written to the worker's ledger row.
   std::string issue_session_locked(const std::string& worker_id, const std::string& token_name,
                                    int64_t now_ms);
   void expire_workers_locked(int64_t now_ms);
-  void throttle_locked(RateLimiter& limiter, const std::string& key, const char* what);
-  Snapshot snapshot(size_t offset, size_t limit) const;
+  HubSnapshot snapshot(size_t offset, size_t limit) const;
   void expire_locked(int64_t now_ms);
   // The rendered prompt of a training item. Rendering calls the task (an environment server for
   // the http task, up to its timeout): `render_here` false makes a lease path throw
@@ -379,8 +226,7 @@ class Hub final : public TrainerPort {
   // To leases_, open_leases_ and fairness_ (`peer`: the address an opened lease was asked from).
   void set_lease_locked(const LeaseRow& lease, const std::string& peer = "");
   void record_step_history_locked(const StepReport& report);
-  // Verification (verification.cpp).
-  struct Verification;
+  // Verification (hub_verification.cpp).
   std::vector<uint64_t> lease_seeds(const std::string& lease_id, int32_t samples) const;
   std::optional<net::RolloutResponse> check_seed_locked(const net::RolloutSubmission& m,
                                                         const LeaseRow& lease);
@@ -389,7 +235,7 @@ class Hub final : public TrainerPort {
   void quarantine_locked(const std::string& worker_id, const std::string& why);
   void drop_group_locked(const std::string& group_id, const std::string& reason);
   void verification_counters_locked(std::map<std::string, double>& m) const;
-  // Peer checks (peer_checks.cpp).
+  // Peer checks (hub_peer_checks.cpp).
   void enqueue_check_locked(AuditJob job, const GroupState& g);
   void sweep_checks_locked(int64_t now_ms);
   // Sends the rollout of peer job `rollout_id` on to the trusted replay (or its backlog, while
@@ -406,7 +252,7 @@ class Hub final : public TrainerPort {
                                                     const std::string& prompt_id) const;
   // Forgets a rollout's peer job and escalation (its group was dropped or timed out).
   void forget_check_locked(const std::string& rollout_id);
-  // Canary checks (canary_checks.cpp). Keeps a job the trusted replay is about to judge as a
+  // Canary checks (hub_canaries.cpp). Keeps a job the trusted replay is about to judge as a
   // possible canary; the verdict keeps it (a pass) or forgets it.
   void note_canary_candidate_locked(const AuditJob& job, const std::string& author_token,
                                     const std::string& author_address, const std::string& seen_by);
@@ -421,7 +267,6 @@ class Hub final : public TrainerPort {
                                    const AuditVerdict& verdict);
   void expire_canaries_locked(int64_t now_ms);
   void drop_canaries_of_locked(const std::string& checker);
-  std::string verification_metrics_locked() const;
 
   HubConfig config_;
   HubDeps deps_;
@@ -433,15 +278,8 @@ class Hub final : public TrainerPort {
   std::function<void()> version_listener_;  // guarded by mutex_
 
   std::map<std::string, WorkerStats> workers_;
-  std::map<std::string, Session> sessions_;  // SHA-256 of the session token -> session
-  std::vector<JoinTokenRow> tokens_;         // named join tokens, as the ledger has them
-  int64_t tokens_data_version_ = -1;
-  std::chrono::steady_clock::time_point tokens_checked_{};
-  std::string operator_token_file_;
-  std::string trainer_token_file_;
+  Identity identity_;  // tokens, sessions, rate limits
   int64_t workers_scanned_ms_ = 0;
-  RateLimiter join_per_ip_, lease_per_worker_, lease_per_ip_, rollouts_per_worker_,
-      rollouts_per_ip_;
   std::map<std::string, GroupState> groups_;
   std::vector<std::string> group_order_;  // creation order
   // Indexes over groups_ and leases_, which keep the whole run: the per-request scans (lease,
@@ -458,9 +296,9 @@ class Hub final : public TrainerPort {
   std::vector<int64_t> prompt_order_;
   int64_t next_prompt_ = 0;
   std::map<int64_t, std::vector<int32_t>> prompt_cache_;
-  std::unique_ptr<Counters> counters_;
+  std::unique_ptr<HubCounters> counters_;
   RunHistory history_;
-  std::unique_ptr<Verification> verification_;
+  std::unique_ptr<VerificationState> verification_;
   std::map<std::string, UncommittedRollout> uncommitted_rollouts_;  // by rollout id
   std::deque<uint64_t> completion_tickets_;  // groups completed, not yet durable (ticket order)
   int64_t last_step_ = 0;                    // the ledger's last step, kept in memory

@@ -56,8 +56,9 @@ net::RolloutResponse Hub::submit(const std::string& caller, const net::RolloutSu
   uint64_t ticket = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    throttle_locked(rollouts_per_worker_, caller, "rollouts (this worker)");
-    if (!peer.empty()) throttle_locked(rollouts_per_ip_, peer, "rollouts (this address)");
+    identity_.throttle(Identity::Limit::kRolloutsPerWorker, caller, "rollouts (this worker)");
+    if (!peer.empty())
+      identity_.throttle(Identity::Limit::kRolloutsPerAddress, peer, "rollouts (this address)");
     note_address_locked(caller, peer);
     reserve_writes_locked();
     response = intake_locked(caller, m, std::move(payload));
@@ -266,7 +267,7 @@ void Hub::mark_trained(const std::vector<std::string>& group_ids_in, const StepR
   record_step_history_locked(report);
   auto& buckets = counters_->step_seconds_buckets;
   size_t b = 0;
-  while (b + 1 < buckets.size() && report.step_seconds > Counters::kStepBounds[b]) ++b;
+  while (b + 1 < buckets.size() && report.step_seconds > HubCounters::kStepBounds[b]) ++b;
   buckets[b]++;
   counters_->step_seconds_sum += report.step_seconds;
   const uint64_t ticket = written_locked();

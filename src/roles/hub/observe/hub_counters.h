@@ -1,4 +1,5 @@
-// Private to the Hub's .cpp files: the counters behind /metrics, /v1/status and the summary.
+// The counters behind /metrics, /v1/status and the demo summary, and the snapshot of the hub
+// they are reported from (observe/hub_report.h).
 #pragma once
 #include <array>
 #include <map>
@@ -7,12 +8,14 @@
 #include <string>
 #include <vector>
 
-#include "roles/hub/hub.h"
+#include "roles/hub/ledger/ledger_writer.h"
+#include "roles/hub/trainer_port.h"
+#include "roles/hub/worker_stats.h"
 
 namespace stoa::hub {
 
 // Counters behind /metrics, /v1/status and the demo summary.
-struct Hub::Counters {
+struct HubCounters {
   int64_t accepted = 0;
   int64_t duplicate = 0;
   std::map<std::string, int64_t> rejected;  // by reason
@@ -48,8 +51,8 @@ struct Hub::Counters {
 
 // What status(), metrics() and counters() are built from: copied under the hub's lock, turned
 // into JSON or text after it is released.
-struct Hub::Snapshot {
-  Counters counters;
+struct HubSnapshot {
+  HubCounters counters;
   size_t groups_queued = 0;
   size_t workers_total = 0;
   size_t versions = 0;
@@ -62,8 +65,10 @@ struct Hub::Snapshot {
   size_t lease_waiters = 0;                    // workers with a claim on the next group
   size_t hoarders = 0;                         // workers in standing "hoarder"
   bool verification_on = false;                // an auditor is set
-  std::map<std::string, double> verification;  // replay counters (verification.cpp), if on
+  std::map<std::string, double> verification;  // replay counters (hub_verification.cpp), if on
   std::map<std::string, std::array<int64_t, 2>> verified_by_target;  // {pass, fail}, if on
+  int64_t verified_pass = 0, verified_fail = 0;                      // replay verdicts, if on
+  size_t quarantined = 0;                                            // workers, if on
   LedgerWriterStats ledger;  // the group commit (ledger_writer.h)
 };
 

@@ -1,4 +1,8 @@
-// Private to the Hub's .cpp files: the state behind replay verification (verification.cpp).
+// The state behind replay verification (docs/design/verification.md): the rollouts sampled for
+// replay and the groups they hold, peer-check jobs and their leases, escalations to the trusted
+// replay, checkers' books, canaries, the seeds used per lease, quarantined workers and the
+// verdict counters. The Hub decides (hub_verification.cpp, hub_peer_checks.cpp,
+// hub_canaries.cpp) and keeps this under its lock; what only touches this state is here.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -8,8 +12,9 @@
 #include <string>
 
 #include "core/rng.h"
+#include "env/dataset.h"
 #include "net/protocol.h"
-#include "roles/hub/hub.h"
+#include "roles/hub/verification/rollout_audit.h"
 
 namespace stoa::hub {
 
@@ -30,7 +35,7 @@ inline AuditJob blind_check_job(AuditJob job) {
   return job;
 }
 
-struct Hub::Verification {
+struct VerificationState {
   RolloutAuditor* auditor = nullptr;
   Rng sampler;  // which rollouts are replayed: unpredictable to workers
   struct Pending {
@@ -40,7 +45,7 @@ struct Hub::Verification {
     int64_t deadline_ms = 0;
   };
   std::map<std::string, Pending> pending;  // rollout id -> what waits on it
-  // Peer checks (peer_checks.cpp): rollouts waiting for a checking worker or leased to one. A
+  // Peer checks (hub_peer_checks.cpp): rollouts waiting for a checking worker or leased to one. A
   // rollout here is also in `pending` (its group is held).
   struct PeerJob {
     AuditJob job;
@@ -69,7 +74,7 @@ struct Hub::Verification {
     int64_t rollouts_passed = 0;  // its own rollouts that passed a check (earn checking rights)
   };
   std::map<std::string, CheckerBook> checkers;  // worker id ->
-  // Canary checks (canary_checks.cpp): rollouts the trusted replay passed, handed to checkers
+  // Canary checks (hub_canaries.cpp): rollouts the trusted replay passed, handed to checkers
   // with one log-prob nudged — checks whose right answer (fail) the hub knows.
   struct CanarySource {
     AuditJob job;
@@ -147,7 +152,10 @@ struct Hub::Verification {
       expired_order.pop_front();
     }
   }
-  explicit Verification(RolloutAuditor* a, uint64_t seed) : auditor(a), sampler(seed, 0x5e1f) {}
+  // The counters of /v1/status and /metrics (peer: the hub runs peer checks).
+  void add_counters(std::map<std::string, double>& m, bool peer) const;
+  explicit VerificationState(RolloutAuditor* a, uint64_t seed)
+      : auditor(a), sampler(seed, 0x5e1f) {}
 };
 
 }  // namespace stoa::hub

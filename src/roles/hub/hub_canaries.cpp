@@ -31,7 +31,7 @@ constexpr uint32_t kMaxNudgeUlps = 16;
 void Hub::note_canary_candidate_locked(const AuditJob& job, const std::string& author_token,
                                        const std::string& author_address,
                                        const std::string& seen_by) {
-  Verification& v = *verification_;
+  VerificationState& v = *verification_;
   if (!config_.verify.peer || config_.verify.canary_fraction <= 0) return;
   // A candidate whose verdict is overdue will not get one (its group was dropped meanwhile);
   // the others are kept rather than pushed out by newer ones, or a trusted replay running behind
@@ -42,11 +42,12 @@ void Hub::note_canary_candidate_locked(const AuditJob& job, const std::string& a
     v.canary_candidates.pop_front();
   if (v.canary_candidates.size() >= kMaxCanaryCandidates) return;
   v.canary_candidates.emplace_back(
-      job.rollout.id, Verification::CanarySource{job, author_token, author_address, seen_by, t});
+      job.rollout.id,
+      VerificationState::CanarySource{job, author_token, author_address, seen_by, t});
 }
 
 void Hub::judge_canary_candidate_locked(const std::string& rollout_id, bool pass) {
-  Verification& v = *verification_;
+  VerificationState& v = *verification_;
   auto it = std::find_if(v.canary_candidates.begin(), v.canary_candidates.end(),
                          [&](const auto& c) { return c.first == rollout_id; });
   if (it == v.canary_candidates.end()) return;
@@ -61,12 +62,12 @@ std::optional<Hub::CheckLease> Hub::lease_canary_locked(
     const std::string& worker_id,
     const std::function<bool(const std::string&, const std::string&, const std::string&)>&
         may_check) {
-  Verification& v = *verification_;
+  VerificationState& v = *verification_;
   const int64_t t = now();
   // A canary must look as fresh as a real job: a source past the staleness window now (which
   // no real job was when it was accepted) would tell itself apart by its versions.
   const uint64_t latest = versions_.empty() ? 0 : versions_.rbegin()->first;
-  auto too_old = [&](const Verification::CanarySource& s) {
+  auto too_old = [&](const VerificationState::CanarySource& s) {
     if (t - s.added_ms > kCanaryMaxAgeMs) return true;
     const net::RolloutSubmission& r = s.job.rollout;
     for (size_t i = 0; i < r.versions.size(); ++i)
@@ -77,7 +78,7 @@ std::optional<Hub::CheckLease> Hub::lease_canary_locked(
   std::erase_if(v.canary_sources, too_old);
   // The newest usable source: its versions are the likeliest to be still replayable.
   for (auto it = v.canary_sources.rbegin(); it != v.canary_sources.rend(); ++it) {
-    const Verification::CanarySource& s = *it;
+    const VerificationState::CanarySource& s = *it;
     if (s.seen_by == worker_id ||
         !may_check(s.author_token, s.author_address, s.job.rollout.worker_id))
       continue;
@@ -102,8 +103,8 @@ std::optional<Hub::CheckLease> Hub::lease_canary_locked(
 
 std::string Hub::record_canary_locked(const std::string& worker_id, const std::string& job_id,
                                       const AuditVerdict& verdict) {
-  Verification& v = *verification_;
-  const Verification::Canary canary = v.canaries.at(job_id);
+  VerificationState& v = *verification_;
+  const VerificationState::Canary canary = v.canaries.at(job_id);
   v.canaries.erase(job_id);
   v.release_check_slot(worker_id);
   v.peer_cpu_seconds += verdict.cpu_seconds;
@@ -125,7 +126,7 @@ std::string Hub::record_canary_locked(const std::string& worker_id, const std::s
 }
 
 void Hub::expire_canaries_locked(int64_t now_ms) {
-  Verification& v = *verification_;
+  VerificationState& v = *verification_;
   for (auto it = v.canaries.begin(); it != v.canaries.end();) {
     if (now_ms < it->second.deadline_ms) {
       ++it;

@@ -1,11 +1,10 @@
-// The Hub's observability: GET /v1/status (JSON), GET /metrics (Prometheus text format 0.0.4)
-// and the counters the demo summary reads.
+#include "roles/hub/observe/hub_report.h"
+
+#include <algorithm>
 #include <cctype>
 #include <sstream>
 
-#include "roles/hub/hub.h"
-#include "roles/hub/observe/hub_counters.h"
-#include "roles/hub/verification/verification_state.h"
+#include "core/error.h"
 
 namespace stoa::hub {
 
@@ -29,54 +28,33 @@ std::string label(const std::string& v) {
 std::string worker_labels(const nlohmann::json& w) {
   return label(w["id"].get<std::string>()) + "\",name=\"" + label(w["name"].get<std::string>());
 }
-}  // namespace
 
-std::vector<WorkerStats> Hub::workers() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  std::vector<WorkerStats> out;
-  for (const auto& [id, w] : workers_) out.push_back(w);
+std::string verification_metrics(const HubSnapshot& s) {
+  const int64_t passed = s.verified_pass;
+  const int64_t failed = s.verified_fail;
+  const size_t quarantined = s.quarantined;
+  std::string out = cat(
+      "# HELP stoa_rollouts_verified_total Rollouts replayed by a validator, by verdict.\n",
+      "# TYPE stoa_rollouts_verified_total counter\n",
+      "stoa_rollouts_verified_total{result=\"pass\"} ", passed, "\n",
+      "stoa_rollouts_verified_total{result=\"fail\"} ", failed, "\n",
+      "# HELP stoa_workers_quarantined Workers refused after a failing replay.\n",
+      "# TYPE stoa_workers_quarantined gauge\n", "stoa_workers_quarantined ", quarantined, "\n");
+  // A family of its own rather than a `target` label on stoa_rollouts_verified_total, whose
+  // {result} series dashboards and alerts already read. Labels are plain names (target_label).
+  out +=
+      "# HELP stoa_rollouts_verified_by_target_total Rollouts replayed by a validator, by the "
+      "kernel target they were generated on and by verdict.\n"
+      "# TYPE stoa_rollouts_verified_by_target_total counter\n";
+  for (const auto& [target, counts] : s.verified_by_target)
+    for (size_t fail = 0; fail < 2; ++fail)
+      out += cat("stoa_rollouts_verified_by_target_total{target=\"", target, "\",result=\"",
+                 fail ? "fail" : "pass", "\"} ", counts[fail], "\n");
   return out;
 }
-
-Hub::Snapshot Hub::snapshot(size_t offset, size_t limit) const {
-  Snapshot s;
-  std::lock_guard<std::mutex> lock(mutex_);
-  s.counters = *counters_;
-  s.groups_queued = queued_groups_locked();
-  s.workers_total = workers_.size();
-  s.versions = versions_.size();
-  s.leases_open = static_cast<int64_t>(open_leases_.size());
-  s.latest_version = version_info_locked(std::nullopt).version;
-  s.step = last_step_;
-  s.ledger = writer_->stats();
-  s.now_ms = now();
-  verification_counters_locked(s.verification);
-  if (verification_) s.verified_by_target = verification_->by_target;
-  s.offset = std::min(offset, workers_.size());
-  auto it = workers_.begin();
-  std::advance(it, static_cast<std::ptrdiff_t>(s.offset));
-  for (; it != workers_.end() && s.workers.size() < limit; ++it) {
-    WorkerStats w = it->second;
-    w.leases_held = fairness_.held(w.id);
-    w.standing = standing_name(fairness_.standing(w.id));
-    s.workers.push_back(std::move(w));
-  }
-  s.lease_waiters = fairness_.waiters();
-  s.hoarders = fairness_.hoarders();
-  s.verification_on = verification_ != nullptr;
-  return s;
-}
-
-namespace {
-std::map<std::string, double> counters_of(const Hub::Snapshot& s);
 }  // namespace
 
-std::map<std::string, double> Hub::counters() const {
-  return counters_of(snapshot(0, 0));
-}
-
-namespace {
-std::map<std::string, double> counters_of(const Hub::Snapshot& s) {
+std::map<std::string, double> counter_map(const HubSnapshot& s) {
   const auto& c = s.counters;
   std::map<std::string, double> m;
   m["rollouts_accepted"] = static_cast<double>(c.accepted);
@@ -125,17 +103,16 @@ std::map<std::string, double> counters_of(const Hub::Snapshot& s) {
   for (const auto& [k, v] : s.verification) m[k] = v;
   return m;
 }
-}  // namespace
 
 // A worker heard from within this long counts in the fleet figures of the history.
 constexpr int64_t kLiveWorkerMs = 60'000;
 
-void Hub::record_step_history_locked(const StepReport& report) {
-  const int64_t t = now();
-  const auto latest = version_info_locked(std::nullopt).version;
+StepPoint step_point(const StepReport& report, int64_t t, int64_t start_ms,
+                     std::optional<uint64_t> latest,
+                     const std::map<std::string, WorkerStats>& workers) {
   StepPoint point;
   point.step = report.step;
-  point.t_s = static_cast<double>(t - counters_->start_ms) / 1000.0;
+  point.t_s = static_cast<double>(t - start_ms) / 1000.0;
   point.reward_mean = report.reward_mean;
   point.masked_fraction = report.masked_fraction;
   point.tv = report.tv;
@@ -143,7 +120,7 @@ void Hub::record_step_history_locked(const StepReport& report) {
   point.step_seconds = report.step_seconds;
   double idle_sum = 0, lag_sum = 0;
   int64_t lagged = 0;
-  for (const auto& [id, w] : workers_) {
+  for (const auto& [id, w] : workers) {
     if (t - w.last_seen_ms > kLiveWorkerMs) continue;
     ++point.workers;
     point.fleet_tokens_per_s += w.tokens_per_s;
@@ -155,26 +132,24 @@ void Hub::record_step_history_locked(const StepReport& report) {
   }
   if (point.workers) point.worker_idle_fraction = idle_sum / static_cast<double>(point.workers);
   if (lagged) point.patch_lag_mean = lag_sum / static_cast<double>(lagged);
-  history_.add_step(point);
+  return point;
 }
 
-json Hub::status(size_t offset, size_t limit) const {
-  limit = std::min(limit, config_.status_max_workers);
-  const Snapshot snap = snapshot(offset, limit);
+json status_json(const HubSnapshot& snap, const ReportContext& context) {
   const auto& c = snap.counters;
   const auto latest = snap.latest_version;
   const int64_t t = snap.now_ms;
   json j;
   j["protocol"] = net::kProtocolVersion;
-  j["task"] = deps_.task->name();
+  j["task"] = context.task;
   j["uptime_s"] = static_cast<double>(t - c.start_ms) / 1000.0;
   j["latest_version"] = latest ? json(*latest) : json(nullptr);
   j["step"] = snap.step;
-  j["counters"] = counters_of(snap);
+  j["counters"] = counter_map(snap);
   j["staleness_histogram"] = c.staleness;
   // Always there (an empty by_target when off), so a reader needs no presence check.
   j["verification"] = {{"enabled", snap.verification_on}, {"by_target", json::object()}};
-  if (!snap.verification_on && config_.beyond_loopback)
+  if (!snap.verification_on && context.beyond_loopback)
     j["verification"]["warning"] =
         "replay verification is off ([verify] enabled = false) on a hub that serves workers "
         "beyond loopback: rollouts train unchecked";
@@ -207,7 +182,7 @@ json Hub::status(size_t offset, size_t limit) const {
   j["workers"] = workers;
   j["workers_total"] = snap.workers_total;
   j["workers_offset"] = snap.offset;
-  j["workers_limit"] = limit;
+  j["workers_limit"] = context.limit;
   if (const auto& s = c.last_step) {
     j["last_step"] = {{"step", s->step},
                       {"step_seconds", s->step_seconds},
@@ -224,10 +199,8 @@ json Hub::status(size_t offset, size_t limit) const {
   return j;
 }
 
-std::string Hub::metrics() const {
-  // Per-worker series for at most metrics_max_workers workers (idle ones expire): the page of
-  // status() is built from one snapshot, outside the hub's lock.
-  auto st = status(0, config_.metrics_max_workers);
+std::string metrics_text(const HubSnapshot& snap, const ReportContext& context) {
+  const json st = status_json(snap, context);
   auto cm = st["counters"].get<std::map<std::string, double>>();
   std::ostringstream o;
   auto gauge = [&](const std::string& name, const std::string& help, double v,
@@ -306,13 +279,8 @@ std::string Hub::metrics() const {
   o << "stoa_rollout_staleness_versions_count " << cum << "\n";
   {
     // Step durations of this process's lifetime (the ledger keeps every step's report).
-    std::vector<int64_t> buckets;
-    double step_sum = 0;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);  // two numbers: copied, nothing built under it
-      buckets = counters_->step_seconds_buckets;
-      step_sum = counters_->step_seconds_sum;
-    }
+    const std::vector<int64_t>& buckets = snap.counters.step_seconds_buckets;
+    const double step_sum = snap.counters.step_seconds_sum;
     o << "# HELP stoa_step_seconds_histogram Trainer step durations\n"
          "# TYPE stoa_step_seconds_histogram histogram\n";
     int64_t cum_steps = 0;
@@ -320,7 +288,7 @@ std::string Hub::metrics() const {
       cum_steps += buckets[b];
       o << "stoa_step_seconds_histogram_bucket{le=\"";
       if (b + 1 < buckets.size())
-        o << Counters::kStepBounds[b];
+        o << HubCounters::kStepBounds[b];
       else
         o << "+Inf";
       o << "\"} " << cum_steps << "\n";
@@ -365,10 +333,7 @@ std::string Hub::metrics() const {
              "rollouts_accepted");
   per_worker("stoa_worker_patch_lag_versions", "gauge", "Latest version minus the worker's version",
              "patch_lag");
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    o << verification_metrics_locked();
-  }
+  o << verification_metrics(snap);
   return o.str();
 }
 

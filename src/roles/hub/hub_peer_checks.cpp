@@ -21,11 +21,11 @@ constexpr int64_t kPresentMs = 60'000;
 }  // namespace
 
 void Hub::enqueue_check_locked(AuditJob job, const GroupState& g) {
-  Verification& v = *verification_;
+  VerificationState& v = *verification_;
   const std::string rollout_id = job.rollout.id;
   const auto& author = workers_[job.rollout.worker_id];
   const bool full = v.peer_jobs.size() >= config_.verify.max_peer_jobs;
-  Verification::PeerJob& p = v.peer_jobs[rollout_id];
+  VerificationState::PeerJob& p = v.peer_jobs[rollout_id];
   p.job = std::move(job);
   p.prompt_id = g.row.prompt_id;
   p.author_token = author.token_name;
@@ -38,7 +38,7 @@ void Hub::enqueue_check_locked(AuditJob job, const GroupState& g) {
 
 void Hub::escalate_locked(const std::string& rollout_id, const std::string& why,
                           const std::string& checker, CheckOpinion opinion) {
-  Verification& v = *verification_;
+  VerificationState& v = *verification_;
   auto it = v.peer_jobs.find(rollout_id);
   if (it == v.peer_jobs.end()) return;
   if (why == "audit")  // a pass the trusted replay also judges: a canary if it holds
@@ -74,17 +74,17 @@ void Hub::escalate_locked(const std::string& rollout_id, const std::string& why,
 
 // Hands backlogged escalations to the trusted replay while its queue has room.
 void Hub::drain_backlog_locked() {
-  Verification& v = *verification_;
+  VerificationState& v = *verification_;
   while (!v.backlog.empty() && v.auditor->enqueue(v.backlog.front().second)) v.backlog.pop_front();
 }
 
 // Clears the peer lease on `rollout_id` (answered, escalated or forgotten); an `expired` lease's
 // id is remembered so that a late verdict on it is told why it is refused.
 void Hub::end_check_lease_locked(const std::string& rollout_id, bool expired) {
-  Verification& v = *verification_;
+  VerificationState& v = *verification_;
   auto it = v.peer_jobs.find(rollout_id);
   if (it == v.peer_jobs.end() || it->second.job_id.empty()) return;
-  Verification::PeerJob& p = it->second;
+  VerificationState::PeerJob& p = it->second;
   v.peer_leases.erase(p.job_id);
   v.release_check_slot(p.checker);
   if (expired) v.remember_expired_check(p.job_id);
@@ -94,7 +94,7 @@ void Hub::end_check_lease_locked(const std::string& rollout_id, bool expired) {
 
 void Hub::sweep_checks_locked(int64_t now_ms) {
   if (!verification_ || !config_.verify.peer) return;
-  Verification& v = *verification_;
+  VerificationState& v = *verification_;
   if (now_ms - v.last_sweep_ms < kSweepEveryMs) return;
   v.last_sweep_ms = now_ms;
   drain_backlog_locked();
@@ -119,15 +119,15 @@ std::optional<Hub::CheckLease> Hub::lease_check(const std::string& worker_id,
   std::lock_guard<std::mutex> lock(mutex_);
   if (!verification_ || !config_.verify.peer)
     throw RequestError(404, "this hub runs no peer checks ([verify] peer = false)");
-  throttle_locked(lease_per_worker_, worker_id, "check leases (this worker)");
+  identity_.throttle(Identity::Limit::kLeasePerWorker, worker_id, "check leases (this worker)");
   const int64_t t = now();
   sweep_checks_locked(t);
-  Verification& v = *verification_;
+  VerificationState& v = *verification_;
   if (v.quarantined.count(worker_id)) return std::nullopt;
   note_address_locked(worker_id, peer);
   auto w = workers_.find(worker_id);
   if (w == workers_.end()) return std::nullopt;
-  Verification::CheckerBook& book = v.checkers[worker_id];
+  VerificationState::CheckerBook& book = v.checkers[worker_id];
   const VerifyPolicy& policy = config_.verify;
   const double earned =
       policy.check_share * static_cast<double>(book.rollouts_passed) + policy.check_allowance;
@@ -170,7 +170,7 @@ std::optional<Hub::CheckLease> Hub::lease_check(const std::string& worker_id,
     }
   }
   const std::string rollout_id = *eligible[v.sampler.below(eligible.size())];
-  Verification::PeerJob& p = v.peer_jobs.at(rollout_id);
+  VerificationState::PeerJob& p = v.peer_jobs.at(rollout_id);
   p.checker = worker_id;
   p.job_id = net::random_token();
   p.stage_deadline_ms = t + policy.peer_lease_ms;
@@ -185,7 +185,7 @@ std::string Hub::record_check(const std::string& worker_id, const std::string& j
   std::lock_guard<std::mutex> lock(mutex_);
   if (!verification_ || !config_.verify.peer)
     throw RequestError(404, "this hub runs no peer checks ([verify] peer = false)");
-  Verification& v = *verification_;
+  VerificationState& v = *verification_;
   sweep_checks_locked(now());
   if (auto c = v.canaries.find(job_id); c != v.canaries.end() && c->second.checker == worker_id)
     return record_canary_locked(worker_id, job_id, verdict);
@@ -226,10 +226,10 @@ std::string Hub::record_check(const std::string& worker_id, const std::string& j
 // contradicts lied (exact replay leaves an honest checker nothing to get wrong), and is
 // quarantined as a forging author is.
 void Hub::judge_checker_locked(const std::string& rollout_id, const AuditVerdict& trusted) {
-  Verification& v = *verification_;
+  VerificationState& v = *verification_;
   auto it = v.escalations.find(rollout_id);
   if (it == v.escalations.end()) return;
-  const Verification::Escalation e = it->second;
+  const VerificationState::Escalation e = it->second;
   v.escalations.erase(it);
   if (e.checker.empty() || e.opinion == CheckOpinion::kNone || trusted.what == kEnvironmentVerdict)
     return;
@@ -244,7 +244,7 @@ void Hub::judge_checker_locked(const std::string& rollout_id, const AuditVerdict
 }
 
 void Hub::forget_check_locked(const std::string& rollout_id) {
-  Verification& v = *verification_;
+  VerificationState& v = *verification_;
   end_check_lease_locked(rollout_id, true);
   v.peer_jobs.erase(rollout_id);
   v.escalations.erase(rollout_id);

@@ -27,7 +27,7 @@ void Hub::set_auditor(RolloutAuditor* auditor) {
     verification_->auditor = auditor;
     return;
   }
-  verification_ = std::make_unique<Verification>(auditor, seed);
+  verification_ = std::make_unique<VerificationState>(auditor, seed);
   verification_->started_ms = now();
   for (const auto& [worker, why] : ledger_->quarantined()) {
     verification_->quarantined.insert(worker);
@@ -37,10 +37,10 @@ void Hub::set_auditor(RolloutAuditor* auditor) {
 
 bool Hub::is_validator(const std::string& bearer) {
   std::lock_guard<std::mutex> lock(mutex_);
-  refresh_tokens_locked();
+  identity_.refresh(*ledger_);
   // Both scopes are always compared: the time does not depend on which one matched.
-  const bool op = match_token_locked(bearer, "operator").has_value();
-  const bool validate = match_token_locked(bearer, "validate").has_value();
+  const bool op = identity_.match(bearer, Identity::kOperatorScope).has_value();
+  const bool validate = identity_.match(bearer, Identity::kValidateScope).has_value();
   return op || validate;
 }
 
@@ -72,7 +72,7 @@ std::optional<net::RolloutResponse> Hub::check_seed_locked(const net::RolloutSub
   const std::string who = cat("rollout ", m.id);
   if (!m.seed)
     return reject("bad_seed", cat(who, ": no sampling seed (the lease gave ", lease.samples, ")"));
-  Verification& v = *verification_;
+  VerificationState& v = *verification_;
   if (lease.issued_ms <= v.started_ms && v.seeds_restored.insert(lease.id).second) {
     for (const auto& row : rollouts_of_group_locked(lease.group_id)) {
       if (row.lease_id != lease.id) continue;
@@ -97,7 +97,7 @@ std::optional<net::RolloutResponse> Hub::check_seed_locked(const net::RolloutSub
 
 void Hub::audit_locked(const net::RolloutSubmission& m, const GroupState& g, size_t prompt_length) {
   if (!verification_) return;
-  Verification& v = *verification_;
+  VerificationState& v = *verification_;
   if (m.seed) v.seeds_used[m.lease_id].insert(*m.seed);
   const auto& w = workers_[m.worker_id];
   const bool mandatory = w.rollouts_accepted <= config_.verify.first_rollouts;
@@ -123,7 +123,7 @@ void Hub::audit_locked(const net::RolloutSubmission& m, const GroupState& g, siz
 // deadline either releases the group (train_on_timeout) or drops it.
 bool Hub::held_for_verdict_locked(const std::string& group_id) {
   if (!verification_) return false;
-  Verification& v = *verification_;
+  VerificationState& v = *verification_;
   bool waiting = false, overdue = false;
   for (const auto& [id, p] : v.pending) {
     if (p.group_id != group_id) continue;
@@ -154,7 +154,7 @@ void Hub::record_verdict(const std::string& rollout_id, const AuditVerdict& verd
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!verification_) return;
-    Verification& v = *verification_;
+    VerificationState& v = *verification_;
     v.cpu_seconds += verdict.cpu_seconds;
     auto it = v.pending.find(rollout_id);
     std::string worker, kernel_target, group_id;
@@ -199,7 +199,7 @@ void Hub::record_verdict(const std::string& rollout_id, const AuditVerdict& verd
 // Refuses the worker's session from now on and drops every group holding one of its rollouts
 // that the trainer has not taken (groups already handed to the trainer are past recall).
 void Hub::quarantine_locked(const std::string& worker_id, const std::string& why) {
-  Verification& v = *verification_;
+  VerificationState& v = *verification_;
   if (!v.quarantined.insert(worker_id).second) return;
   log_error("verify", "worker ", worker_id, " quarantined: ", why);
   // Its checks in hand go back to the queue for another checker.
@@ -240,7 +240,7 @@ void Hub::drop_group_locked(const std::string& group_id, const std::string& reas
   g->second.row.status = GroupStatus::kDropped;
   g->second.row.drop_reason = reason;
   counters_->dropped[reason]++;
-  Verification& v = *verification_;
+  VerificationState& v = *verification_;
   for (auto it = v.pending.begin(); it != v.pending.end();) {
     if (it->second.group_id != group_id) {
       ++it;
@@ -252,61 +252,7 @@ void Hub::drop_group_locked(const std::string& group_id, const std::string& reas
 }
 
 void Hub::verification_counters_locked(std::map<std::string, double>& m) const {
-  if (!verification_) return;
-  const Verification& v = *verification_;
-  m["rollouts_verified"] = static_cast<double>(v.passed + v.failed);
-  m["verification_failures"] = static_cast<double>(v.failed);
-  m["workers_quarantined"] = static_cast<double>(v.quarantined.size());
-  m["verification_pending"] = static_cast<double>(v.pending.size());
-  m["verification_skipped_queue_full"] = static_cast<double>(v.skipped_queue_full);
-  m["verification_timeouts"] = static_cast<double>(v.timeouts);
-  m["verification_cpu_seconds"] = v.cpu_seconds;
-  m["verification_environment_failures"] = static_cast<double>(v.environment_failures);
-  if (!config_.verify.peer) return;
-  m["peer_checks_passed"] = static_cast<double>(v.peer_passed);
-  m["peer_checks_failed"] = static_cast<double>(v.peer_failed);
-  m["peer_checks_waiting"] = static_cast<double>(v.peer_jobs.size() - v.peer_leases.size());
-  m["peer_checks_leased"] = static_cast<double>(v.peer_leases.size());
-  m["checks_escalation_backlog"] = static_cast<double>(v.backlog.size());
-  m["peer_check_cpu_seconds"] = v.peer_cpu_seconds;
-  m["checkers_quarantined"] = static_cast<double>(v.checkers_quarantined);
-  int64_t escalated = 0;
-  for (const auto& [why, n] : v.escalated) {
-    m["checks_escalated_" + why] = static_cast<double>(n);
-    escalated += n;
-  }
-  m["checks_escalated"] = static_cast<double>(escalated);
-  m["canary_checks_leased"] = static_cast<double>(v.canaries_leased);
-  m["canary_checks_caught"] = static_cast<double>(v.canaries_caught);
-  m["canary_checks_passed"] = static_cast<double>(v.canaries_passed);
-  m["canary_checks_expired"] = static_cast<double>(v.canaries_expired);
-  m["canary_checks_no_opinion"] = static_cast<double>(v.canaries_no_opinion);
-  m["canary_sources"] = static_cast<double>(v.canary_sources.size());
-}
-
-std::string Hub::verification_metrics_locked() const {
-  const int64_t passed = verification_ ? verification_->passed : 0;
-  const int64_t failed = verification_ ? verification_->failed : 0;
-  const size_t quarantined = verification_ ? verification_->quarantined.size() : 0;
-  std::string out = cat(
-      "# HELP stoa_rollouts_verified_total Rollouts replayed by a validator, by verdict.\n",
-      "# TYPE stoa_rollouts_verified_total counter\n",
-      "stoa_rollouts_verified_total{result=\"pass\"} ", passed, "\n",
-      "stoa_rollouts_verified_total{result=\"fail\"} ", failed, "\n",
-      "# HELP stoa_workers_quarantined Workers refused after a failing replay.\n",
-      "# TYPE stoa_workers_quarantined gauge\n", "stoa_workers_quarantined ", quarantined, "\n");
-  // A family of its own rather than a `target` label on stoa_rollouts_verified_total, whose
-  // {result} series dashboards and alerts already read. Labels are plain names (target_label).
-  out +=
-      "# HELP stoa_rollouts_verified_by_target_total Rollouts replayed by a validator, by the "
-      "kernel target they were generated on and by verdict.\n"
-      "# TYPE stoa_rollouts_verified_by_target_total counter\n";
-  if (verification_)
-    for (const auto& [target, counts] : verification_->by_target)
-      for (size_t fail = 0; fail < 2; ++fail)
-        out += cat("stoa_rollouts_verified_by_target_total{target=\"", target, "\",result=\"",
-                   fail ? "fail" : "pass", "\"} ", counts[fail], "\n");
-  return out;
+  if (verification_) verification_->add_counters(m, config_.verify.peer);
 }
 
 }  // namespace stoa::hub

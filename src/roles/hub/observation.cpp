@@ -1,0 +1,77 @@
+// The Hub's side of observability: the snapshot copied under its lock, and the reports built
+// from it after the lock is released (observe/hub_report.h).
+#include "roles/hub/hub.h"
+#include "roles/hub/observe/hub_counters.h"
+#include "roles/hub/observe/hub_report.h"
+#include "roles/hub/verification/verification_state.h"
+
+namespace stoa::hub {
+
+using nlohmann::json;
+
+std::vector<WorkerStats> Hub::workers() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<WorkerStats> out;
+  for (const auto& [id, w] : workers_) out.push_back(w);
+  return out;
+}
+
+HubSnapshot Hub::snapshot(size_t offset, size_t limit) const {
+  HubSnapshot s;
+  std::lock_guard<std::mutex> lock(mutex_);
+  s.counters = *counters_;
+  s.counters.rate_limited = identity_.rate_limited();
+  s.groups_queued = queued_groups_locked();
+  s.workers_total = workers_.size();
+  s.versions = versions_.size();
+  s.leases_open = static_cast<int64_t>(open_leases_.size());
+  s.latest_version = version_info_locked(std::nullopt).version;
+  s.step = last_step_;
+  s.ledger = writer_->stats();
+  s.now_ms = now();
+  verification_counters_locked(s.verification);
+  if (verification_) {
+    s.verified_by_target = verification_->by_target;
+    s.verified_pass = verification_->passed;
+    s.verified_fail = verification_->failed;
+    s.quarantined = verification_->quarantined.size();
+  }
+  s.offset = std::min(offset, workers_.size());
+  auto it = workers_.begin();
+  std::advance(it, static_cast<std::ptrdiff_t>(s.offset));
+  for (; it != workers_.end() && s.workers.size() < limit; ++it) {
+    WorkerStats w = it->second;
+    w.leases_held = fairness_.held(w.id);
+    w.standing = standing_name(fairness_.standing(w.id));
+    s.workers.push_back(std::move(w));
+  }
+  s.lease_waiters = fairness_.waiters();
+  s.hoarders = fairness_.hoarders();
+  s.verification_on = verification_ != nullptr;
+  return s;
+}
+
+std::map<std::string, double> Hub::counters() const {
+  return counter_map(snapshot(0, 0));
+}
+
+json Hub::status(size_t offset, size_t limit) const {
+  limit = std::min(limit, config_.status_max_workers);
+  return status_json(snapshot(offset, limit),
+                     ReportContext{deps_.task->name(), config_.beyond_loopback, limit});
+}
+
+std::string Hub::metrics() const {
+  // Per-worker series for at most metrics_max_workers workers (idle ones expire), from one
+  // snapshot, rendered outside the hub's lock.
+  const size_t limit = config_.metrics_max_workers;
+  return metrics_text(snapshot(0, limit),
+                      ReportContext{deps_.task->name(), config_.beyond_loopback, limit});
+}
+
+void Hub::record_step_history_locked(const StepReport& report) {
+  history_.add_step(step_point(report, now(), counters_->start_ms,
+                               version_info_locked(std::nullopt).version, workers_));
+}
+
+}  // namespace stoa::hub
