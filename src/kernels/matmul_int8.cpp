@@ -70,6 +70,17 @@ HWY_INLINE void ScalesToF32(const uint16_t* HWY_RESTRICT src, float* HWY_RESTRIC
   for (; i < n; ++i) dst[i] = f16_bits_to_f32(src[i]);
 }
 
+// The f32 scales of the chunk of blocks from g0 (at most kScaleGroup) for a tile's R weight rows,
+// `step` rows apart: dw[r][g] scales block g0 + g of row r. Returns how many blocks the chunk
+// holds. Shared by every tile so that the scale layout is read in one place; always inlined.
+template <size_t R>
+HWY_INLINE size_t TileScalesToF32(const uint16_t* HWY_RESTRICT ws, size_t step, size_t groups,
+                                  size_t g0, float (&dw)[R][kScaleGroup]) {
+  const size_t ng = std::min(kScaleGroup, groups - g0);
+  for (size_t r = 0; r < R; ++r) ScalesToF32(ws + r * step * groups + g0, dw[r], ng);
+  return ng;
+}
+
 // Y[c, r] for R weight rows starting at w (row stride cols) and C activation rows starting at x.
 template <size_t R, size_t C>
 HWY_INLINE void TileW8A32(const Args32& a, size_t row, size_t b, size_t step) {
@@ -88,8 +99,7 @@ HWY_INLINE void TileW8A32(const Args32& a, size_t row, size_t b, size_t step) {
     for (size_t c = 0; c < C; ++c) acc[r][c] = hn::Zero(df);
   HWY_ALIGN float dw[R][kScaleGroup];
   for (size_t g0 = 0; g0 < groups; g0 += kScaleGroup) {
-    const size_t ng = std::min(kScaleGroup, groups - g0);
-    for (size_t r = 0; r < R; ++r) ScalesToF32(ws + r * step * groups + g0, dw[r], ng);
+    const size_t ng = TileScalesToF32(ws, step, groups, g0, dw);
     for (size_t g = 0; g < ng; ++g) {
       const size_t col0 = (g0 + g) * kBlock;
       for (size_t k = 0; k < kBlock; k += lanes) {
@@ -164,8 +174,7 @@ HWY_INLINE void TileW8A8(const Args8& a, size_t row, size_t b, size_t step) {
   float acc[R][C] = {};
   HWY_ALIGN float dw[R][kScaleGroup];
   for (size_t g0 = 0; g0 < groups; g0 += kScaleGroup) {
-    const size_t ng = std::min(kScaleGroup, groups - g0);
-    for (size_t r = 0; r < R; ++r) ScalesToF32(ws + r * step * groups + g0, dw[r], ng);
+    const size_t ng = TileScalesToF32(ws, step, groups, g0, dw);
     for (size_t g = 0; g < ng; g += 2) {
       const bool pair = g + 1 < ng;
       const __mmask64 mask = pair ? ~__mmask64{0} : __mmask64{0xffffffffu};
@@ -213,8 +222,7 @@ HWY_INLINE void TileW8A8(const Args8& a, size_t row, size_t b, size_t step) {
   float acc[R][C] = {};
   HWY_ALIGN float dw[R][kScaleGroup];
   for (size_t g0 = 0; g0 < groups; g0 += kScaleGroup) {
-    const size_t ng = std::min(kScaleGroup, groups - g0);
-    for (size_t r = 0; r < R; ++r) ScalesToF32(ws + r * step * groups + g0, dw[r], ng);
+    const size_t ng = TileScalesToF32(ws, step, groups, g0, dw);
     for (size_t g = 0; g < ng; ++g) {
       const size_t col0 = (g0 + g) * kBlock;
       // The block's exact int32 sum enters the shared per-output formula (TileW8A8 on SCALAR).
