@@ -135,6 +135,14 @@ class Parser {
     expect_end_tag(end);
   }
 
+  // The names after a `for` or `set` target's first one: `, name` as often as it comes.
+  void parse_more_targets(Node& node) {
+    while (at_op(",")) {
+      next();
+      node.targets.push_back(expect_name());
+    }
+  }
+
   NodePtr parse_block() {
     int line = peek().line;
     DepthGuard guard(*this, line);
@@ -159,10 +167,7 @@ class Parser {
     } else if (keyword == "for") {
       node->kind = Node::Kind::kFor;
       node->targets.push_back(expect_name());
-      while (at_op(",")) {
-        next();
-        node->targets.push_back(expect_name());
-      }
+      parse_more_targets(*node);
       if (!at_name("in")) error(peek().line, "expected 'in' in a for loop, found " + describe());
       next();
       // Not the full expression: a trailing `if` would be a loop filter, which is not supported.
@@ -181,10 +186,7 @@ class Parser {
         next();
         node->attribute = expect_name();
       } else {
-        while (at_op(",")) {
-          next();
-          node->targets.push_back(expect_name());
-        }
+        parse_more_targets(*node);
       }
       if (at_op("=")) {
         next();
