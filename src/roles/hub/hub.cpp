@@ -34,7 +34,7 @@ Hub::Hub(HubConfig config, HubDeps deps)
     : config_(std::move(config)),
       deps_(std::move(deps)),
       identity_(config_),
-      fairness_(config_.lease_caps),
+      book_(config_.lease_caps),
       counters_(std::make_unique<HubCounters>()) {
   STOA_CHECK(deps_.task && deps_.codec && deps_.store, ErrorKind::kInvalidArgument,
              "hub: task, codec and blob store are required");
@@ -54,11 +54,10 @@ Hub::Hub(HubConfig config, HubDeps deps)
   prompt_order_.resize(deps_.prompts.size());
   std::iota(prompt_order_.begin(), prompt_order_.end(), 0);
   Rng(config_.seed, 0).shuffle(prompt_order_);
-  ledger_ = std::make_unique<Ledger>(config_.ledger_path);
-  identity_.install(*ledger_, now());
+  ledger_ = std::make_unique<RunLedger>(config_.ledger_path, config_.max_pending_writes);
+  identity_.install(ledger_->reader(), now());
   restore();
-  writer_ = std::make_unique<LedgerWriter>(config_.ledger_path, config_.max_pending_writes);
-  writer_->set_on_commit([this] { on_ledger_commit(); });
+  ledger_->start([this] { on_ledger_commit(); });
   if (config_.beyond_loopback && !config_.verify.enabled)
     log_warn("hub",
              "replay verification is OFF ([verify] enabled = false) on a hub that serves "
@@ -67,59 +66,22 @@ Hub::Hub(HubConfig config, HubDeps deps)
 
 Hub::~Hub() {
   stop();
-  writer_->stop();  // commits what is still queued (every caller waited for its own writes)
+  ledger_->stop();  // commits what is still queued (every caller waited for its own writes)
 }
 
 // ---------------------------------------------------------------- the ledger's group commit
-void Hub::reserve_writes_locked() {
-  if (writer_->has_room()) return;
-  if (const std::string why = writer_->failure(); !why.empty())
-    fail(ErrorKind::kIo, "hub: the ledger cannot commit (", why, "); restart the hub");
-  counters_->ledger_busy++;
-  throw RequestError(
-      503, cat("the ledger is ", writer_->pending(), " writes behind the disk; retry"), 1000);
-}
-
-uint64_t Hub::write_locked(LedgerWriter::Write write) {
-  return writer_->enqueue(std::move(write));
-}
-
 void Hub::on_ledger_commit() {
   bool completed = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    const uint64_t durable = writer_->durable_ticket();
-    for (auto it = uncommitted_rollouts_.begin(); it != uncommitted_rollouts_.end();)
-      it = it->second.ticket <= durable ? uncommitted_rollouts_.erase(it) : std::next(it);
-    while (!completion_tickets_.empty() && completion_tickets_.front() <= durable) {
-      completion_tickets_.pop_front();
-      completed = true;
-    }
+    completed = ledger_->forget_durable();
   }
   // A complete group is handed to the trainer only once durable (take_groups).
   if (completed) groups_cv_.notify_all();
 }
 
-std::optional<RolloutRow> Hub::rollout_locked(const std::string& id) const {
-  if (auto it = uncommitted_rollouts_.find(id); it != uncommitted_rollouts_.end())
-    return *it->second.row;
-  return ledger_->rollout(id);
-}
-
-std::vector<RolloutRow> Hub::rollouts_of_group_locked(const std::string& group_id) const {
-  // The ledger first: a row committed between the two reads is in both; keep the ledger's.
-  std::vector<RolloutRow> rows = ledger_->rollouts_of_group(group_id);
-  for (const auto& [id, u] : uncommitted_rollouts_) {
-    if (u.row->group_id != group_id) continue;
-    const bool seen = std::any_of(rows.begin(), rows.end(),
-                                  [&](const RolloutRow& r) { return r.id == u.row->id; });
-    if (!seen) rows.push_back(*u.row);
-  }
-  return rows;
-}
-
 void Hub::restore() {
-  for (const auto& w : ledger_->workers()) {
+  for (const auto& w : ledger_->reader().workers()) {
     WorkerStats s;
     s.id = w.id;
     s.name = w.name;
@@ -127,31 +89,31 @@ void Hub::restore() {
     s.session_issued_ms = w.session_expires_ms - config_.session_ttl_ms;
     s.token_name = w.token_name;
     workers_[w.id] = s;
-    fairness_.set_token(w.id, w.token_name);
+    book_.fairness().set_token(w.id, w.token_name);
     // The ledger keeps each worker's newest session (hashed); older rotated ones lapse.
     if (!w.session_token.empty()) {
       identity_.restore_session(w.session_token, w.id, w.token_name, w.session_expires_ms);
     }
   }
-  for (const auto& g : ledger_->groups()) add_group_locked(g);
-  for (const auto& l : ledger_->leases(false)) set_lease_locked(l);
+  for (const auto& g : ledger_->reader().groups()) book_.add_group(g);
+  for (const auto& l : ledger_->reader().leases(false)) book_.set_lease(l, "", now());
   // Per-lease counts come from the rollouts themselves (the source of truth).
-  for (const auto& [gid, n] : ledger_->rollout_counts()) {
-    auto it = groups_.find(gid);
-    if (it == groups_.end()) continue;
+  for (const auto& [gid, n] : ledger_->reader().rollout_counts()) {
+    auto it = book_.groups().find(gid);
+    if (it == book_.groups().end()) continue;
     it->second.accepted = n;
-    for (const auto& r : ledger_->rollouts_of_group(gid)) {
+    for (const auto& r : ledger_->reader().rollouts_of_group(gid)) {
       it->second.accepted_by_lease[r.lease_id]++;
       if (workers_.count(r.worker_id)) workers_[r.worker_id].rollouts_accepted++;
     }
   }
   for (const auto& [id, w] : workers_)
-    if (w.rollouts_accepted > 0) fairness_.proven(id);
-  counters_->accepted = ledger_->rollout_count();
-  last_step_ = ledger_->last_step();
-  for (const auto& v : ledger_->versions()) versions_[v.version] = v;
-  if (auto m = ledger_->meta("next_prompt")) next_prompt_ = std::stoll(*m);
-  for (const auto& [id, g] : groups_) {
+    if (w.rollouts_accepted > 0) book_.fairness().proven(id);
+  counters_->accepted = ledger_->reader().rollout_count();
+  last_step_ = ledger_->reader().last_step();
+  for (const auto& v : ledger_->reader().versions()) versions_[v.version] = v;
+  if (auto m = ledger_->reader().meta("next_prompt")) next_prompt_ = std::stoll(*m);
+  for (const auto& [id, g] : book_.groups()) {
     if (g.row.status == GroupStatus::kTrained) counters_->groups_trained++;
     if (g.row.status == GroupStatus::kDropped) counters_->dropped[g.row.drop_reason]++;
   }
@@ -244,7 +206,7 @@ void Hub::publish_version(const pulse::Published& published, const Hash128& stat
                      {"bytes", (*e)->bytes}});
   }
   row.blobs_json = blobs.dump();
-  write_locked([row](Ledger& l) { l.put_version(row); });
+  ledger_->write([row](Ledger& l) { l.put_version(row); });
   versions_[row.version] = row;
   reload_catalog_locked();
   VersionPoint point;
@@ -254,10 +216,10 @@ void Hub::publish_version(const pulse::Published& published, const Hash128& stat
   if (published.anchor) point.anchor_bytes = published.anchor->bytes;
   history_.add_version(point);
   auto listener = version_listener_;
-  const uint64_t ticket = written_locked();
+  const uint64_t ticket = ledger_->written();
   lock.unlock();
   // Workers hear of the version once it is durable (rollouts built on it commit after it anyway).
-  wait_durable(ticket);
+  ledger_->wait_durable(ticket);
   version_cv_.notify_all();
   if (listener) listener();
 }
@@ -266,45 +228,16 @@ void Hub::publish_version(const pulse::Published& published, const Hash128& stat
 void Hub::expire_locked(int64_t now_ms) {
   sweep_checks_locked(now_ms);  // peer checks past their deadlines go to the trusted replay
   // Hoarded: no rollout accepted on it within the deadline, though heartbeats kept it alive.
-  for (const auto& id : fairness_.overdue(now_ms, hoard_deadline_ms())) {
+  for (const auto& id : book_.fairness().overdue(now_ms, hoard_deadline_ms())) {
     revoke_locked(id, "hoarded: no rollout accepted within the deadline", now_ms);
     counters_->leases_revoked++;
   }
-  for (auto oit = open_leases_.begin(); oit != open_leases_.end();) {
-    const std::string& id = *oit;
-    LeaseRow& l = leases_.at(id);
-    if (l.deadline_ms >= now_ms) {
-      ++oit;
-      continue;
-    }
-    l.state = LeaseState::kExpired;
-    write_locked([l](Ledger& ledger) { ledger.put_lease(l); });
+  for (const LeaseRow& l : book_.expire(now_ms)) {
+    ledger_->write([l](Ledger& ledger) { ledger.put_lease(l); });
     counters_->leases_expired++;
-    log_info("hub", "lease ", id, " of worker ", l.worker_id, " expired; its group ", l.group_id,
+    log_info("hub", "lease ", l.id, " of worker ", l.worker_id, " expired; its group ", l.group_id,
              " will be reissued");
-    fairness_.closed(id);
-    oit = open_leases_.erase(oit);
   }
-}
-
-void Hub::set_lease_locked(const LeaseRow& lease, const std::string& peer) {
-  leases_[lease.id] = lease;
-  if (lease.state == LeaseState::kOpen) {
-    // A restored lease counts from now: the hub being down is not the worker's delay.
-    if (open_leases_.insert(lease.id).second)
-      fairness_.opened(lease.id, lease.worker_id, peer, std::max(lease.issued_ms, now()));
-  } else {
-    open_leases_.erase(lease.id);
-    fairness_.closed(lease.id);
-  }
-}
-
-void Hub::add_group_locked(const GroupRow& row) {
-  GroupState& g = groups_[row.id] = GroupState{row, 0, {}};
-  g.order = group_order_.size();
-  group_order_.push_back(row.id);
-  if (row.status == GroupStatus::kOpen) open_group_order_.push_back(row.id);
-  if (row.status == GroupStatus::kComplete) complete_list_.push_back(row.id);
 }
 
 void Hub::expire_leases() {
@@ -312,16 +245,9 @@ void Hub::expire_leases() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     expire_locked(now());
-    ticket = written_locked();
+    ticket = ledger_->written();
   }
-  wait_durable(ticket);
-}
-
-size_t Hub::queued_groups_locked() const {
-  std::erase_if(complete_list_, [&](const std::string& id) {
-    return groups_.at(id).row.status != GroupStatus::kComplete;
-  });
-  return complete_list_.size();
+  ledger_->wait_durable(ticket);
 }
 
 net::Lease Hub::make_lease_locked(GroupState& g, const std::string& worker_id,
@@ -336,9 +262,9 @@ net::Lease Hub::make_lease_locked(GroupState& g, const std::string& worker_id,
   l.deadline_ms = now_ms + config_.lease_ttl_ms;
   l.max_deadline_ms = now_ms + std::max(config_.lease_max_ms, config_.lease_ttl_ms);
   l.issued_at_version = version_info_locked(std::nullopt).version.value_or(0);
-  write_locked([l](Ledger& ledger) { ledger.put_lease(l); });
-  set_lease_locked(l, peer);
-  fairness_.served(worker_id);
+  ledger_->write([l](Ledger& ledger) { ledger.put_lease(l); });
+  book_.set_lease(l, peer, now());
+  book_.fairness().served(worker_id);
   counters_->leases_issued++;
   const auto& problem = deps_.prompts.at(static_cast<size_t>(g.row.prompt_index));
   net::Lease out;
@@ -360,51 +286,38 @@ std::optional<net::Lease> Hub::lease_locked(const std::string& worker_id, const 
   expire_locked(now_ms);
   // Caps first (lease_fairness.h): over one, "no work now" — the worker asks again later, as
   // when no group is open.
-  if (fairness_.over_cap(worker_id, peer)) {
+  if (book_.fairness().over_cap(worker_id, peer)) {
     counters_->leases_capped++;
-    fairness_.served(worker_id);  // it cannot take a group: no claim on one either
+    book_.fairness().served(worker_id);  // it cannot take a group: no claim on one either
     return std::nullopt;
   }
-  // Samples still out per group, in one pass over the leases: a scan of every lease for every
-  // open group made each lease O(groups x leases) — 57% of the hub's CPU with 1000 workers.
-  std::map<std::string, int64_t> outstanding_by_group;
-  for (const auto& lid : open_leases_) {
-    const LeaseRow& l = leases_.at(lid);
-    auto git = groups_.find(l.group_id);
-    if (git == groups_.end()) continue;
-    auto it = git->second.accepted_by_lease.find(lid);
-    int64_t got = it == git->second.accepted_by_lease.end() ? 0 : it->second;
-    outstanding_by_group[l.group_id] += std::max<int64_t>(0, l.samples - got);
-  }
-  std::erase_if(open_group_order_, [&](const std::string& id) {
-    return groups_.at(id).row.status != GroupStatus::kOpen;
-  });
-  auto needed_of = [&](const GroupState& g) {
-    auto out = outstanding_by_group.find(g.row.id);
-    return g.row.samples - g.accepted - (out == outstanding_by_group.end() ? 0 : out->second);
-  };
-  const size_t open_groups = open_group_order_.size();
+  std::map<std::string, int64_t> outstanding_by_group = book_.outstanding_by_group();
+  const std::vector<std::string>& open_group_ids = book_.open_groups();
+  auto needed_of = [&](const GroupState& g) { return book_.needed(g, outstanding_by_group); };
+  const size_t open_groups = open_group_ids.size();
   size_t reissuable = 0;
-  for (const auto& gid : open_group_order_) reissuable += needed_of(groups_.at(gid)) > 0 ? 1 : 0;
+  for (const auto& gid : open_group_ids)
+    reissuable += needed_of(book_.groups().at(gid)) > 0 ? 1 : 0;
   const size_t creatable =
-      open_groups < config_.max_open_groups && queued_groups_locked() < config_.max_queued_groups
+      open_groups < config_.max_open_groups && book_.queued_groups() < config_.max_queued_groups
           ? config_.max_open_groups - open_groups
           : 0;
   // The waiting order: the free groups go to better-ranked workers that asked and wait first.
   // If they are exactly taken, the next worker in line takes a hoarder's lease over (the group
   // is reissued below) instead of waiting for its revocation.
-  const size_t ahead = fairness_.ahead_of(worker_id, now_ms);
+  const size_t ahead = book_.fairness().ahead_of(worker_id, now_ms);
   if (ahead >= reissuable + creatable) {
     std::optional<std::string> victim;
-    if (ahead == reissuable + creatable && fairness_.standing(worker_id) != Standing::kHoarder)
-      victim = fairness_.preemptable(worker_id);
+    if (ahead == reissuable + creatable &&
+        book_.fairness().standing(worker_id) != Standing::kHoarder)
+      victim = book_.fairness().preemptable(worker_id);
     if (!victim) {
       if (ahead > 0) counters_->leases_deferred++;
-      fairness_.waiting(worker_id, peer, now_ms, claim_ttl_ms());
+      book_.fairness().waiting(worker_id, peer, now_ms, claim_ttl_ms());
       return std::nullopt;
     }
-    const LeaseRow& taken = leases_.at(*victim);
-    const auto& by_lease = groups_.at(taken.group_id).accepted_by_lease;
+    const LeaseRow& taken = book_.leases().at(*victim);
+    const auto& by_lease = book_.groups().at(taken.group_id).accepted_by_lease;
     const auto got = by_lease.find(taken.id);
     outstanding_by_group[taken.group_id] -=
         std::max<int64_t>(0, taken.samples - (got == by_lease.end() ? 0 : got->second));
@@ -413,8 +326,8 @@ std::optional<net::Lease> Hub::lease_locked(const std::string& worker_id, const 
   }
   // 1. A group whose samples are not all accounted for (an expired/released/revoked lease, or
   //    rollouts rejected): reissue what is missing, oldest group first.
-  for (const auto& gid : open_group_order_) {
-    auto& g = groups_.at(gid);
+  for (const auto& gid : open_group_ids) {
+    auto& g = book_.groups().at(gid);
     const int64_t needed = needed_of(g);
     if (needed > 0)
       return make_lease_locked(g, worker_id, peer, static_cast<int32_t>(needed), now_ms);
@@ -422,7 +335,7 @@ std::optional<net::Lease> Hub::lease_locked(const std::string& worker_id, const 
   // 2. A new group, unless enough are out or the trainer is behind (back-pressure: rollouts
   //    sampled now would only go stale in the queue).
   if (creatable == 0) {
-    fairness_.waiting(worker_id, peer, now_ms, claim_ttl_ms());
+    book_.fairness().waiting(worker_id, peer, now_ms, claim_ttl_ms());
     return std::nullopt;
   }
   // A prompt that leaves no room in the transcript (max_tokens) cannot be sampled by any worker:
@@ -455,13 +368,13 @@ std::optional<net::Lease> Hub::lease_locked(const std::string& worker_id, const 
   row.prompt_index = index;
   row.samples = config_.group_size;
   row.created_ms = now_ms;
-  write_locked([row, cursor = std::to_string(next_prompt_ + 1)](Ledger& l) {
+  ledger_->write([row, cursor = std::to_string(next_prompt_ + 1)](Ledger& l) {
     l.put_group(row);
     l.set_meta("next_prompt", cursor);
   });
   ++next_prompt_;
-  add_group_locked(row);
-  return make_lease_locked(groups_.at(row.id), worker_id, peer, row.samples, now_ms);
+  book_.add_group(row);
+  return make_lease_locked(book_.groups().at(row.id), worker_id, peer, row.samples, now_ms);
 }
 
 net::LeaseResponse Hub::lease(const std::string& worker_id, const std::string& peer) {
@@ -487,7 +400,7 @@ net::LeaseResponse Hub::lease(const std::string& worker_id, const std::string& p
         resp.retry_after_ms = config_.no_work_retry_ms;
         return resp;
       }
-      reserve_writes_locked();
+      ledger_->reserve();
       try {
         resp.lease = lease_locked(worker_id, peer, t);
       } catch (const PromptNotRendered& missing) {
@@ -495,7 +408,7 @@ net::LeaseResponse Hub::lease(const std::string& worker_id, const std::string& p
       }
       if (!to_render || pass >= 8) {
         if (!resp.lease) resp.retry_after_ms = config_.no_work_retry_ms;
-        ticket = written_locked();
+        ticket = ledger_->written();
       }
     }
     if (!to_render || pass >= 8) break;
@@ -503,7 +416,7 @@ net::LeaseResponse Hub::lease(const std::string& worker_id, const std::string& p
     std::lock_guard<std::mutex> lock(mutex_);
     prompt_cache_.emplace(*to_render, std::move(tokens));
   }
-  wait_durable(ticket);  // a lease the hub could forget in a crash is never handed out
+  ledger_->wait_durable(ticket);  // a lease the hub could forget in a crash is never handed out
   return resp;
 }
 
@@ -511,23 +424,23 @@ void Hub::release(const std::string& worker_id, const std::string& lease_id) {
   uint64_t ticket = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = leases_.find(lease_id);
-    if (it == leases_.end())
+    auto it = book_.leases().find(lease_id);
+    if (it == book_.leases().end())
       throw RequestError(404, cat("release: unknown lease '", lease_id, "'"));
     if (it->second.worker_id != worker_id) {
       throw RequestError(409, cat("release: lease '", lease_id, "' is not yours"));
     }
-    reserve_writes_locked();
+    ledger_->reserve();
     if (it->second.state == LeaseState::kOpen) {
-      it->second.state = LeaseState::kReleased;
-      open_leases_.erase(lease_id);
-      fairness_.closed(lease_id);
-      write_locked([l = it->second](Ledger& ledger) { ledger.put_lease(l); });
+      LeaseRow released = it->second;
+      released.state = LeaseState::kReleased;
+      book_.set_lease(released, "", now());
+      ledger_->write([released](Ledger& ledger) { ledger.put_lease(released); });
       counters_->leases_released++;
     }
-    ticket = written_locked();
+    ticket = ledger_->written();
   }
-  wait_durable(ticket);
+  ledger_->wait_durable(ticket);
 }
 
 net::HeartbeatResponse Hub::heartbeat(const std::string& caller, const net::Heartbeat& hb) {
@@ -539,11 +452,11 @@ net::HeartbeatResponse Hub::heartbeat(const std::string& caller, const net::Hear
   uint64_t ticket = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    reserve_writes_locked();
+    ledger_->reserve();
     heartbeat_locked(caller, hb, resp);
-    ticket = written_locked();
+    ticket = ledger_->written();
   }
-  wait_durable(ticket);
+  ledger_->wait_durable(ticket);
   return resp;
 }
 
@@ -563,26 +476,26 @@ void Hub::heartbeat_locked(const std::string& caller, const net::Heartbeat& hb,
   w.idle_fraction = hb.idle_fraction;
   w.download = hb.download;
   w.swarm = hb.swarm;
-  write_locked([caller, t](Ledger& l) { l.touch_worker(caller, t); });
+  ledger_->write([caller, t](Ledger& l) { l.touch_worker(caller, t); });
   resp.latest_version = version_info_locked(std::nullopt).version;
   // Rotation: past half its life the session gets a successor; the worker switches to it and
   // the old token lapses at its own expiry (calls in flight with it still succeed).
   if (t - w.session_issued_ms >= config_.session_ttl_ms / 2) {
     resp.session_token = issue_session_locked(caller, identity_.token_name_of(caller), t);
   }
-  fairness_.heartbeat(caller, hb.leases);
+  book_.fairness().heartbeat(caller, hb.leases);
   for (const auto& lid : hb.leases) {
-    auto it = leases_.find(lid);
-    if (it == leases_.end() || it->second.worker_id != caller) continue;
+    auto it = book_.leases().find(lid);
+    if (it == book_.leases().end() || it->second.worker_id != caller) continue;
     auto& l = it->second;
-    auto g = groups_.find(l.group_id);
-    bool closed = g == groups_.end() || g->second.row.status != GroupStatus::kOpen;
+    auto g = book_.groups().find(l.group_id);
+    bool closed = g == book_.groups().end() || g->second.row.status != GroupStatus::kOpen;
     if (closed || l.state == LeaseState::kReleased || l.state == LeaseState::kDone ||
         l.state == LeaseState::kRevoked) {
       resp.cancelled.push_back(lid);
     } else if (l.state == LeaseState::kOpen) {
       l.deadline_ms = std::min(t + config_.lease_ttl_ms, l.max_deadline_ms);
-      write_locked([l](Ledger& ledger) { ledger.put_lease(l); });
+      ledger_->write([l](Ledger& ledger) { ledger.put_lease(l); });
       resp.renewed.push_back(lid);
     }
     // An expired lease is neither: its late results may still count (docs/protocol.md).

@@ -33,12 +33,13 @@
 #include "pulse/catalog.h"
 #include "roles/hub/hub_config.h"
 #include "roles/hub/identity/identity.h"
-#include "roles/hub/lease_fairness.h"
+#include "roles/hub/leasing/group_book.h"
 #include "roles/hub/ledger/ledger.h"
-#include "roles/hub/ledger/ledger_writer.h"
+#include "roles/hub/ledger/run_ledger.h"
 #include "roles/hub/observe/run_history.h"
 #include "roles/hub/request_error.h"
 #include "roles/hub/trainer_port.h"
+#include "roles/hub/verification/check_lease.h"
 #include "roles/hub/verification/rollout_audit.h"
 #include "roles/hub/worker_stats.h"
 
@@ -120,11 +121,7 @@ class Hub final : public TrainerPort {
   void check_validator(const std::string& bearer);
   bool is_validator(const std::string& bearer);
   // ---- peer checks (hub_peer_checks.cpp; docs/design/verification.md "Peer checks") ----
-  struct CheckLease {
-    std::string job_id;
-    AuditJob job;
-    int64_t deadline_ms = 0;  // ms left to answer
-  };
+  using CheckLease = hub::CheckLease;  // verification/check_lease.h
   // A rollout for worker `worker_id` to replay, chosen at random among those it may check, or
   // nullopt (nothing eligible, or the worker is at its share). RequestError 404 when the hub
   // runs no peer checks.
@@ -132,8 +129,8 @@ class Hub final : public TrainerPort {
   // The worker's verdict on its check `job_id`: a pass releases the rollout (or sends a random
   // audit_fraction on to the trusted replay), a failure sends it there. RequestError 404 for a
   // job this worker does not hold, 409 for one that ran out and went to the trusted replay.
-  // Returns the rollout id ("" for a canary, hub_canaries.cpp: a checker that passes one is
-  // quarantined).
+  // Returns the rollout id ("" for a canary, verification/canary_checks.cpp: a checker that passes
+  // one is quarantined).
   std::string record_check(const std::string& worker_id, const std::string& job_id,
                            const AuditVerdict& verdict);
   size_t checks_waiting() const;
@@ -161,35 +158,9 @@ class Hub final : public TrainerPort {
   pulse::BlobStore* run_files_store() { return deps_.run_files_store; }
 
  private:
-  struct GroupState {
-    GroupRow row;
-    int64_t accepted = 0;
-    std::map<std::string, int64_t> accepted_by_lease;
-    uint64_t complete_ticket = 0;  // the ledger write that completed it: durable before training
-    size_t order = 0;              // index in group_order_ (creation order)
-  };
-  // An accepted rollout whose write is queued but not yet durable: the ledger's reader
-  // connection cannot see it, so idempotency and quarantine look here too.
-  struct UncommittedRollout {
-    std::shared_ptr<const RolloutRow> row;
-    uint64_t ticket = 0;
-  };
-
   int64_t now() const { return deps_.clock_ms(); }
   void restore();
-  // ---- the ledger's group commit ----
-  // A request that will write checks first: 503 + Retry-After when max_pending_writes wait, 500
-  // once the writer has failed.
-  void reserve_writes_locked();
-  // Queues one atomic write (several ledger calls commit together); returns its ticket.
-  uint64_t write_locked(LedgerWriter::Write write);
-  // The ticket covering every write queued so far: a request waits for it outside the lock.
-  uint64_t written_locked() const { return writer_->last_ticket(); }
-  void wait_durable(uint64_t ticket) const { writer_->wait_durable(ticket); }
   void on_ledger_commit();  // the writer thread, after each commit
-  // The ledger's rows plus the accepted rollouts still in the group commit's queue.
-  std::optional<RolloutRow> rollout_locked(const std::string& id) const;
-  std::vector<RolloutRow> rollouts_of_group_locked(const std::string& group_id) const;
   void heartbeat_locked(const std::string& caller, const net::Heartbeat& heartbeat,
                         net::HeartbeatResponse& response);
   net::RolloutResponse intake_locked(const std::string& caller, const net::RolloutSubmission& m,
@@ -221,10 +192,6 @@ class Hub final : public TrainerPort {
   net::RolloutResponse reject(const std::string& reason, const std::string& detail);
   net::VersionInfo version_info_locked(std::optional<uint64_t> after) const;
   void reload_catalog_locked();
-  size_t queued_groups_locked() const;
-  void add_group_locked(const GroupRow& row);  // to groups_, group_order_ and the indexes
-  // To leases_, open_leases_ and fairness_ (`peer`: the address an opened lease was asked from).
-  void set_lease_locked(const LeaseRow& lease, const std::string& peer = "");
   void record_step_history_locked(const StepReport& report);
   // Verification (hub_verification.cpp).
   std::vector<uint64_t> lease_seeds(const std::string& lease_id, int32_t samples) const;
@@ -242,35 +209,14 @@ class Hub final : public TrainerPort {
   // the replay is behind).
   void escalate_locked(const std::string& rollout_id, const std::string& why,
                        const std::string& checker, CheckOpinion opinion);
-  void end_check_lease_locked(const std::string& rollout_id, bool expired);
-  void drain_backlog_locked();
   // Where the worker's request came from (the distinct-checker rule); "" (in-process) changes none.
   void note_address_locked(const std::string& worker_id, const std::string& peer);
-  void judge_checker_locked(const std::string& rollout_id, const AuditVerdict& trusted);
-  void credit_rollout_locked(const std::string& worker_id);
-  std::optional<env::QaItem> checked_problem_locked(const std::string& worker_id,
-                                                    const std::string& prompt_id) const;
-  // Forgets a rollout's peer job and escalation (its group was dropped or timed out).
-  void forget_check_locked(const std::string& rollout_id);
-  // Canary checks (hub_canaries.cpp). Keeps a job the trusted replay is about to judge as a
-  // possible canary; the verdict keeps it (a pass) or forgets it.
-  void note_canary_candidate_locked(const AuditJob& job, const std::string& author_token,
-                                    const std::string& author_address, const std::string& seen_by);
-  void judge_canary_candidate_locked(const std::string& rollout_id, bool pass);
-  // A canary for `worker_id` from a source whose author it may check (`may_check(token,
-  // address, author worker id)`), or nullopt when none is usable.
-  std::optional<CheckLease> lease_canary_locked(
-      const std::string& worker_id,
-      const std::function<bool(const std::string&, const std::string&, const std::string&)>&
-          may_check);
-  std::string record_canary_locked(const std::string& worker_id, const std::string& job_id,
-                                   const AuditVerdict& verdict);
-  void expire_canaries_locked(int64_t now_ms);
-  void drop_canaries_of_locked(const std::string& checker);
 
   HubConfig config_;
   HubDeps deps_;
-  std::unique_ptr<Ledger> ledger_;  // reads (under mutex_); writes go through writer_
+  // Reads under mutex_, writes through its group commit; stopped (drained) first in ~Hub while
+  // the rest still exists.
+  std::unique_ptr<RunLedger> ledger_;
   mutable std::mutex mutex_;
   std::condition_variable version_cv_;
   std::condition_variable groups_cv_;
@@ -280,17 +226,8 @@ class Hub final : public TrainerPort {
   std::map<std::string, WorkerStats> workers_;
   Identity identity_;  // tokens, sessions, rate limits
   int64_t workers_scanned_ms_ = 0;
-  std::map<std::string, GroupState> groups_;
-  std::vector<std::string> group_order_;  // creation order
-  // Indexes over groups_ and leases_, which keep the whole run: the per-request scans (lease,
-  // heartbeat, take_groups, status) walk only what is open or waiting, not the run's history.
-  // The group lists are pruned lazily (a group leaves them by changing status anywhere).
-  std::vector<std::string> open_group_order_;       // status open when added, creation order
-  mutable std::vector<std::string> complete_list_;  // status complete when added
-  std::map<std::string, LeaseRow> leases_;
-  std::set<std::string> open_leases_;  // ids of leases in state open
-  LeaseFairness fairness_;             // caps, the waiting order, standing
-  std::set<std::string> pending_;      // handed to the trainer, not yet marked
+  GroupBook book_;                 // groups, leases and fair leasing
+  std::set<std::string> pending_;  // handed to the trainer, not yet marked
   std::map<uint64_t, VersionRow> versions_;
   pulse::Catalog catalog_;
   std::vector<int64_t> prompt_order_;
@@ -299,11 +236,7 @@ class Hub final : public TrainerPort {
   std::unique_ptr<HubCounters> counters_;
   RunHistory history_;
   std::unique_ptr<VerificationState> verification_;
-  std::map<std::string, UncommittedRollout> uncommitted_rollouts_;  // by rollout id
-  std::deque<uint64_t> completion_tickets_;  // groups completed, not yet durable (ticket order)
-  int64_t last_step_ = 0;                    // the ledger's last step, kept in memory
-  // Last: started after restore(), stopped (drained) first in ~Hub while the rest still exists.
-  std::unique_ptr<LedgerWriter> writer_;
+  int64_t last_step_ = 0;  // the ledger's last step, kept in memory
 };
 
 }  // namespace stoa::hub

@@ -15,7 +15,7 @@
 #include "net/protocol.h"
 #include "pulse/blob_store.h"
 #include "roles/hub/identity/rate_limit.h"
-#include "roles/hub/lease_fairness.h"
+#include "roles/hub/leasing/lease_fairness.h"
 #include "roles/hub/verification/rollout_audit.h"
 
 namespace stoa::hub {

@@ -42,10 +42,10 @@ void Hub::escalate_locked(const std::string& rollout_id, const std::string& why,
   auto it = v.peer_jobs.find(rollout_id);
   if (it == v.peer_jobs.end()) return;
   if (why == "audit")  // a pass the trusted replay also judges: a canary if it holds
-    note_canary_candidate_locked(it->second.job, it->second.author_token, it->second.author_address,
-                                 checker);
+    v.note_canary_candidate(it->second.job, it->second.author_token, it->second.author_address,
+                            checker, now(), config_.verify);
   AuditJob job = std::move(it->second.job);
-  end_check_lease_locked(rollout_id, false);
+  verification_->end_check_lease(rollout_id, false);
   v.peer_jobs.erase(rollout_id);
   v.escalated[why]++;
   v.escalations[rollout_id] = {checker, opinion};
@@ -72,38 +72,18 @@ void Hub::escalate_locked(const std::string& rollout_id, const std::string& why,
     v.backlog.emplace_back(rollout_id, std::move(job));
 }
 
-// Hands backlogged escalations to the trusted replay while its queue has room.
-void Hub::drain_backlog_locked() {
-  VerificationState& v = *verification_;
-  while (!v.backlog.empty() && v.auditor->enqueue(v.backlog.front().second)) v.backlog.pop_front();
-}
-
-// Clears the peer lease on `rollout_id` (answered, escalated or forgotten); an `expired` lease's
-// id is remembered so that a late verdict on it is told why it is refused.
-void Hub::end_check_lease_locked(const std::string& rollout_id, bool expired) {
-  VerificationState& v = *verification_;
-  auto it = v.peer_jobs.find(rollout_id);
-  if (it == v.peer_jobs.end() || it->second.job_id.empty()) return;
-  VerificationState::PeerJob& p = it->second;
-  v.peer_leases.erase(p.job_id);
-  v.release_check_slot(p.checker);
-  if (expired) v.remember_expired_check(p.job_id);
-  p.job_id.clear();
-  p.checker.clear();
-}
-
 void Hub::sweep_checks_locked(int64_t now_ms) {
   if (!verification_ || !config_.verify.peer) return;
   VerificationState& v = *verification_;
   if (now_ms - v.last_sweep_ms < kSweepEveryMs) return;
   v.last_sweep_ms = now_ms;
-  drain_backlog_locked();
-  expire_canaries_locked(now_ms);
+  verification_->drain_backlog();
+  verification_->expire_canaries(now_ms);
   std::vector<std::pair<std::string, std::string>> due;  // rollout id, checker ("" : unclaimed)
   for (const auto& [id, p] : v.peer_jobs)
     if (now_ms >= p.stage_deadline_ms) due.emplace_back(id, p.checker);
   for (const auto& [id, checker] : due) {
-    if (!checker.empty()) end_check_lease_locked(id, true);
+    if (!checker.empty()) verification_->end_check_lease(id, true);
     escalate_locked(id, checker.empty() ? "unclaimed" : "check_timeout", checker,
                     CheckOpinion::kNone);
   }
@@ -114,8 +94,7 @@ void Hub::note_address_locked(const std::string& worker_id, const std::string& p
   if (auto w = workers_.find(worker_id); w != workers_.end()) w->second.address = peer;
 }
 
-std::optional<Hub::CheckLease> Hub::lease_check(const std::string& worker_id,
-                                                const std::string& peer) {
+std::optional<CheckLease> Hub::lease_check(const std::string& worker_id, const std::string& peer) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!verification_ || !config_.verify.peer)
     throw RequestError(404, "this hub runs no peer checks ([verify] peer = false)");
@@ -163,7 +142,9 @@ std::optional<Hub::CheckLease> Hub::lease_check(const std::string& worker_id,
   // Only while real jobs wait, so that a canary comes when a check would (and costs the fleet
   // about canary_fraction replays per checked rollout, not one per idle poll).
   if (policy.canary_fraction > 0 && v.sampler.chance(policy.canary_fraction)) {
-    if (auto canary = lease_canary_locked(worker_id, may_check)) {
+    if (auto canary = v.lease_canary(worker_id, may_check, now(),
+                                     versions_.empty() ? 0 : versions_.rbegin()->first,
+                                     config_.max_staleness, policy)) {
       ++book.leased;
       ++book.in_flight;
       return canary;
@@ -187,8 +168,10 @@ std::string Hub::record_check(const std::string& worker_id, const std::string& j
     throw RequestError(404, "this hub runs no peer checks ([verify] peer = false)");
   VerificationState& v = *verification_;
   sweep_checks_locked(now());
-  if (auto c = v.canaries.find(job_id); c != v.canaries.end() && c->second.checker == worker_id)
-    return record_canary_locked(worker_id, job_id, verdict);
+  if (auto c = v.canaries.find(job_id); c != v.canaries.end() && c->second.checker == worker_id) {
+    if (auto why = v.record_canary(worker_id, job_id, verdict)) quarantine_locked(worker_id, *why);
+    return "";
+  }
   auto lease = v.peer_leases.find(job_id);
   if (lease == v.peer_leases.end() || v.peer_jobs.at(lease->second).checker != worker_id) {
     if (v.expired_checks.count(job_id))
@@ -198,14 +181,14 @@ std::string Hub::record_check(const std::string& worker_id, const std::string& j
     throw RequestError(404, cat("check: you hold no check job '", job_id.substr(0, 64), "'"));
   }
   const std::string rollout_id = lease->second;
-  end_check_lease_locked(rollout_id, false);
+  verification_->end_check_lease(rollout_id, false);
   v.peer_cpu_seconds += verdict.cpu_seconds;
   if (verdict.pass) {
     ++v.peer_passed;
     if (v.sampler.chance(config_.verify.audit_fraction)) {
       escalate_locked(rollout_id, "audit", worker_id, CheckOpinion::kPass);
     } else {
-      credit_rollout_locked(v.peer_jobs.at(rollout_id).job.rollout.worker_id);
+      v.credit_rollout(v.peer_jobs.at(rollout_id).job.rollout.worker_id);
       v.peer_jobs.erase(rollout_id);
       v.pending.erase(rollout_id);
     }
@@ -220,53 +203,6 @@ std::string Hub::record_check(const std::string& worker_id, const std::string& j
   }
   groups_cv_.notify_all();
   return rollout_id;
-}
-
-// A trusted verdict on a rollout a checker spoke for: a checker whose word the trusted replay
-// contradicts lied (exact replay leaves an honest checker nothing to get wrong), and is
-// quarantined as a forging author is.
-void Hub::judge_checker_locked(const std::string& rollout_id, const AuditVerdict& trusted) {
-  VerificationState& v = *verification_;
-  auto it = v.escalations.find(rollout_id);
-  if (it == v.escalations.end()) return;
-  const VerificationState::Escalation e = it->second;
-  v.escalations.erase(it);
-  if (e.checker.empty() || e.opinion == CheckOpinion::kNone || trusted.what == kEnvironmentVerdict)
-    return;
-  const bool lied = (e.opinion == CheckOpinion::kPass) != trusted.pass;
-  if (!lied || v.quarantined.count(e.checker)) return;
-  ++v.checkers_quarantined;
-  quarantine_locked(e.checker,
-                    e.opinion == CheckOpinion::kPass
-                        ? cat("passed rollout ", rollout_id, ", which failed the hub's replay (",
-                              trusted.what, " at position ", trusted.position, ")")
-                        : cat("failed rollout ", rollout_id, ", which passed the hub's replay"));
-}
-
-void Hub::forget_check_locked(const std::string& rollout_id) {
-  VerificationState& v = *verification_;
-  end_check_lease_locked(rollout_id, true);
-  v.peer_jobs.erase(rollout_id);
-  v.escalations.erase(rollout_id);
-  std::erase_if(v.backlog, [&](const auto& b) { return b.first == rollout_id; });
-}
-
-void Hub::credit_rollout_locked(const std::string& worker_id) {
-  if (verification_) verification_->checkers[worker_id].rollouts_passed++;
-}
-
-std::optional<env::QaItem> Hub::checked_problem_locked(const std::string& worker_id,
-                                                       const std::string& prompt_id) const {
-  if (!verification_) return std::nullopt;
-  // The leased jobs only (a few per checking worker), not every waiting one.
-  for (const auto& [job_id, rollout_id] : verification_->peer_leases) {
-    const auto& p = verification_->peer_jobs.at(rollout_id);
-    if (p.checker == worker_id && p.prompt_id == prompt_id) return p.job.problem;
-  }
-  // A canary is a check like any other: its task answers the same way.
-  for (const auto& [job_id, c] : verification_->canaries)
-    if (c.checker == worker_id && c.prompt_id == prompt_id) return c.problem;
-  return std::nullopt;
 }
 
 size_t Hub::checks_waiting() const {

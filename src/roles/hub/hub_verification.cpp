@@ -29,7 +29,7 @@ void Hub::set_auditor(RolloutAuditor* auditor) {
   }
   verification_ = std::make_unique<VerificationState>(auditor, seed);
   verification_->started_ms = now();
-  for (const auto& [worker, why] : ledger_->quarantined()) {
+  for (const auto& [worker, why] : ledger_->reader().quarantined()) {
     verification_->quarantined.insert(worker);
     log_info("verify", "worker ", worker, " stays quarantined: ", why);
   }
@@ -37,7 +37,7 @@ void Hub::set_auditor(RolloutAuditor* auditor) {
 
 bool Hub::is_validator(const std::string& bearer) {
   std::lock_guard<std::mutex> lock(mutex_);
-  identity_.refresh(*ledger_);
+  identity_.refresh(ledger_->reader());
   // Both scopes are always compared: the time does not depend on which one matched.
   const bool op = identity_.match(bearer, Identity::kOperatorScope).has_value();
   const bool validate = identity_.match(bearer, Identity::kValidateScope).has_value();
@@ -74,7 +74,7 @@ std::optional<net::RolloutResponse> Hub::check_seed_locked(const net::RolloutSub
     return reject("bad_seed", cat(who, ": no sampling seed (the lease gave ", lease.samples, ")"));
   VerificationState& v = *verification_;
   if (lease.issued_ms <= v.started_ms && v.seeds_restored.insert(lease.id).second) {
-    for (const auto& row : rollouts_of_group_locked(lease.group_id)) {
+    for (const auto& row : ledger_->rollouts_of_group(lease.group_id)) {
       if (row.lease_id != lease.id) continue;
       try {
         const auto j = nlohmann::json::parse(row.payload);
@@ -110,7 +110,7 @@ void Hub::audit_locked(const net::RolloutSubmission& m, const GroupState& g, siz
   // With peer checks every rollout is checked: a new worker's first ones by the trusted replay
   // (they also earn it its checking rights), the rest by a peer (peer_checks.cpp).
   if (peer && !mandatory) return enqueue_check_locked(std::move(job), g);
-  if (peer) note_canary_candidate_locked(job, w.token_name, w.address, "");
+  if (peer) v.note_canary_candidate(job, w.token_name, w.address, "", now(), config_.verify);
   if (peer && !v.auditor->enqueue(job)) return enqueue_check_locked(std::move(job), g);
   if (!peer && !v.auditor->enqueue(std::move(job))) {
     ++v.skipped_queue_full;
@@ -137,15 +137,15 @@ bool Hub::held_for_verdict_locked(const std::string& group_id) {
       continue;
     }
     ++v.timeouts;
-    forget_check_locked(it->first);
+    verification_->forget_check(it->first);
     it = v.pending.erase(it);
   }
   if (config_.verify.train_on_timeout && !config_.verify.peer) return false;
-  write_locked([group_id](Ledger& l) {
+  ledger_->write([group_id](Ledger& l) {
     l.set_group_status(group_id, GroupStatus::kDropped, -1, "verify_timeout");
   });
-  groups_.at(group_id).row.status = GroupStatus::kDropped;
-  groups_.at(group_id).row.drop_reason = "verify_timeout";
+  book_.groups().at(group_id).row.status = GroupStatus::kDropped;
+  book_.groups().at(group_id).row.drop_reason = "verify_timeout";
   counters_->dropped["verify_timeout"]++;
   return true;
 }
@@ -163,7 +163,7 @@ void Hub::record_verdict(const std::string& rollout_id, const AuditVerdict& verd
       kernel_target = it->second.kernel_target;
       group_id = it->second.group_id;
       v.pending.erase(it);
-    } else if (auto row = rollout_locked(rollout_id)) {
+    } else if (auto row = ledger_->rollout(rollout_id)) {
       worker = row->worker_id;  // its group timed out meanwhile: the verdict still counts
       group_id = row->group_id;
       const auto j = nlohmann::json::parse(row->payload, nullptr, false);
@@ -180,10 +180,11 @@ void Hub::record_verdict(const std::string& rollout_id, const AuditVerdict& verd
       if (!group_id.empty()) drop_group_locked(group_id, "environment");
     } else {
       v.count(kernel_target, verdict.pass);
-      if (verdict.pass && !worker.empty()) credit_rollout_locked(worker);
+      if (verdict.pass && !worker.empty()) v.credit_rollout(worker);
     }
-    judge_checker_locked(rollout_id, verdict);
-    judge_canary_candidate_locked(rollout_id, verdict.pass);
+    if (auto liar = v.judge_checker(rollout_id, verdict))
+      quarantine_locked(liar->first, liar->second);
+    v.judge_canary_candidate(rollout_id, verdict.pass);
     if (!verdict.pass && verdict.what != kEnvironmentVerdict) {
       log_error("verify", "rollout ", rollout_id, " of worker ", worker,
                 " FAILED replay at position ", verdict.position, " (", verdict.what,
@@ -205,19 +206,19 @@ void Hub::quarantine_locked(const std::string& worker_id, const std::string& why
   // Its checks in hand go back to the queue for another checker.
   for (auto& [rollout_id, p] : v.peer_jobs) {
     if (p.checker != worker_id) continue;
-    end_check_lease_locked(rollout_id, true);
+    verification_->end_check_lease(rollout_id, true);
     p.stage_deadline_ms = now() + config_.verify.peer_wait_ms;
   }
-  drop_canaries_of_locked(worker_id);
-  write_locked([worker_id, why, at = now()](Ledger& l) {
+  v.drop_canaries_of(worker_id);
+  ledger_->write([worker_id, why, at = now()](Ledger& l) {
     l.put_quarantine(worker_id, why, at);  // a restarted hub keeps refusing it
   });
   std::vector<std::string> drop;
-  for (const auto& [gid, g] : groups_) {
+  for (const auto& [gid, g] : book_.groups()) {
     if (g.row.status == GroupStatus::kTrained || g.row.status == GroupStatus::kDropped ||
         pending_.count(gid))
       continue;
-    for (const auto& row : rollouts_of_group_locked(gid)) {
+    for (const auto& row : ledger_->rollouts_of_group(gid)) {
       if (row.worker_id == worker_id) {
         drop.push_back(gid);
         break;
@@ -230,11 +231,11 @@ void Hub::quarantine_locked(const std::string& worker_id, const std::string& why
 // Drops a group the trainer has not taken (one already handed over is past recall), durably,
 // and forgets the verdicts it waited for.
 void Hub::drop_group_locked(const std::string& group_id, const std::string& reason) {
-  auto g = groups_.find(group_id);
-  if (g == groups_.end() || g->second.row.status == GroupStatus::kTrained ||
+  auto g = book_.groups().find(group_id);
+  if (g == book_.groups().end() || g->second.row.status == GroupStatus::kTrained ||
       g->second.row.status == GroupStatus::kDropped || pending_.count(group_id))
     return;
-  write_locked([group_id, reason](Ledger& l) {
+  ledger_->write([group_id, reason](Ledger& l) {
     l.set_group_status(group_id, GroupStatus::kDropped, -1, reason);
   });
   g->second.row.status = GroupStatus::kDropped;
@@ -246,7 +247,7 @@ void Hub::drop_group_locked(const std::string& group_id, const std::string& reas
       ++it;
       continue;
     }
-    forget_check_locked(it->first);
+    verification_->forget_check(it->first);
     it = v.pending.erase(it);
   }
 }

@@ -60,14 +60,14 @@ net::RolloutResponse Hub::submit(const std::string& caller, const net::RolloutSu
     if (!peer.empty())
       identity_.throttle(Identity::Limit::kRolloutsPerAddress, peer, "rollouts (this address)");
     note_address_locked(caller, peer);
-    reserve_writes_locked();
+    ledger_->reserve();
     response = intake_locked(caller, m, std::move(payload));
-    ticket = written_locked();
+    ticket = ledger_->written();
   }
   // "accepted" (and "duplicate", and a rejection that counted an accepted rollout still in the
   // queue) only once what the answer rests on is durable — waited for without the hub's mutex,
   // while other requests go on and this write's group commit gathers more.
-  wait_durable(ticket);
+  ledger_->wait_durable(ticket);
   return response;
 }
 
@@ -76,7 +76,7 @@ net::RolloutResponse Hub::intake_locked(const std::string& caller, const net::Ro
   const std::string who = cat("rollout ", m.id);
   // Idempotency first: a retry of an accepted rollout is a duplicate even if its lease has
   // since expired or its group was trained.
-  if (auto prev = rollout_locked(m.id)) {
+  if (auto prev = ledger_->rollout(m.id)) {
     // Another worker's rollout id: a replay of someone else's work (verification.cpp).
     if (verification_ && prev->worker_id != caller) {
       verification_->count(m.kernel_target, false);
@@ -91,11 +91,11 @@ net::RolloutResponse Hub::intake_locked(const std::string& caller, const net::Ro
   }
   // Everything but the hub's memory of earlier submissions: a pure check (submission_check.h).
   IntakeSnapshot snapshot;
-  auto lit = leases_.find(m.lease_id);
+  auto lit = book_.leases().find(m.lease_id);
   GroupState* g = nullptr;
-  if (lit != leases_.end()) {
+  if (lit != book_.leases().end()) {
     snapshot.lease = &lit->second;
-    if (auto git = groups_.find(lit->second.group_id); git != groups_.end()) {
+    if (auto git = book_.groups().find(lit->second.group_id); git != book_.groups().end()) {
       g = &git->second;
       snapshot.group = &g->row;
       snapshot.group_accepted = g->accepted;
@@ -147,22 +147,20 @@ net::RolloutResponse Hub::intake_locked(const std::string& caller, const net::Ro
   auto shared_row = std::make_shared<const RolloutRow>(std::move(row));
   const bool lease_changed = lease_after.state != lease.state;
   const uint64_t ticket =
-      write_locked([shared_row, completes, lease_changed, lease_after](Ledger& l) {
+      ledger_->write([shared_row, completes, lease_changed, lease_after](Ledger& l) {
         l.insert_rollout(*shared_row);
         if (completes) l.set_group_status(shared_row->group_id, GroupStatus::kComplete);
         if (lease_changed) l.put_lease(lease_after);
       });
-  uncommitted_rollouts_[m.id] = UncommittedRollout{shared_row, ticket};
+  ledger_->hold_rollout(shared_row, ticket);
   g->accepted++;
   g->accepted_by_lease[m.lease_id] = from_lease;
-  set_lease_locked(lease_after);
+  book_.set_lease(lease_after, "", now());
   if (completes) {
     // Other leases on this group (a reissue raced a late result) can stop: heartbeat cancels.
     // The trainer gets the group once this write is durable (on_ledger_commit wakes it).
-    g->row.status = GroupStatus::kComplete;
-    g->complete_ticket = ticket;
-    completion_tickets_.push_back(ticket);
-    complete_list_.push_back(g->row.id);
+    book_.mark_complete(*g, ticket);
+    ledger_->hold_completion(ticket);
   }
   auto& c = *counters_;
   c.accepted++;
@@ -171,8 +169,8 @@ net::RolloutResponse Hub::intake_locked(const std::string& caller, const net::Ro
   c.reward_sum += reward;
   c.staleness[std::min<uint64_t>(latest - std::min(latest, vmin), 9)]++;
   if (auto w = workers_.find(caller); w != workers_.end()) w->second.rollouts_accepted++;
-  fairness_.progressed(m.lease_id, row_accepted_ms);
-  fairness_.proven(caller);
+  book_.fairness().progressed(m.lease_id, row_accepted_ms);
+  book_.fairness().proven(caller);
   audit_locked(m, *g, ok.prompt_length);
   net::RolloutResponse r;
   r.status = net::IntakeStatus::kAccepted;
@@ -192,27 +190,26 @@ std::vector<AcceptedGroup> Hub::take_groups(size_t max_groups, std::chrono::mill
   // The complete groups waiting (queued_groups_locked prunes the list), oldest first.
   auto candidates = [&] {
     sweep_checks_locked(now());
-    queued_groups_locked();
-    const uint64_t durable = writer_->durable_ticket();
+    const uint64_t durable = ledger_->durable();
     std::vector<const std::string*> ids;
-    for (const auto& id : complete_list_)
-      if (takeable(id, groups_.at(id), durable)) ids.push_back(&id);
+    for (const auto& id : book_.complete_groups())
+      if (takeable(id, book_.groups().at(id), durable)) ids.push_back(&id);
     return ids;
   };
   groups_cv_.wait_for(lock, wait, [&] { return stopped_ || !candidates().empty(); });
   auto ids = candidates();
   std::sort(ids.begin(), ids.end(), [&](const std::string* a, const std::string* b) {
-    return groups_.at(*a).order < groups_.at(*b).order;
+    return book_.groups().at(*a).order < book_.groups().at(*b).order;
   });
   std::vector<AcceptedGroup> out;
   for (const std::string* id : ids) {
     if (out.size() >= max_groups) break;
     const std::string& gid = *id;
-    const auto& g = groups_.at(gid);
+    const auto& g = book_.groups().at(gid);
     AcceptedGroup ag;
     ag.group_id = gid;
     ag.prompt_id = g.row.prompt_id;
-    for (const auto& row : ledger_->rollouts_of_group(gid))
+    for (const auto& row : ledger_->reader().rollouts_of_group(gid))
       ag.rollouts.push_back(accepted_from_row(row));
     // Defensive: the intake never accepts more than G, but the trainer relies on exactly G.
     if (ag.rollouts.size() > static_cast<size_t>(g.row.samples)) ag.rollouts.resize(g.row.samples);
@@ -226,8 +223,9 @@ void Hub::hold_for_trainer(const std::vector<std::string>& held) {
   std::lock_guard<std::mutex> lock(mutex_);
   pending_.clear();
   for (const auto& id : held) {
-    auto it = groups_.find(id);
-    if (it != groups_.end() && it->second.row.status == GroupStatus::kComplete) pending_.insert(id);
+    auto it = book_.groups().find(id);
+    if (it != book_.groups().end() && it->second.row.status == GroupStatus::kComplete)
+      pending_.insert(id);
   }
   groups_cv_.notify_all();
 }
@@ -238,8 +236,9 @@ void Hub::mark_trained(const std::vector<std::string>& group_ids_in, const StepR
   // already trained at this step are left out, and a step left with none is not written again.
   std::vector<std::string> group_ids;
   for (const auto& id : group_ids_in) {
-    auto it = groups_.find(id);
-    const bool repeat = it != groups_.end() && it->second.row.status == GroupStatus::kTrained &&
+    auto it = book_.groups().find(id);
+    const bool repeat = it != book_.groups().end() &&
+                        it->second.row.status == GroupStatus::kTrained &&
                         it->second.row.trained_step == report.step;
     if (!repeat) group_ids.push_back(id);
   }
@@ -248,18 +247,18 @@ void Hub::mark_trained(const std::vector<std::string>& group_ids_in, const StepR
   json rep = to_json(report);
   rep["group_ids"] = group_ids;
   for (const auto& id : group_ids) {
-    STOA_CHECK(groups_.count(id), ErrorKind::kInvalidArgument, "mark_trained: unknown group '", id,
-               "'");
+    STOA_CHECK(book_.groups().count(id), ErrorKind::kInvalidArgument,
+               "mark_trained: unknown group '", id, "'");
   }
   // The groups and the step commit together: a crash never leaves a step without its groups.
-  write_locked([group_ids, step = report.step, t = now(), text = rep.dump()](Ledger& l) {
+  ledger_->write([group_ids, step = report.step, t = now(), text = rep.dump()](Ledger& l) {
     for (const auto& id : group_ids) l.set_group_status(id, GroupStatus::kTrained, step);
     l.put_step(step, t, text);
   });
   last_step_ = std::max(last_step_, report.step);
   for (const auto& id : group_ids) {
-    groups_.at(id).row.status = GroupStatus::kTrained;
-    groups_.at(id).row.trained_step = report.step;
+    book_.groups().at(id).row.status = GroupStatus::kTrained;
+    book_.groups().at(id).row.trained_step = report.step;
     pending_.erase(id);
     counters_->groups_trained++;
   }
@@ -270,36 +269,36 @@ void Hub::mark_trained(const std::vector<std::string>& group_ids_in, const StepR
   while (b + 1 < buckets.size() && report.step_seconds > HubCounters::kStepBounds[b]) ++b;
   buckets[b]++;
   counters_->step_seconds_sum += report.step_seconds;
-  const uint64_t ticket = written_locked();
+  const uint64_t ticket = ledger_->written();
   lock.unlock();
-  wait_durable(ticket);
+  ledger_->wait_durable(ticket);
 }
 
 void Hub::mark_dropped(const std::vector<std::string>& group_ids_in, const std::string& reason) {
   std::unique_lock<std::mutex> lock(mutex_);
   std::vector<std::string> group_ids;  // a repeat changes nothing (see mark_trained)
   for (const auto& id : group_ids_in) {
-    auto it = groups_.find(id);
-    if (it == groups_.end() || it->second.row.status != GroupStatus::kDropped)
+    auto it = book_.groups().find(id);
+    if (it == book_.groups().end() || it->second.row.status != GroupStatus::kDropped)
       group_ids.push_back(id);
   }
   if (group_ids.empty()) return;
   for (const auto& id : group_ids) {
-    STOA_CHECK(groups_.count(id), ErrorKind::kInvalidArgument, "mark_dropped: unknown group '", id,
-               "'");
+    STOA_CHECK(book_.groups().count(id), ErrorKind::kInvalidArgument,
+               "mark_dropped: unknown group '", id, "'");
   }
-  write_locked([group_ids, reason](Ledger& l) {
+  ledger_->write([group_ids, reason](Ledger& l) {
     for (const auto& id : group_ids) l.set_group_status(id, GroupStatus::kDropped, -1, reason);
   });
   for (const auto& id : group_ids) {
-    groups_.at(id).row.status = GroupStatus::kDropped;
-    groups_.at(id).row.drop_reason = reason;
+    book_.groups().at(id).row.status = GroupStatus::kDropped;
+    book_.groups().at(id).row.drop_reason = reason;
     pending_.erase(id);
     counters_->dropped[reason]++;
   }
-  const uint64_t ticket = written_locked();
+  const uint64_t ticket = ledger_->written();
   lock.unlock();
-  wait_durable(ticket);
+  ledger_->wait_durable(ticket);
 }
 
 int64_t Hub::last_step() const {

@@ -14,11 +14,11 @@ int64_t Hub::hoard_deadline_ms() const {
 }
 
 void Hub::revoke_locked(const std::string& lease_id, const char* why, int64_t now_ms) {
-  LeaseRow l = leases_.at(lease_id);
+  LeaseRow l = book_.leases().at(lease_id);
   l.state = LeaseState::kRevoked;
-  write_locked([l](Ledger& ledger) { ledger.put_lease(l); });
-  set_lease_locked(l);
-  fairness_.hoarded(l.worker_id);
+  ledger_->write([l](Ledger& ledger) { ledger.put_lease(l); });
+  book_.set_lease(l, "", now());
+  book_.fairness().hoarded(l.worker_id);
   log_warn("hub", "lease ", lease_id, " of worker ", l.worker_id, " revoked (", why, ", ",
            (now_ms - l.issued_ms) / 1000, " s after issue); its group ", l.group_id,
            " will be reissued");

@@ -21,13 +21,14 @@ HubSnapshot Hub::snapshot(size_t offset, size_t limit) const {
   std::lock_guard<std::mutex> lock(mutex_);
   s.counters = *counters_;
   s.counters.rate_limited = identity_.rate_limited();
-  s.groups_queued = queued_groups_locked();
+  s.counters.ledger_busy = ledger_->busy();
+  s.groups_queued = book_.queued_groups();
   s.workers_total = workers_.size();
   s.versions = versions_.size();
-  s.leases_open = static_cast<int64_t>(open_leases_.size());
+  s.leases_open = static_cast<int64_t>(book_.open_leases().size());
   s.latest_version = version_info_locked(std::nullopt).version;
   s.step = last_step_;
-  s.ledger = writer_->stats();
+  s.ledger = ledger_->stats();
   s.now_ms = now();
   verification_counters_locked(s.verification);
   if (verification_) {
@@ -41,12 +42,12 @@ HubSnapshot Hub::snapshot(size_t offset, size_t limit) const {
   std::advance(it, static_cast<std::ptrdiff_t>(s.offset));
   for (; it != workers_.end() && s.workers.size() < limit; ++it) {
     WorkerStats w = it->second;
-    w.leases_held = fairness_.held(w.id);
-    w.standing = standing_name(fairness_.standing(w.id));
+    w.leases_held = book_.fairness().held(w.id);
+    w.standing = standing_name(book_.fairness().standing(w.id));
     s.workers.push_back(std::move(w));
   }
-  s.lease_waiters = fairness_.waiters();
-  s.hoarders = fairness_.hoarders();
+  s.lease_waiters = book_.fairness().waiters();
+  s.hoarders = book_.fairness().hoarders();
   s.verification_on = verification_ != nullptr;
   return s;
 }

@@ -1,6 +1,7 @@
 #include "roles/hub/task_proxy.h"
 
 #include "core/log.h"
+#include "roles/hub/verification/verification_state.h"
 
 namespace stoa::hub {
 
@@ -8,16 +9,15 @@ std::optional<env::QaItem> Hub::leased_problem(const std::string& worker_id,
                                                const std::string& prompt_id) const {
   std::lock_guard<std::mutex> lock(mutex_);
   // The open leases are few (max_open_groups groups, a lease or a few each): a scan is cheap.
-  for (const auto& lease_id : open_leases_) {
-    const LeaseRow& l = leases_.at(lease_id);
+  for (const auto& lease_id : book_.open_leases()) {
+    const LeaseRow& l = book_.leases().at(lease_id);
     if (l.worker_id != worker_id) continue;
-    auto g = groups_.find(l.group_id);
-    if (g == groups_.end() || g->second.row.prompt_id != prompt_id) continue;
+    auto g = book_.groups().find(l.group_id);
+    if (g == book_.groups().end() || g->second.row.prompt_id != prompt_id) continue;
     return deps_.prompts.at(static_cast<size_t>(g->second.row.prompt_index));
   }
-  // A check job it holds: the replay walks the same turns (peer_checks.cpp).
-  if (std::optional<env::QaItem> checked = checked_problem_locked(worker_id, prompt_id))
-    return checked;
+  // A check job it holds: the replay walks the same turns (verification/peer_checks.cpp).
+  if (verification_) return verification_->checked_problem(worker_id, prompt_id);
   return std::nullopt;
 }
 

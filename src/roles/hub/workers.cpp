@@ -14,7 +14,7 @@ void Hub::check_trainer(const std::string& bearer) {
   if (bearer.empty())
     throw RequestError(401, "trainer: missing Authorization: Bearer <trainer token>");
   std::lock_guard<std::mutex> lock(mutex_);
-  identity_.refresh(*ledger_);
+  identity_.refresh(ledger_->reader());
   if (!identity_.match(bearer, Identity::kTrainScope))
     throw RequestError(403, "trainer: the token is not a valid token of scope train");
 }
@@ -24,14 +24,15 @@ std::string Hub::issue_session_locked(const std::string& worker_id, const std::s
   const Identity::IssuedSession issued = identity_.issue_session(worker_id, token_name, now_ms);
   workers_[worker_id].session_issued_ms = now_ms;
   // Read and rewritten inside the group commit: the row there has every earlier queued write.
-  write_locked([worker_id, hash = issued.hash, token_name, expires = issued.expires_ms](Ledger& l) {
-    if (auto row = l.worker(worker_id)) {
-      row->session_token = hash;
-      row->token_name = token_name;
-      row->session_expires_ms = expires;
-      l.put_worker(*row);
-    }
-  });
+  ledger_->write(
+      [worker_id, hash = issued.hash, token_name, expires = issued.expires_ms](Ledger& l) {
+        if (auto row = l.worker(worker_id)) {
+          row->session_token = hash;
+          row->token_name = token_name;
+          row->session_expires_ms = expires;
+          l.put_worker(*row);
+        }
+      });
   return issued.token;
 }
 
@@ -41,17 +42,17 @@ net::JoinResponse Hub::join(const std::string& bearer, const net::JoinRequest& r
   const int64_t t = now();
   if (!peer.empty())
     identity_.throttle(Identity::Limit::kJoinPerAddress, peer, "join (this address)");
-  identity_.refresh(*ledger_);
+  identity_.refresh(ledger_->reader());
   const auto token_name = identity_.match(bearer, Identity::kWorkScope);
   if (!token_name) throw RequestError(401, "join: invalid or revoked join token");
-  reserve_writes_locked();
+  ledger_->reserve();
   expire_workers_locked(t);
   WorkerRow row;
   bool resumed = false;
   if (!request.resume_id.empty()) {
     // A worker id is public (status, metrics): resuming one needs the secret handed to the
     // worker that first joined under it. An id the hub does not know gets a fresh identity.
-    if (auto known = ledger_->worker(request.resume_id)) {
+    if (auto known = ledger_->reader().worker(request.resume_id)) {
       const bool proven =
           !known->secret_hash.empty() && !request.resume_secret.empty() &&
           net::constant_time_equal(net::sha256_hex(request.resume_secret), known->secret_hash);
@@ -81,13 +82,13 @@ net::JoinResponse Hub::join(const std::string& bearer, const net::JoinRequest& r
   const Identity::IssuedSession session = identity_.issue_session(row.id, row.token_name, t);
   row.session_token = session.hash;
   row.session_expires_ms = session.expires_ms;
-  write_locked([row](Ledger& l) { l.put_worker(row); });
+  ledger_->write([row](Ledger& l) { l.put_worker(row); });
   auto& w = workers_[row.id];
   w.id = row.id;
   w.name = row.name;
   w.token_name = row.token_name;
   if (!peer.empty()) w.address = peer;
-  fairness_.set_token(row.id, row.token_name);
+  book_.fairness().set_token(row.id, row.token_name);
   w.last_seen_ms = t;
   w.session_issued_ms = t;
   net::JoinResponse resp;
@@ -103,9 +104,9 @@ net::JoinResponse Hub::join(const std::string& bearer, const net::JoinRequest& r
   resp.task_options = deps_.task_options.values();
   resp.stop_strings = deps_.task->stop_strings();
   resp.run_files = deps_.run_files;
-  const uint64_t ticket = written_locked();
+  const uint64_t ticket = ledger_->written();
   lock.unlock();
-  wait_durable(ticket);  // its identity survives a crash before the worker hears it
+  ledger_->wait_durable(ticket);  // its identity survives a crash before the worker hears it
   log_info("hub", "worker ", row.id, " (", row.name, ") ", resumed ? "resumed" : "joined",
            " with token '", row.token_name, "'");
   return resp;
@@ -113,7 +114,7 @@ net::JoinResponse Hub::join(const std::string& bearer, const net::JoinRequest& r
 
 std::string Hub::authenticate(const std::string& bearer) {
   std::lock_guard<std::mutex> lock(mutex_);
-  identity_.refresh(*ledger_);
+  identity_.refresh(ledger_->reader());
   const std::string worker_id = identity_.authenticate(bearer, now());
   if (verification_ && verification_->quarantined.count(worker_id))
     throw RequestError(403, "worker " + worker_id + " is quarantined (a rollout failed replay)");
@@ -123,7 +124,7 @@ std::string Hub::authenticate(const std::string& bearer) {
 void Hub::check_operator(const std::string& bearer, bool loopback) {
   if (loopback) return;
   std::lock_guard<std::mutex> lock(mutex_);
-  identity_.refresh(*ledger_);
+  identity_.refresh(ledger_->reader());
   if (!identity_.match(bearer, Identity::kOperatorScope)) {
     throw RequestError(401,
                        "operator token required (Authorization: Bearer <token>, or "
@@ -145,14 +146,14 @@ void Hub::expire_workers_locked(int64_t now_ms) {
   std::vector<std::string> forget;
   for (const auto& id : gone)
     if (workers_[id].rollouts_accepted == 0) forget.push_back(id);
-  write_locked([forget](Ledger& l) {
+  ledger_->write([forget](Ledger& l) {
     for (const auto& id : forget) l.delete_worker(id);
   });
   for (const auto& id : gone) {
     log_info("hub", "worker ", id, " (", workers_[id].name, ") expired: no heartbeat for ",
              config_.worker_idle_expiry_ms / 1000, " s");
     workers_.erase(id);
-    fairness_.forget(id);
+    book_.fairness().forget(id);
     identity_.forget_worker(id);
   }
   counters_->workers_expired += static_cast<int64_t>(gone.size());
@@ -164,9 +165,9 @@ void Hub::expire_workers() {
     std::lock_guard<std::mutex> lock(mutex_);
     workers_scanned_ms_ = 0;
     expire_workers_locked(now());
-    ticket = written_locked();
+    ticket = ledger_->written();
   }
-  wait_durable(ticket);
+  ledger_->wait_durable(ticket);
 }
 
 }  // namespace stoa::hub

@@ -5,7 +5,7 @@
 
 #include "net/secret.h"
 #include "roles/hub/hub_fixture.h"
-#include "roles/hub/lease_fairness.h"
+#include "roles/hub/leasing/lease_fairness.h"
 
 namespace stoa::hub::testing {
 namespace {

@@ -1,19 +1,24 @@
 // The state behind replay verification (docs/design/verification.md): the rollouts sampled for
 // replay and the groups they hold, peer-check jobs and their leases, escalations to the trusted
 // replay, checkers' books, canaries, the seeds used per lease, quarantined workers and the
-// verdict counters. The Hub decides (hub_verification.cpp, hub_peer_checks.cpp,
-// hub_canaries.cpp) and keeps this under its lock; what only touches this state is here.
+// verdict counters. The Hub decides (hub_verification.cpp, hub_peer_checks.cpp) and keeps this
+// under its lock; what only touches this state is here: the peer checks' bookkeeping
+// (peer_checks.cpp) and the canary checks (canary_checks.cpp).
 #pragma once
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
+#include <utility>
 
 #include "core/rng.h"
 #include "env/dataset.h"
 #include "net/protocol.h"
+#include "roles/hub/verification/check_lease.h"
 #include "roles/hub/verification/rollout_audit.h"
 
 namespace stoa::hub {
@@ -74,7 +79,7 @@ struct VerificationState {
     int64_t rollouts_passed = 0;  // its own rollouts that passed a check (earn checking rights)
   };
   std::map<std::string, CheckerBook> checkers;  // worker id ->
-  // Canary checks (hub_canaries.cpp): rollouts the trusted replay passed, handed to checkers
+  // Canary checks (canary_checks.cpp): rollouts the trusted replay passed, handed to checkers
   // with one log-prob nudged — checks whose right answer (fail) the hub knows.
   struct CanarySource {
     AuditJob job;
@@ -152,6 +157,47 @@ struct VerificationState {
       expired_order.pop_front();
     }
   }
+  // ---- peer checks' bookkeeping (peer_checks.cpp) ----
+  // Clears the peer lease on `rollout_id` (answered, escalated or forgotten); an `expired` lease's
+  // id is remembered so that a late verdict on it is told why it is refused.
+  void end_check_lease(const std::string& rollout_id, bool expired);
+  // Forgets a rollout's peer job, escalation and backlog entry (its group was dropped or timed
+  // out).
+  void forget_check(const std::string& rollout_id);
+  // Hands backlogged escalations to the trusted replay while its queue has room.
+  void drain_backlog();
+  // The trusted verdict on a rollout a checker spoke for: the checker and why it is to be
+  // quarantined when the verdict contradicts it, else nullopt.
+  std::optional<std::pair<std::string, std::string>> judge_checker(const std::string& rollout_id,
+                                                                   const AuditVerdict& trusted);
+  void credit_rollout(const std::string& worker_id);  // its own rollout passed: checking rights
+  // The problem of a check (real or canary) `worker_id` holds on `prompt_id`, if any.
+  std::optional<env::QaItem> checked_problem(const std::string& worker_id,
+                                             const std::string& prompt_id) const;
+
+  // ---- canary checks (canary_checks.cpp) ----
+  // Keeps a job the trusted replay is about to judge as a possible canary source (bounded; the
+  // ones whose verdict is overdue go first); judge_canary_candidate keeps it (a pass) or forgets
+  // it.
+  void note_canary_candidate(const AuditJob& job, const std::string& author_token,
+                             const std::string& author_address, const std::string& seen_by,
+                             int64_t now_ms, const VerifyPolicy& policy);
+  void judge_canary_candidate(const std::string& rollout_id, bool pass);
+  // A canary for `worker_id` from a source whose author it may check (`may_check(token,
+  // address, author worker id)`) and that is as fresh as a real job (`latest` version,
+  // `max_staleness`), or nullopt when none is usable. The source is used once.
+  std::optional<CheckLease> lease_canary(
+      const std::string& worker_id,
+      const std::function<bool(const std::string&, const std::string&, const std::string&)>&
+          may_check,
+      int64_t now_ms, uint64_t latest, uint64_t max_staleness, const VerifyPolicy& policy);
+  // The checker's verdict on canary `job_id`: returns why it is to be quarantined (it passed a
+  // rollout whose replay fails), or nullopt.
+  std::optional<std::string> record_canary(const std::string& checker, const std::string& job_id,
+                                           const AuditVerdict& verdict);
+  void expire_canaries(int64_t now_ms);
+  void drop_canaries_of(const std::string& checker);
+
   // The counters of /v1/status and /metrics (peer: the hub runs peer checks).
   void add_counters(std::map<std::string, double>& m, bool peer) const;
   explicit VerificationState(RolloutAuditor* a, uint64_t seed)

@@ -1,4 +1,4 @@
-#include "roles/hub/lease_fairness.h"
+#include "roles/hub/leasing/lease_fairness.h"
 
 #include <arpa/inet.h>
 

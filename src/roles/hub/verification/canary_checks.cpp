@@ -10,13 +10,14 @@
 // back to the checker that saw them), each used once, none older than kCanaryMaxAgeMs nor past
 // the run's staleness window (its versions must still be in the catalog, and as recent as a real
 // job's).
+#include "roles/hub/verification/verification_state.h"
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
 
+#include "core/error.h"
 #include "core/log.h"
-#include "roles/hub/hub.h"
-#include "roles/hub/verification/verification_state.h"
 
 namespace stoa::hub {
 
@@ -28,17 +29,18 @@ constexpr int64_t kCanaryMaxAgeMs = 10 * 60'000;
 constexpr uint32_t kMaxNudgeUlps = 16;
 }  // namespace
 
-void Hub::note_canary_candidate_locked(const AuditJob& job, const std::string& author_token,
-                                       const std::string& author_address,
-                                       const std::string& seen_by) {
-  VerificationState& v = *verification_;
-  if (!config_.verify.peer || config_.verify.canary_fraction <= 0) return;
+void VerificationState::note_canary_candidate(const AuditJob& job, const std::string& author_token,
+                                              const std::string& author_address,
+                                              const std::string& seen_by, int64_t now_ms,
+                                              const VerifyPolicy& policy) {
+  VerificationState& v = *this;
+  if (!policy.peer || policy.canary_fraction <= 0) return;
   // A candidate whose verdict is overdue will not get one (its group was dropped meanwhile);
   // the others are kept rather than pushed out by newer ones, or a trusted replay running behind
   // would judge none of them while they are held.
-  const int64_t t = now();
+  const int64_t t = now_ms;
   while (!v.canary_candidates.empty() &&
-         t - v.canary_candidates.front().second.added_ms > config_.verify.max_wait_ms)
+         t - v.canary_candidates.front().second.added_ms > policy.max_wait_ms)
     v.canary_candidates.pop_front();
   if (v.canary_candidates.size() >= kMaxCanaryCandidates) return;
   v.canary_candidates.emplace_back(
@@ -46,8 +48,8 @@ void Hub::note_canary_candidate_locked(const AuditJob& job, const std::string& a
       VerificationState::CanarySource{job, author_token, author_address, seen_by, t});
 }
 
-void Hub::judge_canary_candidate_locked(const std::string& rollout_id, bool pass) {
-  VerificationState& v = *verification_;
+void VerificationState::judge_canary_candidate(const std::string& rollout_id, bool pass) {
+  VerificationState& v = *this;
   auto it = std::find_if(v.canary_candidates.begin(), v.canary_candidates.end(),
                          [&](const auto& c) { return c.first == rollout_id; });
   if (it == v.canary_candidates.end()) return;
@@ -58,20 +60,20 @@ void Hub::judge_canary_candidate_locked(const std::string& rollout_id, bool pass
   v.canary_candidates.erase(it);
 }
 
-std::optional<Hub::CheckLease> Hub::lease_canary_locked(
+std::optional<CheckLease> VerificationState::lease_canary(
     const std::string& worker_id,
     const std::function<bool(const std::string&, const std::string&, const std::string&)>&
-        may_check) {
-  VerificationState& v = *verification_;
-  const int64_t t = now();
+        may_check,
+    int64_t now_ms, uint64_t latest, uint64_t max_staleness, const VerifyPolicy& policy) {
+  VerificationState& v = *this;
+  const int64_t t = now_ms;
   // A canary must look as fresh as a real job: a source past the staleness window now (which
   // no real job was when it was accepted) would tell itself apart by its versions.
-  const uint64_t latest = versions_.empty() ? 0 : versions_.rbegin()->first;
   auto too_old = [&](const VerificationState::CanarySource& s) {
     if (t - s.added_ms > kCanaryMaxAgeMs) return true;
     const net::RolloutSubmission& r = s.job.rollout;
     for (size_t i = 0; i < r.versions.size(); ++i)
-      if (r.mask[i] && latest > r.versions[i] && latest - r.versions[i] > config_.max_staleness)
+      if (r.mask[i] && latest > r.versions[i] && latest - r.versions[i] > max_staleness)
         return true;
     return false;
   };
@@ -94,16 +96,17 @@ std::optional<Hub::CheckLease> Hub::lease_canary_locked(
     for (uint32_t k = 0; k < ulps; ++k) logprob = std::nextafter(logprob, -INFINITY);
     const std::string job_id = net::random_token();
     v.canaries[job_id] = {worker_id, job.rollout.prompt_id, job.problem,
-                          static_cast<int64_t>(position), t + config_.verify.peer_lease_ms};
+                          static_cast<int64_t>(position), t + policy.peer_lease_ms};
     ++v.canaries_leased;
-    return CheckLease{job_id, blind_check_job(std::move(job)), config_.verify.peer_lease_ms};
+    return CheckLease{job_id, blind_check_job(std::move(job)), policy.peer_lease_ms};
   }
   return std::nullopt;
 }
 
-std::string Hub::record_canary_locked(const std::string& worker_id, const std::string& job_id,
-                                      const AuditVerdict& verdict) {
-  VerificationState& v = *verification_;
+std::optional<std::string> VerificationState::record_canary(const std::string& worker_id,
+                                                            const std::string& job_id,
+                                                            const AuditVerdict& verdict) {
+  VerificationState& v = *this;
   const VerificationState::Canary canary = v.canaries.at(job_id);
   v.canaries.erase(job_id);
   v.release_check_slot(worker_id);
@@ -118,15 +121,14 @@ std::string Hub::record_canary_locked(const std::string& worker_id, const std::s
   } else {
     ++v.canaries_passed;
     ++v.checkers_quarantined;
-    quarantine_locked(
-        worker_id, cat("passed canary check ", job_id, ", a rollout the hub changed at position ",
-                       canary.position, " (a replay fails it there)"));
+    return cat("passed canary check ", job_id, ", a rollout the hub changed at position ",
+               canary.position, " (a replay fails it there)");
   }
-  return "";
+  return std::nullopt;
 }
 
-void Hub::expire_canaries_locked(int64_t now_ms) {
-  VerificationState& v = *verification_;
+void VerificationState::expire_canaries(int64_t now_ms) {
+  VerificationState& v = *this;
   for (auto it = v.canaries.begin(); it != v.canaries.end();) {
     if (now_ms < it->second.deadline_ms) {
       ++it;
@@ -139,9 +141,8 @@ void Hub::expire_canaries_locked(int64_t now_ms) {
   }
 }
 
-void Hub::drop_canaries_of_locked(const std::string& checker) {
-  std::erase_if(verification_->canaries,
-                [&](const auto& c) { return c.second.checker == checker; });
+void VerificationState::drop_canaries_of(const std::string& checker) {
+  std::erase_if(canaries, [&](const auto& c) { return c.second.checker == checker; });
 }
 
 }  // namespace stoa::hub
