@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <sstream>
 
 #include "core/error.h"
 
@@ -51,6 +52,15 @@ std::vector<uint8_t> read_file(const std::string& path) {
   in.read(reinterpret_cast<char*>(data.data()), size);
   STOA_CHECK(in.gcount() == size, ErrorKind::kIo, "short read from ", path);
   return data;
+}
+
+std::string read_text_file(const std::string& path, const std::string& what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(ErrorKind::kNotFound, path, ": cannot open ", what);
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) fail(ErrorKind::kIo, path, ": read failed");
+  return text.str();
 }
 
 }  // namespace stoa

@@ -16,5 +16,8 @@ namespace stoa {
 void write_file_atomic(const std::string& path, std::span<const uint8_t> bytes);
 // The file's bytes (kNotFound when it cannot be opened, kIo on a short read).
 std::vector<uint8_t> read_file(const std::string& path);
+// The file as text, read whole: kNotFound "<path>: cannot open <what>" (e.g. "config file") when
+// it cannot be opened, kIo "<path>: read failed" when reading fails.
+std::string read_text_file(const std::string& path, const std::string& what);
 
 }  // namespace stoa

@@ -3,12 +3,11 @@
 #include "model/config.h"
 
 #include <cmath>
-#include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/file_bytes.h"
 #include "model/arch_registry.h"
 #include "model/config_json.h"
 
@@ -79,12 +78,7 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
 }
 
 ModelConfig load_model_config(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(ErrorKind::kNotFound, path, ": cannot open config file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) fail(ErrorKind::kIo, path, ": read failed");
-  return parse_model_config(text.str(), path);
+  return parse_model_config(read_text_file(path, "config file"), path);
 }
 
 nlohmann::json model_config_to_json(const ModelConfig& config) {

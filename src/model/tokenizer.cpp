@@ -1,22 +1,16 @@
 #include "model/tokenizer.h"
 
 #include <deque>
-#include <fstream>
-#include <sstream>
 
 #include "core/error.h"
+#include "core/file_bytes.h"
 #include "model/tokenizer_state.h"
 #include "model/unicode.h"
 
 namespace stoa {
 
 Tokenizer Tokenizer::from_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(ErrorKind::kNotFound, path, ": cannot open tokenizer file");
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) fail(ErrorKind::kIo, path, ": read failed");
-  return from_json(buffer.str(), path);
+  return from_json(read_text_file(path, "tokenizer file"), path);
 }
 
 Tokenizer Tokenizer::from_json(const std::string& text, const std::string& source) {
