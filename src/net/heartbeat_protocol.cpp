@@ -84,7 +84,8 @@ json to_json(const HeartbeatResponse& m) {
   return {{"latest_version", m.latest_version ? json(*m.latest_version) : json(nullptr)},
           {"renewed", m.renewed},
           {"cancelled", m.cancelled},
-          {"session_token", m.session_token}};
+          {"session_token", m.session_token},
+          {"run_ended", m.run_ended}};
 }
 HeartbeatResponse heartbeat_response_from_json(const json& j) {
   const char* msg = "heartbeat response";
@@ -94,6 +95,7 @@ HeartbeatResponse heartbeat_response_from_json(const json& j) {
   m.renewed = opt<std::vector<std::string>>(j, msg, "renewed", {});
   m.cancelled = opt<std::vector<std::string>>(j, msg, "cancelled", {});
   m.session_token = opt<std::string>(j, msg, "session_token", "");
+  m.run_ended = opt<bool>(j, msg, "run_ended", false);
   return m;
 }
 

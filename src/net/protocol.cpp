@@ -258,8 +258,10 @@ Lease lease_from_json(const json& j) {
 }
 
 json to_json(const LeaseResponse& m) {
-  return {{"lease", m.lease ? to_json(*m.lease) : json(nullptr)},
-          {"retry_after_ms", m.retry_after_ms}};
+  json j = {{"lease", m.lease ? to_json(*m.lease) : json(nullptr)},
+            {"retry_after_ms", m.retry_after_ms}};
+  if (m.run_ended) j["run_ended"] = true;
+  return j;
 }
 LeaseResponse lease_response_from_json(const json& j) {
   const char* msg = "lease response";
@@ -268,6 +270,7 @@ LeaseResponse lease_response_from_json(const json& j) {
   auto it = j.find("lease");
   if (it != j.end() && !it->is_null()) m.lease = lease_from_json(*it);
   m.retry_after_ms = opt<int64_t>(j, msg, "retry_after_ms", 0);
+  m.run_ended = opt<bool>(j, msg, "run_ended", false);
   return m;
 }
 

@@ -117,6 +117,9 @@ struct Lease {
 struct LeaseResponse {
   std::optional<Lease> lease;  // nullopt: no work right now; retry after retry_after_ms
   int64_t retry_after_ms = 0;
+  // The run is over (its trainer reached max_steps): there will be no more work; the worker
+  // stops. Absent (false) from a hub of an older release.
+  bool run_ended = false;
 };
 
 // ---- POST /v1/release ----
@@ -198,6 +201,7 @@ struct HeartbeatResponse {
   // Set when the session token is past half its life: use this one from now on (the old one
   // stays valid until it expires, so calls already in flight still succeed).
   std::string session_token;
+  bool run_ended = false;  // as LeaseResponse::run_ended
 };
 
 // Codecs. from_json throws kInvalidArgument("<message>: field '<f>' ...") on missing/mistyped

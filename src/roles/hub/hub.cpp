@@ -396,6 +396,11 @@ net::LeaseResponse Hub::lease(const std::string& worker_id, const std::string& p
         throttled = true;
         note_address_locked(worker_id, peer);
       }
+      if (run_ended_) {
+        told_run_ended_.insert(worker_id);
+        resp.run_ended = true;
+        return resp;
+      }
       if (stopped_) {
         resp.retry_after_ms = config_.no_work_retry_ms;
         return resp;
@@ -478,6 +483,10 @@ void Hub::heartbeat_locked(const std::string& caller, const net::Heartbeat& hb,
   w.swarm = hb.swarm;
   ledger_->write([caller, t](Ledger& l) { l.touch_worker(caller, t); });
   resp.latest_version = version_info_locked(std::nullopt).version;
+  if (run_ended_) {
+    resp.run_ended = true;
+    told_run_ended_.insert(caller);
+  }
   // Rotation: past half its life the session gets a successor; the worker switches to it and
   // the old token lapses at its own expiry (calls in flight with it still succeed).
   if (t - w.session_issued_ms >= config_.session_ttl_ms / 2) {

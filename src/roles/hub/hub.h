@@ -141,6 +141,13 @@ class Hub final : public TrainerPort {
 
   // Wakes every blocked long-poll and take_groups (shutdown).
   void stop();
+  // The run is over (its trainer reached max_steps): from now on every lease and heartbeat
+  // answers run_ended, so a worker stops and tells its volunteer instead of waiting for work
+  // that will never come (workers.cpp).
+  void end_run();
+  // The workers heard from within the last `recent_ms` that no answer has yet told the run is
+  // over: the process waits for them (bounded) before it stops serving.
+  size_t workers_not_told_of_end(int64_t recent_ms) const;
   // Called after every publish_version(), outside the hub's lock: the async HTTP server wakes
   // its parked long-polls with it (they hold no thread to wait on version_cv_). nullptr: none.
   void set_version_listener(std::function<void()> listener);
@@ -225,6 +232,8 @@ class Hub final : public TrainerPort {
   std::condition_variable version_cv_;
   std::condition_variable groups_cv_;
   bool stopped_ = false;
+  bool run_ended_ = false;
+  std::set<std::string> told_run_ended_;    // workers an answer said run_ended to
   std::function<void()> version_listener_;  // guarded by mutex_
 
   std::map<std::string, WorkerStats> workers_;

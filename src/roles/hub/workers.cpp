@@ -170,4 +170,22 @@ void Hub::expire_workers() {
   ledger_->wait_durable(ticket);
 }
 
+void Hub::end_run() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (run_ended_) return;
+    run_ended_ = true;
+  }
+  log_info("hub", "the run is over: workers are told so at their next lease or heartbeat");
+}
+
+size_t Hub::workers_not_told_of_end(int64_t recent_ms) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const int64_t t = now();
+  size_t waiting = 0;
+  for (const auto& [id, w] : workers_)
+    if (t - w.last_seen_ms <= recent_ms && !told_run_ended_.count(id)) ++waiting;
+  return waiting;
+}
+
 }  // namespace stoa::hub

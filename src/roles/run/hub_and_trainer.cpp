@@ -6,9 +6,12 @@
 // (roles/trainer/trainer_loop.h). SIGINT / SIGTERM stop it cleanly after the current step.
 #include "roles/run/hub_and_trainer.h"
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <memory>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -21,6 +24,23 @@
 #include "roles/trainer/trainer_loop.h"
 
 namespace stoa::run {
+namespace {
+
+// The run reached max_steps: the hub says so to every worker at its next lease or heartbeat and
+// keeps serving until each worker heard from recently was told — or a heartbeat interval (every
+// live worker beats twice in one) — so none is left retrying a hub that vanished. A signal's
+// stop is not an end: the operator may start the run again.
+void tell_workers_the_run_ended(hub::Hub& hub, int heartbeat_interval_s,
+                                const std::atomic<bool>& stop) {
+  hub.end_run();
+  const int64_t interval_ms = int64_t{1000} * std::max(1, heartbeat_interval_s);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(interval_ms);
+  while (!stop && hub.workers_not_told_of_end(2 * interval_ms) > 0 &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+}
+
+}  // namespace
 
 // Exit status: 0 stopped cleanly (signal or max_steps), 1 any error (message on stderr).
 int run_hub_and_trainer(const std::string& config_path, int64_t max_steps,
@@ -42,6 +62,7 @@ int run_hub_and_trainer(const std::string& config_path, int64_t max_steps,
       "stoa run");
   loop.run(stop);
   log_info("run", "stopping after step ", loop.last_step(), ", version ", loop.version());
+  if (!stop) tell_workers_the_run_ended(hub, c.hub.heartbeat_interval_s, stop);
   process.stop();
   print_run_summary(loop, hub.counters());
   return 0;

@@ -11,7 +11,7 @@
 namespace stoa::worker {
 
 void run_heartbeat(net::HubClient& hub, const std::string& worker_id, int heartbeat_interval_s,
-                   LeaseBook& book, const WorkerGauges& gauges, std::stop_token stop) {
+                   LeaseBook& book, WorkerGauges& gauges, std::stop_token stop) {
   const auto interval = std::chrono::seconds(std::max(1, heartbeat_interval_s / 2));
   // Over ~30 s, not per beat: a beat that fell between two leases would report 0 (token_rate.h).
   RollingRate rate(std::chrono::seconds(30));
@@ -27,8 +27,21 @@ void run_heartbeat(net::HubClient& hub, const std::string& worker_id, int heartb
     if (gauges.download) hb.download = gauges.download();
     if (gauges.swarm) hb.swarm = gauges.swarm();
     try {
-      book.mark_cancelled(hub.heartbeat(hb).cancelled);
+      const net::HeartbeatResponse answer = hub.heartbeat(hb);
+      gauges.hub.answered();
+      book.mark_cancelled(answer.cancelled);
+      if (answer.run_ended) gauges.run_ended = true;
+    } catch (const net::JoinRefused& e) {
+      // The session lapsed and resuming it was refused (the join token was revoked): every
+      // later call would be refused too, so the rollout loop stops the worker.
+      gauges.hub.answered();
+      gauges.fatal.set(e.what());
     } catch (const std::exception& e) {
+      if (is_unreachable(e)) {
+        gauges.hub.unreachable("heartbeat", e.what());
+        continue;
+      }
+      gauges.hub.answered();
       log_warn("worker", "heartbeat: ", e.what());
       // Every later call would be refused too: the rollout loop stops the worker.
       if (std::string(e.what()).find("quarantined") != std::string::npos)

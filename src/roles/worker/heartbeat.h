@@ -11,6 +11,7 @@
 #include <string>
 
 #include "net/hub_client.h"
+#include "roles/worker/hub_contact.h"
 #include "roles/worker/lease_book.h"
 
 namespace stoa::worker {
@@ -49,10 +50,16 @@ struct WorkerGauges {
   // Called on the generation thread when the engine took new weights (set before the start).
   std::function<void(uint64_t version, bool anchor, double apply_ms)> on_weights;
   FatalReason fatal;
+  // Whether the hub answers (hub_contact.h): every thread that calls it reports here.
+  HubContact hub;
+  // The hub said the run is over (a lease or heartbeat answer): the rollout loop stops.
+  std::atomic<bool> run_ended{false};
 };
 
-// Beats until a stop is requested (a thread of WorkerThreads).
+// Beats until a stop is requested (a thread of WorkerThreads). Reports each beat to gauges.hub;
+// sets gauges.run_ended when the hub says the run is over, and gauges.fatal when it refuses the
+// worker for good (quarantined, or its join token revoked so the session cannot be resumed).
 void run_heartbeat(net::HubClient& hub, const std::string& worker_id, int heartbeat_interval_s,
-                   LeaseBook& book, const WorkerGauges& gauges, std::stop_token stop);
+                   LeaseBook& book, WorkerGauges& gauges, std::stop_token stop);
 
 }  // namespace stoa::worker

@@ -1,6 +1,7 @@
 #include "roles/worker/lease_book.h"
 
 #include <algorithm>
+#include <chrono>
 #include <exception>
 
 #include "core/log.h"
@@ -64,14 +65,29 @@ std::vector<std::shared_ptr<LeaseWork>> LeaseBook::unfinished() const {
 }
 
 std::shared_ptr<LeaseWork> lease_group(net::HubClient& hub, int64_t max_tokens,
-                                       int64_t* retry_after_ms) {
+                                       int64_t* retry_after_ms, HubContact& contact,
+                                       std::atomic<bool>& run_ended) {
+  using namespace std::chrono_literals;
   net::LeaseResponse lr;
   try {
     lr = hub.lease();
+    contact.answered();
+  } catch (const net::JoinRefused&) {
+    throw;  // the session could not be resumed: the join token was revoked
   } catch (const std::exception& e) {
-    log_warn("worker", "lease: ", e.what());
-    lr.retry_after_ms = 2000;
+    if (is_unreachable(e)) {
+      // Told once (hub_contact.h); asked again less often as the outage lasts.
+      contact.unreachable("lease", e.what());
+      lr.retry_after_ms = contact.backoff(2000ms, 30000ms).count();
+    } else {
+      contact.answered();
+      // A quarantined worker's every call is refused: stop it with the hub's reason.
+      if (std::string(e.what()).find("quarantined") != std::string::npos) throw;
+      log_warn("worker", "lease: ", e.what());
+      lr.retry_after_ms = 2000;
+    }
   }
+  if (lr.run_ended) run_ended = true;
   if (lr.lease && static_cast<int64_t>(lr.lease->prompt_tokens.size()) >= max_tokens) {
     // No room to generate: hand it back rather than fail, and do not ask again at once.
     log_warn("worker", "lease ", lr.lease->lease_id, ": the prompt has ",

@@ -3,6 +3,7 @@
 // forgets samples) and the heartbeat thread (which lists the leases, renewing them, and marks
 // the ones the hub cancelled).
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -11,6 +12,7 @@
 
 #include "env/dataset.h"
 #include "net/hub_client.h"
+#include "roles/worker/hub_contact.h"
 
 namespace stoa::worker {
 
@@ -45,9 +47,12 @@ class LeaseBook {
 };
 
 // Leases one group from the hub. Null when the hub has none (or is unreachable): then
-// `retry_after_ms` says when to ask again. A prompt that leaves no room to generate under
-// max_tokens (a hub that skips such prompts never sends one) is released back to the hub.
+// `retry_after_ms` says when to ask again (longer as an outage lasts, told to `contact`), and
+// `run_ended` is set when the hub says the run is over. A prompt that leaves no room to generate
+// under max_tokens (a hub that skips such prompts never sends one) is released back to the hub.
+// Throws net::JoinRefused, and the hub's 403 (quarantined): nothing a retry can mend.
 std::shared_ptr<LeaseWork> lease_group(net::HubClient& hub, int64_t max_tokens,
-                                       int64_t* retry_after_ms);
+                                       int64_t* retry_after_ms, HubContact& contact,
+                                       std::atomic<bool>& run_ended);
 
 }  // namespace stoa::worker

@@ -29,6 +29,10 @@ constexpr auto kFirstStatusAfter = 10s;
 constexpr auto kDownloadEvery = 5s;  // a download line at least this often (or every 10 %)
 constexpr auto kIdleBeforeSaying = 5s;
 constexpr auto kRetryEvery = 10s;
+// A hub that misses one call (a restart, a blip) is not news; one away this long is.
+constexpr auto kAwayBeforeSaying = 5s;
+constexpr auto kFirstAwayReminder = 10min;
+constexpr auto kAwayReminderEvery = 30min;
 
 }  // namespace
 
@@ -115,6 +119,11 @@ void ProgressReport::sync_problem(const std::string& why) {
       why.substr(0, 300));
 }
 
+void ProgressReport::run_ended() {
+  say("The run has ended: the hub says training is over and needs no more work. Thank you! "
+      "The worker stops now");
+}
+
 void ProgressReport::stopping(int grace_s) {
   say(cat("Stopping: handing the finished rollouts to the hub (up to ", grace_s, " s)"));
 }
@@ -164,8 +173,37 @@ void ProgressReport::report_download(Clock::time_point now) {
   say(line);
 }
 
+void ProgressReport::report_contact(Clock::time_point now) {
+  const HubContact::State s = gauges_->hub.state();
+  hub_away_ = !s.reachable;
+  if (s.reachable) {
+    if (away_said_)
+      say(cat("The hub answers again (it could not be reached for ",
+              human_duration(std::chrono::duration<double>(now - away_since_).count()),
+              "); carrying on"));
+    away_said_ = false;
+    return;
+  }
+  if (!away_said_) {
+    if (now - s.since < kAwayBeforeSaying) return;
+    away_said_ = true;
+    away_since_ = s.since;
+    next_away_reminder_ = s.since + kFirstAwayReminder;
+    say(cat("The hub cannot be reached (", s.why.substr(0, 200),
+            "). The worker keeps trying, less often as it lasts, and carries on by itself when "
+            "the hub is back"));
+  } else if (now >= next_away_reminder_) {
+    next_away_reminder_ = now + kAwayReminderEvery;
+    say(cat("The hub has not been reachable for ",
+            human_duration(std::chrono::duration<double>(now - s.since).count()),
+            ": the operator may have stopped the run or lost the hub's machine. The worker keeps "
+            "trying; stop it with Ctrl-C if the run is over"));
+  }
+}
+
 void ProgressReport::tick(Clock::time_point now) {
   if (!gauges_) return;
+  report_contact(now);
   report_download(now);
   if (sync_error_) sync_problem(sync_error_());
   const double rate = rate_.sample(gauges_->tokens_generated, now);
@@ -181,12 +219,13 @@ void ProgressReport::tick(Clock::time_point now) {
     idle_said_ = false;
   } else if (idle_since_ == Clock::time_point{}) {
     idle_since_ = now;
-  } else if (!idle_said_ && now - idle_since_ >= kIdleBeforeSaying) {
+  } else if (!idle_said_ && !hub_away_ && now - idle_since_ >= kIdleBeforeSaying) {
     idle_said_ = true;
     say("Waiting for new work from the hub (it has no prompts to hand out right now)");
   }
   if (next_status_ == Clock::time_point{}) next_status_ = now + kFirstStatusAfter;
   if (now < next_status_) return;
+  if (hub_away_) return;  // "Generating: 0.0 tokens/s" would hide that the hub is away
   next_status_ = now + kStatusEvery;
   std::string serving;
   if (const auto swarm = gauges_->swarm ? gauges_->swarm() : std::nullopt)

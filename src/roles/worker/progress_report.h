@@ -3,7 +3,9 @@
 // the model download (bytes / total, rate, time left, every 5 s or 10 %), each version of the
 // weights taken (full model or patch, and how long applying it took), the generation rate
 // (tokens/s over the last 30 s) with rollouts sent / accepted / rejected (each rejection with its
-// reason in words), and when the worker waits for work. The detailed log (core/log.h) stays
+// reason in words), when the worker waits for work, when the hub cannot be reached (one line
+// when it goes, one when it is back, a reminder after a long absence; no generation line
+// meanwhile) and when the hub says the run is over. The detailed log (core/log.h) stays
 // on stderr for `--verbose`.
 //
 // Fed by what the worker already has: events from worker.cpp / join.cpp / the rollout loop
@@ -47,6 +49,7 @@ class ProgressReport {
   void rollout_answered(const net::RolloutSubmission& rollout,
                         const net::RolloutResponse& response);
   void sync_problem(const std::string& why);
+  void run_ended();
   void stopping(int grace_s);
   void stopped(uint64_t tokens, double idle_fraction);
 
@@ -82,6 +85,11 @@ class ProgressReport {
   bool waiting_first_said_ = false;
   Clock::time_point last_retry_line_{};
   std::string last_sync_problem_;
+  void report_contact(Clock::time_point now);
+  bool hub_away_ = false;   // the last call to the hub did not reach it
+  bool away_said_ = false;  // the line that the hub cannot be reached was said
+  Clock::time_point away_since_{};
+  Clock::time_point next_away_reminder_{};
 };
 
 // "3 min 20 s", "45 s", "2 h 5 min".

@@ -253,7 +253,7 @@ void RolloutLoop::fill_slots() {
     std::shared_ptr<LeaseWork> w = book_.next_to_start();
     if (!w && Clock::now() >= next_lease_) {
       int64_t retry_after_ms = 0;
-      w = lease_group(hub_, max_tokens_, &retry_after_ms);
+      w = lease_group(hub_, max_tokens_, &retry_after_ms, gauges_.hub, gauges_.run_ended);
       if (w) {
         ++stats_.leases;
         book_.add(w);
@@ -395,6 +395,9 @@ void RolloutLoop::run(const std::atomic<bool>& stop) {
     if (const auto fatal = gauges_.fatal.get()) fail(ErrorKind::kIntegrity, *fatal);
     if (!runner_ && sync_.last_error().find("is for another model") != std::string::npos)
       fail(ErrorKind::kIntegrity, sync_.last_error());
+    // The hub said the run is over: nothing is left to lease, and what is running would train
+    // nothing; generate_rollouts stops without handing anything over.
+    if (gauges_.run_ended) break;
     take_weights();
     if (o_.stages > 1 && !draining_) connect_pipeline();
     try {

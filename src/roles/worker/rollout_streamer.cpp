@@ -123,8 +123,13 @@ void RolloutStreamer::run() {
       response = submit_(rollout);
       delivered = true;
     } catch (const std::exception& e) {
-      log_warn("worker", "rollout ", rollout.id, ": submit failed (", e.what(),
-               "); keeping it queued");
+      // The first failure of a spell is a warning; its retries (the hub may be away for long)
+      // go to the detailed log.
+      if (failures == 0)
+        log_warn("worker", "rollout ", rollout.id, ": submit failed (", e.what(),
+                 "); keeping it queued");
+      else
+        log_info("worker", "rollout ", rollout.id, ": submit failed again (", e.what(), ")");
     }
     if (delivered) {
       failures = 0;

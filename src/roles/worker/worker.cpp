@@ -77,7 +77,14 @@ WorkerStats generate_rollouts(const WorkerOptions& o, const Joined& j,
   // the spool's rollouts: a callback set after construction would race it).
   RolloutStreamer streamer(
       [&](const net::RolloutSubmission& r) {
-        net::RolloutResponse answer = hub.submit(r);
+        net::RolloutResponse answer;
+        try {
+          answer = hub.submit(r);
+        } catch (const std::exception& e) {
+          if (is_unreachable(e)) gauges.hub.unreachable("submit", e.what());
+          throw;
+        }
+        gauges.hub.answered();
         if (report) report->rollout_answered(r, answer);
         return answer;
       },
@@ -94,7 +101,8 @@ WorkerStats generate_rollouts(const WorkerOptions& o, const Joined& j,
   // before the gauges, the sync and the book go.
   WorkerThreads threads(hub);
   if (report) threads.start([report](std::stop_token stop_report) { report->run(stop_report); });
-  threads.start_hub_loop([&sync](std::stop_token stop_sync) { run_weight_sync(sync, stop_sync); });
+  threads.start_hub_loop(
+      [&](std::stop_token stop_sync) { run_weight_sync(sync, stop_sync, &gauges.hub); });
   threads.start_hub_loop([&](std::stop_token stop_beating) {
     run_heartbeat(hub, joined.worker_id, joined.heartbeat_interval_s, book, gauges, stop_beating);
   });
@@ -122,6 +130,19 @@ WorkerStats generate_rollouts(const WorkerOptions& o, const Joined& j,
   const RolloutContext context{o, config, j.task, codec, sample_vocab, joined, session.pool()};
   run_rollout_loop(context, sync, hub, book, streamer, gauges, stop, stats);
 
+  if (gauges.run_ended) {
+    // The run is over: nothing finished now would be trained, and the hub is about to stop.
+    if (report) report->run_ended();
+    threads.stop();
+    streamer.stop(false);
+    stats.tokens_generated = gauges.tokens_generated;
+    stats.idle_fraction = gauges.idle_fraction;
+    stats.run_ended = true;
+    log_info("worker", "the hub says the run is over: stopped after ", stats.rollouts_finished,
+             " rollouts, ", stats.tokens_generated, " tokens");
+    if (report) report->stopped(stats.tokens_generated, stats.idle_fraction);
+    return stats;
+  }
   // ---- clean shutdown: release what we did not finish, hand over what we did ----
   for (const auto& w : book.unfinished()) {
     try {

@@ -82,9 +82,11 @@ struct WorkerStats {
   uint64_t leases = 0;
   uint64_t leases_released = 0;
   double idle_fraction = 0;
+  bool run_ended = false;  // stopped because the hub said the run is over
 };
 
-// Runs until `stop` is set (SIGINT/SIGTERM) or max_minutes; returns the stats. Throws on a
+// Runs until `stop` is set (SIGINT/SIGTERM), max_minutes, or the hub says the run is over
+// (stats.run_ended); returns the stats. Throws on a
 // configuration error (bad model dir), net::JoinRefused when the hub refuses the join, kNetwork
 // when the hub stays unreachable for join_timeout_s, kIo when the model does not fit in memory
 // or on disk, kIntegrity when the hub quarantines the worker or sends another model's weights

@@ -21,6 +21,7 @@
 #include "roles/worker/failure_advice.h"
 #include "roles/worker/heartbeat.h"
 #include "roles/worker/join.h"
+#include "roles/worker/lease_book.h"
 #include "roles/worker/memory_check.h"
 #include "roles/worker/weight_sync.h"
 #include "roles/worker/worker.h"
@@ -273,6 +274,55 @@ TEST_F(JoinFailure, AQuarantinedWorkerIsStoppedWithTheReason) {
   EXPECT_NE(text(a).find("did not reproduce"), std::string::npos) << text(a);
   EXPECT_NE(text(a).find(joined.worker_id), std::string::npos) << text(a);
   hub->set_auditor(nullptr);  // the auditor goes before the hub
+}
+
+// The run is over (its trainer reached max_steps): the next lease and heartbeat say so, and the
+// hub knows when every worker it heard from lately has been told.
+TEST_F(JoinFailure, TheEndOfTheRunReachesTheWorkerByLeaseAndHeartbeat) {
+  start();
+  publish(1);
+  net::HubClient client(server->url(), quick());
+  std::atomic<bool> stop{false};
+  const auto joined =
+      worker::join_hub(client, "join-secret", "v", 1, (dir / "e").string(), 0, stop);
+  worker::WorkerGauges gauges;
+  int64_t retry_ms = 0;
+  EXPECT_TRUE(worker::lease_group(client, 1 << 20, &retry_ms, gauges.hub, gauges.run_ended));
+  EXPECT_FALSE(gauges.run_ended);
+  EXPECT_EQ(hub->workers_not_told_of_end(60'000), 1u);
+  hub->end_run();
+  EXPECT_FALSE(worker::lease_group(client, 1 << 20, &retry_ms, gauges.hub, gauges.run_ended));
+  EXPECT_TRUE(gauges.run_ended) << "a lease answer did not say the run is over";
+  EXPECT_EQ(hub->workers_not_told_of_end(60'000), 0u);
+  gauges.run_ended = false;
+  worker::LeaseBook book;
+  {
+    const std::jthread beat([&](std::stop_token beating) {
+      worker::run_heartbeat(client, joined.worker_id, 2, book, gauges, beating);
+    });
+    for (int i = 0; i < 50 && !gauges.run_ended; ++i) std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_TRUE(gauges.run_ended) << "a heartbeat answer did not say the run is over";
+  EXPECT_FALSE(gauges.fatal.get());
+}
+
+// A hub gone away: lease asks again less often as the outage lasts, and the contact says so
+// once (the report's line) instead of a warning every 2 s.
+TEST_F(JoinFailure, AnUnreachableHubIsAskedLessOftenAsItLasts) {
+  const stoa::test::LoopbackSocket bound = stoa::test::bind_loopback(/*backlog=*/0);
+  ::close(bound.fd);  // a port that was free a moment ago: nothing listens there
+  net::HubClient client("http://127.0.0.1:" + std::to_string(bound.port), quick());
+  worker::WorkerGauges gauges;
+  std::vector<int64_t> retries;
+  for (int i = 0; i < 6; ++i) {
+    int64_t retry_ms = 0;
+    EXPECT_FALSE(worker::lease_group(client, 1 << 20, &retry_ms, gauges.hub, gauges.run_ended));
+    retries.push_back(retry_ms);
+  }
+  EXPECT_FALSE(gauges.hub.state().reachable);
+  EXPECT_FALSE(gauges.run_ended);
+  EXPECT_GT(retries.back(), retries.front());
+  EXPECT_EQ(retries.back(), 30000);
 }
 
 TEST_F(JoinFailure, AModelDirForAnotherModelIsRefusedAfterTheJoin) {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "roles/worker/failure_advice.h"
 #include "roles/worker/progress_report.h"
 
@@ -108,6 +109,66 @@ TEST(ProgressReport, AFullDiskIsToldOnceWithWhatToDo) {
   report.sync_problem(why);
   EXPECT_EQ(out.count("The disk is full"), 1u) << out.all();
   EXPECT_EQ(out.count("--state-dir"), 1u) << out.all();
+}
+
+// A hub that goes away is told in one line (not a warning per failed call, not a generation
+// line of 0.0 tokens/s every 30 s), its return in one more, a long absence in a reminder.
+TEST(ProgressReport, AHubThatGoesAwayIsToldOnceAndItsReturnOnce) {
+  Captured out;
+  ProgressReport report(out.sink());
+  WorkerGauges gauges;
+  gauges.have_engine = true;
+  report.watch(gauges);
+  const auto t0 = ProgressReport::Clock::time_point{} + 1000s;
+  report.tick(t0);
+  gauges.hub.unreachable("heartbeat", "connection refused", t0 + 1s);
+  for (int s = 1; s <= 300; ++s) {
+    gauges.hub.unreachable("lease", "connection refused", t0 + std::chrono::seconds(s));
+    report.tick(t0 + std::chrono::seconds(s));
+  }
+  EXPECT_EQ(out.count("The hub cannot be reached (connection refused)"), 1u) << out.all();
+  EXPECT_EQ(out.count("Generating: "), 0u) << out.all();
+  EXPECT_EQ(out.count("Waiting for new work"), 0u) << out.all();
+  // Asked again less often as it lasts, up to the cap.
+  EXPECT_EQ(gauges.hub.backoff(2000ms, 30000ms), 30000ms);
+  report.tick(t0 + 11min);
+  EXPECT_EQ(out.count("The hub has not been reachable for 10 min"), 1u) << out.all();
+  report.tick(t0 + 12min);
+  EXPECT_EQ(out.count("has not been reachable"), 1u) << out.all();
+  gauges.hub.answered(t0 + 13min);
+  report.tick(t0 + 13min);
+  report.tick(t0 + 14min);
+  EXPECT_EQ(out.count("The hub answers again (it could not be reached for 12 min 59 s)"), 1u)
+      << out.all();
+  EXPECT_EQ(gauges.hub.backoff(2000ms, 30000ms), 2000ms);
+  EXPECT_GE(out.count("Generating: "), 1u) << out.all();
+}
+
+TEST(ProgressReport, AShortBlipIsNotNews) {
+  Captured out;
+  ProgressReport report(out.sink());
+  WorkerGauges gauges;
+  report.watch(gauges);
+  const auto t0 = ProgressReport::Clock::time_point{} + 1000s;
+  gauges.hub.unreachable("sync", "timed out", t0);
+  report.tick(t0 + 2s);
+  gauges.hub.answered(t0 + 3s);
+  report.tick(t0 + 4s);
+  EXPECT_EQ(out.count("hub cannot be reached"), 0u) << out.all();
+  EXPECT_EQ(out.count("answers again"), 0u) << out.all();
+}
+
+TEST(ProgressReport, TheEndOfTheRunIsToldInWords) {
+  Captured out;
+  ProgressReport report(out.sink());
+  report.run_ended();
+  EXPECT_EQ(out.count("The run has ended: the hub says training is over"), 1u) << out.all();
+}
+
+TEST(HubContact, AnAnswerIsNotAnOutage) {
+  EXPECT_TRUE(is_unreachable(Error(ErrorKind::kNetwork, "GET http://h:1/v1/version: Connection")));
+  EXPECT_FALSE(is_unreachable(Error(ErrorKind::kNetwork, "lease: HTTP 403: quarantined")));
+  EXPECT_FALSE(is_unreachable(Error(ErrorKind::kIntegrity, "blob abc: received 3 bytes")));
 }
 
 TEST(FailureAdvice, RejectionReasonsReadAsWords) {
