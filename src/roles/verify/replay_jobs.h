@@ -63,6 +63,11 @@ using ReplayTaskMaker = std::function<std::unique_ptr<env::Task>(const net::Vali
 
 struct ReplayLoopOptions {
   std::string log_tag = "validate";
+  // A worker's peer check (roles/worker/check_thread.h) is blind, and some of its jobs are
+  // canaries the hub altered so that they fail: there a failed replay is routine — the verdict
+  // goes to the hub, which judges it — and is logged as information, not as an alarm. A
+  // validator's failed replay is the news that a worker computed wrongly: a warning.
+  bool failures_are_routine = false;
   std::string mirror_dir;  // the blob mirror and its catalog.json
   int threads = 1;         // engine threads
   int64_t max_jobs = 0;    // stop after this many verdicts (0: until stopped)

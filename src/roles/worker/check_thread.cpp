@@ -54,6 +54,7 @@ void run_peer_checks(net::HubClient& hub, const verify::ReplayModel& model,
   CheckSource source(hub);
   verify::ReplayLoopOptions loop;
   loop.log_tag = "check";
+  loop.failures_are_routine = true;
   loop.mirror_dir = options.mirror_dir;
   loop.threads = options.threads;
   loop.keep_versions = options.keep_versions;
