@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <sstream>
 #include <vector>
 
@@ -31,6 +32,13 @@ std::string text_field(const json& j, const char* key, size_t max_chars) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return "-";
   return printable(it->is_string() ? it->get<std::string>() : it->dump(), max_chars);
+}
+
+// The string at `key`, "" when absent or not a string (the hub's JSON is not trusted to be sane).
+std::string string_field(const json& j, const char* key) {
+  if (!j.is_object()) return "";
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
 }
 
 std::string format(const char* fmt, double v) {
@@ -113,8 +121,23 @@ std::string render_status(const json& status, const StatusViewOptions& options) 
     if (counters.is_object() && counters.contains(key))
       o << key << " " << format("%.0f", number(counters, key)) << "  ";
   o << "\n";
+  // Steps that changed nothing (roles/hub/observe/learning_signal.h): a run can look busy and
+  // learn nothing, so the screen says how many and warns past the run's limit.
+  const json& signal = status.value("learning_signal", json::object());
+  if (signal.is_object() && !signal.empty()) {
+    o << "learning signal: " << format("%.0f", number(signal, "steps_without_signal")) << " of "
+      << format("%.0f", number(signal, "steps")) << " steps without ("
+      << format("%.0f", number(signal, "consecutive_steps_without_signal")) << " in a row), "
+      << format("%.0f", number(signal, "groups_uniform")) << " of "
+      << format("%.0f", number(signal, "groups")) << " groups uniform\n";
+    if (signal.contains("warning")) o << "WARNING: " << text_field(signal, "warning", 400) << "\n";
+  }
 
   const json workers = status.value("workers", json::array());
+  // Workers that joined under the same name (every `stoa work` without --name is "worker") are
+  // told apart by their id.
+  std::map<std::string, int> name_count;
+  for (const auto& w : workers) ++name_count[string_field(w, "name")];
   const size_t name_width =
       static_cast<size_t>(std::clamp(options.width - 58, 8, 40));  // the numbers take ~58 columns
   o << pad("worker", name_width) << "  version  lag   tokens/s   idle  accepted  seen\n";
@@ -125,6 +148,8 @@ std::string render_status(const json& status, const StatusViewOptions& options) 
     if (shown >= options.max_workers) continue;
     ++shown;
     std::string name = text_field(w, "name", name_width);
+    if (name_count[string_field(w, "name")] > 1)
+      name = printable(string_field(w, "name") + " (" + string_field(w, "id") + ")", name_width);
     char line[160];
     std::snprintf(line, sizeof line, "  %7s  %3s  %9.1f  %4.0f%%  %8.0f  %3.0f s",
                   version_text(w, "version").c_str(),

@@ -48,6 +48,7 @@ Hub::Hub(HubConfig config, HubDeps deps)
              "hub: hoard_grace_ms and hoard_min_tokens_per_s must be >= 0");
   if (!deps_.clock_ms) deps_.clock_ms = system_ms;
   counters_->start_ms = now();
+  counters_->learning_signal = LearningSignalWatch(config_.no_signal_warn_steps);
   // A fixed shuffle of the prompts (seeded): the cursor into it is persisted, so a restarted hub
   // continues where it stopped instead of replaying the first prompts. Rng's shuffle is the same
   // with every standard library (std::shuffle's algorithm is implementation-defined).

@@ -16,6 +16,7 @@
 #include "pulse/blob_store.h"
 #include "roles/hub/identity/rate_limit.h"
 #include "roles/hub/leasing/lease_fairness.h"
+#include "roles/hub/observe/learning_signal.h"
 #include "roles/hub/verification/rollout_audit.h"
 
 namespace stoa::hub {
@@ -62,6 +63,9 @@ struct HubConfig {
   int64_t worker_idle_expiry_ms = 600'000;  // no heartbeat for this long: the worker is gone
   size_t status_max_workers = 500;          // a /v1/status page holds at most this many
   size_t metrics_max_workers = 200;         // per-worker series in /metrics
+  // Consecutive trainer steps without learning signal before /v1/status, /metrics and the
+  // dashboard warn (observe/learning_signal.h; ≤ 0: never).
+  int64_t no_signal_warn_steps = kDefaultNoSignalWarnSteps;
   HubLimits limits;
   // Fair leasing (lease_fairness.h; docs/design/hub.md "Fair leasing").
   LeaseCaps lease_caps;

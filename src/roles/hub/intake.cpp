@@ -263,6 +263,8 @@ void Hub::mark_trained(const std::vector<std::string>& group_ids_in, const StepR
     counters_->groups_trained++;
   }
   counters_->last_step = report;
+  // Reported by status, /metrics and the dashboard; the trainer's own watch logs the warning.
+  counters_->learning_signal.add(report);
   record_step_history_locked(report);
   auto& buckets = counters_->step_seconds_buckets;
   size_t b = 0;

@@ -50,6 +50,9 @@ struct StepReport {
   double reward_mean = 0;
   double loss = 0;
   int64_t groups = 0;
+  // Of `groups`, those whose rollouts all earned the same reward: advantage 0, no gradient
+  // (observe/learning_signal.h), whether or not they ran through the model.
+  int64_t groups_uniform = 0;
   int64_t tokens = 0;
   std::map<std::string, double> extra;  // anything else, exported as stoa_train_<key>
 };

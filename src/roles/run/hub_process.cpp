@@ -64,6 +64,8 @@ HubProcess::HubProcess(const RunConfig& config, bool serve_trainer)
   deps.run_files = hub::publish_run_files(c.model_dir, *run_files_store_);
   hub::HubConfig hub_config = c.hub;
   hub_config.serve_trainer = serve_trainer;
+  // One key ([trainer] no_signal_warn_steps) for the trainer's log and the hub's reports.
+  hub_config.no_signal_warn_steps = c.loop.no_signal_warn_steps;
   hub_ = std::make_unique<hub::Hub>(hub_config, deps);
 
   // Replay verification on the hub's spare threads ([verify] enabled).

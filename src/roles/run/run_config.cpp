@@ -246,6 +246,7 @@ void trainer_keys(Keys& k, Config& c) {
   k.value("groups_per_step", c.loop.groups_per_step);
   k.value("min_groups", c.loop.min_groups);
   k.value("skip_uniform_groups", c.loop.skip_uniform_groups);
+  k.value("no_signal_warn_steps", c.loop.no_signal_warn_steps);
   k.value("gather_timeout_ms", c.loop.gather_timeout);
   k.value("max_staleness", c.loop.staleness.max_staleness);
   k.value("checkpoint_every", c.loop.checkpoint_every);

@@ -71,6 +71,7 @@ TrainerLoop::TrainerLoop(hub::TrainerPort& port, pulse::BlobStore& store,
     trainer_ = std::make_unique<train::Trainer>(initial, train_options, options_.ranks);
   }
   last_step_ = port_.last_step();
+  signal_ = hub::LearningSignalWatch(options_.no_signal_warn_steps);
   config_hash_ = pulse::config_hash(trainer_->config());
   publisher_ = std::make_unique<pulse::Publisher>(store_, options_.publisher);
   if (!options_.log_path.empty()) {
@@ -190,6 +191,9 @@ std::optional<LoopStep> TrainerLoop::step_once() {
   r.reward_mean = mean_reward(split.kept);
   r.loss = s.metrics.loss;
   r.groups = static_cast<int64_t>(split.kept.size());
+  r.groups_uniform =
+      std::count_if(split.kept.begin(), split.kept.end(),
+                    [](const hub::AcceptedGroup& g) { return !has_reward_spread(g); });
   r.tokens = s.metrics.tokens;
   // Of the wall time since the previous step ended (gathering + this step), the share spent
   // computing: what "the trainer never waits" is measured by.
@@ -203,6 +207,7 @@ std::optional<LoopStep> TrainerLoop::step_once() {
   // handed out again, whatever happens to this process.
   port_.mark_trained(s.trained, r);
   last_step_ = s.step;
+  watch_signal(r);
 
   s.version = publish();
   s.patch_bytes = last_patch_bytes_;
@@ -245,6 +250,17 @@ void TrainerLoop::drop_refused(std::vector<std::string> group_ids, const std::st
   log_warn("trainer", "dropped ", group_ids.size(), " group(s) the trainer cannot train on (",
            reason, ", never handed out again; ", group_ids.front(),
            group_ids.size() > 1 ? ", ..." : "", "): ", why);
+}
+
+void TrainerLoop::watch_signal(const hub::StepReport& report) {
+  const bool was_warning = signal_.warning();
+  if (signal_.add(report)) {
+    log_warn("trainer", signal_.warning_text());
+  } else if (was_warning && !signal_.warning()) {
+    log_info("trainer", "learning signal back at step ", report.step, " (",
+             report.groups - report.groups_uniform, " of ", report.groups,
+             " groups with a reward spread)");
+  }
 }
 
 void TrainerLoop::run(const std::atomic<bool>& stop) {

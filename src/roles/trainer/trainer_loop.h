@@ -43,6 +43,7 @@
 #include "model/weights.h"
 #include "pulse/blob_store.h"
 #include "pulse/publisher.h"
+#include "roles/hub/observe/learning_signal.h"
 #include "roles/hub/trainer_port.h"
 #include "roles/trainer/step_batch.h"
 #include "roles/trainer/step_log.h"
@@ -58,6 +59,10 @@ struct TrainerLoopOptions {
   // kMaxGatherFactor × groups_per_step groups are in hand, so a policy that earns the same reward
   // everywhere (all 0 at the start) still steps — on everything it has, as without the option.
   bool skip_uniform_groups = false;
+  // Consecutive steps without learning signal (every group uniform, or a zero gradient) after
+  // which the loop logs a warning, and again every as many steps while it lasts
+  // (hub/observe/learning_signal.h; ≤ 0: never). The hub counts the same steps for its reports.
+  int64_t no_signal_warn_steps = hub::kDefaultNoSignalWarnSteps;
   std::chrono::milliseconds gather_timeout{2000};
   std::chrono::milliseconds poll{250};  // one take_groups wait
   int64_t checkpoint_every = 1;         // steps (≥ 1)
@@ -107,6 +112,7 @@ class TrainerLoop {
   int64_t groups_dropped() const { return groups_dropped_; }
   int64_t groups_refused() const { return groups_refused_; }
   const train::Trainer& trainer() const { return *trainer_; }
+  const hub::LearningSignalWatch& learning_signal() const { return signal_; }
 
  private:
   uint64_t publish();             // returns the new version
@@ -116,6 +122,7 @@ class TrainerLoop {
   void drop_refused(std::vector<std::string> group_ids, const std::string& reason,
                     const std::string& why);
   void log_step(const LoopStep& s);
+  void watch_signal(const hub::StepReport& report);
 
   hub::TrainerPort& port_;
   pulse::BlobStore& store_;
@@ -133,6 +140,7 @@ class TrainerLoop {
   uint64_t last_patch_bytes_ = 0, last_anchor_bytes_ = 0;
   std::chrono::steady_clock::time_point last_step_end_;
   JsonlWriter log_;  // the step log (step_log.h)
+  hub::LearningSignalWatch signal_;
 };
 
 }  // namespace stoa::trainer

@@ -98,6 +98,37 @@ TEST(StatusView, ManyWorkersStayOneScreenAndLongNamesAreCut) {
     EXPECT_LE(end - start, 140u) << screen.substr(start, end - start);
 }
 
+TEST(StatusView, SaysWhenStepsCarryNoLearningSignal) {
+  json s = sample_status();
+  s["learning_signal"] = {{"steps", 12},
+                          {"steps_without_signal", 11},
+                          {"groups", 96},
+                          {"groups_uniform", 90},
+                          {"warn_after_steps", 10},
+                          {"consecutive_steps_without_signal", 11},
+                          {"warning", "no learning signal for the last 11 trainer steps"}};
+  const std::string screen = render_status(s);
+  EXPECT_NE(screen.find("learning signal: 11 of 12 steps without (11 in a row), 90 of 96 groups "
+                        "uniform"),
+            std::string::npos)
+      << screen;
+  EXPECT_NE(screen.find("WARNING: no learning signal for the last 11 trainer steps"),
+            std::string::npos)
+      << screen;
+  s["learning_signal"].erase("warning");
+  EXPECT_EQ(render_status(s).find("WARNING"), std::string::npos);
+}
+
+TEST(StatusView, WorkersSharingANameAreToldApartByTheirIds) {
+  json s = sample_status();
+  s["workers"][0]["name"] = "worker";
+  s["workers"][1]["name"] = "worker";
+  s["workers"].push_back({{"id", "c"}, {"name", 7}});  // not a string: shown, not a crash
+  const std::string screen = render_status(s);
+  EXPECT_NE(screen.find("worker (a)"), std::string::npos) << screen;
+  EXPECT_NE(screen.find("worker (b)"), std::string::npos) << screen;
+}
+
 TEST(StatusView, MissingOrMistypedFieldsRenderAsNoneNotACrash) {
   EXPECT_NE(render_status(json::object()).find("version none"), std::string::npos);
   json s = sample_status();

@@ -87,6 +87,7 @@ void expect_same(const RunConfig& a, const RunConfig& b) {
   EXPECT_EQ(la.groups_per_step, lb.groups_per_step);
   EXPECT_EQ(la.min_groups, lb.min_groups);
   EXPECT_EQ(la.skip_uniform_groups, lb.skip_uniform_groups);
+  EXPECT_EQ(la.no_signal_warn_steps, lb.no_signal_warn_steps);
   EXPECT_EQ(la.gather_timeout, lb.gather_timeout);
   EXPECT_EQ(la.poll, lb.poll);
   EXPECT_EQ(la.checkpoint_every, lb.checkpoint_every);
@@ -163,6 +164,7 @@ RunConfig every_key_set() {
   c.loop.groups_per_step = 3;
   c.loop.min_groups = 2;
   c.loop.skip_uniform_groups = true;
+  c.loop.no_signal_warn_steps = 25;
   c.loop.gather_timeout = std::chrono::milliseconds(1500);
   c.loop.staleness.max_staleness = 6;
   c.loop.checkpoint_every = 5;

@@ -175,6 +175,39 @@ TEST_F(TrainerLoopTest, UniformGroupsAreClosedWithTheStepButNotRun) {
   EXPECT_EQ(u->metrics.sequences, 2 * config.group_size);
 }
 
+TEST_F(TrainerLoopTest, StepsWithoutLearningSignalAreCountedAndWarnedOfUntilSignalReturns) {
+  loop_opts.no_signal_warn_steps = 2;
+  config.no_signal_warn_steps = 2;
+  open_hub();
+  auto& l = open_loop();
+  for (int i = 0; i < 2; ++i) {
+    fill_groups(1, /*uniform=*/true);  // every answer wrong: advantage 0, no gradient
+    auto s = l.step_once();
+    ASSERT_TRUE(s.has_value());
+    EXPECT_EQ(s->report.groups_uniform, 1);
+    EXPECT_EQ(s->metrics.grad_norm, 0.0);
+  }
+  EXPECT_TRUE(l.learning_signal().warning());
+  EXPECT_EQ(l.learning_signal().streak(), 2);
+  // The hub heard the same from the step reports: status and /metrics say so.
+  auto signal = hub->status(0, 10)["learning_signal"];
+  EXPECT_EQ(signal["steps_without_signal"], 2);
+  EXPECT_EQ(signal["groups_uniform"], 2);
+  EXPECT_TRUE(signal.contains("warning"));
+  EXPECT_NE(hub->metrics().find("stoa_no_learning_signal 1\n"), std::string::npos);
+
+  // One step with a reward spread ends the streak and the warning; the totals stay.
+  fill_groups(1);
+  auto s = l.step_once();
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->report.groups_uniform, 0);
+  EXPECT_FALSE(l.learning_signal().warning());
+  signal = hub->status(0, 10)["learning_signal"];
+  EXPECT_EQ(signal["consecutive_steps_without_signal"], 0);
+  EXPECT_EQ(signal["steps_without_signal"], 2);
+  EXPECT_FALSE(signal.contains("warning"));
+}
+
 TEST_F(TrainerLoopTest, StaleGroupsAreDroppedAndCounted) {
   loop_opts.staleness.max_staleness = 0;  // strictly on-policy trainer, lenient hub intake
   open_hub();

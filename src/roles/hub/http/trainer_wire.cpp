@@ -111,6 +111,7 @@ json to_json(const StepReport& report) {
           {"reward_mean", report.reward_mean},
           {"loss", report.loss},
           {"groups", report.groups},
+          {"groups_uniform", report.groups_uniform},
           {"tokens", report.tokens},
           {"extra", report.extra}};
 }
@@ -130,6 +131,8 @@ StepReport step_report_from_json(const json& j) {
     r.loss = j.at("loss").get<double>();
     r.groups = j.at("groups").get<int64_t>();
     r.tokens = j.at("tokens").get<int64_t>();
+    // Absent from a trainer built before it was reported: read as no uniform group.
+    r.groups_uniform = j.value("groups_uniform", int64_t{0});
     if (j.contains("extra")) r.extra = j.at("extra").get<std::map<std::string, double>>();
     return r;
   });

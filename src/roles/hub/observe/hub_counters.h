@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "roles/hub/ledger/ledger_writer.h"
+#include "roles/hub/observe/learning_signal.h"
 #include "roles/hub/trainer_port.h"
 #include "roles/hub/worker_stats.h"
 
@@ -40,7 +41,8 @@ struct HubCounters {
       std::vector<int64_t>(sizeof(kStepBounds) / sizeof(kStepBounds[0]) + 1, 0);
   double step_seconds_sum = 0;
   std::optional<StepReport> last_step;
-  std::set<int64_t> prompts_too_long;  // prompt indices skipped: no room under max_tokens
+  LearningSignalWatch learning_signal;  // steps without signal, uniform groups (the warning)
+  std::set<int64_t> prompts_too_long;   // prompt indices skipped: no room under max_tokens
   bool all_too_long = false;
   int64_t start_ms = 0;
   std::map<std::string, int64_t> rate_limited;  // 429s, by limit

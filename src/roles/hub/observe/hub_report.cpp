@@ -100,6 +100,10 @@ std::map<std::string, double> counter_map(const HubSnapshot& s) {
   m["rate_limited"] = static_cast<double>(limited);
   m["prompts_skipped_too_long"] = static_cast<double>(c.prompts_too_long.size());
   m["versions"] = static_cast<double>(s.versions);
+  const LearningSignalWatch& signal = c.learning_signal;
+  m["steps_without_signal"] = static_cast<double>(signal.steps_without_signal());
+  m["steps_without_signal_consecutive"] = static_cast<double>(signal.streak());
+  m["groups_uniform"] = static_cast<double>(signal.groups_uniform());
   for (const auto& [k, v] : s.verification) m[k] = v;
   return m;
 }
@@ -118,6 +122,10 @@ StepPoint step_point(const StepReport& report, int64_t t, int64_t start_ms,
   point.tv = report.tv;
   point.busy_fraction = report.busy_fraction;
   point.step_seconds = report.step_seconds;
+  if (report.groups > 0)
+    point.uniform_fraction =
+        static_cast<double>(report.groups_uniform) / static_cast<double>(report.groups);
+  point.no_signal = step_without_signal(report);
   double idle_sum = 0, lag_sum = 0;
   int64_t lagged = 0;
   for (const auto& [id, w] : workers) {
@@ -161,6 +169,16 @@ json status_json(const HubSnapshot& snap, const ReportContext& context) {
       by_target[target] = {{"pass", counts[0]}, {"fail", counts[1]}};
     j["verification"]["by_target"] = by_target;
   }
+  {
+    const LearningSignalWatch& signal = c.learning_signal;
+    j["learning_signal"] = {{"steps", signal.steps()},
+                            {"steps_without_signal", signal.steps_without_signal()},
+                            {"consecutive_steps_without_signal", signal.streak()},
+                            {"groups", signal.groups()},
+                            {"groups_uniform", signal.groups_uniform()},
+                            {"warn_after_steps", signal.warn_after()}};
+    if (signal.warning()) j["learning_signal"]["warning"] = signal.warning_text();
+  }
   j["leases_open"] = snap.leases_open;
   json workers = json::array();
   for (const auto& w : snap.workers) {
@@ -193,6 +211,7 @@ json status_json(const HubSnapshot& snap, const ReportContext& context) {
                       {"reward_mean", s->reward_mean},
                       {"loss", s->loss},
                       {"groups", s->groups},
+                      {"groups_uniform", s->groups_uniform},
                       {"tokens", s->tokens}};
     for (const auto& [k, v] : s->extra) j["last_step"]["extra"][k] = v;
   }
@@ -260,6 +279,19 @@ std::string metrics_text(const HubSnapshot& snap, const ReportContext& context) 
   gauge("reward_mean_accepted", "Mean hub-computed reward of accepted rollouts",
         cm["reward_mean_accepted"]);
   gauge("tokens_accepted_total", "Tokens in accepted rollouts", cm["tokens_accepted"], "counter");
+  // No learning signal (observe/learning_signal.h): alert on stoa_no_learning_signal == 1.
+  gauge("groups_uniform_total",
+        "Groups trained whose rollouts all earned the same reward (zero advantage)",
+        cm["groups_uniform"], "counter");
+  gauge("steps_without_signal_total",
+        "Trainer steps with no learning signal (every group uniform, or a zero gradient)",
+        cm["steps_without_signal"], "counter");
+  gauge("steps_without_signal_consecutive",
+        "Trainer steps without learning signal in a row, up to the last one",
+        cm["steps_without_signal_consecutive"]);
+  gauge("no_learning_signal",
+        "1 when the last [trainer] no_signal_warn_steps steps all had no learning signal",
+        st["learning_signal"].contains("warning") ? 1.0 : 0.0);
   // Staleness at intake as a cumulative histogram (le = versions behind the latest).
   o << "# HELP stoa_rollout_staleness_versions Latest version minus the rollout's oldest token "
        "version, at intake\n# TYPE stoa_rollout_staleness_versions histogram\n";

@@ -42,7 +42,9 @@ json RunHistory::to_json(int64_t since_step, int64_t since_version) const {
                      {"workers", p.workers},
                      {"fleet_tokens_per_s", p.fleet_tokens_per_s},
                      {"worker_idle_fraction", p.worker_idle_fraction},
-                     {"patch_lag_mean", p.patch_lag_mean}});
+                     {"patch_lag_mean", p.patch_lag_mean},
+                     {"uniform_fraction", p.uniform_fraction},
+                     {"no_signal", p.no_signal}});
   }
   json versions = json::array();
   for (const auto& v : versions_) {

@@ -1,9 +1,9 @@
 // The run over time, for the dashboard's charts: one point per trainer step (reward, DPPO masked
-// fraction and TV, trainer busy fraction, the fleet's tokens/s, idle fraction and patch lag at that
-// moment) and one per published version (patch and anchor bytes). Bounded rings: a run of any
-// length costs at most kCapacity points of each kind, and a long run keeps every k-th old point
-// (decimated) so the charts still span the whole run. It has its own mutex, so /v1/history is
-// never built under the hub's intake lock.
+// fraction and TV, trainer busy fraction, the share of uniform groups, the fleet's tokens/s, idle
+// fraction and patch lag at that moment) and one per published version (patch and anchor bytes).
+// Bounded rings: a run of any length costs at most kCapacity points of each kind, and a long run
+// keeps every k-th old point (decimated) so the charts still span the whole run. It has its own
+// mutex, so /v1/history is never built under the hub's intake lock.
 #pragma once
 #include <cstdint>
 #include <deque>
@@ -25,6 +25,10 @@ struct StepPoint {
   double fleet_tokens_per_s = 0;    // sum over live workers
   double worker_idle_fraction = 0;  // mean over live workers
   double patch_lag_mean = 0;        // versions behind the latest, mean over live workers
+  // Of the step's groups, the share that was uniform (zero advantage), and whether the step
+  // carried no learning signal at all (observe/learning_signal.h).
+  double uniform_fraction = 0;
+  bool no_signal = false;
 };
 
 struct VersionPoint {
