@@ -41,8 +41,11 @@ std::vector<std::string> chromium_argv(const std::string& binary, const fs::path
 
 class DashboardInBrowser : public HubFixture {
  protected:
-  // A run with history: versions with patches, trainer steps with rising reward, two workers.
+  // A run with history: versions with patches, trainer steps with rising reward whose last three
+  // had no learning signal (past the warning's limit of 3), DPPO figures in the millionths, four
+  // workers, two of them under the default name "worker".
   void make_run() {
+    config.no_signal_warn_steps = 3;
     open_hub();
     for (uint64_t v = 0; v < 6; ++v) {
       pulse::Published p;
@@ -58,10 +61,11 @@ class DashboardInBrowser : public HubFixture {
       }
       hub->publish_version(p, Hash128{v, v});
     }
-    for (const char* name : {"honest-laptop", kHostileName}) {
+    for (const char* name : {"honest-laptop", kHostileName, "worker", "worker"}) {
       net::JoinRequest r;
       r.name = name;
       const std::string id = hub->join("join-secret", r).worker_id;
+      if (std::string(name) == "worker") default_named.push_back(id);
       net::Heartbeat hb;
       hb.worker_id = id;
       hb.version = 4;
@@ -74,14 +78,18 @@ class DashboardInBrowser : public HubFixture {
       StepReport report;
       report.step = step;
       report.reward_mean = 0.1 * static_cast<double>(step);
-      report.masked_fraction = 0.01;
-      report.tv = 0.02;
+      report.masked_fraction = 2.86e-6;
+      report.tv = 1e-6;
+      report.groups = 4;
+      report.groups_uniform = step > 5 ? 4 : 1;
+      report.extra["grad_norm"] = step > 5 ? 0.0 : 0.5;
       report.busy_fraction = 0.8;
       report.step_seconds = 5;
       clock += 5000;
       hub->mark_trained({}, report);
     }
   }
+  std::vector<std::string> default_named;  // ids of the workers that joined as "worker"
 };
 
 TEST_F(DashboardInBrowser, ChartsDrawAndAHostileNameStaysText) {
@@ -116,6 +124,25 @@ TEST_F(DashboardInBrowser, ChartsDrawAndAHostileNameStaysText) {
   const std::regex path_with_line(R"(<path d="M[0-9.]+ [0-9.]+(L[0-9.]+ [0-9.]+){7})");
   EXPECT_TRUE(std::regex_search(dom, path_with_line)) << "no 8-point line drawn";
   EXPECT_NE(dom.find("honest-laptop"), std::string::npos);
+
+  // What the page shows (the DOM before its own script, whose text is no concern of these).
+  const std::string shown = dom.substr(0, dom.find("<script>"));
+  // The reward chart names the run's task and promises no metric the task may not have.
+  EXPECT_NE(shown.find("Training reward (mean over each step's rollouts, task search)"),
+            std::string::npos);
+  EXPECT_EQ(shown.find("exact match"), std::string::npos);
+  EXPECT_EQ(shown.find("pass@1"), std::string::npos);
+  // Millionths on the DPPO axis in exponent form, not cut to their last digits.
+  EXPECT_NE(shown.find(">2.86e-6</text>"), std::string::npos);
+  const size_t cut = shown.find("00000286");
+  EXPECT_EQ(cut, std::string::npos) << shown.substr(cut < 300 ? 0 : cut - 300, 600);
+  // Steps without learning signal: counted in the summary, warned of past the limit.
+  EXPECT_NE(shown.find("steps without learning signal <b>3 (3 in a row)</b>"), std::string::npos);
+  EXPECT_NE(shown.find("no learning signal for the last 3 trainer steps"), std::string::npos);
+  // Two workers with the default name are told apart by their ids (table and chart legend).
+  ASSERT_EQ(default_named.size(), 2u);
+  for (const auto& id : default_named)
+    EXPECT_NE(shown.find("worker (" + id + ")"), std::string::npos) << id;
 
   // The hostile name is text: escaped in the serialized DOM, no <img>/<b> element from it, and its
   // handler never ran (the title is still the page's own).

@@ -41,12 +41,17 @@ const COLORS=['#1f77b4','#d62728','#2ca02c','#ff7f0e','#9467bd','#8c564b','#e377
 const steps=[],versions=[];let lastStep=-1,lastVersion=-1;
 const workerSeries=new Map();  // worker id -> {name, points: [[t, tokens/s]]}, bounded
 const t0=Date.now();
+let task='';  // the run's task (from /v1/status): chart titles name it, they assume none
 
 function el(tag,text,cls){const e=document.createElement(tag);if(text!==undefined)e.textContent=text;if(cls)e.className=cls;return e}
 function svgEl(tag,attrs){const e=document.createElementNS(NS,tag);for(const k in attrs)e.setAttribute(k,attrs[k]);return e}
+// Very small or large numbers in exponent form (2.86e-6, 1.5e7): in decimals they are too wide
+// for an axis label (2.86e-6 in decimals lost its leading digits at the edge) or a table cell.
+function sci(v){return v.toExponential(2).replace(/\.?0+e/,'e').replace('e+','e')}
 function fmt(v){if(typeof v!=='number')return v===null||v===undefined?'-':String(v);
-  if(Number.isInteger(v))return String(v);const a=Math.abs(v);return a>=100?v.toFixed(0):a>=1?v.toFixed(2):v.toFixed(4)}
-function tick3(v){return String(Number(v.toPrecision(3)))}
+  if(Number.isInteger(v))return String(v);const a=Math.abs(v);
+  return a>=100?v.toFixed(0):a>=1?v.toFixed(2):a>=1e-3?v.toFixed(4):sci(v)}
+function tick3(v){const a=Math.abs(v);return a!==0&&(a<1e-3||a>=1e6)?sci(v):String(Number(v.toPrecision(3)))}
 function num(v){return typeof v==='number'&&isFinite(v)?v:0}
 
 // One chart: series [{name, color, points: [[x, y], ...]}]. Axes from the data (y from 0 unless
@@ -57,6 +62,7 @@ function chart(id,title,xlabel,series,opt){
   if(!box){box=el('div',undefined,'chart');box.id=id;box.appendChild(el('h3',title));
     box.appendChild(svgEl('svg',{viewBox:'0 0 400 170',preserveAspectRatio:'none'}));
     const lg=el('div',undefined,'legend');box.appendChild(lg);document.getElementById('charts').appendChild(box)}
+  box.querySelector('h3').textContent=title;
   const svg=box.querySelector('svg'),legend=box.querySelector('.legend');
   const pts=series.flatMap(s=>s.points);
   const L=54,R=392,T=8,B=150;
@@ -84,8 +90,12 @@ function chart(id,title,xlabel,series,opt){
 function series(name,color,list,x,y){return{name,color,points:list.map(p=>[num(p[x]),num(p[y])])}}
 
 function draw(){
-  chart('c-reward','Reward (exact match of sampled training rollouts: pass@1)','step',
-    [series('reward','#1f77b4',steps,'step','reward_mean')],{ymin:0,ymax:1});
+  // Whatever the task's reward is (0/1, a score, negative): the mean over the rollouts each step
+  // trained on, sampled at the run's temperature. The share of uniform groups (all rewards equal:
+  // no learning signal) beside it shows when the reward stops telling rollouts apart.
+  chart('c-reward','Training reward (mean over each step\'s rollouts'+(task?', task '+task:'')+')','step',
+    [series('reward (mean)','#1f77b4',steps,'step','reward_mean'),
+     series('uniform groups (share)','#7f7f7f',steps,'step','uniform_fraction')]);
   chart('c-busy','Trainer busy and worker idle (fraction of time)','step',
     [series('trainer busy','#2ca02c',steps,'step','busy_fraction'),
      series('worker idle (mean)','#d62728',steps,'step','worker_idle_fraction')],{ymin:0,ymax:1});
@@ -106,14 +116,24 @@ function draw(){
 function table(id,rows){document.getElementById(id).replaceChildren(...rows)}
 function row(cells){const r=el('tr');cells.forEach(c=>r.appendChild(c));return r}
 
+// A worker as people tell it apart: its name, and its id when another worker has the same name
+// (every `stoa work` without --name joins as "worker").
+function workerLabels(ws){const n=new Map();for(const w of ws){const k=String(w.name??'');n.set(k,(n.get(k)||0)+1)}
+  return w=>{const k=String(w.name??'');return n.get(k)>1||!k?k+' ('+String(w.id??'')+')':k}}
+
 function showStatus(s){
   const c=s.counters||{};
+  task=typeof s.task==='string'?s.task:'';
   const items=[['version',s.latest_version],['step',s.step],['workers',s.workers_total??(s.workers||[]).length],
     ['rollouts accepted',c.rollouts_accepted],['rejected',c.rollouts_rejected],['groups trained',c.groups_trained],
     ['open leases',s.leases_open],['uptime (s)',s.uptime_s]];
   const v=s.verification||{};
   if('enabled' in v)items.push(['verification',v.enabled?'on':'OFF']);
-  document.getElementById('warn').textContent=v.warning?String(v.warning):'';
+  const ls=s.learning_signal||{};
+  if('steps_without_signal' in ls)items.push(['steps without learning signal',
+    fmt(ls.steps_without_signal)+' ('+fmt(ls.consecutive_steps_without_signal)+' in a row)']);
+  if('groups_uniform' in ls)items.push(['uniform groups',fmt(ls.groups_uniform)+' of '+fmt(ls.groups)]);
+  document.getElementById('warn').replaceChildren(...[v.warning,ls.warning].filter(w=>w).map(w=>el('div',String(w))));
   for(const k of ['rollouts_verified','verification_failures','workers_quarantined'])
     if(k in c||k in s)items.push([k.replace('_',' '),c[k]??s[k]]);
   document.getElementById('summary').replaceChildren(...items.map(([k,v])=>{const sp=el('span',k+' ');sp.appendChild(el('b',fmt(v)));return sp}));
@@ -121,12 +141,14 @@ function showStatus(s){
   const head=row(['worker','version','lag','tok/s','idle','accepted','leases','standing','serves','seen (s ago)'].map((h,i)=>el('th',h,i?'':'k')));
   const serves=w=>w.swarm?(w.swarm.serving_peers+' peers, '+(num(w.swarm.uploaded_bytes)/1048576).toFixed(1)+' MiB'):'';
   const ws=s.workers||[];
-  table('workers',[head,...ws.map(w=>row([el('td',String(w.name??''),'k'),el('td',fmt(w.version)),el('td',fmt(w.patch_lag)),
+  const label=workerLabels(ws);
+  table('workers',[head,...ws.map(w=>row([el('td',label(w),'k'),el('td',fmt(w.version)),el('td',fmt(w.patch_lag)),
     el('td',fmt(w.tokens_per_s)),el('td',fmt(w.idle_fraction)),el('td',fmt(w.rollouts_accepted)),
     el('td',fmt(w.leases)),el('td',fmt(w.standing)),el('td',serves(w)),el('td',fmt(w.seen_s_ago))]))]);
   const t=(Date.now()-t0)/1000;
   for(const w of ws){const id=String(w.id??w.name);let e=workerSeries.get(id);
-    if(!e){if(workerSeries.size>=256)continue;e={name:String(w.name??id),points:[],last:0};workerSeries.set(id,e)}
+    if(!e){if(workerSeries.size>=256)continue;e={points:[],last:0};workerSeries.set(id,e)}
+    e.name=label(w);
     e.points.push([t,num(w.tokens_per_s)]);e.last=num(w.tokens_per_s);if(e.points.length>300)e.points.shift()}
 }
 
