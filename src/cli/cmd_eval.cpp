@@ -1,5 +1,6 @@
-// `stoa eval`: pass@1 of a model on a question split, each question the full multi-turn episode
-// of a registered task (default `search` against <data>/index) on the engine (app/eval/eval.h).
+// `stoa eval`: mean reward and pass@k of a model on a question split, each question the full
+// multi-turn episode of a registered task (default `search` against <data>/index) on the engine
+// (app/eval/eval.h).
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -31,7 +32,9 @@ int run(Options& o) {
 }
 
 CommandRegistration eval_cmd(
-    "eval", "pass@1 of a model on a question split (multi-turn episodes of a task, default search)",
+    "eval",
+    "mean reward and pass@k of a model on a question split (multi-turn episodes of a task, "
+    "default search)",
     [](CLI::App& app) {
       auto o = std::make_shared<Options>();
       app::EvalOptions& e = o->eval;
@@ -41,7 +44,9 @@ CommandRegistration eval_cmd(
       o->task_flags.add_to(app,
                            "KEY=VALUE: an option of the task (e.g. topk=3); repeatable; search "
                            "without index or search_url uses <data>/index");
-      app.add_option("--split", e.split, "split to evaluate (validation, test, train)");
+      app.add_option("--split", e.split,
+                     "split to evaluate, <data>/<split>.jsonl (default val, or validation where "
+                     "the dataset has no val.jsonl)");
       app.add_option("--questions", e.questions,
                      "a QA JSONL file to evaluate instead of <data>/<split>.jsonl (e.g. the "
                      "train questions `stoa data demos --hold-out` kept out of the SFT data)");
@@ -50,6 +55,14 @@ CommandRegistration eval_cmd(
       app.add_option("--batch", e.batch, "episodes advanced together");
       app.add_option("--temperature", e.temperature, "sampling temperature (0: greedy)");
       app.add_option("--seed", e.seed, "sampling seed");
+      app.add_option("--pass-at", e.pass_at,
+                     "report pass@K (unbiased estimator over --samples per question); repeatable")
+          ->check(CLI::PositiveNumber);
+      app.add_option("--samples", e.samples,
+                     "samples per question (default: the largest --pass-at; > 1 needs "
+                     "--temperature > 0)");
+      app.add_option("--success-reward", e.success_reward,
+                     "a sample's reward that counts as a success for pass@k (default 1)");
       app.add_option("--max-turns", e.max_turns, "tool turns before the final answer turn");
       app.add_option("--max-new-tokens", e.max_new_tokens, "tokens per turn");
       app.add_option("--max-observation-tokens", e.max_observation_tokens,

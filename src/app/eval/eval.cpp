@@ -2,12 +2,14 @@
 // running episode); a finished episode's slot takes the next question, so the batch stays full.
 #include "app/eval/eval.h"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <vector>
 
+#include "app/eval/pass_at_k.h"
 #include "core/error.h"
 #include "engine/model_runner.h"
 #include "engine/sampler.h"
@@ -25,7 +27,8 @@ namespace {
 
 // Per episode (by runner id): its question and the log-probs of its turn in progress.
 struct Running {
-  size_t item = 0;
+  size_t item = 0;                   // the question
+  size_t episode = 0;                // the question's sample: item + sample * questions
   std::vector<float> turn_logprobs;  // this turn's sampled tokens' log-probs (μ)
   std::vector<float> mu;             // aligned with the episode's tokens: μ of generated, else 0
 };
@@ -47,7 +50,8 @@ std::ofstream open_output(const std::string& path) {
 }
 
 std::vector<env::QaItem> load_questions(const EvalOptions& o) {
-  const std::string path = o.questions.empty() ? o.data + "/" + o.split + ".jsonl" : o.questions;
+  const std::string path =
+      o.questions.empty() ? o.data + "/" + eval_split(o) + ".jsonl" : o.questions;
   STOA_CHECK(std::filesystem::exists(path), ErrorKind::kNotFound, "eval: no questions file ", path);
   std::vector<env::QaItem> items = env::load_qa(path, env::BadLinePolicy::kFatal);
   if (o.limit > 0 && static_cast<int64_t>(items.size()) > o.limit) items.resize(o.limit);
@@ -55,7 +59,31 @@ std::vector<env::QaItem> load_questions(const EvalOptions& o) {
   return items;
 }
 
+// n of the estimator: asked for, or the largest k.
+int samples_per_question(const EvalOptions& o) {
+  int n = o.samples;
+  if (n == 0) {
+    n = 1;
+    for (int k : o.pass_at) n = std::max(n, k);
+  }
+  STOA_CHECK(n >= 1, ErrorKind::kInvalidArgument, "eval: --samples must be >= 1");
+  for (int k : o.pass_at)
+    STOA_CHECK(k >= 1 && k <= n, ErrorKind::kInvalidArgument, "eval: --pass-at ", k,
+               " needs 1 <= k <= --samples (", n, ")");
+  STOA_CHECK(n == 1 || o.temperature > 0, ErrorKind::kInvalidArgument, "eval: ", n,
+             " samples per question need --temperature > 0 (greedy samples are all the same)");
+  return n;
+}
+
 }  // namespace
+
+std::string eval_split(const EvalOptions& o) {
+  if (!o.split.empty()) return o.split;
+  if (!std::filesystem::exists(o.data + "/val.jsonl") &&
+      std::filesystem::exists(o.data + "/validation.jsonl"))
+    return "validation";
+  return "val";
+}
 
 env::TaskOptions eval_task_options(const EvalOptions& o) {
   env::TaskOptions options = o.task_options;
@@ -68,6 +96,7 @@ nlohmann::json evaluate(const EvalOptions& o) {
   STOA_CHECK(o.batch >= 1, ErrorKind::kInvalidArgument, "eval: --batch must be >= 1");
   STOA_CHECK(o.max_new_tokens >= 1, ErrorKind::kInvalidArgument,
              "eval: --max-new-tokens must be >= 1");
+  const int n_samples = samples_per_question(o);
   const auto t0 = std::chrono::steady_clock::now();
   const std::vector<env::QaItem> items = load_questions(o);
   // The task before the weights: a misspelt task or option fails at once.
@@ -91,14 +120,17 @@ nlohmann::json evaluate(const EvalOptions& o) {
   sp.temperature = o.temperature;
   engine::validate_sampling_params(sp);
 
-  std::vector<Outcome> outcome(items.size());
+  // Episode e is question e % items, sample e / items: sample 0 keeps the seeds of a one-sample
+  // eval.
+  const size_t episodes = items.size() * static_cast<size_t>(n_samples);
+  std::vector<Outcome> outcome(episodes);
   int64_t generated = 0;
   std::ofstream transcripts = open_output(o.transcripts);
   std::ofstream rollouts = open_output(o.rollouts);
   std::vector<Running> running(static_cast<size_t>(o.batch));
   auto finish = [&](const Running& s, const env::Episode& ep, bool overflow) {
     const env::QaItem& item = items[s.item];
-    Outcome& out = outcome[s.item];
+    Outcome& out = outcome[s.episode];
     out.reward = ep.reward();
     out.turns = ep.turns();
     out.answered = ep.response_text().find("<answer>") != std::string::npos;
@@ -107,6 +139,7 @@ nlohmann::json evaluate(const EvalOptions& o) {
       nlohmann::json t = {{"id", item.id},
                           {"question", item.question},
                           {"golden_answers", item.golden_answers},
+                          {"sample", s.episode / items.size()},
                           {"response", ep.response_text()},
                           {"reward", out.reward}};
       transcripts << t.dump() << '\n';
@@ -116,11 +149,9 @@ nlohmann::json evaluate(const EvalOptions& o) {
       // worker checks the same), so μ lines up token for token with the loss mask.
       STOA_CHECK(s.mu.size() == ep.tokens().size(), ErrorKind::kInternal, "eval: item '", item.id,
                  "': ", s.mu.size(), " log-probs for ", ep.tokens().size(), " tokens");
-      nlohmann::json r = {{"id", item.id},
-                          {"tokens", ep.tokens()},
-                          {"mask", ep.loss_mask()},
-                          {"mu_logprobs", s.mu},
-                          {"reward", out.reward}};
+      nlohmann::json r = {{"id", item.id},         {"sample", s.episode / items.size()},
+                          {"tokens", ep.tokens()}, {"mask", ep.loss_mask()},
+                          {"mu_logprobs", s.mu},   {"reward", out.reward}};
       rollouts << r.dump() << '\n';
     }
   };
@@ -152,16 +183,18 @@ nlohmann::json evaluate(const EvalOptions& o) {
   episode::EpisodeRunner runner(model, *codec, std::move(limits), std::move(hooks));
   size_t next = 0;
   auto fill = [&] {
-    while (next < items.size() && runner.free_slots() > 0) {
-      const size_t item = next++;
+    while (next < episodes && runner.free_slots() > 0) {
+      const size_t episode = next++;
+      const size_t item = episode % items.size();
       episode::EpisodeSampling es;
       es.params = sp;
       es.seed = o.seed;
-      es.stream = item;
+      es.stream = episode;
       es.max_new_tokens = o.max_new_tokens;
       auto ep = std::make_unique<env::Episode>(*task, items[item], *codec, ec);
       Running r;
       r.item = item;
+      r.episode = episode;
       r.mu.assign(ep->tokens().size(), 0.0f);  // the prompt
       const int64_t id = runner.start(std::move(ep), -1, es);
       running[static_cast<size_t>(id)] = std::move(r);
@@ -173,22 +206,35 @@ nlohmann::json evaluate(const EvalOptions& o) {
     fill();
   }
 
-  double correct = 0, turn_sum = 0, answered = 0, overflows = 0;
-  for (const Outcome& out : outcome) {
-    correct += out.reward;
+  double turn_sum = 0, answered = 0, overflows = 0;
+  std::vector<std::vector<double>> rewards(items.size());
+  for (size_t e = 0; e < episodes; ++e) {
+    const Outcome& out = outcome[e];
+    rewards[e % items.size()].push_back(out.reward);
     turn_sum += out.turns;
     answered += out.answered;
     overflows += out.overflow;
   }
-  const double n = static_cast<double>(items.size());
+  std::vector<int> ks = o.pass_at;
+  ks.push_back(1);
+  const RewardSummary summary = summarize_rewards(rewards, ks, o.success_reward);
+  nlohmann::json pass_at = nlohmann::json::object();
+  for (const auto& [k, v] : summary.pass_at) pass_at[std::to_string(k)] = v;
+  int64_t successes = 0;
+  for (const Outcome& out : outcome) successes += out.reward >= o.success_reward ? 1 : 0;
+  const double n = static_cast<double>(episodes);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return {{"model", o.model},
           {"task", o.task},
-          {"split", o.questions.empty() ? o.split : o.questions},
+          {"split", o.questions.empty() ? eval_split(o) : o.questions},
           {"questions", items.size()},
-          {"pass1", correct / n},
-          {"correct", correct},
+          {"samples_per_question", n_samples},
+          {"mean_reward", summary.mean_reward},
+          {"success_reward", o.success_reward},
+          {"pass1", summary.pass_at.at(1)},
+          {"pass_at", pass_at},
+          {"successes", successes},
           {"answered_fraction", answered / n},
           {"mean_turns", turn_sum / n},
           {"context_overflows", overflows},

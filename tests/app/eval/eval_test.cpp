@@ -86,6 +86,50 @@ TEST_F(EvalCli, TaskFromTheRegistry) {
   EXPECT_EQ(shorthand["tokens_generated"], implicit["tokens_generated"]);
 }
 
+// pass@k from n sampled episodes per question, beside the task-neutral mean reward.
+TEST_F(EvalCli, PassAtKFromSeveralSamples) {
+  auto j = eval("--batch 4 --temperature 1 --seed 5 --pass-at 2 --pass-at 4");
+  EXPECT_EQ(j["samples_per_question"], 4);
+  EXPECT_EQ(j["questions"], 6);
+  // Every one of the 6 x 4 episodes ran (at least one turn of 12 tokens each).
+  EXPECT_GE(j["tokens_generated"].get<int64_t>(), 6 * 4 * 12);
+  ASSERT_TRUE(j["pass_at"].contains("1") && j["pass_at"].contains("2") &&
+              j["pass_at"].contains("4"))
+      << j.dump();
+  EXPECT_LE(j["pass_at"]["1"].get<double>(), j["pass_at"]["2"].get<double>());
+  EXPECT_LE(j["pass_at"]["2"].get<double>(), j["pass_at"]["4"].get<double>());
+  EXPECT_EQ(j["pass1"], j["pass_at"]["1"]);
+  EXPECT_TRUE(j["mean_reward"].is_number());
+  // Greedy samples would all be one episode: refused, as is a k beyond the samples.
+  const std::string base = "eval --model " + (*dir / "model").string() + " --data " +
+                           (*dir / "data").string() + " --limit 2 ";
+  EXPECT_NE(run(base + "--pass-at 4"), 0);
+  EXPECT_NE(read_text(*dir / "err.txt").find("--temperature"), std::string::npos)
+      << read_text(*dir / "err.txt");
+  EXPECT_NE(run(base + "--temperature 1 --samples 2 --pass-at 4"), 0);
+  EXPECT_NE(read_text(*dir / "err.txt").find("pass-at 4"), std::string::npos)
+      << read_text(*dir / "err.txt");
+}
+
+// The default split is the reference environment's val.jsonl (envs/arithmetic); a dataset with
+// only validation.jsonl (PaperSearchQA-mini) still evaluates without --split.
+TEST_F(EvalCli, DefaultSplitIsVal) {
+  const fs::path data = *dir / "val_data";
+  fs::create_directories(data);
+  std::ifstream in(*dir / "data" / "validation.jsonl");
+  std::ofstream out(data / "val.jsonl");
+  std::string line;
+  for (int i = 0; i < 2 && std::getline(in, line); ++i) out << line << '\n';
+  out.close();
+  ASSERT_EQ(run("eval --model " + (*dir / "model").string() + " --data " + data.string() +
+                " --index " + (*dir / "data" / "index").string() + " --max-new-tokens 4"),
+            0)
+      << read_text(*dir / "err.txt");
+  const auto j = nlohmann::json::parse(read_text(*dir / "out.txt"));
+  EXPECT_EQ(j["split"], "val");
+  EXPECT_EQ(j["questions"], 2);
+}
+
 TEST_F(EvalCli, BadTaskIsAClearError) {
   const std::string base =
       "eval --model " + (*dir / "model").string() + " --data " + (*dir / "data").string() + " ";
