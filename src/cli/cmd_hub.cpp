@@ -1,13 +1,19 @@
 // `stoa hub token add|list|revoke --run-dir DIR`: the hub's named join tokens, kept in the run's
 // ledger (DIR/ledger.sqlite). A running hub sees a revocation within a second and refuses the
 // sessions that joined with that token (roles/hub/identity/identity.h). Only a token's SHA-256 is
-// stored: `add` prints the token once.
+// stored: `add` prints the token once, with the join string that carries it (the serving hub's
+// URL and certificate pin from DIR/hub.json) — what a volunteer pastes into `stoa work --join`.
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <memory>
+
+#include <nlohmann/json.hpp>
 
 #include "cli/command.h"
 #include "core/error.h"
+#include "net/join_string.h"
 #include "net/protocol.h"
 #include "net/secret.h"
 #include "roles/hub/ledger/ledger.h"
@@ -27,6 +33,19 @@ int64_t now_ms() {
       .count();
 }
 
+// The join string of `token` on the hub serving from run_dir: its hub.json's join string (URL and
+// pin) with the token swapped in. "" when the hub is not serving (it writes hub.json while it
+// does) or hub.json holds no join string.
+std::string join_string_for(const std::string& run_dir, const std::string& token) {
+  std::ifstream in(std::filesystem::path(run_dir) / "hub.json");
+  if (!in) return "";
+  const auto info = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!info.is_object() || !info.contains("join") || !info["join"].is_string()) return "";
+  net::JoinString j = net::parse_join_string(info["join"].get<std::string>());
+  j.token = token;
+  return net::format_join_string(j);
+}
+
 hub::Ledger open_ledger(const TokenOptions& o) {
   return hub::Ledger(o.run_dir + "/ledger.sqlite");
 }
@@ -44,7 +63,22 @@ int add(const TokenOptions& o) {
   }
   const std::string token = net::random_token();
   ledger.put_join_token({o.name, net::sha256_hex(token), o.scope, now_ms(), 0});
-  std::printf("%s\n", token.c_str());
+  std::printf("token %s (scope %s): %s\n", o.name.c_str(), o.scope.c_str(), token.c_str());
+  const std::string join = join_string_for(o.run_dir, token);
+  const char* use = o.scope == "train"      ? "stoa train --hub"
+                    : o.scope == "operator" ? "stoa status --hub"
+                    : o.scope == "validate" ? "its parts: stoa validate --hub --token --pin"
+                                            : "stoa work --join";
+  if (!join.empty()) {
+    std::printf("join string (%s): %s\n", use, join.c_str());
+  } else {
+    // Printed once: the token cannot be shown again, so say how to make its join string.
+    std::printf(
+        "join string: the hub is not serving from %s (no hub.json), so its URL and certificate "
+        "pin are not known here; once it serves, take the join string it prints and put this "
+        "token after #token=\n",
+        o.run_dir.c_str());
+  }
   return 0;
 }
 

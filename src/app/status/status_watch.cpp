@@ -24,6 +24,7 @@ nlohmann::json fetch_status(net::HttpClient& client) {
 int watch_status(const StatusWatchOptions& options, const std::atomic<bool>& stop, std::FILE* out) {
   net::HttpClientOptions http;
   http.ca_cert_path = options.ca_cert_path;
+  http.pin_sha256 = options.pin_sha256;
   http.max_attempts = options.once ? 3 : 1;  // refreshing retries by itself at the next tick
   net::HttpClient client(options.hub_url, http);
   if (!options.operator_token.empty()) client.set_bearer_token(options.operator_token);

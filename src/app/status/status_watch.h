@@ -13,6 +13,7 @@ struct StatusWatchOptions {
   std::string hub_url;         // http(s)://host:port
   std::string operator_token;  // sent as a bearer token when set (a hub off loopback asks for it)
   std::string ca_cert_path;    // HTTPS: the hub's certificate to trust
+  std::string pin_sha256;      // HTTPS: the join string's pinned fingerprint (status_target.h)
   bool once = false;           // print one snapshot and return
   double interval_s = 2.0;
   StatusViewOptions view;
