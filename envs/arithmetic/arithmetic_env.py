@@ -25,6 +25,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 PROTOCOL = 1
 NAME = "arithmetic"
 STOP_STRINGS = ["</calc>", "</answer>"]
+# The rules' version: change it with the prompt, the steps or the reward, and a hub whose run
+# started on another version says so loudly instead of mixing incomparable rewards.
+VERSION = "1"
 ACTION = re.compile(r"<(calc|answer)>(.*?)</\1>", re.DOTALL)
 MAX_BODY = 1 << 20
 MAX_EXPRESSION = 200
@@ -151,7 +154,7 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self):
         if self.path == "/v1/info":
             return self.reply(200, {"protocol": PROTOCOL, "name": NAME,
-                                    "stop_strings": STOP_STRINGS})
+                                    "stop_strings": STOP_STRINGS, "version": VERSION})
         self.reply(404, {"error": "unknown route"})
 
     def do_POST(self):

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/hash.h"
+#include "core/log.h"
 
 namespace stoa::env {
 namespace {
@@ -44,6 +45,15 @@ ActionKind parse_kind(const std::string& kind, const std::string& where) {
   env_fail(cat(where, ": kind '", kind.substr(0, 40), "' is none of tool, answer, invalid"));
 }
 
+// /v1/info's optional "version": a string, or a number (its JSON text); "" when absent.
+std::string version_of(const json& info, const std::string& where) {
+  if (!info.contains("version") || info.at("version").is_null()) return "";
+  const json& v = info.at("version");
+  if (v.is_string()) return v.get<std::string>().substr(0, 200);
+  if (v.is_number()) return v.dump();
+  env_fail(cat(where, ": 'version' is neither a string nor a number"));
+}
+
 }  // namespace
 
 HttpEnvTask::HttpEnvTask(HttpEnvOptions options) : options_(std::move(options)) {
@@ -74,6 +84,34 @@ HttpEnvTask::HttpEnvTask(HttpEnvOptions options) : options_(std::move(options)) 
           cat(where, ": a stop string is not a string of 1 to ", kMaxStopStringBytes, " bytes"));
     stop_strings_.push_back(s.get<std::string>());
   }
+  version_ = version_of(info, where);
+  last_version_ = version_;
+  version_checked_ = std::chrono::steady_clock::now();
+  log_info("task", "environment '", env_name_, "' at ", origin_, ", version ",
+           version_.empty() ? "(none given)" : "'" + version_ + "'");
+}
+
+void HttpEnvTask::check_version() const {
+  std::unique_lock<std::mutex> lock(version_mutex_, std::try_to_lock);
+  if (!lock.owns_lock()) return;  // another thread is looking
+  const auto now = std::chrono::steady_clock::now();
+  if (now - version_checked_ < std::chrono::duration<double>(options_.version_check_s)) return;
+  version_checked_ = now;
+  std::string seen;
+  try {
+    seen = version_of(call("GET", "/v1/info", nullptr), cat("environment ", origin_, " /v1/info"));
+  } catch (const EnvironmentError&) {
+    return;  // the calls that need the environment report its failures; this look is a bonus
+  }
+  if (seen == last_version_) return;
+  version_changes_.fetch_add(1);
+  log_error("task", "ENVIRONMENT CHANGED MID-RUN: '", env_name_, "' at ", origin_,
+            " now reports version '", seen, "' (the run started with '", version_, "', last seen '",
+            last_version_,
+            "'). Rewards before and after are not comparable and replays of older rollouts may "
+            "fail; restore the environment the run started with, or start a new run "
+            "(docs/environment-protocol.md)");
+  last_version_ = seen;
 }
 
 json HttpEnvTask::call(const std::string& method, const std::string& path, const json& body) const {
@@ -189,6 +227,7 @@ void HttpEnvTask::remember(const std::string& key, uint64_t answer_hash) const {
 
 double HttpEnvTask::reward(std::string_view response_text,
                            const std::vector<std::string>& golden_answers) const {
+  check_version();  // the hub asks for a reward per accepted rollout: a steady, cheap moment
   const json answer =
       call("POST", "/v1/reward",
            {{"response", std::string(response_text)}, {"golden_answers", golden_answers}});

@@ -190,6 +190,33 @@ TEST(HttpEnvTask, AnEnvironmentThatAnswersDifferentlyIsCaught) {
   EXPECT_EQ(task.nondeterministic_steps(), 1);
 }
 
+// /v1/info's version is recorded when the task is built; a different one later (the reward
+// function edited, the server restarted) is noticed on the way to a reward, counted once per
+// change, and the rewards keep flowing.
+TEST(HttpEnvTask, AVersionChangeMidRunIsNoticed) {
+  FakeEnvironment fake;
+  fake.set_info(R"({"protocol": 1, "name": "fake", "stop_strings": ["</x>"], "version": "r1"})");
+  HttpEnvTask task({.url = fake.url(), .version_check_s = 0});
+  EXPECT_EQ(task.environment_version(), "r1");
+  EXPECT_EQ(task.reward("a", {"1"}), 0.5);
+  EXPECT_EQ(task.version_changes(), 0);
+  fake.set_info(R"({"protocol": 1, "name": "fake", "stop_strings": ["</x>"], "version": 2})");
+  EXPECT_EQ(task.reward("a", {"1"}), 0.5);
+  EXPECT_EQ(task.version_changes(), 1);
+  EXPECT_EQ(task.reward("a", {"1"}), 0.5);
+  EXPECT_EQ(task.version_changes(), 1) << "one change, counted once";
+  EXPECT_EQ(task.environment_version(), "r1") << "the run's start is what was recorded";
+  // Looks are spaced: with the default interval a change right after construction waits.
+  HttpEnvTask spaced({.url = fake.url()});
+  fake.set_info(R"({"protocol": 1, "name": "fake", "stop_strings": ["</x>"], "version": "r3"})");
+  EXPECT_EQ(spaced.reward("a", {"1"}), 0.5);
+  EXPECT_EQ(spaced.version_changes(), 0);
+  // The reference environment says its version.
+  PythonEnvironment env;
+  ASSERT_TRUE(env.up());
+  EXPECT_FALSE(HttpEnvTask({.url = env.url()}).environment_version().empty());
+}
+
 TEST(HttpEnvTask, BrokenEnvironmentsAreClearErrors) {
   // Nobody listening.
   expect_environment_error([] { HttpEnvTask({.url = "http://127.0.0.1:1"}); }, "unreachable");
