@@ -8,6 +8,7 @@
 #include "cli/command.h"
 #include "core/error.h"
 #include "roles/run/hub_and_trainer.h"
+#include "roles/run/run_log.h"
 #include "roles/run/split_run.h"
 
 namespace stoa::cli {
@@ -25,8 +26,11 @@ CommandRegistration run_cmd("run", "Hub + asynchronous DPPO trainer from a TOML 
                               app.add_option("--max-steps", o->max_steps,
                                              "stop after this many ledger steps (overrides the "
                                              "config)");
-                              return
-                                  [o] { return run::run_hub_and_trainer(o->config, o->max_steps); };
+                              return [o] {
+                                run::open_run_log(run::load_run_config(o->config), "run",
+                                                  o->config);
+                                return run::run_hub_and_trainer(o->config, o->max_steps);
+                              };
                             });
 
 CommandRegistration hub_cmd(
@@ -40,6 +44,7 @@ CommandRegistration hub_cmd(
       return [o] {
         STOA_CHECK(!o->config.empty(), ErrorKind::kInvalidArgument,
                    "stoa hub: give --config run.toml (or a subcommand: stoa hub token ...)");
+        run::open_run_log(run::load_run_config(o->config), "hub", o->config);
         return run::run_hub_alone(o->config);
       };
     });

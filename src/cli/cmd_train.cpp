@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "core/machine.h"
 #include "roles/run/hub_and_trainer.h"
+#include "roles/run/run_log.h"
 #include "roles/run/split_run.h"
 #include "train/distributed.h"
 #include "train/trainer.h"
@@ -68,6 +69,7 @@ int run_train(const Options& o) {
   if (!o.config.empty()) {
     STOA_CHECK(!o.sft, ErrorKind::kInvalidArgument,
                "stoa train: --config (RL: hub + trainer) and --sft are different jobs");
+    run::open_run_log(run::load_run_config(o.config), o.hub.empty() ? "run" : "trainer", o.config);
     // Rank 0's peak here holds the hub too when it runs in this process.
     const int status = !o.hub.empty() ? run::run_trainer_alone(o.config, o.hub, o.max_steps, ranks)
                                       : run::run_hub_and_trainer(o.config, o.max_steps, ranks);

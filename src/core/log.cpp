@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <mutex>
 
 namespace stoa {
@@ -31,8 +32,35 @@ void set_log_level(LogLevel level) {
   level_slot().store(static_cast<int>(level));
 }
 
-void log_write(LogLevel level, std::string_view component, const std::string& message) {
+namespace {
+
+std::mutex& log_mutex() {
   static std::mutex mutex;
+  return mutex;
+}
+
+// The file every line also goes to (nullptr: none), under log_mutex(). The last one is never
+// closed: a line logged while the process exits still has somewhere to go.
+std::FILE*& log_file() {
+  static std::FILE* file = nullptr;
+  return file;
+}
+
+}  // namespace
+
+void log_also_to_file(const std::string& path) {
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  std::error_code ec;
+  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+  std::FILE* f = std::fopen(path.c_str(), "a");
+  STOA_CHECK(f != nullptr, ErrorKind::kIo, "log: cannot open ", path);
+  std::setvbuf(f, nullptr, _IOLBF, 0);  // a line is on disk when the process dies
+  std::lock_guard<std::mutex> lock(log_mutex());
+  if (log_file()) std::fclose(log_file());
+  log_file() = f;
+}
+
+void log_write(LogLevel level, std::string_view component, const std::string& message) {
   static const char kLetters[] = {'D', 'I', 'W', 'E'};
   auto now = std::chrono::system_clock::now();
   std::time_t seconds = std::chrono::system_clock::to_time_t(now);
@@ -42,9 +70,12 @@ void log_write(LogLevel level, std::string_view component, const std::string& me
   gmtime_r(&seconds, &utc);
   char stamp[32];
   std::strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &utc);
-  std::lock_guard<std::mutex> lock(mutex);
-  std::fprintf(stderr, "%s.%03dZ %c [%.*s] %s\n", stamp, millis, kLetters[static_cast<int>(level)],
-               static_cast<int>(component.size()), component.data(), message.c_str());
+  std::lock_guard<std::mutex> lock(log_mutex());
+  for (std::FILE* out : {stderr, log_file()}) {
+    if (!out) continue;
+    std::fprintf(out, "%s.%03dZ %c [%.*s] %s\n", stamp, millis, kLetters[static_cast<int>(level)],
+                 static_cast<int>(component.size()), component.data(), message.c_str());
+  }
 }
 
 }  // namespace stoa

@@ -1,4 +1,6 @@
-// Leveled logging to stderr: "2026-11-30T08:00:00.123Z I [component] message".
+// Leveled logging to stderr: "2026-11-30T08:00:00.123Z I [component] message", and to a file as
+// well once log_also_to_file names one (a run keeps its log in its run directory: an operator
+// who started it in a terminal that has since closed still has the story).
 // The level comes from STOA_LOG (debug|info|warn|error), default info.
 #pragma once
 #include <string>
@@ -12,6 +14,9 @@ enum class LogLevel { kDebug = 0, kInfo = 1, kWarn = 2, kError = 3 };
 
 LogLevel log_level();
 void set_log_level(LogLevel level);
+// From now on every line also goes to `path`, appended (created, with its directory; one file at
+// a time: a second call replaces the first). kIo naming the file when it cannot be opened.
+void log_also_to_file(const std::string& path);
 void log_write(LogLevel level, std::string_view component, const std::string& message);
 
 template <typename... Args>

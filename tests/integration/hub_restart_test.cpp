@@ -53,6 +53,15 @@ TEST(HubRestart, PortZeroKeepsItsPortAndJoinStringsAcrossRestarts) {
   EXPECT_NE(c.hub().err().find("port " + std::to_string(port) + " as at this run's first start"),
             std::string::npos)
       << c.hub().err();
+  // Its log is in the run directory as well as on stderr, appended across the restart
+  // (roles/run/run_log.h): two starts, and the restart's port line.
+  const std::string log = read_text(c.run_dir() / "hub.log");
+  size_t starts = 0;
+  for (size_t at = log.find("start: pid"); at != std::string::npos;
+       at = log.find("start: pid", at + 1))
+    ++starts;
+  EXPECT_EQ(starts, 2u) << log;
+  EXPECT_NE(log.find("as at this run's first start"), std::string::npos) << log;
 
   // Stopped cleanly and held by someone else meanwhile: refused, saying which port and why.
   c.hub().signal(SIGTERM);
