@@ -113,6 +113,7 @@ void TrainerLoop::start() {
   if (started_) return;
   publish();
   started_ = true;
+  progress_.emplace(options_.max_steps, last_step_, Clock::now());
   last_step_end_ = Clock::now();
   log_info("trainer", "published version ", version_, resumed_ ? " (resumed)" : "");
 }
@@ -217,6 +218,8 @@ std::optional<LoopStep> TrainerLoop::step_once() {
   }
   last_step_end_ = Clock::now();
   log_step(s);
+  if (auto line = progress_->line(s.step, r.reward_mean, r.step_seconds, last_step_end_))
+    log_info("trainer", *line);
   return s;
 }
 

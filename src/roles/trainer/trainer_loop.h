@@ -47,6 +47,7 @@
 #include "roles/hub/trainer_port.h"
 #include "roles/trainer/step_batch.h"
 #include "roles/trainer/step_log.h"
+#include "roles/trainer/step_progress.h"
 #include "train/trainer.h"
 
 namespace stoa::trainer {
@@ -141,6 +142,7 @@ class TrainerLoop {
   std::chrono::steady_clock::time_point last_step_end_;
   JsonlWriter log_;  // the step log (step_log.h)
   hub::LearningSignalWatch signal_;
+  std::optional<StepProgress> progress_;  // "step N of M, about T left" (from start())
 };
 
 }  // namespace stoa::trainer
