@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "engine/ops.h"
 #include "engine/scratch.h"
+#include "kernels/vec_ops.h"
 
 namespace stoa::engine {
 
@@ -25,12 +26,12 @@ void Architecture::forward_layers(const Batch& batch, float* hidden, ThreadPool&
     } else {
       short_conv_block(layer.conv, index, batch, normed, delta, pool);
     }
-    for (int64_t i = 0; i < T * H; ++i) hidden[i] += delta[i];
+    kernels::residual_add(hidden, delta, static_cast<size_t>(T * H));
     for (int64_t t = 0; t < T; ++t) {
       rms_norm(hidden + t * H, layer.ffn_norm, H, eps_, normed + t * H);
     }
     layer.ffn.run(normed, T, delta, pool);
-    for (int64_t i = 0; i < T * H; ++i) hidden[i] += delta[i];
+    kernels::residual_add(hidden, delta, static_cast<size_t>(T * H));
   }
 }
 

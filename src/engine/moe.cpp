@@ -6,7 +6,7 @@
 
 #include "core/error.h"
 #include "engine/scratch.h"
-#include "kernels/fixed_math.h"
+#include "kernels/arith_v2.h"
 #include "kernels/vec_ops.h"
 
 namespace stoa::engine {
@@ -19,27 +19,23 @@ void moe_route(const float* router_logits, int64_t num_experts, const float* exp
   float* score = scratch(score_buf, static_cast<size_t>(num_experts));
   float* biased = scratch(biased_buf, static_cast<size_t>(num_experts));
   for (int64_t e = 0; e < num_experts; ++e) {
-    score[e] = 1.0f / (1.0f + kernels::fixed_expf(-router_logits[e]));
-    biased[e] = expert_bias ? score[e] + expert_bias[e] : score[e];
+    // Engine arithmetic v2: the score by v2's sigmoid, the bias added as a residual is (v2::add),
+    // so the choice compares the same values on every backend.
+    score[e] = kernels::v2::sigmoid(router_logits[e]);
+    biased[e] = expert_bias ? kernels::v2::add(score[e], expert_bias[e]) : score[e];
   }
   int32_t* order = scratch(order_buf, static_cast<size_t>(num_experts));
   std::iota(order, order + num_experts, 0);
   std::partial_sort(order, order + top_k, order + num_experts, [&](int32_t a, int32_t b) {
     return biased[a] != biased[b] ? biased[a] > biased[b] : a < b;
   });
-  // The bias only steers the choice (load balancing); the mixing weights are the raw scores.
-  float sum = 0;
-  for (int64_t i = 0; i < top_k; ++i) {
-    experts_out[i] = order[i];
-    weights_out[i] = score[order[i]];
-    sum += weights_out[i];
-  }
-  // Hugging Face divides by (sum + 1e-6); llama.cpp by the sum. The difference is ~1e-6
-  // relative; we follow Hugging Face, which the trainer mirrors.
-  const float norm = norm_topk_prob ? 1.0f / (sum + 1e-6f) : 1.0f;
-  for (int64_t i = 0; i < top_k; ++i) {
-    weights_out[i] = static_cast<float>(weights_out[i] * norm * routed_scaling_factor);
-  }
+  // The bias only steers the choice (load balancing); the mixing weights are the raw scores,
+  // normalised by v2::moe_weights: Hugging Face divides by (sum + 1e-6), llama.cpp by the sum
+  // (~1e-6 relative apart); we follow Hugging Face, which the trainer mirrors. The scaling
+  // factor is rounded to f32 (v1 multiplied in double).
+  for (int64_t i = 0; i < top_k; ++i) experts_out[i] = order[i];
+  kernels::v2::moe_weights(router_logits, experts_out, static_cast<size_t>(top_k), norm_topk_prob,
+                           static_cast<float>(routed_scaling_factor), weights_out);
 }
 
 void moe_ffn(const MoeWeights& w, const float* x, int64_t tokens, int64_t hidden, float* out,
@@ -119,7 +115,7 @@ void moe_ffn(const MoeWeights& w, const float* x, int64_t tokens, int64_t hidden
     float* o = out + rows[static_cast<size_t>(r)] * hidden;
     const float* y = yout + r * hidden;
     const float rw = row_weight[static_cast<size_t>(r)];
-    for (int64_t h = 0; h < hidden; ++h) o[h] += rw * y[h];
+    kernels::mix_add(rw, y, o, static_cast<size_t>(hidden));
   }
 }
 

@@ -3,17 +3,13 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/arith_v2.h"
 #include "kernels/fixed_math.h"
 
 namespace stoa::engine {
 
 void rms_norm(const float* x, const float* weight, int64_t n, double eps, float* out) {
-  // The mean of squares in double: cheap here, and it keeps the norm independent of summation
-  // order, which the f32 oracle comparison would otherwise feel in wide layers.
-  double sum = 0;
-  for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i]) * x[i];
-  float inv = static_cast<float>(1.0 / std::sqrt(sum / static_cast<double>(n) + eps));
-  for (int64_t i = 0; i < n; ++i) out[i] = x[i] * inv * weight[i];
+  kernels::v2::rmsnorm_row(x, weight, static_cast<size_t>(n), static_cast<float>(eps), out);
 }
 
 void rope_angles(int64_t head_dim, int64_t position, double theta, float* cos_out, float* sin_out) {
@@ -32,15 +28,7 @@ void rope_angles(int64_t head_dim, int64_t position, double theta, float* cos_ou
 }
 
 void rope_apply(float* head, int64_t head_dim, const float* cos_in, const float* sin_in) {
-  const int64_t half = head_dim / 2;
-  for (int64_t i = 0; i < half; ++i) {
-    const float c = cos_in[i];
-    const float s = sin_in[i];
-    const float a = head[i];
-    const float b = head[i + half];
-    head[i] = a * c - b * s;
-    head[i + half] = b * c + a * s;
-  }
+  kernels::v2::rope_apply(head, static_cast<size_t>(head_dim), cos_in, sin_in);
 }
 
 void rope_rotate_half(float* head, int64_t head_dim, int64_t position, double theta) {
@@ -56,15 +44,7 @@ void rope_rotate_half(float* head, int64_t head_dim, int64_t position, double th
 }
 
 void softmax(float* x, int64_t n) {
-  float m = x[0];
-  for (int64_t i = 1; i < n; ++i) m = x[i] > m ? x[i] : m;
-  double sum = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    x[i] = kernels::fixed_expf(x[i] - m);
-    sum += x[i];
-  }
-  float inv = static_cast<float>(1.0 / sum);
-  for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+  kernels::v2::softmax_row(x, static_cast<size_t>(n));
 }
 
 }  // namespace stoa::engine

@@ -3,11 +3,16 @@
 #include <cmath>
 #include <cstdint>
 
-#include "kernels/fixed_math.h"
+#include "kernels/arith_v2.h"
 
 namespace stoa::engine {
 
-// out = x / sqrt(mean(x^2) + eps) * weight, over n values (out may alias x).
+// Element-wise building blocks compute engine arithmetic v2 (docs/design/arithmetic.md): each is
+// its kernels::v2 reference, the formula a Vulkan device reproduces bit for bit. The RoPE angles
+// are a host table (double, our own pow and sincos), as the spec allows.
+
+// out = x * rsqrt(mean(x^2) + eps) * weight, over n values (out may alias x): v2::rmsnorm_row,
+// eps rounded to f32.
 void rms_norm(const float* x, const float* weight, int64_t n, double eps, float* out);
 
 // Rotary embedding, rotate-half convention (Hugging Face / llama.cpp NEOX): the pair
@@ -21,10 +26,10 @@ void rope_angles(int64_t head_dim, int64_t position, double theta, float* cos_ou
 void rope_apply(float* head, int64_t head_dim, const float* cos_in, const float* sin_in);
 
 inline float silu(float x) {
-  return x / (1.0f + kernels::fixed_expf(-x));
+  return kernels::v2::silu(x);
 }
 
-// In-place softmax over n values (max-subtracted).
+// In-place softmax over n values (max-subtracted): v2::softmax_row.
 void softmax(float* x, int64_t n);
 
 }  // namespace stoa::engine

@@ -3,24 +3,17 @@
 #include <vector>
 
 #include "engine/scratch.h"
+#include "kernels/arith_v2.h"
+#include "kernels/vec_ops.h"
 
 namespace stoa::engine {
 
+// Engine arithmetic v2's step (kernels::v2::short_conv_step: products summand-flushed, in the
+// window's order, then the window shifts).
 void short_conv_step(const float* kernel, int64_t hidden, int64_t kernel_size, float* state,
                      const float* bx, float* out) {
-  const int64_t L = kernel_size;
-  for (int64_t h = 0; h < hidden; ++h) {
-    const float* k = kernel + h * L;
-    float acc = 0;
-    for (int64_t j = 0; j + 1 < L; ++j) acc += k[j] * state[j * hidden + h];
-    acc += k[L - 1] * bx[h];
-    out[h] = acc;
-  }
-  // Shift the window: drop the oldest input, append this one.
-  for (int64_t j = 0; j + 2 < L; ++j) {
-    std::copy(state + (j + 1) * hidden, state + (j + 2) * hidden, state + j * hidden);
-  }
-  if (L > 1) std::copy(bx, bx + hidden, state + (L - 2) * hidden);
+  kernels::v2::short_conv_step(kernel, static_cast<size_t>(hidden),
+                               static_cast<size_t>(kernel_size), state, bx, out);
 }
 
 void short_conv_block(const ShortConvWeights& w, int64_t layer, const Batch& batch, const float* x,
@@ -42,10 +35,10 @@ void short_conv_block(const ShortConvWeights& w, int64_t layer, const Batch& bat
       const float* b = bcx + t * 3 * H;
       const float* c = b + H;
       const float* xs = b + 2 * H;
-      for (int64_t h = 0; h < H; ++h) bx[h] = b[h] * xs[h];
+      kernels::mul_flush(b, xs, bx, static_cast<size_t>(H));
       float* yt = y + t * H;
       short_conv_step(w.kernel, H, w.kernel_size, state, bx, yt);
-      for (int64_t h = 0; h < H; ++h) yt[h] *= c[h];
+      kernels::mul_flush(yt, c, yt, static_cast<size_t>(H));
     }
   }
   w.out_proj->forward(y, T, out, pool);

@@ -75,12 +75,6 @@ float scale_by_pow2(float q, int32_t k) {
 
 }  // namespace
 
-float flush(float x) {
-  const uint32_t u = bits_of(x);
-  if (is_nan_bits(u)) return nan_value();
-  return is_tiny_bits(u) ? 0.0f : x;
-}
-
 float divide(float a, float b) {
   const uint32_t ua = bits_of(a), ub = bits_of(b);
   if (is_nan_bits(ua) || is_nan_bits(ub)) return nan_value();

@@ -15,15 +15,22 @@
 // - Summand flush: in a signed sum, a term below 2^-100 in magnitude is +0, so that no partial
 //   sum is ever a denormal (flush_summand below).
 //
-// This is not yet the engine's arithmetic: the CPU engine still runs v1 (kernels.md,
-// "Determinism contract"); moving it to these formulas is a later step of issue 54.
+// The CPU engine computes these formulas (its SIMD kernels equal this reference bit for bit on
+// every target: vec_ops.cpp with arith_v2-inl.h, the W8A8 matmul and quantisation); so does a
+// Vulkan device (src/gpu/vulkan).
 #pragma once
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/half.h"
 #include "kernels/matmul_int8.h"
 
 namespace stoa::kernels::v2 {
+
+// The engine arithmetic this build computes: 2 is this file's formula (1 was v1, kernels.md's
+// "Determinism contract", which fused the W8A8 step and divided). Rollouts, replay jobs, joins
+// and validators carry it (net/protocol.h), so bits of two formulas are never compared.
+inline constexpr int kEngineArithmetic = 2;
 
 inline constexpr uint32_t kCanonicalNanBits = 0x7fc00000u;
 // Fixed-order reductions keep this many partial sums: value i goes to partial i mod 32, then
@@ -31,8 +38,13 @@ inline constexpr uint32_t kCanonicalNanBits = 0x7fc00000u;
 inline constexpr size_t kSumLanes = 32;
 
 // The output rule on one value: the tiny flush above, and any NaN made the canonical one (two
-// integer tests on the bits). Every primitive's result goes through it.
-float flush(float x);
+// integer tests on the bits). Every primitive's result goes through it. Inline: the engine
+// applies it per element in its scalar loops.
+inline float flush(float x) {
+  const uint32_t magnitude = bits_of(x) & 0x7fffffffu;
+  if (magnitude > 0x7f800000u) return float_of(kCanonicalNanBits);
+  return magnitude <= 0x00800000u ? 0.0f : x;
+}
 
 // 1 / x, nearly correctly rounded (measured bound in arithmetic.md). |x| <= 2^-126 gives +inf
 // with x's sign; +-inf gives +0; a result <= 2^-126 in magnitude is flushed to +0.
@@ -63,7 +75,9 @@ void rmsnorm_row(const float* x, const float* weight, size_t n, float eps, float
 // is then a multiple of 2^-123, so every partial sum is zero or at least 2^-123 in magnitude and
 // never tiny, whatever the signs (a sum of two close normals of opposite sign could otherwise be
 // a denormal, which a flushing device would read as zero).
-float flush_summand(float t);
+inline float flush_summand(float t) {
+  return (bits_of(t) & 0x7fffffffu) < 0x0d800000u ? 0.0f : t;  // 0x0d800000 is 2^-100
+}
 
 // sum_i flush_summand(flush(a[i]) * flush(b[i])) in the fixed 32-lane order.
 float dot(const float* a, const float* b, size_t n);

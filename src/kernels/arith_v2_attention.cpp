@@ -6,11 +6,6 @@
 
 namespace stoa::kernels::v2 {
 
-float flush_summand(float t) {
-  // |t| < 2^-100, on the bits (0x0d800000 is 2^-100).
-  return (bits_of(t) & 0x7fffffffu) < 0x0d800000u ? 0.0f : t;
-}
-
 float dot(const float* a, const float* b, size_t n) {
   // The fixed order of arith_v2_rows.cpp's sums: partial i mod 32, then the tree.
   float s[kSumLanes] = {};

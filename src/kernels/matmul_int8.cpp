@@ -15,11 +15,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
+#include "kernels/arith_v2.h"
 #include "kernels/half.h"
 #include "kernels/matmul_int8_args.h"
+#include "kernels/nan_outputs.h"
 #include "kernels/native_f16.h"
 
 #undef HWY_TARGET_INCLUDE
@@ -136,7 +140,7 @@ HWY_INLINE void TileW8A8(const Args8& a, size_t row, size_t b, size_t step) {
         for (size_t i = g * kBlock; i < (g + 1) * kBlock; ++i) isum += int32_t{w[i]} * xq[i];
         const float scale =
             f16_bits_to_f32(a.ws[(row + r * step) * groups + g]) * a.xd[(b + c) * groups + g];
-        acc = std::fma(static_cast<float>(isum), scale, acc);
+        acc = acc + static_cast<float>(isum) * scale;  // v2: rounded product, then add
       }
       a.y[(b + c) * a.y_stride + row + r * step] = acc;
     }
@@ -191,11 +195,11 @@ HWY_INLINE void TileW8A8(const Args8& a, size_t row, size_t b, size_t step) {
         for (size_t c = 0; c < C; ++c) {
           const __m512i isum = _mm512_dpbusd_epi32(neg_bias_sum[c], wu, xv[c]);
           const float* dx = xd + c * groups + g0 + g;
-          acc[r][c] = std::fma(static_cast<float>(SumOf8(_mm512_castsi512_si256(isum))),
-                               dw[r][g] * dx[0], acc[r][c]);
+          acc[r][c] = acc[r][c] +
+                      static_cast<float>(SumOf8(_mm512_castsi512_si256(isum))) * (dw[r][g] * dx[0]);
           if (pair)
-            acc[r][c] = std::fma(static_cast<float>(SumOf8(_mm512_extracti64x4_epi64(isum, 1))),
-                                 dw[r][g + 1] * dx[1], acc[r][c]);
+            acc[r][c] = acc[r][c] + static_cast<float>(SumOf8(_mm512_extracti64x4_epi64(isum, 1))) *
+                                        (dw[r][g + 1] * dx[1]);
         }
       }
     }
@@ -228,7 +232,7 @@ HWY_INLINE void TileW8A8(const Args8& a, size_t row, size_t b, size_t step) {
       // The block's exact int32 sum enters the shared per-output formula (TileW8A8 on SCALAR).
       const auto add_block = [&](float& out, VI isum, float d_w, float d_x) {
         const int32_t sum = hn::GetLane(hn::SumOfLanes(di32, isum));
-        out = std::fma(static_cast<float>(sum), d_w * d_x, out);
+        out = out + static_cast<float>(sum) * (d_w * d_x);
       };
       if (chunks == 1) {
         // One vector per block (AVX-512): the integer block sum is formed and consumed at once.
@@ -346,41 +350,66 @@ void MatmulW8A8(const Args8& a, size_t row_begin, size_t row_end, size_t batch) 
   AllRows<kRowsA8, kColsA8, Args8, RunA8>(a, row_begin, row_end, batch);
 }
 
-// Per 32-block: d = amax / 127 (stored rounded to f16, as llama.cpp stores it), q = round(x / d)
-// with halves away from zero (roundf), using the unrounded 1/d as llama.cpp's reference does.
+// Per 32-block, engine arithmetic v2 (kernels::v2::quantize_q8 is the reference, bit for bit):
+// the inputs tiny-flushed, amax taken on the bits (exact), dd = flush(amax * fl(1/127)) stored
+// rounded to f16 (as llama.cpp stores it), id = v2::recip(dd), q = round half away from zero of
+// x * id, clamped to 127. A block holding a NaN or an infinity gets scale NaN and values 0.
 void QuantizeQ8(const float* HWY_RESTRICT x, size_t x_stride, size_t batch, size_t cols,
                 int8_t* HWY_RESTRICT q, float* HWY_RESTRICT d, int32_t* HWY_RESTRICT sums) {
+  constexpr float kInv127 = 0.00787401574803149606f;
   const DF df;
   const hn::Rebind<int32_t, DF> di32;
   const hn::Rebind<int8_t, DF> di8;
   const size_t lanes = hn::Lanes(df);
   const size_t groups = cols / kBlock;
+  const auto abs_mask = hn::Set(di32, 0x7fffffff);
+  const auto above_tiny = hn::Set(di32, 0x00800001);  // |x| < this: tiny
+  const auto half = hn::Set(df, 0.5f);
+  const auto one = hn::Set(di32, 1);
+  const auto q_max = hn::Set(di32, 127);
+  // x with |x| <= 2^-126 made +0 (v2::flush; NaN blocks never reach the values).
+  const auto flushed = [&](hn::Vec<DF> v) {
+    const auto mag = hn::And(hn::BitCast(di32, v), abs_mask);
+    return hn::IfThenZeroElse(hn::RebindMask(df, hn::Lt(mag, above_tiny)), v);
+  };
   for (size_t b = 0; b < batch; ++b) {
     const float* row = x + b * x_stride;
     for (size_t g = 0; g < groups; ++g) {
       const float* blk = row + g * kBlock;
-      auto vmax = hn::Zero(df);
-      for (size_t k = 0; k < kBlock; k += lanes)
-        vmax = hn::Max(vmax, hn::Abs(hn::LoadU(df, blk + k)));
-      const float amax = hn::GetLane(hn::MaxOfLanes(df, vmax));
-      const float dd = amax / 127.0f;
-      const float id = dd != 0.0f ? 1.0f / dd : 0.0f;
-      d[b * groups + g] = f16_bits_to_f32(f32_to_f16_bits(dd));
-      const auto vid = hn::Set(df, id);
-      const auto half = hn::Set(df, 0.5f);
-      const auto one = hn::Set(df, 1.0f);
+      int8_t* qb = q + b * cols + g * kBlock;
+      const size_t at = b * groups + g;
+      auto vmax = hn::Zero(di32);
+      for (size_t k = 0; k < kBlock; k += lanes) {
+        const auto mag = hn::And(hn::BitCast(di32, hn::LoadU(df, blk + k)), abs_mask);
+        vmax = hn::Max(vmax, hn::IfThenZeroElse(hn::Lt(mag, above_tiny), mag));
+      }
+      const int32_t amax_bits = hn::GetLane(hn::MaxOfLanes(di32, vmax));
+      if (amax_bits >= 0x7f800000) {
+        std::fill(qb, qb + kBlock, int8_t{0});
+        d[at] = v2::flush(std::numeric_limits<float>::quiet_NaN());
+        if (sums) sums[at] = 0;
+        continue;
+      }
+      float amax;
+      std::memcpy(&amax, &amax_bits, sizeof amax);
+      const float dd = v2::flush(amax * kInv127);
+      d[at] = f16_bits_to_f32(f32_to_f16_bits(dd));
+      const auto vid = hn::Set(df, dd != 0.0f ? v2::recip(dd) : 0.0f);
       auto block_sum = hn::Zero(di32);
       for (size_t k = 0; k < kBlock; k += lanes) {
-        const auto t = hn::Mul(hn::LoadU(df, blk + k), vid);
+        const auto t = hn::Mul(flushed(hn::LoadU(df, blk + k)), vid);
         const auto mag = hn::Abs(t);
-        const auto fl = hn::Floor(mag);
-        // fl + 1 where the fraction is >= 0.5: round half away from zero (mag - fl is exact).
-        const auto r = hn::Add(fl, hn::IfThenElseZero(hn::Ge(hn::Sub(mag, fl), half), one));
-        const auto qi = hn::ConvertTo(di32, hn::CopySignToAbs(r, t));
-        hn::StoreU(hn::DemoteTo(di8, qi), di8, q + b * cols + g * kBlock + k);
+        // Truncation is exact below 2^31, and so is the fraction mag - trunc(mag).
+        auto qi = hn::ConvertTo(di32, mag);
+        const auto frac = hn::Sub(mag, hn::ConvertTo(df, qi));
+        qi = hn::Min(hn::Add(qi, hn::IfThenElseZero(hn::RebindMask(di32, hn::Ge(frac, half)), one)),
+                     q_max);
+        const auto negative = hn::Lt(hn::BitCast(di32, t), hn::Zero(di32));
+        qi = hn::IfThenElse(negative, hn::Neg(qi), qi);
+        hn::StoreU(hn::DemoteTo(di8, qi), di8, qb + k);
         block_sum = hn::Add(block_sum, qi);
       }
-      if (sums) sums[b * groups + g] = hn::GetLane(hn::SumOfLanes(di32, block_sum));
+      if (sums) sums[at] = hn::GetLane(hn::SumOfLanes(di32, block_sum));
     }
   }
 }
@@ -467,6 +496,7 @@ void matmul_w8a8(const Int8Weights& w, const Q8Activations& acts, float* y, int6
   HWY_DYNAMIC_DISPATCH(MatmulW8A8)
   (a, static_cast<size_t>(row_begin), static_cast<size_t>(row_end),
    static_cast<size_t>(acts.batch));
+  canonicalize_nan_outputs(y, y_stride, acts.batch, row_begin, row_end);
 }
 
 void dequantize_q8_row(const Int8Weights& w, int64_t row, float* out) {

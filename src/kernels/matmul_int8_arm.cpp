@@ -8,7 +8,8 @@
 // dwords k = 2m, 2m + 1 of rows 4q..4q+3 interleaved (ZIP1 / ZIP2 on 32-bit lanes) are rows
 // 4q, 4q+1 (and 4q+2, 4q+3) with 8 consecutive values each: the 2x8 weight operand; the
 // activation operand is 8 values of two activation rows. Same exact integer block sums either
-// way; then per output, per block in order, acc = fma(float(isum), f32(d_w) * d_x, acc).
+// way; then per output, per block in order, acc = acc + float(isum) * (f32(d_w) * d_x), the product
+// rounded before the add (engine arithmetic v2, docs/design/arithmetic.md: never fused).
 #include "kernels/matmul_int8_arm.h"
 
 #include <algorithm>
@@ -111,8 +112,8 @@ STOA_TARGET_DOTPROD void sdot_panel(const PackedArgs& a, size_t panel, size_t b)
     for (size_t c = 0; c < C; ++c) {
       const float32x4_t dx = vdupq_n_f32(a.xd[(b + c) * a.groups + g]);
       for (size_t q = 0; q < 4; ++q)
-        acc[q][c] =
-            vfmaq_f32(acc[q][c], vcvtq_f32_s32(isum[q][c]), vmulq_f32(vld1q_f32(sw + 4 * q), dx));
+        acc[q][c] = vaddq_f32(
+            acc[q][c], vmulq_f32(vcvtq_f32_s32(isum[q][c]), vmulq_f32(vld1q_f32(sw + 4 * q), dx)));
     }
   }
   for (size_t c = 0; c < C; ++c) {
@@ -159,7 +160,8 @@ STOA_TARGET_I8MM void smmla_panel_pair(const PackedArgs& a, size_t panel, size_t
     const float32x4_t dx = vld1q_f32(dx_lanes);
     for (size_t i = 0; i < 8; ++i) {
       const float dw_lanes[4] = {sw[2 * i], sw[2 * i], sw[2 * i + 1], sw[2 * i + 1]};
-      acc[i] = vfmaq_f32(acc[i], vcvtq_f32_s32(isum[i]), vmulq_f32(vld1q_f32(dw_lanes), dx));
+      acc[i] =
+          vaddq_f32(acc[i], vmulq_f32(vcvtq_f32_s32(isum[i]), vmulq_f32(vld1q_f32(dw_lanes), dx)));
     }
   }
   float out0[kPanel], out1[kPanel];

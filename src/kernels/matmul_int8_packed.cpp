@@ -17,6 +17,7 @@
 #include "kernels/half.h"
 #include "kernels/matmul_int8_arm.h"
 #include "kernels/matmul_int8_packed_args.h"
+#include "kernels/nan_outputs.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/matmul_int8_packed.cpp"
@@ -81,8 +82,8 @@ HWY_INLINE void Tile(const PackedArgs& a, size_t panel, size_t pstep, size_t b) 
     for (size_t c = 0; c < C; ++c) {
       const __m512 dx = _mm512_set1_ps(xd[c * groups + g]);
       for (size_t p = 0; p < P; ++p)
-        acc[p][c] =
-            _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[p][c]), _mm512_mul_ps(sw[p], dx), acc[p][c]);
+        acc[p][c] = _mm512_add_ps(
+            acc[p][c], _mm512_mul_ps(_mm512_cvtepi32_ps(isum[p][c]), _mm512_mul_ps(sw[p], dx)));
     }
   }
   for (size_t p = 0; p < P; ++p) {
@@ -184,7 +185,7 @@ void MatmulPacked(const PackedArgs& a, size_t batch) {
           }
         }
         const float scale = f16_bits_to_f32(scales[g * kPanel + lane]) * a.xd[b * a.groups + g];
-        acc = std::fma(static_cast<float>(isum), scale, acc);
+        acc = acc + static_cast<float>(isum) * scale;
       }
       a.y[b * a.y_stride + r] = acc;
     }
@@ -439,6 +440,7 @@ void matmul_w8a8_packed(const PackedInt8& w, const Q8Activations& acts, float* y
                      static_cast<size_t>(row_begin),
                      static_cast<size_t>(row_end)};
   HWY_DYNAMIC_DISPATCH(MatmulPacked)(a, static_cast<size_t>(acts.batch));
+  canonicalize_nan_outputs(y, y_stride, acts.batch, row_begin, row_end);
 }
 
 }  // namespace stoa::kernels

@@ -6,7 +6,9 @@
 // rounds alike everywhere; our own exp (FixedExp); and every sum over a vector is kept in a fixed
 // span of 32 accumulators (value i goes to accumulator i mod 32 whatever the vector width) that is
 // reduced by one fixed tree. Tails go through a zero-padded span so that every element sees the
-// same operations as the body.
+// same operations as the body. The kernels of a forward pass compute engine arithmetic v2
+// (docs/design/arithmetic.md) through arith_v2-inl.h: no division, v2's exp and flushes, the same
+// bits as the scalar reference kernels::v2.
 #include "kernels/vec_ops.h"
 
 #include <cmath>
@@ -14,21 +16,20 @@
 #include <limits>
 #include <stdexcept>
 
+#include "kernels/arith_v2.h"
 #include "kernels/fixed_math.h"
-#include "kernels/half.h"
-#include "kernels/native_f16.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/vec_ops.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
+#include "kernels/arith_v2-inl.h"
+
 HWY_BEFORE_NAMESPACE();
 namespace stoa::kernels {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
-
-constexpr bool kNativeF16 = STOA_HWY_NATIVE_F16;
 
 using DF = hn::CappedTag<float, 16>;
 using VF = hn::Vec<DF>;
@@ -179,32 +180,63 @@ void Axpy(float alpha, const float* HWY_RESTRICT x, float* HWY_RESTRICT y, size_
   }
 }
 
-void AttentionScores(const float* q, const float* k, size_t k_stride, size_t n_keys,
-                     size_t head_dim, float scale, float* out) {
-  for (size_t t = 0; t < n_keys; ++t) out[t] = scale * Dot(q, k + t * k_stride, head_dim);
+// Engine arithmetic v2's dot product (v2::dot): inputs tiny-flushed, every product
+// summand-flushed, the fixed span, the result flushed.
+HWY_INLINE void DotSpanV2(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b, VF* acc) {
+  const DF df;
+  for (size_t v = 0; v < kSpanVecs; ++v) {
+    const VF x = v2v::Flush(df, hn::LoadU(df, a + v * kLanes));
+    const VF y = v2v::Flush(df, hn::LoadU(df, b + v * kLanes));
+    acc[v] = hn::Add(acc[v], v2v::FlushSummand(df, hn::Mul(x, y)));
+  }
 }
 
-// Accumulates vector-wise over keys; each output element's sum runs over t in order.
+HWY_INLINE float DotV2(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b, size_t n) {
+  const DF df;
+  VF acc[kSpanVecs];
+  for (size_t v = 0; v < kSpanVecs; ++v) acc[v] = hn::Zero(df);
+  size_t i = 0;
+  for (; i + kSpan <= n; i += kSpan) DotSpanV2(a + i, b + i, acc);
+  if (i < n) {
+    HWY_ALIGN float ba[kSpan] = {}, bb[kSpan] = {};
+    std::memcpy(ba, a + i, (n - i) * sizeof(float));
+    std::memcpy(bb, b + i, (n - i) * sizeof(float));
+    DotSpanV2(ba, bb, acc);
+  }
+  return v2::flush(SumOfSpan(acc));
+}
+
+void AttentionScores(const float* q, const float* k, size_t k_stride, size_t n_keys,
+                     size_t head_dim, float scale, float* out) {
+  for (size_t t = 0; t < n_keys; ++t)
+    out[t] = v2::flush(DotV2(q, k + t * k_stride, head_dim) * scale);
+}
+
+// Accumulates vector-wise over keys; each output element's sum runs over t in order, every term
+// flush_summand(p[t] * flush(v)), the result flushed (v2::attention_head's values).
 void AttentionValues(const float* HWY_RESTRICT p, const float* HWY_RESTRICT v, size_t v_stride,
                      size_t n_keys, size_t head_dim, float* HWY_RESTRICT out) {
   const DF df;
   const size_t lanes = hn::Lanes(df);
   HWY_ALIGN float buf[kMaxLanes];
+  const auto term = [&](VF pt, VF values) {
+    return v2v::FlushSummand(df, hn::Mul(pt, v2v::Flush(df, values)));
+  };
   for (size_t i = 0; i < head_dim; i += 4 * lanes) {
     if (i + 4 * lanes <= head_dim) {
       auto a0 = hn::Zero(df), a1 = hn::Zero(df), a2 = hn::Zero(df), a3 = hn::Zero(df);
       for (size_t t = 0; t < n_keys; ++t) {
         const auto pt = hn::Set(df, p[t]);
         const float* row = v + t * v_stride + i;
-        a0 = hn::Add(hn::Mul(pt, hn::LoadU(df, row)), a0);
-        a1 = hn::Add(hn::Mul(pt, hn::LoadU(df, row + lanes)), a1);
-        a2 = hn::Add(hn::Mul(pt, hn::LoadU(df, row + 2 * lanes)), a2);
-        a3 = hn::Add(hn::Mul(pt, hn::LoadU(df, row + 3 * lanes)), a3);
+        a0 = hn::Add(a0, term(pt, hn::LoadU(df, row)));
+        a1 = hn::Add(a1, term(pt, hn::LoadU(df, row + lanes)));
+        a2 = hn::Add(a2, term(pt, hn::LoadU(df, row + 2 * lanes)));
+        a3 = hn::Add(a3, term(pt, hn::LoadU(df, row + 3 * lanes)));
       }
-      hn::StoreU(a0, df, out + i);
-      hn::StoreU(a1, df, out + i + lanes);
-      hn::StoreU(a2, df, out + i + 2 * lanes);
-      hn::StoreU(a3, df, out + i + 3 * lanes);
+      hn::StoreU(v2v::Flush(df, a0), df, out + i);
+      hn::StoreU(v2v::Flush(df, a1), df, out + i + lanes);
+      hn::StoreU(v2v::Flush(df, a2), df, out + i + 2 * lanes);
+      hn::StoreU(v2v::Flush(df, a3), df, out + i + 3 * lanes);
       continue;
     }
     for (size_t j = i; j < head_dim; j += lanes) {
@@ -212,10 +244,10 @@ void AttentionValues(const float* HWY_RESTRICT p, const float* HWY_RESTRICT v, s
       auto a = hn::Zero(df);
       for (size_t t = 0; t < n_keys; ++t) {
         const float* row = v + t * v_stride + j;
-        a = hn::Add(hn::Mul(hn::Set(df, p[t]),
-                            rest >= lanes ? hn::LoadU(df, row) : LoadTail(row, rest, buf)),
-                    a);
+        a = hn::Add(a, term(hn::Set(df, p[t]),
+                            rest >= lanes ? hn::LoadU(df, row) : LoadTail(row, rest, buf)));
       }
+      a = v2v::Flush(df, a);
       if (rest >= lanes) {
         hn::StoreU(a, df, out + j);
       } else {
@@ -267,18 +299,69 @@ HWY_INLINE float SumExpShifted(const float* x, size_t n, float mx, float* out) {
   return SumOfSpan(acc);
 }
 
+// Engine arithmetic v2's softmax row (v2::softmax_row): inputs flushed; a NaN, or no finite
+// maximum, makes the row NaN; e = v2 exp(x - max) summed in the fixed span; one v2::recip of the
+// sum; out = flush(e * inv).
+HWY_INLINE void ExpSpanV2(const float* x, VF vm, VF* acc, float* out) {
+  const DF df;
+  for (size_t v = 0; v < kSpanVecs; ++v) {
+    const VF e = v2v::Exp(df, hn::Sub(hn::LoadU(df, x + v * kLanes), vm));
+    hn::StoreU(e, df, out + v * kLanes);
+    acc[v] = hn::Add(acc[v], e);
+  }
+}
+
 void Softmax(float* x, size_t n) {
   if (n == 0) return;
   const DF df;
   const size_t lanes = hn::Lanes(df);
   HWY_ALIGN float buf[kMaxLanes];
-  const auto vsum = hn::Set(df, SumExpShifted(x, n, MaxOf(x, n), x));
+  auto vmax = hn::Set(df, -std::numeric_limits<float>::infinity());
+  auto any_nan = hn::FirstN(df, 0);
   for (size_t i = 0; i < n; i += lanes) {
     const size_t rest = n - i;
+    // The tail is padded with -inf, which neither raises the maximum nor is a NaN.
+    if (rest < lanes)
+      for (size_t j = 0; j < lanes; ++j) buf[j] = -std::numeric_limits<float>::infinity();
+    const VF v = v2v::Flush(
+        df, rest >= lanes ? hn::LoadU(df, x + i) : [&] {
+          std::memcpy(buf, x + i, rest * sizeof(float));
+          return hn::Load(df, buf);
+        }());
+    any_nan = hn::Or(any_nan, v2v::IsNan(df, v));
+    vmax = hn::Max(vmax, hn::IfThenElse(v2v::IsNan(df, v), vmax, v));
     if (rest >= lanes) {
-      hn::StoreU(hn::Div(hn::LoadU(df, x + i), vsum), df, x + i);
+      hn::StoreU(v, df, x + i);
     } else {
-      StoreTail(hn::Div(LoadTail(x + i, rest, buf), vsum), x + i, rest, buf);
+      StoreTail(v, x + i, rest, buf);
+    }
+  }
+  const float mx = hn::GetLane(hn::MaxOfLanes(df, vmax));
+  if (!hn::AllFalse(df, any_nan) || !(mx > -std::numeric_limits<float>::infinity() &&
+                                      mx < std::numeric_limits<float>::infinity())) {
+    for (size_t i = 0; i < n; ++i) x[i] = v2::flush(std::numeric_limits<float>::quiet_NaN());
+    return;
+  }
+  const VF vm = hn::Set(df, mx);
+  VF acc[kSpanVecs];
+  for (size_t v = 0; v < kSpanVecs; ++v) acc[v] = hn::Zero(df);
+  size_t i = 0;
+  for (; i + kSpan <= n; i += kSpan) ExpSpanV2(x + i, vm, acc, x + i);
+  if (i < n) {
+    // Padding of -inf: its exp is +0, so the pad adds +0 to its partial sums on every target.
+    HWY_ALIGN float bx[kSpan], be[kSpan];
+    for (size_t j = 0; j < kSpan; ++j) bx[j] = -std::numeric_limits<float>::infinity();
+    std::memcpy(bx, x + i, (n - i) * sizeof(float));
+    ExpSpanV2(bx, vm, acc, be);
+    std::memcpy(x + i, be, (n - i) * sizeof(float));
+  }
+  const auto vinv = hn::Set(df, v2::recip(SumOfSpan(acc)));
+  for (i = 0; i < n; i += lanes) {
+    const size_t rest = n - i;
+    if (rest >= lanes) {
+      hn::StoreU(v2v::Flush(df, hn::Mul(hn::LoadU(df, x + i), vinv)), df, x + i);
+    } else {
+      StoreTail(v2v::Flush(df, hn::Mul(LoadTail(x + i, rest, buf), vinv)), x + i, rest, buf);
     }
   }
 }
@@ -290,21 +373,77 @@ float LogSumExp(const float* x, size_t n) {
   return mx + static_cast<float>(fixed_log(static_cast<double>(SumExpShifted(x, n, mx, nullptr))));
 }
 
+// SwiGLU in engine arithmetic v2 (v2::silu_mul): flush(silu(g) * flush(u)), silu by v2's exp
+// and division.
 void SiluMul(const float* gate, const float* up, float* out, size_t n) {
   const DF df;
   const size_t lanes = hn::Lanes(df);
-  const auto one = hn::Set(df, 1.0f);
   HWY_ALIGN float bg[kMaxLanes], bu[kMaxLanes];
   for (size_t i = 0; i < n; i += lanes) {
     const size_t rest = n - i;
     const auto g = rest >= lanes ? hn::LoadU(df, gate + i) : LoadTail(gate + i, rest, bg);
     const auto u = rest >= lanes ? hn::LoadU(df, up + i) : LoadTail(up + i, rest, bu);
-    const auto e = FixedExp(hn::Neg(g));  // +inf past 88.72: silu is then -0
-    const auto r = hn::Mul(hn::Div(g, hn::Add(one, e)), u);
+    const auto r = v2v::Flush(df, hn::Mul(v2v::Silu(df, g), v2v::Flush(df, u)));
     if (rest >= lanes) {
       hn::StoreU(r, df, out + i);
     } else {
       StoreTail(r, out + i, rest, bg);
+    }
+  }
+}
+
+// v2::add per element (the residual stream).
+void ResidualAdd(float* HWY_RESTRICT y, const float* HWY_RESTRICT delta, size_t n) {
+  const DF df;
+  const size_t lanes = hn::Lanes(df);
+  HWY_ALIGN float by[kMaxLanes], bd[kMaxLanes];
+  for (size_t i = 0; i < n; i += lanes) {
+    const size_t rest = n - i;
+    const auto a = rest >= lanes ? hn::LoadU(df, y + i) : LoadTail(y + i, rest, by);
+    const auto b = rest >= lanes ? hn::LoadU(df, delta + i) : LoadTail(delta + i, rest, bd);
+    const auto r = v2v::Flush(df, hn::Add(v2v::FlushSummand(df, a), v2v::FlushSummand(df, b)));
+    if (rest >= lanes) {
+      hn::StoreU(r, df, y + i);
+    } else {
+      StoreTail(r, y + i, rest, by);
+    }
+  }
+}
+
+// v2::moe_mix: out += flush_summand(w * flush(y)), flushed.
+void MixAdd(float w, const float* HWY_RESTRICT y, float* HWY_RESTRICT out, size_t n) {
+  const DF df;
+  const size_t lanes = hn::Lanes(df);
+  const auto vw = hn::Set(df, v2::flush(w));
+  HWY_ALIGN float by[kMaxLanes], bo[kMaxLanes];
+  for (size_t i = 0; i < n; i += lanes) {
+    const size_t rest = n - i;
+    const auto v = rest >= lanes ? hn::LoadU(df, y + i) : LoadTail(y + i, rest, by);
+    const auto o = rest >= lanes ? hn::LoadU(df, out + i) : LoadTail(out + i, rest, bo);
+    const auto r =
+        v2v::Flush(df, hn::Add(o, v2v::FlushSummand(df, hn::Mul(vw, v2v::Flush(df, v)))));
+    if (rest >= lanes) {
+      hn::StoreU(r, df, out + i);
+    } else {
+      StoreTail(r, out + i, rest, bo);
+    }
+  }
+}
+
+// flush(flush(a) * flush(b)): a product that is not summed (LFM2's conv gates).
+void MulFlush(const float* a, const float* b, float* out, size_t n) {
+  const DF df;
+  const size_t lanes = hn::Lanes(df);
+  HWY_ALIGN float ba[kMaxLanes], bb[kMaxLanes];
+  for (size_t i = 0; i < n; i += lanes) {
+    const size_t rest = n - i;
+    const auto x = rest >= lanes ? hn::LoadU(df, a + i) : LoadTail(a + i, rest, ba);
+    const auto y = rest >= lanes ? hn::LoadU(df, b + i) : LoadTail(b + i, rest, bb);
+    const auto r = v2v::Flush(df, hn::Mul(v2v::Flush(df, x), v2v::Flush(df, y)));
+    if (rest >= lanes) {
+      hn::StoreU(r, df, out + i);
+    } else {
+      StoreTail(r, out + i, rest, ba);
     }
   }
 }
@@ -331,65 +470,6 @@ void Rope(float* x, size_t n_heads, size_t head_dim, const float* cos, const flo
   }
 }
 
-void F16ToF32(const uint16_t* HWY_RESTRICT in, float* HWY_RESTRICT out, size_t n) {
-  const DF df;
-  const hn::Rebind<hwy::float16_t, DF> dh;
-  const size_t lanes = hn::Lanes(df);
-  size_t i = 0;
-  for (; kNativeF16 && i + lanes <= n; i += lanes)
-    hn::StoreU(hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(in + i))),
-               df, out + i);
-  for (; i < n; ++i) out[i] = f16_bits_to_f32(in[i]);
-}
-
-void F32ToF16(const float* HWY_RESTRICT in, uint16_t* HWY_RESTRICT out, size_t n) {
-  const DF df;
-  const hn::Rebind<hwy::float16_t, DF> dh;
-  const size_t lanes = hn::Lanes(df);
-  size_t i = 0;
-  for (; kNativeF16 && i + lanes <= n; i += lanes)
-    hn::StoreU(hn::DemoteTo(dh, hn::LoadU(df, in + i)), dh,
-               reinterpret_cast<hwy::float16_t*>(out + i));
-  for (; i < n; ++i) out[i] = f32_to_f16_bits(in[i]);
-}
-
-void Bf16ToF32(const uint16_t* HWY_RESTRICT in, float* HWY_RESTRICT out, size_t n) {
-  const DF df;
-  const hn::RebindToUnsigned<DF> du32;
-  const hn::Rebind<uint16_t, DF> du16;
-  const size_t lanes = hn::Lanes(df);
-  size_t i = 0;
-  for (; i + lanes <= n; i += lanes) {
-    const auto w = hn::ShiftLeft<16>(hn::PromoteTo(du32, hn::LoadU(du16, in + i)));
-    hn::StoreU(hn::BitCast(df, w), df, out + i);
-  }
-  for (; i < n; ++i) out[i] = bf16_bits_to_f32(in[i]);
-}
-
-// Round to nearest even on the bit pattern (Highway 1.0's DemoteTo(bf16) truncates).
-void F32ToBf16(const float* HWY_RESTRICT in, uint16_t* HWY_RESTRICT out, size_t n) {
-  const DF df;
-  const hn::RebindToSigned<DF> di32;
-  const hn::RebindToUnsigned<DF> du32;
-  const hn::Rebind<uint16_t, DF> du16;
-  const size_t lanes = hn::Lanes(df);
-  const auto bias = hn::Set(du32, 0x7fffu);
-  const auto one = hn::Set(du32, 1u);
-  const auto quiet = hn::Set(du32, 0x40u);
-  size_t i = 0;
-  for (; i + lanes <= n; i += lanes) {
-    const auto v = hn::LoadU(df, in + i);
-    const auto u = hn::BitCast(du32, v);
-    const auto rounded =
-        hn::ShiftRight<16>(hn::Add(u, hn::Add(bias, hn::And(hn::ShiftRight<16>(u), one))));
-    const auto nan = hn::Or(hn::ShiftRight<16>(u), quiet);
-    const auto is_nan = hn::RebindMask(du32, hn::IsNaN(v));
-    const auto r = hn::IfThenElse(is_nan, nan, rounded);
-    hn::StoreU(hn::DemoteTo(du16, hn::BitCast(di32, r)), du16, out + i);
-  }
-  for (; i < n; ++i) out[i] = f32_to_bf16_bits(in[i]);
-}
-
 }  // namespace HWY_NAMESPACE
 }  // namespace stoa::kernels
 HWY_AFTER_NAMESPACE();
@@ -405,11 +485,10 @@ HWY_EXPORT(AttentionValues);
 HWY_EXPORT(Softmax);
 HWY_EXPORT(SiluMul);
 HWY_EXPORT(LogSumExp);
+HWY_EXPORT(ResidualAdd);
+HWY_EXPORT(MixAdd);
+HWY_EXPORT(MulFlush);
 HWY_EXPORT(Rope);
-HWY_EXPORT(F16ToF32);
-HWY_EXPORT(F32ToF16);
-HWY_EXPORT(Bf16ToF32);
-HWY_EXPORT(F32ToBf16);
 
 void rmsnorm(const float* x, const float* weight, size_t n, float eps, float* out) {
   if (n == 0) return;
@@ -439,6 +518,15 @@ float logsumexp(const float* x, size_t n) {
 void silu_mul(const float* gate, const float* up, float* out, size_t n) {
   HWY_DYNAMIC_DISPATCH(SiluMul)(gate, up, out, n);
 }
+void residual_add(float* y, const float* delta, size_t n) {
+  HWY_DYNAMIC_DISPATCH(ResidualAdd)(y, delta, n);
+}
+void mix_add(float w, const float* y, float* out, size_t n) {
+  HWY_DYNAMIC_DISPATCH(MixAdd)(w, y, out, n);
+}
+void mul_flush(const float* a, const float* b, float* out, size_t n) {
+  HWY_DYNAMIC_DISPATCH(MulFlush)(a, b, out, n);
+}
 void rope_rotate_half(float* x, size_t n_heads, size_t head_dim, const float* cos,
                       const float* sin) {
   if (head_dim % 2 != 0)
@@ -446,18 +534,5 @@ void rope_rotate_half(float* x, size_t n_heads, size_t head_dim, const float* co
                                 " is odd");
   HWY_DYNAMIC_DISPATCH(Rope)(x, n_heads, head_dim, cos, sin);
 }
-void convert_f16_to_f32(const uint16_t* in, float* out, size_t n) {
-  HWY_DYNAMIC_DISPATCH(F16ToF32)(in, out, n);
-}
-void convert_f32_to_f16(const float* in, uint16_t* out, size_t n) {
-  HWY_DYNAMIC_DISPATCH(F32ToF16)(in, out, n);
-}
-void convert_bf16_to_f32(const uint16_t* in, float* out, size_t n) {
-  HWY_DYNAMIC_DISPATCH(Bf16ToF32)(in, out, n);
-}
-void convert_f32_to_bf16(const float* in, uint16_t* out, size_t n) {
-  HWY_DYNAMIC_DISPATCH(F32ToBf16)(in, out, n);
-}
-
 }  // namespace stoa::kernels
 #endif  // HWY_ONCE

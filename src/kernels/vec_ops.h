@@ -2,6 +2,10 @@
 // its inputs and n, never on other rows or threads, so they keep the batch-invariance guarantee
 // of matmul_int8.h. Element-wise ops follow the rounding order of the HF/torch f32 reference
 // (products rounded before sums, no fused multiply-add) so the engine can match it closely.
+// The ones a forward pass uses (attention, softmax, SwiGLU, the residual and mixing adds, the
+// gate products) compute engine arithmetic v2 (docs/design/arithmetic.md): the same bits as
+// kernels::v2 (arith_v2.h) on every target; rmsnorm, dot, axpy and rope_rotate_half are the
+// earlier formulas, kept for the tests and tools that call them.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -15,23 +19,31 @@ float dot(const float* a, const float* b, size_t n);
 // y += alpha * x
 void axpy(float alpha, const float* x, float* y, size_t n);
 
-// Attention over a KV cache: out[t] = scale * dot(q, k + t * k_stride) for t < n_keys.
+// Attention over a KV cache: out[t] = flush(v2::dot(q, k + t * k_stride) * scale), t < n_keys.
 void attention_scores(const float* q, const float* k, size_t k_stride, size_t n_keys,
                       size_t head_dim, float scale, float* out);
-// out = sum_t p[t] * v[t * v_stride + :] over t < n_keys (out is overwritten).
+// out = flush(sum_t flush_summand(p[t] * flush(v[t * v_stride + :]))) over t < n_keys in order
+// (out is overwritten); with attention_scores and softmax, v2::attention_head.
 void attention_values(const float* p, const float* v, size_t v_stride, size_t n_keys,
                       size_t head_dim, float* out);
 
-// In-place numerically stable softmax (max subtracted; exp accurate to ~1 ulp). -inf entries
-// give 0.
+// In-place softmax, v2::softmax_row (max subtracted; v2's exp; one reciprocal of the fixed sum).
+// -inf entries give 0; a NaN, or no finite entry, makes the row NaN.
 void softmax(float* x, size_t n);
 
 // log(sum_i exp(x[i])), stable (max subtracted); a token's log-prob is x[tok] - logsumexp.
 // n must be >= 1; -inf entries contribute 0; all -inf gives -inf.
 float logsumexp(const float* x, size_t n);
 
-// SwiGLU: out = silu(gate) * up with silu(g) = g / (1 + exp(-g)). out may alias gate or up.
+// SwiGLU, v2::silu_mul: out = flush(silu(gate) * flush(up)), silu(g) = g / (1 + exp(-g)) by
+// v2's exp and division. out may alias gate or up.
 void silu_mul(const float* gate, const float* up, float* out, size_t n);
+// The residual add, v2::add per element: y = flush(flush_summand(y) + flush_summand(delta)).
+void residual_add(float* y, const float* delta, size_t n);
+// One MoE expert's share, v2::moe_mix: out = flush(out + flush_summand(flush(w) * flush(y))).
+void mix_add(float w, const float* y, float* out, size_t n);
+// A gate product: out = flush(flush(a) * flush(b)). out may alias a or b.
+void mul_flush(const float* a, const float* b, float* out, size_t n);
 
 // Rotary embedding, rotate-half convention (HF Llama/Qwen/LFM2): for each of n_heads heads of
 // head_dim values, with h = head_dim / 2 and i < h:

@@ -1,7 +1,8 @@
 // The packed W8A8 kernel (kernels/matmul_int8_packed.h), and the row-major grid kernel, against
-// their one formula, written out here independently of the kernels: per output, acc =
-// fma(float(exact block sum), d_w * d_x, acc) over the blocks in order — bit for bit, on every
-// target, batch size and row split.
+// their one formula, written out here independently of the kernels: per output, acc = acc +
+// float(exact block sum) * (d_w * d_x) over the blocks in order, the product rounded before the
+// add (engine arithmetic v2, docs/design/arithmetic.md) — bit for bit, on every target, batch
+// size and row split.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -58,7 +59,7 @@ std::vector<float> formula(const Problem& p) {
         for (int64_t i = g * 32; i < (g + 1) * 32; ++i)
           isum += int32_t{p.w.values[r * cols + i]} * p.xq[b * cols + i];
         const float scale = f16_bits_to_f32(p.w.scales[r * groups + g]) * p.xd[b * groups + g];
-        acc = std::fma(static_cast<float>(isum), scale, acc);
+        acc = acc + static_cast<float>(isum) * scale;  // never fused
       }
       y[b * rows + r] = acc;
     }

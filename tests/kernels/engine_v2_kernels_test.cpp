@@ -1,0 +1,208 @@
+// The engine's SIMD kernels compute engine arithmetic v2 (docs/design/arithmetic.md): on every
+// target, bit for bit equal to the scalar reference kernels::v2, over ordinary values and every
+// special class (denormals of both signs, FLT_MIN, values near 2^-100, infinities, NaNs with
+// payloads, random bit patterns). A kernel that fused a multiply-add, divided, or skipped a
+// flush shows here as a first differing element.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/arith_v2.h"
+#include "kernels/arith_v2_test_util.h"
+#include "kernels/half.h"
+#include "kernels/matmul_int8.h"
+#include "kernels/matmul_int8_packed.h"
+#include "kernels/target_loop.h"
+#include "kernels/vec_ops.h"
+
+namespace stoa::kernels {
+namespace {
+
+// Values of every class a v2 primitive treats apart, then random bits and ordinary values.
+std::vector<float> inputs(size_t n, uint64_t seed) {
+  std::vector<float> v = {0.0f,
+                          -0.0f,
+                          float_of(1),
+                          float_of(0x807fffffu),
+                          float_of(0x00800000u),
+                          -float_of(0x00800000u),
+                          float_of(0x00800001u),
+                          float_of(0x0d7fffffu),
+                          float_of(0x0d800000u),
+                          -float_of(0x0d800001u),
+                          std::numeric_limits<float>::infinity(),
+                          -std::numeric_limits<float>::infinity(),
+                          float_of(0x7fc00000u),
+                          float_of(0xffc00001u),
+                          float_of(0x7f800001u),
+                          88.72f,
+                          88.73f,
+                          -87.5f,
+                          -87.4f,
+                          1e-8f,
+                          -1e-8f,
+                          30.0f,
+                          -30.0f,
+                          1.0f,
+                          -1.0f,
+                          0.5f,
+                          3e38f,
+                          -3e38f};
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  while (v.size() < n) {
+    const uint64_t kind = rng() % 4;
+    v.push_back(kind == 0 ? float_of(static_cast<uint32_t>(rng())) : normal(rng));
+  }
+  v.resize(n);
+  return v;
+}
+
+// The index of the first element whose bits differ, or -1.
+long first_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  for (size_t i = 0; i < a.size(); ++i)
+    if (bits_of(a[i]) != bits_of(b[i])) return static_cast<long>(i);
+  return -1;
+}
+
+std::string show(const std::vector<float>& got, const std::vector<float>& want, long at,
+                 const std::vector<float>* in = nullptr) {
+  if (at < 0) return "";
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "element %ld: got 0x%08x want 0x%08x (input 0x%08x)", at,
+                bits_of(got[at]), bits_of(want[at]), in ? bits_of((*in)[at]) : 0u);
+  return buf;
+}
+
+TEST(EngineV2Kernels, ElementWiseOpsEqualTheReference) {
+  test::for_each_target([] {
+    for (size_t n : {1u, 7u, 16u, 33u, 4099u}) {
+      const std::vector<float> a = inputs(n, 11 + n), b = inputs(n, 97 + n);
+      // SwiGLU.
+      std::vector<float> got(n), want(n);
+      silu_mul(a.data(), b.data(), got.data(), n);
+      v2::silu_mul(a.data(), b.data(), want.data(), n);
+      EXPECT_EQ(first_difference(got, want), -1)
+          << "silu_mul " << show(got, want, first_difference(got, want), &a);
+      // The residual add.
+      got = a;
+      residual_add(got.data(), b.data(), n);
+      for (size_t i = 0; i < n; ++i) want[i] = v2::add(a[i], b[i]);
+      EXPECT_EQ(first_difference(got, want), -1)
+          << "residual_add " << show(got, want, first_difference(got, want), &a);
+      // MoE mixing, with an ordinary and a tiny weight.
+      for (float w : {0.37f, float_of(3u), -2.5e-30f}) {
+        got = a;
+        want = a;
+        mix_add(w, b.data(), got.data(), n);
+        v2::moe_mix(w, b.data(), want.data(), n);
+        EXPECT_EQ(first_difference(got, want), -1)
+            << "mix_add " << show(got, want, first_difference(got, want), &b);
+      }
+      // A gate product.
+      mul_flush(a.data(), b.data(), got.data(), n);
+      for (size_t i = 0; i < n; ++i) want[i] = v2::flush(v2::flush(a[i]) * v2::flush(b[i]));
+      EXPECT_EQ(first_difference(got, want), -1)
+          << "mul_flush " << show(got, want, first_difference(got, want), &a);
+    }
+  });
+}
+
+TEST(EngineV2Kernels, SoftmaxEqualsTheReference) {
+  test::for_each_target([] {
+    std::mt19937_64 rng(5);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (size_t n : {1u, 2u, 31u, 32u, 33u, 100u, 1000u, 4097u}) {
+      for (int kind = 0; kind < 6; ++kind) {
+        std::vector<float> row(n);
+        for (auto& x : row) {
+          const float scale = kind == 1 ? 1e-30f : kind == 2 ? 60.0f : 4.0f;
+          x = normal(rng) * scale;
+        }
+        if (kind == 3)  // masked entries (causal attention) and denormals
+          for (size_t i = 0; i < n; i += 3)
+            row[i] = i % 2 ? -std::numeric_limits<float>::infinity() : float_of(5u);
+        if (kind == 4) row[n / 2] = float_of(0x7fc00123u);  // a NaN: the row is NaN
+        if (kind == 5)
+          for (auto& x : row) x = -std::numeric_limits<float>::infinity();
+        std::vector<float> got = row, want = row;
+        softmax(got.data(), n);
+        v2::softmax_row(want.data(), n);
+        const long at = first_difference(got, want);
+        EXPECT_EQ(at, -1) << "n " << n << " kind " << kind << " " << show(got, want, at, &row);
+      }
+    }
+  });
+}
+
+TEST(EngineV2Kernels, AttentionEqualsTheReference) {
+  test::for_each_target([] {
+    std::mt19937_64 rng(9);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (size_t head_dim : {40u, 64u, 128u}) {
+      for (size_t n_keys : {1u, 5u, 33u, 257u}) {
+        const size_t stride = head_dim + 8;
+        std::vector<float> q(head_dim), k(n_keys * stride), v(n_keys * stride);
+        for (auto& x : q) x = normal(rng);
+        for (auto& x : k) x = normal(rng);
+        for (auto& x : v) x = normal(rng);
+        k[3] = float_of(7u);  // a denormal key and value, a value product near 2^-100
+        v[1] = float_of(0x80000009u);
+        v[2] = 1e-31f;
+        const float scale = 1.0f / 8.0f;
+        std::vector<float> scores(n_keys), out(head_dim), want_scores(n_keys), want(head_dim);
+        attention_scores(q.data(), k.data(), stride, n_keys, head_dim, scale, scores.data());
+        softmax(scores.data(), n_keys);
+        attention_values(scores.data(), v.data(), stride, n_keys, head_dim, out.data());
+        v2::attention_head(q.data(), k.data(), stride, v.data(), stride, n_keys, head_dim, scale,
+                           want_scores.data(), want.data());
+        EXPECT_EQ(first_difference(scores, want_scores), -1) << head_dim << " " << n_keys;
+        EXPECT_EQ(first_difference(out, want), -1)
+            << head_dim << " " << n_keys << " " << show(out, want, first_difference(out, want));
+      }
+    }
+  });
+}
+
+TEST(EngineV2Kernels, QuantizeAndMatmulEqualTheReference) {
+  test::for_each_target([] {
+    std::mt19937_64 rng(21);
+    for (int64_t batch : {1, 3, 8}) {
+      RandomQ8 m = random_q8(rng, 70, 256, batch);
+      // Special blocks: denormals beside a normal amax, a NaN, an infinity, all tiny.
+      m.x[0] = float_of(0x00400000u);
+      m.x[1] = 1e-37f;
+      m.x[40] = float_of(0x7fc00001u);
+      m.x[70] = -std::numeric_limits<float>::infinity();
+      for (int i = 96; i < 128; ++i)
+        m.x[static_cast<size_t>(i)] = float_of(static_cast<uint32_t>(i));
+      const int64_t groups = m.cols / 32;
+      std::vector<int8_t> q(m.x.size());
+      std::vector<float> d(static_cast<size_t>(batch * groups));
+      std::vector<int32_t> sums(d.size());
+      const Q8Activations got_acts{q.data(), d.data(), batch, m.cols, sums.data()};
+      quantize_activations_q8(m.x.data(), m.cols, got_acts);
+      v2::quantize_q8(m.x.data(), m.cols, m.acts());
+      EXPECT_EQ(q, m.xq);
+      EXPECT_EQ(first_difference(d, m.xd), -1) << show(d, m.xd, first_difference(d, m.xd));
+      EXPECT_EQ(sums, m.xsums);
+      std::vector<float> want(static_cast<size_t>(batch * m.rows)), got(want.size());
+      v2::matvec_q8(m.weights(), m.acts(), want.data(), m.rows);
+      matmul_w8a8(m.weights(), got_acts, got.data(), m.rows, 0, m.rows);
+      EXPECT_EQ(first_difference(got, want), -1)
+          << "grid " << show(got, want, first_difference(got, want));
+      const PackedInt8 packed = PackedInt8::pack(m.weights());
+      std::fill(got.begin(), got.end(), 0.0f);
+      matmul_w8a8_packed(packed, got_acts, got.data(), m.rows, 0, m.rows);
+      EXPECT_EQ(first_difference(got, want), -1)
+          << "packed " << show(got, want, first_difference(got, want));
+    }
+  });
+}
+
+}  // namespace
+}  // namespace stoa::kernels
