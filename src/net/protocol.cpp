@@ -43,6 +43,13 @@ std::map<std::string, std::string> task_options_field(const json& j, const char*
   return out;
 }
 
+int arithmetic_field(const json& j, const char* msg) {
+  const int a = opt<int>(j, msg, "arithmetic", kArithmeticBeforeTheField);
+  STOA_CHECK(a >= 1 && a <= kMaxArithmetic, ErrorKind::kInvalidArgument, msg, ": arithmetic ", a,
+             " is not an engine arithmetic version (1 to ", kMaxArithmetic, ")");
+  return a;
+}
+
 constexpr EnumName<IntakeStatus> kIntakeStatusNames[] = {{IntakeStatus::kAccepted, "accepted"},
                                                          {IntakeStatus::kDuplicate, "duplicate"},
                                                          {IntakeStatus::kRejected, "rejected"}};
@@ -56,7 +63,8 @@ json to_json(const JoinRequest& m) {
           {"name", m.name},
           {"threads", m.threads},
           {"resume_id", m.resume_id},
-          {"resume_secret", m.resume_secret}};
+          {"resume_secret", m.resume_secret},
+          {"arithmetic", m.arithmetic}};
 }
 JoinRequest join_request_from_json(const json& j) {
   const char* msg = "join request";
@@ -70,6 +78,7 @@ JoinRequest join_request_from_json(const json& j) {
   m.resume_secret = opt<std::string>(j, msg, "resume_secret", "");
   STOA_CHECK(m.resume_id.size() <= 128 && m.resume_secret.size() <= 128,
              ErrorKind::kInvalidArgument, msg, ": resume_id or resume_secret longer than 128");
+  m.arithmetic = arithmetic_field(j, msg);
   return m;
 }
 
@@ -95,7 +104,8 @@ json to_json(const JoinResponse& m) {
           {"task", m.task},
           {"task_options", m.task_options},
           {"stop_strings", m.stop_strings},
-          {"run_files", run_files_json(m.run_files)}};
+          {"run_files", run_files_json(m.run_files)},
+          {"arithmetic", m.arithmetic}};
 }
 JoinResponse join_response_from_json(const json& j) {
   const char* msg = "join response";
@@ -144,6 +154,7 @@ JoinResponse join_response_from_json(const json& j) {
       m.run_files.push_back(std::move(file));
     }
   }
+  m.arithmetic = arithmetic_field(j, msg);
   return m;
 }
 
@@ -307,6 +318,7 @@ json to_json(const RolloutSubmission& m) {
   if (m.seed) j["seed"] = *m.seed;
   if (!m.kernel_target.empty()) j["kernel_target"] = m.kernel_target;
   if (m.prompt_version) j["prompt_version"] = *m.prompt_version;
+  j["arithmetic"] = m.arithmetic;
   return j;
 }
 RolloutSubmission rollout_submission_from_json(const json& j) {
@@ -347,6 +359,7 @@ RolloutSubmission rollout_submission_from_json(const json& j) {
   if (j.contains("seed")) m.seed = req<uint64_t>(j, msg, "seed");
   m.kernel_target = opt<std::string>(j, msg, "kernel_target", "");
   if (j.contains("prompt_version")) m.prompt_version = req<uint64_t>(j, msg, "prompt_version");
+  m.arithmetic = arithmetic_field(j, msg);
   validate_structure(m);
   return m;
 }

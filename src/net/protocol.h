@@ -15,6 +15,15 @@ namespace stoa::net {
 
 constexpr int kProtocolVersion = 1;
 
+// Engine arithmetic (docs/design/arithmetic.md): the formula a machine's engine computes logits
+// with. Bits of two formulas are never compared, so the hub takes only workers, rollouts and
+// validators of its own. A message without the field comes from a build before it existed,
+// which computed arithmetic 1. A struct made in this build carries this build's
+// (kernels::v2::kEngineArithmetic; roles/hub/submission_check.cpp asserts that they agree).
+constexpr int kArithmeticBeforeTheField = 1;
+constexpr int kArithmeticOfThisBuild = 2;
+constexpr int kMaxArithmetic = 1000;
+
 // ---- POST /v1/join (Authorization: Bearer <join token>) ----
 struct JoinRequest {
   int protocol = kProtocolVersion;
@@ -24,6 +33,7 @@ struct JoinRequest {
   // The proof that resume_id is ours: the worker_secret the hub handed out at the first join.
   // A known resume_id without the matching secret is refused (403).
   std::string resume_secret;
+  int arithmetic = kArithmeticOfThisBuild;  // the worker engine's
 };
 // A file of the run's model directory that a worker needs besides the weights (config.json,
 // tokenizer.json, tokenizer_config.json, ...), served content-addressed at GET /v1/files/{hash}.
@@ -60,6 +70,7 @@ struct JoinResponse {
   std::vector<std::string> stop_strings;
   // What a worker started without --model downloads before anything else.
   std::vector<RunFile> run_files;
+  int arithmetic = kArithmeticOfThisBuild;  // the run's (the hub engine's)
 };
 constexpr size_t kMaxTaskOptions = 64;
 constexpr size_t kMaxTaskOptionBytes = 4096;
@@ -68,6 +79,9 @@ constexpr size_t kMaxTaskOptionBytes = 4096;
 // hostile peer's reply can neither grow memory nor smuggle in a non-string.
 std::map<std::string, std::string> task_options_field(const nlohmann::json& j, const char* msg,
                                                       const char* field);
+// `j`'s "arithmetic": absent → kArithmeticBeforeTheField; outside 1..kMaxArithmetic or not an
+// integer → kInvalidArgument.
+int arithmetic_field(const nlohmann::json& j, const char* msg);
 
 // ---- GET /v1/version?after=N&timeout=S (long-poll) ----
 // One blob a worker must fetch (GET /v1/blobs/{hash}) and apply, in order.
@@ -157,6 +171,7 @@ struct RolloutSubmission {
   std::optional<uint64_t> seed;
   std::string kernel_target;
   std::optional<uint64_t> prompt_version;
+  int arithmetic = kArithmeticOfThisBuild;  // the engine arithmetic it was computed with
 };
 enum class IntakeStatus { kAccepted, kDuplicate, kRejected };
 const char* intake_status_name(IntakeStatus status);

@@ -14,7 +14,7 @@ using namespace json_fields;
 }  // namespace
 
 json to_json(const ValidationLeaseRequest& m) {
-  return {{"validator", m.validator}, {"wait_s", m.wait_s}};
+  return {{"validator", m.validator}, {"wait_s", m.wait_s}, {"arithmetic", m.arithmetic}};
 }
 
 json to_json(const ValidationJob& m) {
@@ -44,6 +44,7 @@ ValidationLeaseRequest validation_lease_request_from_json(const json& j) {
   ValidationLeaseRequest m;
   m.validator = opt<std::string>(j, msg, "validator", m.validator);
   m.wait_s = opt<int64_t>(j, msg, "wait_s", m.wait_s);
+  m.arithmetic = arithmetic_field(j, msg);
   STOA_CHECK(m.wait_s >= 0, ErrorKind::kInvalidArgument, msg, ": wait_s must be >= 0");
   STOA_CHECK(m.validator.size() <= 128, ErrorKind::kInvalidArgument, msg,
              ": validator name longer than 128 bytes");

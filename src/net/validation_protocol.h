@@ -16,6 +16,7 @@ namespace stoa::net {
 struct ValidationLeaseRequest {
   std::string validator;  // a name for the hub's log and status ("" allowed)
   int64_t wait_s = 0;     // long-poll: how long to wait for a job (the hub caps it)
+  int arithmetic = kArithmeticOfThisBuild;  // the validator engine's (protocol.h)
 };
 // One rollout to replay, with everything the replay needs that the validator does not hold.
 struct ValidationJob {

@@ -168,7 +168,7 @@ TEST(Blobs, BadBlobsAreRefusedAndAFarBehindWorkerCatchesUpFromAnAnchor) {
     httplib::Client hc("127.0.0.1", c.port());
     auto j = hc.Post("/v1/join",
                      httplib::Headers{{"Authorization", std::string("Bearer ") + Cluster::kToken}},
-                     R"({"protocol":1,"name":"probe"})", "application/json");
+                     R"({"protocol":1,"arithmetic":2,"name":"probe"})", "application/json");
     ASSERT_TRUE(j && j->status == 200);
     const std::string session = nlohmann::json::parse(j->body)["session_token"];
     auto r = hc.Get(("/v1/version?timeout=0&after=" + std::to_string(frozen_at)).c_str(),

@@ -54,8 +54,8 @@ TEST(Loop, WorkersTrainFollowVersionsAndTheHubSurvivesBadClients) {
   c.start_worker("w2");
 
   // A client that joins, leases a group and never answers (a stalled home machine).
-  auto join =
-      raw(c.port(), "POST", "/v1/join", R"({"protocol":1,"name":"stalled"})", Cluster::kToken);
+  auto join = raw(c.port(), "POST", "/v1/join", R"({"protocol":1,"arithmetic":2,"name":"stalled"})",
+                  Cluster::kToken);
   ASSERT_EQ(join.first, 200) << join.second;
   const auto joined = nlohmann::json::parse(join.second);
   const std::string session = joined["session_token"], stalled_id = joined["worker_id"];

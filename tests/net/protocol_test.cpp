@@ -76,6 +76,24 @@ TEST(Protocol, ReplayFieldsRoundTrip) {
   EXPECT_EQ(back.kernel_target, "AVX2");
   EXPECT_EQ(back.prompt_version, 3u);
 
+  // The engine arithmetic: this build's by default, carried through, and absent read as the
+  // arithmetic of a build before the field (1); outside 1..kMaxArithmetic refused.
+  EXPECT_EQ(back.arithmetic, kArithmeticOfThisBuild);
+  json old = to_json(m);
+  old.erase("arithmetic");
+  EXPECT_EQ(rollout_submission_from_json(old).arithmetic, kArithmeticBeforeTheField);
+  JoinRequest join;
+  EXPECT_EQ(join_request_from_json(to_json(join)).arithmetic, kArithmeticOfThisBuild);
+  json old_join = to_json(join);
+  old_join.erase("arithmetic");
+  EXPECT_EQ(join_request_from_json(old_join).arithmetic, kArithmeticBeforeTheField);
+  for (int bad : {0, -2, kMaxArithmetic + 1}) {
+    json j = to_json(m);
+    j["arithmetic"] = bad;
+    EXPECT_NE(error_of([&] { rollout_submission_from_json(j); }).find("arithmetic"),
+              std::string::npos);
+  }
+
   Lease l;
   l.lease_id = "l";
   l.group_id = "g";

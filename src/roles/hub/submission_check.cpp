@@ -5,9 +5,13 @@
 #include <span>
 
 #include "core/error.h"
+#include "engine/arithmetic.h"
 
 namespace stoa::hub {
 namespace {
+
+static_assert(net::kArithmeticOfThisBuild == engine::kArithmetic,
+              "net/protocol.h names the engine arithmetic of this build");
 
 env::RolloutRejection refuse(std::string reason, std::string detail) {
   return env::RolloutRejection{std::move(reason), std::move(detail)};
@@ -23,6 +27,12 @@ SubmissionVerdict check_submission(const std::string& caller, const net::Rollout
   if (lease->worker_id != caller) {
     return refuse("lease_worker_mismatch",
                   cat(who, ": lease ", m.lease_id, " was issued to another worker"));
+  }
+  // Bits of two formulas are never compared: a replay of this rollout on the hub's arithmetic
+  // could only disagree (the join refuses such a worker; this catches one that lies there).
+  if (m.arithmetic != engine::kArithmetic) {
+    return refuse("arithmetic_mismatch", cat(who, ": computed with engine arithmetic ",
+                                             m.arithmetic, ", the run uses ", engine::kArithmetic));
   }
   const GroupRow* group = s.group;
   if (!group || m.group_id != lease->group_id || m.prompt_id != group->prompt_id) {

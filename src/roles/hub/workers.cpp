@@ -3,6 +3,7 @@
 // tokens, sessions and rate limits themselves are the Identity's (identity/identity.h); the
 // worker rows and their ledger writes are the Hub's.
 #include "core/log.h"
+#include "engine/arithmetic.h"
 #include "net/secret.h"
 #include "roles/hub/hub.h"
 #include "roles/hub/observe/hub_counters.h"
@@ -45,6 +46,8 @@ net::JoinResponse Hub::join(const std::string& bearer, const net::JoinRequest& r
   identity_.refresh(ledger_->reader());
   const auto token_name = identity_.match(bearer, Identity::kWorkScope);
   if (!token_name) throw RequestError(401, "join: invalid or revoked join token");
+  if (request.arithmetic != engine::kArithmetic)
+    throw RequestError(409, engine::arithmetic_refusal("worker", request.arithmetic));
   ledger_->reserve();
   expire_workers_locked(t);
   WorkerRow row;
@@ -104,6 +107,7 @@ net::JoinResponse Hub::join(const std::string& bearer, const net::JoinRequest& r
   resp.task_options = deps_.task_options.values();
   resp.stop_strings = deps_.task->stop_strings();
   resp.run_files = deps_.run_files;
+  resp.arithmetic = engine::kArithmetic;
   const uint64_t ticket = ledger_->written();
   lock.unlock();
   ledger_->wait_durable(ticket);  // its identity survives a crash before the worker hears it

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/log.h"
+#include "engine/arithmetic.h"
 #include "env/model_codec.h"
 #include "env/tasks/builtin_tasks.h"
 #include "model/config.h"
@@ -26,7 +27,7 @@ class ValidationSource final : public ReplayJobSource {
   }
 
   std::optional<net::ValidationJob> lease() override {
-    net::ValidationLeaseRequest req{o_.name, o_.wait_s};
+    net::ValidationLeaseRequest req{o_.name, o_.wait_s, engine::kArithmetic};
     const auto r = hub_.http().post_json("/v1/validation/lease", net::to_json(req).dump(), false,
                                          std::chrono::seconds(o_.wait_s + 30));
     if (r.status != 200) refuse_or_throw(r.status, r.body, "validation lease");

@@ -8,6 +8,7 @@
 
 #include "core/log.h"
 #include "core/rng.h"
+#include "engine/arithmetic.h"
 #include "env/dataset.h"
 #include "pulse/blob_store.h"
 #include "pulse/catalog.h"
@@ -113,6 +114,9 @@ ReplayJobStats run_replay_jobs(ReplayJobSource& source, const ReplayModel& model
       sleep_for(o.idle_wait_s);
       continue;
     }
+    // Bits of two formulas are never compared: a job computed with another engine arithmetic
+    // comes from a hub of another build, and judging it would only fail the worker.
+    engine::require_hub_arithmetic(job->rollout.arithmetic, "replayer");
     // The versions first: a blob that cannot be fetched is the replayer's own failure, not the
     // worker's.
     try {

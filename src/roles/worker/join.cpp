@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "engine/arithmetic.h"
 #include "net/join_string.h"
 
 namespace stoa::worker {
@@ -48,6 +49,7 @@ net::JoinResponse join_hub(net::HubClient& hub, const std::string& join_token,
   net::JoinRequest join_req;
   join_req.name = name;
   join_req.threads = threads;
+  join_req.arithmetic = engine::kArithmetic;
   // An id is only worth resuming with its secret (the hub refuses the id alone).
   if (fs::exists(id_file) && fs::exists(secret_file)) {
     join_req.resume_id = read_text(id_file);
@@ -90,6 +92,8 @@ net::JoinResponse join_hub(net::HubClient& hub, const std::string& join_token,
       }
     }
   }();
+  // A hub of another formula could not check this worker's rollouts (nor it the hub's jobs).
+  engine::require_hub_arithmetic(joined.arithmetic, "worker");
   { std::ofstream(id_file) << joined.worker_id << "\n"; }
   if (!joined.worker_secret.empty()) {
     // Owner-only: it is this identity's proof (a resume without it is refused).

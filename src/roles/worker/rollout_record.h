@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/arithmetic.h"
 #include "net/protocol.h"
 
 namespace stoa::worker {
@@ -34,6 +35,7 @@ class RolloutRecord {
     sub_.seed = seed;
     sub_.kernel_target = std::move(kernel_target);
     sub_.prompt_version = prompt_version;
+    sub_.arithmetic = engine::kArithmetic;
   }
 
   // Cuts the transcript to its first n tokens (a rollout that ran out of transcript budget is

@@ -96,8 +96,8 @@ class HttpAsync : public HubFixture {
   }
   std::string session_token() {
     httplib::Client c("127.0.0.1", server->port());
-    auto r = c.Post("/v1/join", {{"Authorization", "Bearer join-secret"}}, R"({"protocol":1})",
-                    "application/json");
+    auto r = c.Post("/v1/join", {{"Authorization", "Bearer join-secret"}},
+                    R"({"protocol":1,"arithmetic":2})", "application/json");
     EXPECT_TRUE(r && r->status == 200);
     return nlohmann::json::parse(r->body)["session_token"];
   }

@@ -10,6 +10,8 @@
 #include <fstream>
 #include <thread>
 
+#include "core/error.h"
+#include "engine/arithmetic.h"
 #include "net/hub_client.h"
 #include "net/join_string.h"
 #include "net/secret.h"
@@ -89,8 +91,10 @@ TEST_F(Identity, ResumingAWorkerIdNeedsItsSecret) {
   ASSERT_FALSE(joined.worker_secret.empty());
   // The id is public (status lists it); alone, or with a wrong secret, it is refused.
   for (const std::string& secret : {std::string(), std::string("guess"), joined.session_token}) {
-    nlohmann::json body = {
-        {"protocol", 1}, {"resume_id", joined.worker_id}, {"resume_secret", secret}};
+    nlohmann::json body = {{"protocol", 1},
+                           {"arithmetic", 2},
+                           {"resume_id", joined.worker_id},
+                           {"resume_secret", secret}};
     auto r = raw("POST", "/v1/join", body.dump(), "join-secret");
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 403) << r->body;
@@ -114,6 +118,30 @@ TEST_F(Identity, ResumingAWorkerIdNeedsItsSecret) {
   EXPECT_EQ(restarted.worker_id(), joined.worker_id);
 }
 
+// Bits of two formulas are never compared: a worker of another engine arithmetic (a build from
+// before the field says nothing, which is arithmetic 1) is refused at the door with words a
+// volunteer can act on, and the client side refuses a hub of another arithmetic.
+TEST_F(Identity, AWorkerOfAnotherArithmeticIsRefusedInPlainWords) {
+  serve();
+  for (const std::string& body : {std::string(R"({"protocol":1,"name":"old"})"),
+                                  std::string(R"({"protocol":1,"arithmetic":3,"name":"new"})")}) {
+    auto r = raw("POST", "/v1/join", body, "join-secret");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 409) << r->body;
+    EXPECT_NE(r->body.find("Install the stoa release the run's operator uses"), std::string::npos)
+        << r->body;
+  }
+  EXPECT_TRUE(hub->status()["workers"].empty());
+  net::HubClient current(server->url(), fast());
+  EXPECT_EQ(current.join("join-secret", {}).arithmetic, engine::kArithmetic);
+  try {
+    engine::require_hub_arithmetic(1, "worker");
+    ADD_FAILURE() << "a hub of arithmetic 1 was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("computes engine arithmetic 1"), std::string::npos);
+  }
+}
+
 TEST_F(Identity, FloodsGet429WithRetryAfterAndHonestWorkersGoOn) {
   config.limits.join_per_ip = {1, 4};
   config.limits.lease_per_worker = {2, 3};
@@ -125,7 +153,8 @@ TEST_F(Identity, FloodsGet429WithRetryAfterAndHonestWorkersGoOn) {
   int ok = 0, limited = 0;
   std::string retry_after;
   for (int i = 0; i < 20; ++i) {
-    auto r = raw("POST", "/v1/join", R"({"protocol":1,"name":"flood"})", "join-secret");
+    auto r =
+        raw("POST", "/v1/join", R"({"protocol":1,"arithmetic":2,"name":"flood"})", "join-secret");
     ASSERT_TRUE(r);
     if (r->status == 200) ++ok;
     if (r->status == 429) {

@@ -122,6 +122,12 @@ TEST_F(SubmissionCheck, EveryReasonOfTheHubsOwn) {
     m.group_id = "g2";
     EXPECT_EQ(refused(m), "lease_mismatch");
   }
+  {
+    // A rollout of another engine arithmetic (a build before the field, or a lie).
+    auto m = good();
+    m.arithmetic = 1;
+    EXPECT_EQ(refused(m), "arithmetic_mismatch");
+  }
   snapshot.group = nullptr;
   EXPECT_EQ(refused(good()), "lease_mismatch");
   snapshot.group = &group;

@@ -233,7 +233,8 @@ TEST_F(RemoteValidationTest, ExpiredLeasesRequeueAndBadVerdictsAreRefused) {
   // A parked long-poll wakes when a job is queued.
   auto parked = std::async(std::launch::async, [&] {
     const auto t0 = std::chrono::steady_clock::now();
-    const auto r = call("/v1/validation/lease", {{"validator", "a"}, {"wait_s", 20}});
+    const auto r =
+        call("/v1/validation/lease", {{"validator", "a"}, {"wait_s", 20}, {"arithmetic", 2}});
     return std::make_pair(r, std::chrono::steady_clock::now() - t0);
   });
   std::this_thread::sleep_for(200ms);
@@ -243,9 +244,17 @@ TEST_F(RemoteValidationTest, ExpiredLeasesRequeueAndBadVerdictsAreRefused) {
   EXPECT_LT(waited, 10s);
   const json a = json::parse(first.body)["job"];
   ASSERT_TRUE(a.is_object()) << first.body;
-  const json b = json::parse(call("/v1/validation/lease", {{"validator", "b"}}).body)["job"];
+  const json b = json::parse(
+      call("/v1/validation/lease", {{"validator", "b"}, {"arithmetic", 2}}).body)["job"];
   ASSERT_TRUE(b.is_object());
-  EXPECT_TRUE(json::parse(call("/v1/validation/lease", json::object()).body)["job"].is_null());
+  EXPECT_TRUE(json::parse(call("/v1/validation/lease", {{"arithmetic", 2}}).body)["job"].is_null());
+  // A validator that names no engine arithmetic (a build before the field: arithmetic 1), or
+  // another one, is refused with the reason: its replays could only disagree.
+  for (const json& other : {json::object(), json{{"arithmetic", 3}}}) {
+    const auto refused = call("/v1/validation/lease", other);
+    EXPECT_EQ(refused.status, 409) << refused.body;
+    EXPECT_NE(refused.body.find("engine arithmetic"), std::string::npos) << refused.body;
+  }
   // b answered in time: recorded once.
   const auto ok = call("/v1/validation/verdict", {{"job_id", b["job_id"]}, {"pass", true}});
   ASSERT_EQ(ok.status, 200) << ok.body;
@@ -272,7 +281,8 @@ TEST_F(RemoteValidationTest, ExpiredLeasesRequeueAndBadVerdictsAreRefused) {
 
   // a's lease runs out: the job goes back to the queue under a new id; the old id is refused.
   std::this_thread::sleep_for(1600ms);
-  const json again = json::parse(call("/v1/validation/lease", {{"validator", "c"}}).body)["job"];
+  const json again = json::parse(
+      call("/v1/validation/lease", {{"validator", "c"}, {"arithmetic", 2}}).body)["job"];
   ASSERT_TRUE(again.is_object());
   EXPECT_EQ(again["rollout"]["id"], a["rollout"]["id"]);
   EXPECT_NE(again["job_id"], a["job_id"]);

@@ -5,6 +5,7 @@
 // `operator` or `validate` (Hub::check_validator), even on loopback.
 #include <filesystem>
 
+#include "engine/arithmetic.h"
 #include "env/dataset.h"
 #include "pulse/catalog.h"
 #include "roles/hub/http/server.h"
@@ -56,6 +57,8 @@ HandlerOutcome HubServer::validation_route(const RequestContext& req, const std:
   if (post && p == "/v1/validation/lease") {
     const net::ValidationLeaseRequest m =
         net::validation_lease_request_from_json(net::parse_body(req.body, "validation lease"));
+    if (m.arithmetic != engine::kArithmetic)
+      throw RequestError(409, engine::arithmetic_refusal("validator", m.arithmetic));
     const HubConfig& config = hub_.config();
     auto answer = [this, &config](const std::optional<ValidationQueue::Leased>& l) {
       net::ValidationLeaseResponse r;
