@@ -5,11 +5,13 @@
 
 #include "kernels/arith_v2.h"
 #include "kernels/fixed_math.h"
+#include "kernels/vec_ops.h"
 
 namespace stoa::engine {
 
 void rms_norm(const float* x, const float* weight, int64_t n, double eps, float* out) {
-  kernels::v2::rmsnorm_row(x, weight, static_cast<size_t>(n), static_cast<float>(eps), out);
+  // The SIMD form of kernels::v2::rmsnorm_row (the same bits, test_kernels EngineV2Kernels).
+  kernels::rmsnorm(x, weight, static_cast<size_t>(n), static_cast<float>(eps), out);
 }
 
 void rope_angles(int64_t head_dim, int64_t position, double theta, float* cos_out, float* sin_out) {

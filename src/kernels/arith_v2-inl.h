@@ -55,6 +55,14 @@ HWY_INLINE hn::Vec<D> Flush(D d, hn::Vec<D> x) {
   return hn::IfThenElse(IsNan(d, x), CanonicalNan(d), hn::IfThenZeroElse(IsTiny(d, x), x));
 }
 
+// The tiny half of v2::flush alone: |x| <= 2^-126 -> +0, a NaN kept as it is. Enough for an
+// input whose NaN can only reach a result that is then flushed (a NaN stays a NaN through
+// products and sums, and the final Flush makes it the canonical one).
+template <class D>
+HWY_INLINE hn::Vec<D> FlushTiny(D d, hn::Vec<D> x) {
+  return hn::IfThenZeroElse(IsTiny(d, x), x);
+}
+
 // v2::flush_summand: |t| < 2^-100 -> +0.
 template <class D>
 HWY_INLINE hn::Vec<D> FlushSummand(D d, hn::Vec<D> t) {
@@ -156,7 +164,7 @@ HWY_INLINE hn::Vec<D> Exp(D d, hn::Vec<D> x) {
 // v2::silu: g = flush(x), g / (1 + e^-g).
 template <class D>
 HWY_INLINE hn::Vec<D> Silu(D d, hn::Vec<D> x) {
-  const auto g = Flush(d, x);
+  const auto g = FlushTiny(d, x);  // a NaN: Exp and Divide make it the canonical one
   return Divide(d, g, hn::Add(hn::Set(d, 1.0f), Exp(d, hn::Neg(g))));
 }
 

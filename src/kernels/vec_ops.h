@@ -2,9 +2,9 @@
 // its inputs and n, never on other rows or threads, so they keep the batch-invariance guarantee
 // of matmul_int8.h. Element-wise ops follow the rounding order of the HF/torch f32 reference
 // (products rounded before sums, no fused multiply-add) so the engine can match it closely.
-// The ones a forward pass uses (attention, softmax, SwiGLU, the residual and mixing adds, the
-// gate products) compute engine arithmetic v2 (docs/design/arithmetic.md): the same bits as
-// kernels::v2 (arith_v2.h) on every target; rmsnorm, dot, axpy and rope_rotate_half are the
+// The ones a forward pass uses (RMSNorm, attention, softmax, SwiGLU, the residual and mixing
+// adds, the gate products) compute engine arithmetic v2 (docs/design/arithmetic.md): the same
+// bits as kernels::v2 (arith_v2.h) on every target; dot, axpy and rope_rotate_half are the
 // earlier formulas, kept for the tests and tools that call them.
 #pragma once
 #include <cstddef>
@@ -12,7 +12,8 @@
 
 namespace stoa::kernels {
 
-// out = x / sqrt(mean(x^2) + eps) * weight (weight may be null: no scaling). out may alias x.
+// out = x * rsqrt(mean(x^2) + eps) * weight (weight may be null: no scaling): v2::rmsnorm_row.
+// out may alias x.
 void rmsnorm(const float* x, const float* weight, size_t n, float eps, float* out);
 
 float dot(const float* a, const float* b, size_t n);
@@ -20,6 +21,8 @@ float dot(const float* a, const float* b, size_t n);
 void axpy(float alpha, const float* x, float* y, size_t n);
 
 // Attention over a KV cache: out[t] = flush(v2::dot(q, k + t * k_stride) * scale), t < n_keys.
+// q, k and (below) v must be flushed already (v2::flush(x) == x for each value), as the engine's
+// are (RoPE's outputs, the W8A8 product's): the kernels do not flush them again.
 void attention_scores(const float* q, const float* k, size_t k_stride, size_t n_keys,
                       size_t head_dim, float scale, float* out);
 // out = flush(sum_t flush_summand(p[t] * flush(v[t * v_stride + :]))) over t < n_keys in order

@@ -103,6 +103,21 @@ TEST(EngineV2Kernels, ElementWiseOpsEqualTheReference) {
         EXPECT_EQ(first_difference(got, want), -1)
             << "mix_add " << show(got, want, first_difference(got, want), &b);
       }
+      // RMSNorm, with and without a weight.
+      for (const float* weight : {b.data(), static_cast<const float*>(nullptr)}) {
+        rmsnorm(a.data(), weight, n, 1e-6f, got.data());
+        v2::rmsnorm_row(a.data(), weight, n, 1e-6f, want.data());
+        EXPECT_EQ(first_difference(got, want), -1)
+            << "rmsnorm " << show(got, want, first_difference(got, want), &a);
+      }
+      // Ordinary rows too: a row with a NaN or an infinity is all NaN either way.
+      std::vector<float> row = inputs(n + 40, 5 + n);
+      row.erase(row.begin(), row.begin() + 40);
+      for (auto& x : row) x = (bits_of(x) & 0x7fffffffu) >= 0x7f800000u ? 1.5f : x;
+      rmsnorm(row.data(), b.data(), n, 1e-5f, got.data());
+      v2::rmsnorm_row(row.data(), b.data(), n, 1e-5f, want.data());
+      EXPECT_EQ(first_difference(got, want), -1)
+          << "rmsnorm " << show(got, want, first_difference(got, want), &row);
       // A gate product.
       mul_flush(a.data(), b.data(), got.data(), n);
       for (size_t i = 0; i < n; ++i) want[i] = v2::flush(v2::flush(a[i]) * v2::flush(b[i]));
@@ -150,9 +165,12 @@ TEST(EngineV2Kernels, AttentionEqualsTheReference) {
         for (auto& x : q) x = normal(rng);
         for (auto& x : k) x = normal(rng);
         for (auto& x : v) x = normal(rng);
-        k[3] = float_of(7u);  // a denormal key and value, a value product near 2^-100
-        v[1] = float_of(0x80000009u);
-        v[2] = 1e-31f;
+        v[2] = 1e-31f;  // a value product near 2^-100, a tiny query product
+        q[5] = 1e-35f;
+        // The kernels' precondition: flushed inputs (the engine's Q, K, V are RoPE's and the
+        // W8A8 product's outputs).
+        for (auto* t : {&q, &k, &v})
+          for (auto& x : *t) x = v2::flush(x);
         const float scale = 1.0f / 8.0f;
         std::vector<float> scores(n_keys), out(head_dim), want_scores(n_keys), want(head_dim);
         attention_scores(q.data(), k.data(), stride, n_keys, head_dim, scale, scores.data());
