@@ -3,18 +3,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <filesystem>
-#include <numeric>
 
 #include "core/log.h"
-#include "core/rng.h"
-#include "env/episode.h"
 #include "roles/hub/observe/hub_counters.h"
 #include "roles/hub/verification/verification_state.h"
 
 namespace stoa::hub {
-
-using nlohmann::json;
 
 uint64_t AcceptedGroup::min_version() const {
   uint64_t m = UINT64_MAX;
@@ -35,6 +29,13 @@ Hub::Hub(HubConfig config, HubDeps deps)
       deps_(std::move(deps)),
       identity_(config_),
       book_(config_.lease_caps),
+      versions_(deps_.store, config_.max_staleness),
+      prompts_(deps_.prompts.size(), config_.seed,
+               [this](int64_t prompt_index) {
+                 return render_training_prompt(*deps_.task,
+                                               deps_.prompts.at(static_cast<size_t>(prompt_index)),
+                                               *deps_.codec, config_.sampling);
+               }),
       counters_(std::make_unique<HubCounters>()) {
   STOA_CHECK(deps_.task && deps_.codec && deps_.store, ErrorKind::kInvalidArgument,
              "hub: task, codec and blob store are required");
@@ -49,12 +50,6 @@ Hub::Hub(HubConfig config, HubDeps deps)
   if (!deps_.clock_ms) deps_.clock_ms = system_ms;
   counters_->start_ms = now();
   counters_->learning_signal = LearningSignalWatch(config_.no_signal_warn_steps);
-  // A fixed shuffle of the prompts (seeded): the cursor into it is persisted, so a restarted hub
-  // continues where it stopped instead of replaying the first prompts. Rng's shuffle is the same
-  // with every standard library (std::shuffle's algorithm is implementation-defined).
-  prompt_order_.resize(deps_.prompts.size());
-  std::iota(prompt_order_.begin(), prompt_order_.end(), 0);
-  Rng(config_.seed, 0).shuffle(prompt_order_);
   ledger_ = std::make_unique<RunLedger>(config_.ledger_path, config_.max_pending_writes);
   identity_.install(ledger_->reader(), now());
   restore();
@@ -112,60 +107,18 @@ void Hub::restore() {
     if (w.rollouts_accepted > 0) book_.fairness().proven(id);
   counters_->accepted = ledger_->reader().rollout_count();
   last_step_ = ledger_->reader().last_step();
-  for (const auto& v : ledger_->reader().versions()) versions_[v.version] = v;
-  if (auto m = ledger_->reader().meta("next_prompt")) next_prompt_ = std::stoll(*m);
+  if (auto m = ledger_->reader().meta("next_prompt")) prompts_.restore_cursor(std::stoll(*m));
   for (const auto& [id, g] : book_.groups()) {
     if (g.row.status == GroupStatus::kTrained) counters_->groups_trained++;
     if (g.row.status == GroupStatus::kDropped) counters_->dropped[g.row.drop_reason]++;
   }
-  reload_catalog_locked();
-}
-
-void Hub::reload_catalog_locked() {
-  std::string path = deps_.store->dir() + "/catalog.json";
-  if (std::filesystem::exists(path)) {
-    catalog_ = pulse::Catalog::load(path);
-  } else {
-    catalog_ = pulse::Catalog::scan(*deps_.store);
-  }
+  versions_.restore(ledger_->reader().versions());
 }
 
 // ---------------------------------------------------------------- versions
-net::VersionInfo Hub::version_info_locked(std::optional<uint64_t> after) const {
-  net::VersionInfo info;
-  info.max_staleness = config_.max_staleness;
-  auto latest = catalog_.latest_version();
-  if (!versions_.empty() && (!latest || versions_.rbegin()->first > *latest)) {
-    latest = versions_.rbegin()->first;
-  }
-  if (!latest) return info;
-  info.version = latest;
-  if (auto it = versions_.find(*latest); it != versions_.end())
-    info.state_hash = it->second.state_hash;
-  if (after && *after >= *latest) return info;
-  std::vector<pulse::CatalogEntry> route;
-  try {
-    route = catalog_.plan(after, *latest);
-  } catch (const Error&) {
-    // No patch route from the worker's version (older than the retention): restart from an
-    // anchor. If even that fails (the version's blobs are not in the store — only in tests that
-    // publish bare versions), the worker gets the version with no blobs and polls again.
-    try {
-      route = catalog_.plan(std::nullopt, *latest);
-    } catch (const Error&) {
-      route.clear();
-    }
-  }
-  for (const auto& e : route) {
-    info.blobs.push_back({e.kind == pulse::BlobKind::kAnchor ? "anchor" : "patch", e.from_version,
-                          e.to_version, e.hash.hex(), e.bytes});
-  }
-  return info;
-}
-
 net::VersionInfo Hub::version_info(std::optional<uint64_t> after) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return version_info_locked(after);
+  return versions_.info(after);
 }
 
 net::VersionInfo Hub::wait_version(std::optional<uint64_t> after,
@@ -174,16 +127,16 @@ net::VersionInfo Hub::wait_version(std::optional<uint64_t> after,
   auto newer = [&] {
     if (stopped_) return true;
     if (!after) return true;
-    auto info = version_info_locked(after);
+    auto info = versions_.info(after);
     return info.version && *info.version > *after;
   };
   version_cv_.wait_for(lock, timeout, newer);
-  return version_info_locked(after);
+  return versions_.info(after);
 }
 
 std::optional<uint64_t> Hub::latest_version() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return version_info_locked(std::nullopt).version;
+  return versions_.latest();
 }
 
 void Hub::set_version_listener(std::function<void()> listener) {
@@ -193,23 +146,9 @@ void Hub::set_version_listener(std::function<void()> listener) {
 
 void Hub::publish_version(const pulse::Published& published, const Hash128& state_hash) {
   std::unique_lock<std::mutex> lock(mutex_);
-  VersionRow row;
-  row.version = published.version;
-  row.state_hash = state_hash.hex();
-  row.published_ms = now();
-  json blobs = json::array();
-  for (const auto* e : {&published.patch, &published.anchor}) {
-    if (!*e) continue;
-    blobs.push_back({{"kind", pulse::blob_kind_name((*e)->kind)},
-                     {"from_version", (*e)->from_version},
-                     {"to_version", (*e)->to_version},
-                     {"hash", (*e)->hash.hex()},
-                     {"bytes", (*e)->bytes}});
-  }
-  row.blobs_json = blobs.dump();
+  const VersionRow row = version_row(published, state_hash, now());
   ledger_->write([row](Ledger& l) { l.put_version(row); });
-  versions_[row.version] = row;
-  reload_catalog_locked();
+  versions_.add(row);
   VersionPoint point;
   point.version = published.version;
   point.t_s = static_cast<double>(row.published_ms - counters_->start_ms) / 1000.0;
@@ -253,7 +192,7 @@ void Hub::expire_leases() {
 
 net::Lease Hub::make_lease_locked(GroupState& g, const std::string& worker_id,
                                   const std::string& peer, int32_t samples, int64_t now_ms) {
-  prompt_tokens_locked(g.row.prompt_index, false);  // before any write (a restored group's)
+  prompts_.rendered(g.row.prompt_index);  // before any write (a restored group's)
   LeaseRow l;
   l.id = "l-" + net::random_token().substr(0, 16);
   l.group_id = g.row.id;
@@ -262,7 +201,7 @@ net::Lease Hub::make_lease_locked(GroupState& g, const std::string& worker_id,
   l.issued_ms = now_ms;
   l.deadline_ms = now_ms + config_.lease_ttl_ms;
   l.max_deadline_ms = now_ms + std::max(config_.lease_max_ms, config_.lease_ttl_ms);
-  l.issued_at_version = version_info_locked(std::nullopt).version.value_or(0);
+  l.issued_at_version = versions_.latest().value_or(0);
   ledger_->write([l](Ledger& ledger) { ledger.put_lease(l); });
   book_.set_lease(l, peer, now());
   book_.fairness().served(worker_id);
@@ -273,7 +212,7 @@ net::Lease Hub::make_lease_locked(GroupState& g, const std::string& worker_id,
   out.group_id = g.row.id;
   out.prompt_id = g.row.prompt_id;
   out.question = problem.question;
-  out.prompt_tokens = prompt_tokens_locked(g.row.prompt_index, true);  // rendered: see above
+  out.prompt_tokens = prompts_.rendered(g.row.prompt_index);  // rendered: see above
   out.samples = samples;
   out.sampling = config_.sampling;
   out.deadline_unix_ms = l.deadline_ms;
@@ -341,22 +280,15 @@ std::optional<net::Lease> Hub::lease_locked(const std::string& worker_id, const 
   }
   // A prompt that leaves no room in the transcript (max_tokens) cannot be sampled by any worker:
   // skip it rather than hand it out (found with a byte-level codec, whose prompts are long).
-  int64_t n = static_cast<int64_t>(prompt_order_.size());
-  int64_t index = -1;
-  for (int64_t tries = 0; tries < n; ++tries) {
-    const int64_t candidate = prompt_order_[static_cast<size_t>(next_prompt_ % n)];
-    const auto len = static_cast<int64_t>(prompt_tokens_locked(candidate, false).size());
-    if (len < config_.max_tokens) {
-      index = candidate;
-      break;
-    }
-    if (counters_->prompts_too_long.insert(candidate).second)
-      log_warn("hub", "prompt '", deps_.prompts[static_cast<size_t>(candidate)].id, "' renders to ",
-               len, " tokens, not under max_tokens = ", config_.max_tokens, ": skipped");
-    ++next_prompt_;
-  }
-  if (index < 0) {
-    if (counters_->prompts_too_long.size() == static_cast<size_t>(n) && !counters_->all_too_long) {
+  const std::optional<int64_t> index =
+      prompts_.next_fitting(config_.max_tokens, [&](int64_t candidate, int64_t len) {
+        if (counters_->prompts_too_long.insert(candidate).second)
+          log_warn("hub", "prompt '", deps_.prompts[static_cast<size_t>(candidate)].id,
+                   "' renders to ", len, " tokens, not under max_tokens = ", config_.max_tokens,
+                   ": skipped");
+      });
+  if (!index) {
+    if (counters_->prompts_too_long.size() == prompts_.size() && !counters_->all_too_long) {
       counters_->all_too_long = true;
       log_error("hub", "every training prompt is at least max_tokens = ", config_.max_tokens,
                 " tokens long: no work can be leased (raise [hub] max_tokens)");
@@ -364,16 +296,16 @@ std::optional<net::Lease> Hub::lease_locked(const std::string& worker_id, const 
     return std::nullopt;
   }
   GroupRow row;
-  row.id = "g-" + std::to_string(next_prompt_) + "-" + net::random_token().substr(0, 8);
-  row.prompt_id = deps_.prompts[static_cast<size_t>(index)].id;
-  row.prompt_index = index;
+  row.id = "g-" + std::to_string(prompts_.cursor()) + "-" + net::random_token().substr(0, 8);
+  row.prompt_id = deps_.prompts[static_cast<size_t>(*index)].id;
+  row.prompt_index = *index;
   row.samples = config_.group_size;
   row.created_ms = now_ms;
-  ledger_->write([row, cursor = std::to_string(next_prompt_ + 1)](Ledger& l) {
+  ledger_->write([row, cursor = std::to_string(prompts_.cursor() + 1)](Ledger& l) {
     l.put_group(row);
     l.set_meta("next_prompt", cursor);
   });
-  ++next_prompt_;
+  prompts_.advance();
   book_.add_group(row);
   return make_lease_locked(book_.groups().at(row.id), worker_id, peer, row.samples, now_ms);
 }
@@ -409,7 +341,7 @@ net::LeaseResponse Hub::lease(const std::string& worker_id, const std::string& p
       ledger_->reserve();
       try {
         resp.lease = lease_locked(worker_id, peer, t);
-      } catch (const PromptNotRendered& missing) {
+      } catch (const PromptDeck::NotRendered& missing) {
         to_render = missing.prompt_index;
       }
       if (!to_render || pass >= 8) {
@@ -418,9 +350,9 @@ net::LeaseResponse Hub::lease(const std::string& worker_id, const std::string& p
       }
     }
     if (!to_render || pass >= 8) break;
-    std::vector<int32_t> tokens = render_prompt(*to_render);
+    std::vector<int32_t> tokens = prompts_.render(*to_render);
     std::lock_guard<std::mutex> lock(mutex_);
-    prompt_cache_.emplace(*to_render, std::move(tokens));
+    prompts_.keep(*to_render, std::move(tokens));
   }
   ledger_->wait_durable(ticket);  // a lease the hub could forget in a crash is never handed out
   return resp;
@@ -483,7 +415,7 @@ void Hub::heartbeat_locked(const std::string& caller, const net::Heartbeat& hb,
   w.download = hb.download;
   w.swarm = hb.swarm;
   ledger_->write([caller, t](Ledger& l) { l.touch_worker(caller, t); });
-  resp.latest_version = version_info_locked(std::nullopt).version;
+  resp.latest_version = versions_.latest();
   if (run_ended_) {
     resp.run_ended = true;
     told_run_ended_.insert(caller);

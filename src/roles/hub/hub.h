@@ -34,17 +34,18 @@
 #include "model/config.h"
 #include "net/protocol.h"
 #include "pulse/blob_store.h"
-#include "pulse/catalog.h"
 #include "roles/hub/hub_config.h"
 #include "roles/hub/identity/identity.h"
 #include "roles/hub/leasing/group_book.h"
 #include "roles/hub/ledger/ledger.h"
 #include "roles/hub/ledger/run_ledger.h"
 #include "roles/hub/observe/run_history.h"
+#include "roles/hub/prompts/prompt_deck.h"
 #include "roles/hub/request_error.h"
 #include "roles/hub/trainer_port.h"
 #include "roles/hub/verification/check_lease.h"
 #include "roles/hub/verification/rollout_audit.h"
+#include "roles/hub/versions/version_catalog.h"
 #include "roles/hub/worker_stats.h"
 
 namespace stoa::hub {
@@ -182,15 +183,6 @@ class Hub final : public TrainerPort {
   void expire_workers_locked(int64_t now_ms);
   HubSnapshot snapshot(size_t offset, size_t limit) const;
   void expire_locked(int64_t now_ms);
-  // The rendered prompt of a training item. Rendering calls the task (an environment server for
-  // the http task, up to its timeout): `render_here` false makes a lease path throw
-  // PromptNotRendered instead, before it wrote anything, so that lease() renders outside the lock
-  // and tries again — a slow environment never holds every other request behind the hub's mutex.
-  struct PromptNotRendered {
-    int64_t prompt_index;
-  };
-  const std::vector<int32_t>& prompt_tokens_locked(int64_t prompt_index, bool render_here);
-  std::vector<int32_t> render_prompt(int64_t prompt_index) const;  // no lock needed
   std::optional<net::Lease> lease_locked(const std::string& worker_id, const std::string& peer,
                                          int64_t now_ms);
   net::Lease make_lease_locked(GroupState& g, const std::string& worker_id, const std::string& peer,
@@ -201,8 +193,6 @@ class Hub final : public TrainerPort {
   // Revokes open lease `lease_id` (hoarded past the deadline, or preempted from a hoarder).
   void revoke_locked(const std::string& lease_id, const char* why, int64_t now_ms);
   net::RolloutResponse reject(const std::string& reason, const std::string& detail);
-  net::VersionInfo version_info_locked(std::optional<uint64_t> after) const;
-  void reload_catalog_locked();
   void record_step_history_locked(const StepReport& report);
   // Verification (hub_verification.cpp).
   std::vector<uint64_t> lease_seeds(const std::string& lease_id, int32_t samples) const;
@@ -241,11 +231,11 @@ class Hub final : public TrainerPort {
   int64_t workers_scanned_ms_ = 0;
   GroupBook book_;                 // groups, leases and fair leasing
   std::set<std::string> pending_;  // handed to the trainer, not yet marked
-  std::map<uint64_t, VersionRow> versions_;
-  pulse::Catalog catalog_;
-  std::vector<int64_t> prompt_order_;
-  int64_t next_prompt_ = 0;
-  std::map<int64_t, std::vector<int32_t>> prompt_cache_;
+  VersionCatalog versions_;        // versions published, the catch-up catalog
+  // The prompts' order, cursor and rendered tokens. A lease path meets a prompt not rendered
+  // before it wrote anything (PromptDeck::NotRendered): lease() renders it outside the lock and
+  // tries again, so a slow environment never holds every other request behind the hub's mutex.
+  PromptDeck prompts_;
   std::unique_ptr<HubCounters> counters_;
   RunHistory history_;
   std::unique_ptr<VerificationState> verification_;

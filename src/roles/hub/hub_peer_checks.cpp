@@ -142,8 +142,7 @@ std::optional<CheckLease> Hub::lease_check(const std::string& worker_id, const s
   // Only while real jobs wait, so that a canary comes when a check would (and costs the fleet
   // about canary_fraction replays per checked rollout, not one per idle poll).
   if (policy.canary_fraction > 0 && v.sampler.chance(policy.canary_fraction)) {
-    if (auto canary = v.lease_canary(worker_id, may_check, now(),
-                                     versions_.empty() ? 0 : versions_.rbegin()->first,
+    if (auto canary = v.lease_canary(worker_id, may_check, now(), versions_.latest_published(),
                                      config_.max_staleness, policy)) {
       ++book.leased;
       ++book.in_flight;

@@ -101,14 +101,14 @@ net::RolloutResponse Hub::intake_locked(const std::string& caller, const net::Ro
       snapshot.group_accepted = g->accepted;
       // Rendered when its group was leased, except for a group restored by a restart.
       snapshot.prompt = [this, g]() -> const std::vector<int32_t>& {
-        return prompt_tokens_locked(g->row.prompt_index, true);
+        return prompts_.render_here(g->row.prompt_index);
       };
       snapshot.golden_answers =
           &deps_.prompts.at(static_cast<size_t>(g->row.prompt_index)).golden_answers;
     }
   }
-  snapshot.published = [this](uint64_t v) { return versions_.count(v) > 0; };
-  snapshot.latest_version = versions_.empty() ? 0 : versions_.rbegin()->first;
+  snapshot.published = [this](uint64_t v) { return versions_.published(v); };
+  snapshot.latest_version = versions_.latest_published();
   snapshot.max_staleness = config_.max_staleness;
   snapshot.limits = env::RolloutLimits{deps_.vocab_size, config_.max_tokens, config_.topk};
   snapshot.codec = deps_.codec;

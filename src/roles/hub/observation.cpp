@@ -24,9 +24,9 @@ HubSnapshot Hub::snapshot(size_t offset, size_t limit) const {
   s.counters.ledger_busy = ledger_->busy();
   s.groups_queued = book_.queued_groups();
   s.workers_total = workers_.size();
-  s.versions = versions_.size();
+  s.versions = versions_.published_count();
   s.leases_open = static_cast<int64_t>(book_.open_leases().size());
-  s.latest_version = version_info_locked(std::nullopt).version;
+  s.latest_version = versions_.latest();
   s.step = last_step_;
   s.ledger = ledger_->stats();
   s.now_ms = now();
@@ -71,8 +71,7 @@ std::string Hub::metrics() const {
 }
 
 void Hub::record_step_history_locked(const StepReport& report) {
-  history_.add_step(step_point(report, now(), counters_->start_ms,
-                               version_info_locked(std::nullopt).version, workers_));
+  history_.add_step(step_point(report, now(), counters_->start_ms, versions_.latest(), workers_));
 }
 
 }  // namespace stoa::hub
