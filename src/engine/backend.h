@@ -111,6 +111,32 @@ void check_sample_requests(std::span<const Input> inputs, std::span<const Sample
   }
 }
 
+// Throws kInvalidArgument unless every input names a sequence, none twice, with room for its
+// tokens, every token id inside [0, vocab): what every backend checks before a pass changes
+// anything (the sequence's model is the backend's own check).
+template <typename Input>
+void check_pass_inputs(std::span<const Input> inputs, int64_t vocab) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Input& in = inputs[i];
+    STOA_CHECK(in.seq != nullptr, ErrorKind::kInvalidArgument, "batch input ", i,
+               " has no sequence");
+    // A linear scan, not a set: batches are small and this runs every decode step.
+    for (size_t j = 0; j < i; ++j) {
+      STOA_CHECK(inputs[j].seq != in.seq, ErrorKind::kInvalidArgument, "batch input ", i,
+                 " repeats a sequence already in the batch");
+    }
+    const auto n = static_cast<int64_t>(in.tokens.size());
+    STOA_CHECK(n <= in.seq->remaining(), ErrorKind::kInvalidArgument, "batch input ", i,
+               ": sequence of ", in.seq->length(), " tokens with capacity ", in.seq->capacity(),
+               " cannot take ", n, " more");
+    for (size_t j = 0; j < in.tokens.size(); ++j) {
+      const int32_t id = in.tokens[j];
+      STOA_CHECK(id >= 0 && id < vocab, ErrorKind::kInvalidArgument, "batch input ", i, ": token ",
+                 j, " has id ", id, ", outside the vocabulary [0, ", vocab, ")");
+    }
+  }
+}
+
 // The tokens `requests` draw from a pass's logits, result i for requests[i].
 std::vector<SampledToken> sample_requests(const PassLogits& logits,
                                           std::span<const SampleRequest> requests);

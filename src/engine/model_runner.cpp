@@ -75,28 +75,13 @@ PassLogits ModelRunner::append_batch_stage(std::span<const SequenceInput> inputs
   const int64_t V = c.vocab_size;
 
   // Validate everything first: a failed pass must leave every sequence as it was.
+  check_pass_inputs(inputs, V);
   for (size_t i = 0; i < inputs.size(); ++i) {
-    const SequenceInput& in = inputs[i];
-    STOA_CHECK(in.seq != nullptr, ErrorKind::kInvalidArgument, "batch input ", i,
-               " has no sequence");
-    // A linear scan, not a set: batches are small and this runs every decode step.
-    for (size_t j = 0; j < i; ++j) {
-      STOA_CHECK(inputs[j].seq != in.seq, ErrorKind::kInvalidArgument, "batch input ", i,
-                 " repeats a sequence already in the batch");
-    }
-    STOA_CHECK(in.seq->num_layers() == c.num_layers &&
-                   in.seq->kv_dim() == c.num_kv_heads * c.head_dim && in.seq->hidden() == H,
+    const Sequence& seq = *inputs[i].seq;
+    STOA_CHECK(seq.num_layers() == c.num_layers && seq.kv_dim() == c.num_kv_heads * c.head_dim &&
+                   seq.hidden() == H,
                ErrorKind::kInvalidArgument, "batch input ", i,
                ": the sequence was made for a different model");
-    const int64_t n = static_cast<int64_t>(in.tokens.size());
-    STOA_CHECK(n <= in.seq->remaining(), ErrorKind::kInvalidArgument, "batch input ", i,
-               ": sequence of ", in.seq->length(), " tokens with capacity ", in.seq->capacity(),
-               " cannot take ", n, " more");
-    for (size_t j = 0; j < in.tokens.size(); ++j) {
-      const int32_t id = in.tokens[j];
-      STOA_CHECK(id >= 0 && id < V, ErrorKind::kInvalidArgument, "batch input ", i, ": token ", j,
-                 " has id ", id, ", outside the vocabulary [0, ", V, ")");
-    }
   }
 
   // Per-pass buffers are grow-only scratch (scratch.h): a steady decode step allocates only

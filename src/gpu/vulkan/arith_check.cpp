@@ -24,11 +24,7 @@ struct RowParams {
 };
 
 struct PassParams {
-  uint32_t op, n, param, w_bits;
-};
-
-struct AttentionParams {
-  uint32_t n_keys, head_dim, k_stride, v_stride, scale_bits;
+  uint32_t op, n, param, w_bits, row;
 };
 
 // A buffer holding a copy of v (at least 4 bytes).
@@ -102,6 +98,14 @@ std::vector<uint32_t> V2Rows::rmsnorm(const std::vector<float>& x, const std::ve
   return run(1, x, weight, n, eps);
 }
 
+void V2Rows::record_rmsnorm(PassRecorder& pass, const Buffer& x, const Buffer& weight,
+                            const Buffer& out, uint32_t rows, uint32_t n, float eps) {
+  uint32_t eps_bits = 0;
+  std::memcpy(&eps_bits, &eps, sizeof eps_bits);
+  const RowParams params{n, 1u, eps_bits, 1u};
+  pass.dispatch(kernel_, {&x, &weight, &out}, &params, rows);
+}
+
 std::vector<uint32_t> V2Rows::run(uint32_t op, const std::vector<float>& x,
                                   const std::vector<float>& weight, uint32_t n, float eps) {
   if (n == 0 || x.size() % n != 0 || (!weight.empty() && weight.size() != n))
@@ -124,7 +128,7 @@ std::vector<uint32_t> V2Rows::run(uint32_t op, const std::vector<float>& x,
 // Bindings: q, k, v, probabilities, out (shaders/v2_attention.comp).
 V2Attention::V2Attention(Context& ctx)
     : ctx_(ctx),
-      kernel_(ctx, kV2AttentionSpirv, sizeof(kV2AttentionSpirv), 5, sizeof(AttentionParams)) {}
+      kernel_(ctx, kV2AttentionSpirv, sizeof(kV2AttentionSpirv), 5, sizeof(V2AttentionParams)) {}
 
 V2Attention::Result V2Attention::run(const std::vector<float>& q, const std::vector<float>& k,
                                      const std::vector<float>& v, uint32_t n_keys,
@@ -140,9 +144,18 @@ V2Attention::Result V2Attention::run(const std::vector<float>& q, const std::vec
   Buffer out = ctx_.make_buffer(q.size() * sizeof(float));
   uint32_t scale_bits = 0;
   std::memcpy(&scale_bits, &scale, sizeof scale_bits);
-  const AttentionParams params{n_keys, head_dim, k_stride, v_stride, scale_bits};
+  // Every query row sees the same keys: one "token" of `queries` heads sharing KV head 0.
+  const auto heads = static_cast<uint32_t>(queries);
+  const V2AttentionParams params{head_dim,         heads, heads,    n_keys,   0u,     0u,
+                                 heads * head_dim, 0u,    k_stride, v_stride, n_keys, scale_bits};
   kernel_.dispatch({&bq, &bk, &bv, &probabilities, &out}, &params, static_cast<uint32_t>(queries));
   return {download(out, q.size()), download(probabilities, queries * n_keys)};
+}
+
+void V2Attention::record(PassRecorder& pass, const Buffer& q, const Buffer& k, const Buffer& v,
+                         const Buffer& probabilities, const Buffer& out,
+                         const V2AttentionParams& params, uint32_t workgroups) {
+  pass.dispatch(kernel_, {&q, &k, &v, &probabilities, &out}, &params, workgroups);
 }
 
 // Bindings: a, b, c, d, out (shaders/v2_pass_ops.comp).
@@ -156,9 +169,18 @@ std::vector<uint32_t> V2PassOps::run(V2PassOp op, uint32_t n, uint32_t param, fl
   Buffer out = ctx_.make_buffer(static_cast<size_t>(n) * sizeof(float));
   uint32_t w_bits = 0;
   std::memcpy(&w_bits, &weight, sizeof w_bits);
-  const PassParams params{static_cast<uint32_t>(op), n, param, w_bits};
+  const PassParams params{static_cast<uint32_t>(op), n, param, w_bits, 0u};
   kernel_.dispatch({&ba, &bb, &bc, &bd, &out}, &params, (n + kLocalSize - 1) / kLocalSize);
   return download(out, n);
+}
+
+void V2PassOps::record(PassRecorder& pass, V2PassOp op, uint32_t n, uint32_t param, uint32_t row,
+                       float weight, const Buffer& a, const Buffer& b, const Buffer& c,
+                       const Buffer& d, const Buffer& out) {
+  uint32_t w_bits = 0;
+  std::memcpy(&w_bits, &weight, sizeof w_bits);
+  const PassParams params{static_cast<uint32_t>(op), n, param, w_bits, row};
+  pass.dispatch(kernel_, {&a, &b, &c, &d, &out}, &params, (n + kLocalSize - 1) / kLocalSize);
 }
 
 }  // namespace stoa::gpu::vulkan

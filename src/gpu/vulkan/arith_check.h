@@ -7,6 +7,7 @@
 
 #include "gpu/vulkan/context.h"
 #include "gpu/vulkan/kernel.h"
+#include "gpu/vulkan/pass_recorder.h"
 
 namespace stoa::gpu::vulkan {
 
@@ -38,6 +39,9 @@ class V2Rows {
   // kernels::v2::rmsnorm_row on each row with one weight row (empty: none) and eps.
   std::vector<uint32_t> rmsnorm(const std::vector<float>& x, const std::vector<float>& weight,
                                 uint32_t n, float eps);
+  // The same in a pass: `rows` rows of n from x to out, scaled by weight (n values).
+  void record_rmsnorm(PassRecorder& pass, const Buffer& x, const Buffer& weight, const Buffer& out,
+                      uint32_t rows, uint32_t n, float eps);
 
  private:
   std::vector<uint32_t> run(uint32_t op, const std::vector<float>& x,
@@ -50,6 +54,12 @@ class V2Rows {
 // n_keys keys and values (rows k_stride / v_stride apart), shaders/v2_attention.comp: one
 // workgroup of 32 per query. Returns the outputs [queries][head_dim] and the probabilities
 // [queries][n_keys], as f32 bits.
+// shaders/v2_attention.comp's push constants (its comments say what each is).
+struct V2AttentionParams {
+  uint32_t head_dim, heads, group, first_keys, causal, q_base, q_stride, kv_base, k_stride,
+      v_stride, p_stride, scale_bits;
+};
+
 class V2Attention {
  public:
   explicit V2Attention(Context& ctx);
@@ -58,6 +68,10 @@ class V2Attention {
   };
   Result run(const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>& v,
              uint32_t n_keys, uint32_t head_dim, uint32_t k_stride, uint32_t v_stride, float scale);
+  // In a pass: `workgroups` = tokens x params.heads, probabilities p_stride floats apart.
+  void record(PassRecorder& pass, const Buffer& q, const Buffer& k, const Buffer& v,
+              const Buffer& probabilities, const Buffer& out, const V2AttentionParams& params,
+              uint32_t workgroups);
 
  private:
   Context& ctx_;
@@ -76,6 +90,10 @@ class V2PassOps {
   std::vector<uint32_t> run(V2PassOp op, uint32_t n, uint32_t param, float weight,
                             const std::vector<float>& a, const std::vector<float>& b,
                             const std::vector<float>& c, const std::vector<float>& d);
+  // In a pass; `row` is kRope's values per token (each token its own cos/sin row; 0: one row).
+  void record(PassRecorder& pass, V2PassOp op, uint32_t n, uint32_t param, uint32_t row,
+              float weight, const Buffer& a, const Buffer& b, const Buffer& c, const Buffer& d,
+              const Buffer& out);
 
  private:
   Context& ctx_;

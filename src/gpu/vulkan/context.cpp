@@ -221,7 +221,9 @@ Buffer Context::make_buffer(size_t bytes) {
   VkBufferCreateInfo info{};
   info.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
   info.size = b.size_;
-  info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
+  // Transfers too: a pass copies rows between buffers (keys into a sequence's cache, a fork).
+  info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+               VK_BUFFER_USAGE_TRANSFER_DST_BIT;
   info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
   check(vkCreateBuffer(device_, &info, nullptr, &b.buffer_), "vkCreateBuffer");
   VkMemoryRequirements req{};

@@ -78,11 +78,13 @@ class Context {
     record(cmd);
     end_and_wait(cmd);
   }
+  // The two halves of submit_and_wait, for a recorder that fills one command buffer with a whole
+  // pass (gpu/vulkan/pass_recorder.h). end_and_wait frees the command buffer.
+  VkCommandBuffer begin_commands();
+  void end_and_wait(VkCommandBuffer cmd);
 
  private:
   Context() = default;
-  VkCommandBuffer begin_commands();
-  void end_and_wait(VkCommandBuffer cmd);
 
   DeviceInfo info_;
   VkInstance instance_ = VK_NULL_HANDLE;

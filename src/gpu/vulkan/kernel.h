@@ -24,6 +24,12 @@ class Kernel {
   void dispatch(std::initializer_list<const Buffer*> buffers, const void* push, uint32_t groups_x,
                 uint32_t groups_y = 1, uint32_t groups_z = 1);
 
+  uint32_t bindings() const { return bindings_; }
+  uint32_t push_bytes() const { return push_bytes_; }
+  VkPipeline pipeline() const { return pipeline_; }
+  VkPipelineLayout pipeline_layout() const { return pipeline_layout_; }
+  VkDescriptorSetLayout set_layout() const { return set_layout_; }
+
  private:
   Context& ctx_;
   uint32_t bindings_ = 0;

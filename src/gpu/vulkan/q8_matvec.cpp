@@ -60,4 +60,11 @@ void Q8Matvec::run(const DeviceQ8Matrix& m, const kernels::Q8Activations& acts, 
                 static_cast<size_t>(m.rows) * sizeof(float));
 }
 
+void Q8Matvec::record(PassRecorder& pass, const DeviceQ8Matrix& m, const Buffer& xq,
+                      const Buffer& xd, const Buffer& y, uint32_t batch, uint32_t y_stride) {
+  const Shape shape{static_cast<uint32_t>(m.rows), static_cast<uint32_t>(m.cols), batch, y_stride};
+  pass.dispatch(kernel_, {&m.values, &m.scales, &xq, &xd, &y}, &shape,
+                static_cast<uint32_t>((m.rows + kLocalSize - 1) / kLocalSize), batch);
+}
+
 }  // namespace stoa::gpu::vulkan

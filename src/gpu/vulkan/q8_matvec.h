@@ -5,6 +5,7 @@
 
 #include "gpu/vulkan/context.h"
 #include "gpu/vulkan/kernel.h"
+#include "gpu/vulkan/pass_recorder.h"
 #include "kernels/matmul_int8.h"
 
 namespace stoa::gpu::vulkan {
@@ -27,6 +28,10 @@ class Q8Matvec {
   // y[b * y_stride + o] for every o < m.rows, b < acts.batch: uploads the activations,
   // dispatches, waits and reads back. acts.cols must equal m.cols.
   void run(const DeviceQ8Matrix& m, const kernels::Q8Activations& acts, float* y, int64_t y_stride);
+  // In a pass: y[b * y_stride + o] from activations already on the device (Q8Quantize::record's
+  // q and d) for b < batch.
+  void record(PassRecorder& pass, const DeviceQ8Matrix& m, const Buffer& xq, const Buffer& xd,
+              const Buffer& y, uint32_t batch, uint32_t y_stride);
 
  private:
   Context& ctx_;

@@ -40,4 +40,10 @@ void Q8Quantize::run(const float* x, int64_t x_stride, const kernels::Q8Activati
   if (acts.sums != nullptr) std::memcpy(acts.sums, sums.data(), blocks * sizeof(int32_t));
 }
 
+void Q8Quantize::record(PassRecorder& pass, const Buffer& x, const Buffer& q, const Buffer& d,
+                        const Buffer& sums, uint32_t blocks) {
+  const Params params{blocks};
+  pass.dispatch(kernel_, {&x, &q, &d, &sums}, &params, (blocks + kLocalSize - 1) / kLocalSize);
+}
+
 }  // namespace stoa::gpu::vulkan

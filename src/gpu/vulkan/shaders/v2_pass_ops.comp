@@ -21,6 +21,7 @@ layout(push_constant) uniform Params {
   uint n;      // outputs (rope: all heads' values; short conv: hidden)
   uint param;  // rope: head_dim; short conv: kernel_size
   uint w_bits; // moe_mix: the expert's weight
+  uint row;    // rope: values per token, each token with its own cos/sin row (0: one row for all)
 } params;
 
 float f(uint bits) { return uintBitsToFloat(bits); }
@@ -28,7 +29,8 @@ float f(uint bits) { return uintBitsToFloat(bits); }
 float rope(uint i) {
   const uint head_dim = params.param, half_dim = head_dim / 2u;
   const uint base = (i / head_dim) * head_dim, k = i % head_dim, p = k % half_dim;
-  const float cs = v2_flush(f(b[p])), sn = v2_flush(f(c[p]));
+  const uint angle = (params.row == 0u ? 0u : i / params.row) * half_dim + p;
+  const float cs = v2_flush(f(b[angle])), sn = v2_flush(f(c[angle]));
   const float x1 = v2_flush(f(a[base + p])), x2 = v2_flush(f(a[base + p + half_dim]));
   if (k < half_dim) {
     precise float p1 = x1 * cs;

@@ -1,0 +1,327 @@
+#include "gpu/vulkan/vulkan_backend.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "core/error.h"
+#include "engine/ops.h"
+#include "kernels/matmul_int8.h"
+#include "model/tensor_roles.h"
+
+namespace stoa::gpu::vulkan {
+namespace {
+
+constexpr int64_t kBlock = kernels::kQ8Block;
+
+uint32_t u32(int64_t v) {
+  return static_cast<uint32_t>(v);
+}
+
+size_t floats(int64_t n) {
+  return static_cast<size_t>(n) * sizeof(float);
+}
+
+// Copies the int8 grid of `linear` into the device matrix's mapped buffers (same shape).
+void fill(DeviceQ8Matrix& m, const engine::Linear& linear) {
+  std::memset(m.scales.data(), 0, m.scales.size());
+  linear.int8_rows(0, linear.rows(), static_cast<int8_t*>(m.values.data()),
+                   static_cast<uint16_t*>(m.scales.data()));
+}
+
+}  // namespace
+
+VulkanBackend::VulkanBackend(std::shared_ptr<Context> ctx,
+                             std::unique_ptr<engine::EngineWeights> weights)
+    : ctx_(std::move(ctx)),
+      weights_(std::move(weights)),
+      matvec_(*ctx_),
+      quantize_(*ctx_),
+      rows_(*ctx_),
+      attention_(*ctx_),
+      ops_(*ctx_),
+      pass_(*ctx_) {
+  const ModelConfig& c = weights_->config();
+  STOA_CHECK(c.arch == Arch::kQwen3, ErrorKind::kUnsupported,
+             "the Vulkan backend computes Qwen3 models so far; this model is ", arch_name(c.arch),
+             " (it runs on the CPU engine)");
+  STOA_CHECK(weights_->format() == engine::WeightFormat::kInt8, ErrorKind::kUnsupported,
+             "the Vulkan backend computes int8 weights (W8A8); these are ",
+             engine::weight_format_name(weights_->format()));
+  STOA_CHECK(weights_->span().whole(c), ErrorKind::kUnsupported,
+             "the Vulkan backend computes whole models; these weights are ",
+             span_string(c, weights_->span()));
+  STOA_CHECK(c.hidden_size % kBlock == 0 && (c.num_heads * c.head_dim) % kBlock == 0 &&
+                 c.intermediate_size % kBlock == 0 && c.head_dim % 2 == 0 && c.num_kv_heads > 0 &&
+                 c.num_heads % c.num_kv_heads == 0,
+             ErrorKind::kUnsupported, "the model's shape does not fit the W8A8 pass");
+  const engine::Linear* head = &weights_->lm_head();
+  const engine::Linear* embedding = &weights_->embedding();
+  for (const auto& [name, linear] : weights_->linears()) {
+    if (&linear == head) head_name_ = name;
+    // The embedding is read on the host (a row per token), unless it is the head too.
+    if (&linear == embedding && &linear != head) continue;
+    STOA_CHECK(linear.is_int8(), ErrorKind::kUnsupported, "tensor ", name,
+               " is not on the int8 grid");
+    upload_linear(name);
+  }
+  for (const auto& [name, tensor] : weights_->vectors()) upload_vector(name);
+  unused_ = ctx_->make_buffer(4);
+  bind_layers();
+}
+
+VulkanBackend::~VulkanBackend() = default;
+
+void VulkanBackend::upload_linear(const std::string& name) {
+  const engine::Linear& linear = weights_->linear(name);
+  auto it = linears_.find(name);
+  if (it == linears_.end()) {
+    DeviceQ8Matrix m;
+    m.rows = linear.rows();
+    m.cols = linear.cols();
+    m.values = ctx_->make_buffer(static_cast<size_t>(m.rows * m.cols));
+    m.scales = ctx_->make_buffer(static_cast<size_t>((m.rows * m.cols / kBlock + 1) / 2 * 4));
+    it = linears_.emplace(name, std::move(m)).first;
+  }
+  fill(it->second, linear);
+}
+
+void VulkanBackend::upload_vector(const std::string& name) {
+  const Tensor& t = weights_->vectors().at(name);
+  auto it = vectors_.find(name);
+  if (it == vectors_.end()) it = vectors_.emplace(name, ctx_->make_buffer(floats(t.numel()))).first;
+  std::memcpy(it->second.data(), t.as<float>(), floats(t.numel()));
+}
+
+void VulkanBackend::bind_layers() {
+  const ModelConfig& c = config();
+  auto linear = [&](TensorRole role, int64_t layer) {
+    return &linears_.at(tensor_name(c, role, layer));
+  };
+  auto vector = [&](TensorRole role, int64_t layer) {
+    return &vectors_.at(tensor_slot(c, role, layer).name);
+  };
+  layers_.clear();
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    layers_.push_back(Layer{linear(TensorRole::kAttnQ, i), linear(TensorRole::kAttnK, i),
+                            linear(TensorRole::kAttnV, i), linear(TensorRole::kAttnOut, i),
+                            linear(TensorRole::kFfnGate, i), linear(TensorRole::kFfnUp, i),
+                            linear(TensorRole::kFfnDown, i), vector(TensorRole::kMixerNorm, i),
+                            vector(TensorRole::kFfnNorm, i), vector(TensorRole::kAttnQNorm, i),
+                            vector(TensorRole::kAttnKNorm, i)});
+  }
+}
+
+void VulkanBackend::weights_written(std::span<const std::string> names) {
+  for (const std::string& name : names) {
+    STOA_CHECK(weights_->has_linear(name) || weights_->vectors().count(name) != 0,
+               ErrorKind::kInvalidArgument, "weights_written names ", name,
+               ", which the weights do not hold");
+  }
+  for (const std::string& name : names) {
+    if (linears_.count(name) != 0) {
+      upload_linear(name);
+    } else if (vectors_.count(name) != 0) {
+      upload_vector(name);
+    }
+    // Else the embedding, which passes read from the host copy itself.
+  }
+}
+
+size_t VulkanBackend::weight_bytes() const {
+  size_t bytes = 0;
+  for (const auto& [name, m] : linears_) bytes += m.values.size() + m.scales.size();
+  for (const auto& [name, b] : vectors_) bytes += b.size();
+  return bytes;
+}
+
+std::unique_ptr<engine::SequenceState> VulkanBackend::new_state(int64_t capacity) const {
+  STOA_CHECK(capacity >= 0, ErrorKind::kInvalidArgument, "a sequence's capacity must be >= 0");
+  return std::make_unique<VulkanSequence>(ctx_, this, config(), capacity);
+}
+
+void VulkanBackend::reserve_pass(int64_t T, int64_t R, int64_t probabilities) {
+  const ModelConfig& c = config();
+  const int64_t H = c.hidden_size, q_dim = c.num_heads * c.head_dim;
+  const int64_t kv_dim = c.num_kv_heads * c.head_dim, inter = c.intermediate_size;
+  if (T > reserved_tokens_) {
+    const int64_t widest = std::max({H, q_dim, inter});
+    for (Buffer& b : hidden_) b = ctx_->make_buffer(floats(T * H));
+    normed_ = ctx_->make_buffer(floats(T * H));
+    act_values_ = ctx_->make_buffer(static_cast<size_t>(T * widest));
+    act_scales_ = ctx_->make_buffer(floats(T * widest / kBlock));
+    act_sums_ = ctx_->make_buffer(floats(T * widest / kBlock));
+    q_ = ctx_->make_buffer(floats(T * q_dim));
+    qn_ = ctx_->make_buffer(floats(T * q_dim));
+    qr_ = ctx_->make_buffer(floats(T * q_dim));
+    ctx_rows_ = ctx_->make_buffer(floats(T * q_dim));
+    k_ = ctx_->make_buffer(floats(T * kv_dim));
+    kn_ = ctx_->make_buffer(floats(T * kv_dim));
+    kr_ = ctx_->make_buffer(floats(T * kv_dim));
+    v_ = ctx_->make_buffer(floats(T * kv_dim));
+    delta_ = ctx_->make_buffer(floats(T * H));
+    gate_ = ctx_->make_buffer(floats(T * inter));
+    up_ = ctx_->make_buffer(floats(T * inter));
+    swiglu_ = ctx_->make_buffer(floats(T * inter));
+    cos_ = ctx_->make_buffer(floats(T * c.head_dim / 2));
+    sin_ = ctx_->make_buffer(floats(T * c.head_dim / 2));
+    reserved_tokens_ = T;
+  }
+  if (R > reserved_rows_) {
+    head_in_ = ctx_->make_buffer(floats(R * H));
+    head_normed_ = ctx_->make_buffer(floats(R * H));
+    // The head's activations reuse act_*: R <= T, so they are wide enough.
+    logits_ = ctx_->make_buffer(floats(R * c.vocab_size));
+    reserved_rows_ = R;
+  }
+  if (probabilities > reserved_probabilities_) {
+    probabilities_ = ctx_->make_buffer(floats(probabilities));
+    reserved_probabilities_ = probabilities;
+  }
+}
+
+// One decoder layer over the pass's tokens, as engine::Architecture::forward_layers and
+// attention_block / swiglu_ffn compute it. The residual stream is in hidden_[0]; after the
+// attention it is in hidden_[1], after the feed-forward in hidden_[0] again.
+void VulkanBackend::record_layer(const Layer& layer, int64_t index) {
+  const ModelConfig& c = config();
+  const int64_t T = pass_tokens_;
+  const Buffer& in = hidden_[0];
+  const Buffer& mid = hidden_[1];
+  const int64_t H = c.hidden_size, hd = c.head_dim;
+  const int64_t q_dim = c.num_heads * hd, kv_dim = c.num_kv_heads * hd;
+  const int64_t inter = c.intermediate_size;
+  const auto eps = static_cast<float>(c.rms_norm_eps);
+  const uint32_t tokens = u32(T);
+
+  // Attention: norm, one quantisation for Q/K/V, per-head norms and RoPE.
+  rows_.record_rmsnorm(pass_, in, *layer.mixer_norm, normed_, tokens, u32(H), eps);
+  quantize_.record(pass_, normed_, act_values_, act_scales_, act_sums_, u32(T * H / kBlock));
+  matvec_.record(pass_, *layer.q, act_values_, act_scales_, q_, tokens, u32(q_dim));
+  matvec_.record(pass_, *layer.k, act_values_, act_scales_, k_, tokens, u32(kv_dim));
+  matvec_.record(pass_, *layer.v, act_values_, act_scales_, v_, tokens, u32(kv_dim));
+  rows_.record_rmsnorm(pass_, k_, *layer.k_norm, kn_, u32(T * c.num_kv_heads), u32(hd), eps);
+  ops_.record(pass_, V2PassOp::kRope, u32(T * kv_dim), u32(hd), u32(kv_dim), 0.0f, kn_, cos_, sin_,
+              unused_, kr_);
+  rows_.record_rmsnorm(pass_, q_, *layer.q_norm, qn_, u32(T * c.num_heads), u32(hd), eps);
+  ops_.record(pass_, V2PassOp::kRope, u32(T * q_dim), u32(hd), u32(q_dim), 0.0f, qn_, cos_, sin_,
+              unused_, qr_);
+  // The new keys and values into their sequences' caches before any token attends, so a token
+  // sees the tokens before it in its segment exactly as it would see cached ones.
+  for (const Segment& s : segments_) {
+    const size_t from = floats(s.offset * kv_dim), bytes = floats(s.count * kv_dim);
+    pass_.copy(kr_, from, s.seq->keys(), s.seq->offset(index, s.start), bytes);
+    pass_.copy(v_, from, s.seq->values(), s.seq->offset(index, s.start), bytes);
+  }
+  pass_.barrier();
+  float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
+  uint32_t scale_bits = 0;
+  std::memcpy(&scale_bits, &scale, sizeof scale_bits);
+  for (const Segment& s : segments_) {
+    const V2AttentionParams p{u32(hd),
+                              u32(c.num_heads),
+                              u32(c.num_heads / c.num_kv_heads),
+                              u32(s.start + 1),
+                              1u,
+                              u32(s.offset * q_dim),
+                              u32(q_dim),
+                              u32(static_cast<int64_t>(s.seq->offset(index, 0) / sizeof(float))),
+                              u32(kv_dim),
+                              u32(kv_dim),
+                              u32(s.start + s.count),
+                              scale_bits};
+    attention_.record(pass_, qr_, s.seq->keys(), s.seq->values(), probabilities_, ctx_rows_, p,
+                      u32(s.count * c.num_heads));
+  }
+  quantize_.record(pass_, ctx_rows_, act_values_, act_scales_, act_sums_, u32(T * q_dim / kBlock));
+  matvec_.record(pass_, *layer.o, act_values_, act_scales_, delta_, tokens, u32(H));
+  ops_.record(pass_, V2PassOp::kAdd, u32(T * H), 0, 0, 0.0f, in, delta_, unused_, unused_, mid);
+
+  // SwiGLU feed-forward.
+  rows_.record_rmsnorm(pass_, mid, *layer.ffn_norm, normed_, tokens, u32(H), eps);
+  quantize_.record(pass_, normed_, act_values_, act_scales_, act_sums_, u32(T * H / kBlock));
+  matvec_.record(pass_, *layer.gate, act_values_, act_scales_, gate_, tokens, u32(inter));
+  matvec_.record(pass_, *layer.up, act_values_, act_scales_, up_, tokens, u32(inter));
+  ops_.record(pass_, V2PassOp::kSiluMul, u32(T * inter), 0, 0, 0.0f, gate_, up_, unused_, unused_,
+              swiglu_);
+  quantize_.record(pass_, swiglu_, act_values_, act_scales_, act_sums_, u32(T * inter / kBlock));
+  matvec_.record(pass_, *layer.down, act_values_, act_scales_, delta_, tokens, u32(H));
+  ops_.record(pass_, V2PassOp::kAdd, u32(T * H), 0, 0, 0.0f, mid, delta_, unused_, unused_, in);
+}
+
+engine::PassLogits VulkanBackend::forward(std::span<const engine::BackendInput> inputs) {
+  const ModelConfig& c = config();
+  const int64_t H = c.hidden_size, V = c.vocab_size, half = c.head_dim / 2;
+  // Everything is validated before anything changes.
+  engine::check_pass_inputs(inputs, V);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const auto* seq = dynamic_cast<const VulkanSequence*>(inputs[i].seq);
+    STOA_CHECK(seq != nullptr && seq->owner() == this, ErrorKind::kInvalidArgument, "batch input ",
+               i, ": the sequence belongs to another engine backend");
+  }
+  segments_.clear();
+  logit_ranges_.assign(inputs.size(), {0, 0});
+  std::vector<int64_t> rows;  // pass token index of each logit row
+  int64_t T = 0, probabilities = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const engine::BackendInput& in = inputs[i];
+    const auto n = static_cast<int64_t>(in.tokens.size());
+    const auto first = static_cast<int64_t>(rows.size());
+    if (n > 0) {
+      auto* seq = static_cast<VulkanSequence*>(in.seq);
+      segments_.push_back({seq, T, n, seq->length()});
+      probabilities = std::max(probabilities, n * c.num_heads * (seq->length() + n));
+      if (in.logits == engine::Logits::kAll) {
+        for (int64_t j = 0; j < n; ++j) rows.push_back(T + j);
+      } else if (in.logits == engine::Logits::kLast) {
+        rows.push_back(T + n - 1);
+      }
+    }
+    logit_ranges_[i] = {first, static_cast<int64_t>(rows.size())};
+    T += n;
+  }
+  const auto R = static_cast<int64_t>(rows.size());
+  if (T == 0) return engine::PassLogits(nullptr, V, &logit_ranges_);
+  reserve_pass(T, R, probabilities);
+  pass_tokens_ = 0;  // counted up to T as the host fills the embedding rows
+
+  // The host's part: the tokens' embedding rows and their RoPE angles (v2: host tables).
+  auto* hidden = static_cast<float*>(hidden_[0].data());
+  auto* cos = static_cast<float*>(cos_.data());
+  auto* sin = static_cast<float*>(sin_.data());
+  for (const engine::BackendInput& in : inputs) {
+    if (in.tokens.empty()) continue;
+    const auto* seq = static_cast<const VulkanSequence*>(in.seq);
+    for (size_t j = 0; j < in.tokens.size(); ++j) {
+      const int64_t t = pass_tokens_ + static_cast<int64_t>(j);
+      weights_->embedding().row(in.tokens[j], hidden + t * H);
+      engine::rope_angles(c.head_dim, seq->length() + static_cast<int64_t>(j), c.rope_theta,
+                          cos + t * half, sin + t * half);
+    }
+    pass_tokens_ += static_cast<int64_t>(in.tokens.size());
+  }
+
+  pass_.begin();
+  for (size_t li = 0; li < layers_.size(); ++li)
+    record_layer(layers_[li], static_cast<int64_t>(li));
+  if (R > 0) {
+    for (int64_t r = 0; r < R; ++r)
+      pass_.copy(hidden_[0], floats(rows[static_cast<size_t>(r)] * H), head_in_, floats(r * H),
+                 floats(H));
+    pass_.barrier();
+    const auto eps = static_cast<float>(c.rms_norm_eps);
+    rows_.record_rmsnorm(pass_, head_in_, vectors_.at(tensor_slot(c, TensorRole::kFinalNorm).name),
+                         head_normed_, u32(R), u32(H), eps);
+    quantize_.record(pass_, head_normed_, act_values_, act_scales_, act_sums_, u32(R * H / kBlock));
+    matvec_.record(pass_, linears_.at(head_name_), act_values_, act_scales_, logits_, u32(R),
+                   u32(V));
+  }
+  pass_.submit_and_wait();
+
+  for (const engine::BackendInput& in : inputs)
+    static_cast<VulkanSequence*>(in.seq)->commit(in.tokens.data(),
+                                                 static_cast<int64_t>(in.tokens.size()));
+  return engine::PassLogits(static_cast<const float*>(logits_.data()), V, &logit_ranges_);
+}
+
+}  // namespace stoa::gpu::vulkan

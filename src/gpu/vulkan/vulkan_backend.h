@@ -1,0 +1,99 @@
+// The Vulkan compute backend (engine/backend.h; issue 54): the engine's forward pass on a Vulkan
+// device in engine arithmetic v2 (docs/design/arithmetic.md), bit for bit the CPU engine's
+// (ModelRunner) logits, because every kernel of the pass computes v2's formula to the bit
+// (test_vulkan checks each against kernels::v2, and the whole pass against the CPU engine).
+//
+// What lives where:
+//   - weights: the host copy (EngineWeights) stays the authority — PULSE writes and hashes it —
+//     and every int8 linear and f32 vector a pass reads is mirrored in device buffers;
+//     weights_written() copies just the named tensors again. The embedding table stays on the
+//     host (a pass looks up its tokens' rows there) unless it is also the output head.
+//   - sequences: VulkanSequence, the KV cache in device memory.
+//   - a pass: one command buffer (PassRecorder) with every layer's kernels, one submission;
+//     the host does the embedding lookup and the RoPE angle table (v2: host tables), the
+//     logits are read in place from the device's host-visible buffer.
+// Architectures: Qwen3 (dense attention). LFM2's short conv and LFM2-MoE's routed experts are
+// not yet recorded; their weights are refused at construction with the reason, and a worker
+// computes them on the CPU.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/backend.h"
+#include "engine/engine_weights.h"
+#include "gpu/vulkan/arith_check.h"
+#include "gpu/vulkan/context.h"
+#include "gpu/vulkan/pass_recorder.h"
+#include "gpu/vulkan/q8_matvec.h"
+#include "gpu/vulkan/q8_quantize.h"
+#include "gpu/vulkan/vulkan_sequence.h"
+
+namespace stoa::gpu::vulkan {
+
+class VulkanBackend final : public engine::EngineBackend {
+ public:
+  // Mirrors `weights` to the device. kUnsupported (in words) for weights it cannot compute:
+  // another architecture, f32 weights (a worker holds int8), a pipeline stage's share.
+  VulkanBackend(std::shared_ptr<Context> ctx, std::unique_ptr<engine::EngineWeights> weights);
+  ~VulkanBackend() override;
+
+  const char* backend_name() const override { return "vulkan"; }
+  const ModelConfig& config() const override { return weights_->config(); }
+  engine::EngineWeights& host_weights() override { return *weights_; }
+  // kInvalidArgument for a name the weights do not hold (nothing is copied then).
+  void weights_written(std::span<const std::string> names) override;
+  std::unique_ptr<engine::SequenceState> new_state(int64_t capacity) const override;
+  engine::PassLogits forward(std::span<const engine::BackendInput> inputs) override;
+
+  const Context& device() const { return *ctx_; }
+  // Device memory held for the weights (bytes), for the memory accounting (issue 54 item 3).
+  size_t weight_bytes() const;
+
+ private:
+  struct Layer {
+    const DeviceQ8Matrix *q, *k, *v, *o, *gate, *up, *down;
+    const Buffer *mixer_norm, *ffn_norm, *q_norm, *k_norm;
+  };
+  void upload_linear(const std::string& name);
+  void upload_vector(const std::string& name);
+  void bind_layers();
+  // Grows the pass buffers to hold T tokens, R logit rows, `probabilities` attention floats.
+  void reserve_pass(int64_t T, int64_t R, int64_t probabilities);
+  void record_layer(const Layer& layer, int64_t index);
+
+  std::shared_ptr<Context> ctx_;
+  std::unique_ptr<engine::EngineWeights> weights_;
+  Q8Matvec matvec_;
+  Q8Quantize quantize_;
+  V2Rows rows_;
+  V2Attention attention_;
+  V2PassOps ops_;
+  PassRecorder pass_;
+
+  std::map<std::string, DeviceQ8Matrix> linears_;  // by tensor name
+  std::map<std::string, Buffer> vectors_;
+  std::string head_name_;  // the output projection's tensor
+  std::vector<Layer> layers_;
+
+  // Pass buffers, grow-only: sized for reserved_tokens_ tokens and reserved_rows_ logit rows.
+  int64_t reserved_tokens_ = 0, reserved_rows_ = 0, reserved_probabilities_ = 0;
+  Buffer hidden_[2], normed_, act_values_, act_scales_, act_sums_, q_, qn_, qr_, k_, kn_, kr_, v_,
+      ctx_rows_, delta_, gate_, up_, swiglu_, cos_, sin_, probabilities_, head_in_, head_normed_,
+      logits_, unused_;
+
+  // The current pass: its tokens, and per input the logit rows and its sequence.
+  struct Segment {
+    VulkanSequence* seq;
+    int64_t offset, count, start;
+  };
+  std::vector<Segment> segments_;
+  int64_t pass_tokens_ = 0;
+  std::vector<std::pair<int64_t, int64_t>> logit_ranges_;
+};
+
+}  // namespace stoa::gpu::vulkan

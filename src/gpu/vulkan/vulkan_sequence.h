@@ -1,0 +1,52 @@
+// A token sequence of the Vulkan backend (engine/backend.h's SequenceState): its tokens on the
+// host, its KV cache in device memory, all layers in one buffer per side, [layers][capacity]
+// [kv_dim], allocated whole when the sequence is made (a decode slot's memory is fixed then, so
+// an append never allocates on the device).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "engine/backend.h"
+#include "gpu/vulkan/context.h"
+#include "model/config.h"
+
+namespace stoa::gpu::vulkan {
+
+class VulkanSequence final : public engine::SequenceState {
+ public:
+  // `owner` identifies the backend that made it (a pass refuses another backend's sequence).
+  VulkanSequence(std::shared_ptr<Context> ctx, const void* owner, const ModelConfig& config,
+                 int64_t capacity);
+
+  int64_t length() const override { return static_cast<int64_t>(tokens_.size()); }
+  int64_t capacity() const override { return capacity_; }
+  const std::vector<int32_t>& tokens() const override { return tokens_; }
+  void preallocate() override {}  // the device memory is whole from the start
+  // A copy of the tokens and of the cache rows in use (the device is idle between passes, and
+  // the memory is host-visible: a copy through the mappings).
+  std::unique_ptr<engine::SequenceState> fork_state() const override;
+
+  const void* owner() const { return owner_; }
+  const Buffer& keys() const { return keys_; }
+  const Buffer& values() const { return values_; }
+  // Byte offset of position `pos` of layer `layer` in keys() and values().
+  size_t offset(int64_t layer, int64_t pos) const {
+    return static_cast<size_t>((layer * capacity_ + pos) * kv_dim_) * sizeof(float);
+  }
+  // Records tokens whose keys and values a pass has just written.
+  void commit(const int32_t* tokens, int64_t n) {
+    tokens_.insert(tokens_.end(), tokens, tokens + n);
+  }
+
+ private:
+  std::shared_ptr<Context> ctx_;
+  const void* owner_;
+  ModelConfig config_;
+  int64_t capacity_ = 0;
+  int64_t kv_dim_ = 0;
+  std::vector<int32_t> tokens_;
+  Buffer keys_, values_;
+};
+
+}  // namespace stoa::gpu::vulkan

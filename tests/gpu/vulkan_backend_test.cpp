@@ -1,0 +1,198 @@
+// The Vulkan backend (gpu/vulkan/vulkan_backend.h) computes the CPU engine's bits: the logits of
+// every row of a prefill, decode steps, a batch mixing both across sequences, forks and resumed
+// turns are the same floats as ModelRunner's on every kernel target this machine runs (the CPU
+// engine is target invariant: test_engine_targets), and the decode loop above the seam draws the
+// same tokens. Weight writes reach the device exactly when weights_written() names them. On
+// whatever Vulkan device the machine has (lavapipe in CI).
+#include "gpu/vulkan/vulkan_backend.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "engine/batch_decoder.h"
+#include "engine/engine_test_util.h"
+#include "engine/model_runner.h"
+#include "gpu/vulkan_device.h"
+#include "support/error_of.h"
+
+namespace stoa::gpu::vulkan {
+namespace {
+
+using engine::BackendInput;
+using engine::EngineWeights;
+using engine::Logits;
+using engine::ModelRunner;
+using engine::PassLogits;
+using engine::SequenceState;
+using engine::WeightFormat;
+using engine::testing::random_tokens;
+using engine::testing::tiny_model;
+
+class VulkanBackendTest : public VulkanDeviceTest {
+ protected:
+  // The fixture's device, shared with the backend (which must not close it).
+  static std::shared_ptr<Context> shared_device() {
+    return std::shared_ptr<Context>(device(), [](Context*) {});
+  }
+  static std::unique_ptr<VulkanBackend> make(const ModelWeights& w) {
+    return std::make_unique<VulkanBackend>(
+        shared_device(),
+        std::make_unique<EngineWeights>(EngineWeights::from_model(w, WeightFormat::kInt8)));
+  }
+};
+
+// The rows of one pass's logits for input i, as a vector.
+std::vector<float> rows_of(const PassLogits& l, size_t i) {
+  return {l.rows(i).begin(), l.rows(i).end()};
+}
+
+// Index of the first float whose bits differ (-1: none), for a readable failure.
+int64_t first_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (std::memcmp(&a[i], &b[i], sizeof(float)) != 0) return static_cast<int64_t>(i);
+  return -1;
+}
+
+TEST_F(VulkanBackendTest, PrefillAndDecodeEqualTheCpuEngineBitForBit) {
+  const ModelWeights w = tiny_model("tiny-qwen3");
+  ModelRunner cpu = ModelRunner::from_model(w, WeightFormat::kInt8);
+  auto gpu = make(w);
+  EXPECT_STREQ(gpu->backend_name(), "vulkan");
+  const int64_t V = cpu.config().vocab_size;
+  const std::vector<int32_t> prompt = random_tokens(37, V, 1);
+
+  std::unique_ptr<SequenceState> g = gpu->new_state(64), c = cpu.new_state(64);
+  const BackendInput gp[] = {{g.get(), prompt, Logits::kAll}};
+  const std::vector<float> got = rows_of(gpu->forward(gp), 0);
+  const BackendInput cp[] = {{c.get(), prompt, Logits::kAll}};
+  const std::vector<float> want = rows_of(cpu.forward(cp), 0);
+  ASSERT_EQ(got.size(), static_cast<size_t>(37 * V));
+  EXPECT_EQ(first_difference(got, want), -1) << "prefill logits differ";
+
+  // Decode steps, each attending to the cache the prefill wrote.
+  for (int32_t step = 0; step < 6; ++step) {
+    const int32_t token = (step * 31 + 7) % static_cast<int32_t>(V);
+    const BackendInput gs[] = {{g.get(), std::span<const int32_t>(&token, 1), Logits::kLast}};
+    const BackendInput cs[] = {{c.get(), std::span<const int32_t>(&token, 1), Logits::kLast}};
+    const std::vector<float> gl = rows_of(gpu->forward(gs), 0);
+    const std::vector<float> cl = rows_of(cpu.forward(cs), 0);
+    EXPECT_EQ(first_difference(gl, cl), -1) << "decode step " << step;
+  }
+  EXPECT_EQ(g->tokens(), c->tokens());
+}
+
+TEST_F(VulkanBackendTest, MixedBatchesForksAndResumedTurnsEqualTheCpuEngine) {
+  const ModelWeights w = tiny_model("tiny-qwen3", 3);
+  ModelRunner cpu = ModelRunner::from_model(w, WeightFormat::kInt8);
+  auto gpu = make(w);
+  const int64_t V = cpu.config().vocab_size;
+  engine::EngineBackend* backends[2] = {gpu.get(), &cpu};
+  // The same script on both backends; every pass's logits compared.
+  std::vector<std::vector<float>> logits[2];
+  for (int b = 0; b < 2; ++b) {
+    engine::EngineBackend& be = *backends[b];
+    std::unique_ptr<SequenceState> a = be.new_state(96), s = be.new_state(96);
+    const std::vector<int32_t> pa = random_tokens(21, V, 4), ps = random_tokens(5, V, 5);
+    const BackendInput first[] = {{a.get(), pa, Logits::kLast}, {s.get(), ps, Logits::kAll}};
+    const PassLogits l1 = be.forward(first);
+    logits[b].push_back(rows_of(l1, 0));
+    logits[b].push_back(rows_of(l1, 1));
+    // Forks share the prompt; a decode batch of the forks, the original's resumed turn (a
+    // multi-token observation) and a sequence that only advances.
+    std::unique_ptr<SequenceState> f1 = a->fork_state(), f2 = a->fork_state();
+    const int32_t t1 = 3, t2 = 9;
+    const std::vector<int32_t> turn = random_tokens(11, V, 6), quiet = random_tokens(2, V, 7);
+    const BackendInput second[] = {{f1.get(), std::span<const int32_t>(&t1, 1), Logits::kLast},
+                                   {a.get(), turn, Logits::kAll},
+                                   {f2.get(), std::span<const int32_t>(&t2, 1), Logits::kLast},
+                                   {s.get(), quiet, Logits::kNone}};
+    const PassLogits l2 = be.forward(second);
+    for (size_t i = 0; i < 4; ++i) logits[b].push_back(rows_of(l2, i));
+    EXPECT_EQ(l2.count(3), 0);  // kNone: advanced, no rows
+    // One more decode step of everyone, a batch of four single tokens.
+    const int32_t t3 = 1;
+    const BackendInput third[] = {{f1.get(), std::span<const int32_t>(&t3, 1), Logits::kLast},
+                                  {a.get(), std::span<const int32_t>(&t3, 1), Logits::kLast},
+                                  {f2.get(), std::span<const int32_t>(&t3, 1), Logits::kLast},
+                                  {s.get(), std::span<const int32_t>(&t3, 1), Logits::kLast}};
+    const PassLogits l3 = be.forward(third);
+    for (size_t i = 0; i < 4; ++i) logits[b].push_back(rows_of(l3, i));
+    EXPECT_EQ(a->length(), 21 + 11 + 1);
+  }
+  ASSERT_EQ(logits[0].size(), logits[1].size());
+  for (size_t i = 0; i < logits[0].size(); ++i)
+    EXPECT_EQ(first_difference(logits[0][i], logits[1][i]), -1) << "logits " << i;
+}
+
+// The decode loop (BatchDecoder: groups forked from one prompt, sampling) over the seam.
+std::vector<std::vector<int32_t>> decode(engine::EngineBackend& backend, int64_t steps) {
+  engine::BatchDecoder dec(backend, 4, 96);
+  engine::GenerateOptions o;
+  o.max_tokens = steps;
+  o.seed = 11;
+  const int64_t V = backend.config().vocab_size;
+  dec.start_group(random_tokens(9, V, 3), 3, o);
+  dec.start(random_tokens(5, V, 4), o);
+  std::vector<std::vector<int32_t>> out(4);
+  while (dec.active() > 0)
+    for (const engine::StepEvent& e : dec.step())
+      out[static_cast<size_t>(e.slot)].push_back(e.sampled.token);
+  return out;
+}
+
+TEST_F(VulkanBackendTest, TheDecodeLoopDrawsTheCpuTokensAndSeesWritesWhenNamed) {
+  const ModelWeights w = tiny_model("tiny-qwen3", 5);
+  ModelRunner cpu = ModelRunner::from_model(w, WeightFormat::kInt8);
+  auto gpu = make(w);
+  EXPECT_EQ(decode(*gpu, 10), decode(cpu, 10));
+
+  // A PULSE-like write of one tensor's int8 values in both host copies.
+  const std::string name = "model.layers.1.mlp.down_proj.weight";
+  auto write = [&](EngineWeights& weights) {
+    Int8Matrix m = weights.linear(name).int8();
+    for (size_t i = 0; i < m.values.size(); i += 5) m.values[i] = static_cast<int8_t>(-m.values[i]);
+    weights.set_int8_values(name, m.values);
+  };
+  write(cpu.host_weights());
+  write(gpu->host_weights());
+  EXPECT_NE(decode(*gpu, 10), decode(cpu, 10)) << "the device saw a write nobody named";
+  const std::string names[] = {name};
+  gpu->weights_written(names);
+  EXPECT_EQ(decode(*gpu, 10), decode(cpu, 10));
+  const std::string unknown[] = {"model.layers.1.mlp.nothing.weight"};
+  EXPECT_EQ(test::error_of([&] { gpu->weights_written(unknown); }).kind(),
+            ErrorKind::kInvalidArgument);
+}
+
+TEST_F(VulkanBackendTest, RefusesWhatItCannotComputeAndBadPassesChangeNothing) {
+  const Error other_arch = test::error_of([] { make(tiny_model("tiny-lfm2")); });
+  EXPECT_EQ(other_arch.kind(), ErrorKind::kUnsupported);
+  EXPECT_NE(std::string(other_arch.what()).find("CPU"), std::string::npos) << other_arch.what();
+
+  const ModelWeights w = tiny_model("tiny-qwen3");
+  ModelRunner cpu = ModelRunner::from_model(w, WeightFormat::kInt8);
+  auto gpu = make(w);
+  const int64_t V = cpu.config().vocab_size;
+  std::unique_ptr<SequenceState> mine = gpu->new_state(8), foreign = cpu.new_state(8);
+  const std::vector<int32_t> toks = random_tokens(4, V, 9);
+  const BackendInput mixed[] = {{mine.get(), toks, Logits::kLast},
+                                {foreign.get(), toks, Logits::kLast}};
+  EXPECT_EQ(test::error_of([&] { gpu->forward(mixed); }).kind(), ErrorKind::kInvalidArgument);
+  const std::vector<int32_t> too_many = random_tokens(9, V, 9);
+  const BackendInput over[] = {{mine.get(), too_many, Logits::kLast}};
+  EXPECT_EQ(test::error_of([&] { gpu->forward(over); }).kind(), ErrorKind::kInvalidArgument);
+  const int32_t bad = static_cast<int32_t>(V);
+  const BackendInput out_of_vocab[] = {{mine.get(), std::span<const int32_t>(&bad, 1)}};
+  EXPECT_EQ(test::error_of([&] { gpu->forward(out_of_vocab); }).kind(),
+            ErrorKind::kInvalidArgument);
+  EXPECT_EQ(mine->length(), 0);
+}
+
+}  // namespace
+}  // namespace stoa::gpu::vulkan
