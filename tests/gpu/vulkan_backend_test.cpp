@@ -18,6 +18,7 @@
 #include "engine/engine_test_util.h"
 #include "engine/model_runner.h"
 #include "gpu/vulkan_device.h"
+#include "model/tensor_roles.h"
 #include "support/error_of.h"
 
 namespace stoa::gpu::vulkan {
@@ -59,8 +60,11 @@ int64_t first_difference(const std::vector<float>& a, const std::vector<float>& 
   return -1;
 }
 
-TEST_F(VulkanBackendTest, PrefillAndDecodeEqualTheCpuEngineBitForBit) {
-  const ModelWeights w = tiny_model("tiny-qwen3");
+class VulkanBackendArch : public VulkanBackendTest,
+                          public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(VulkanBackendArch, PrefillAndDecodeEqualTheCpuEngineBitForBit) {
+  const ModelWeights w = tiny_model(GetParam());
   ModelRunner cpu = ModelRunner::from_model(w, WeightFormat::kInt8);
   auto gpu = make(w);
   EXPECT_STREQ(gpu->backend_name(), "vulkan");
@@ -87,8 +91,8 @@ TEST_F(VulkanBackendTest, PrefillAndDecodeEqualTheCpuEngineBitForBit) {
   EXPECT_EQ(g->tokens(), c->tokens());
 }
 
-TEST_F(VulkanBackendTest, MixedBatchesForksAndResumedTurnsEqualTheCpuEngine) {
-  const ModelWeights w = tiny_model("tiny-qwen3", 3);
+TEST_P(VulkanBackendArch, MixedBatchesForksAndResumedTurnsEqualTheCpuEngine) {
+  const ModelWeights w = tiny_model(GetParam(), 3);
   ModelRunner cpu = ModelRunner::from_model(w, WeightFormat::kInt8);
   auto gpu = make(w);
   const int64_t V = cpu.config().vocab_size;
@@ -146,14 +150,14 @@ std::vector<std::vector<int32_t>> decode(engine::EngineBackend& backend, int64_t
   return out;
 }
 
-TEST_F(VulkanBackendTest, TheDecodeLoopDrawsTheCpuTokensAndSeesWritesWhenNamed) {
-  const ModelWeights w = tiny_model("tiny-qwen3", 5);
+TEST_P(VulkanBackendArch, TheDecodeLoopDrawsTheCpuTokensAndSeesWritesWhenNamed) {
+  const ModelWeights w = tiny_model(GetParam(), 5);
   ModelRunner cpu = ModelRunner::from_model(w, WeightFormat::kInt8);
   auto gpu = make(w);
   EXPECT_EQ(decode(*gpu, 10), decode(cpu, 10));
 
   // A PULSE-like write of one tensor's int8 values in both host copies.
-  const std::string name = "model.layers.1.mlp.down_proj.weight";
+  const std::string name = tensor_name(w.config, TensorRole::kFfnDown, 1);
   auto write = [&](EngineWeights& weights) {
     Int8Matrix m = weights.linear(name).int8();
     for (size_t i = 0; i < m.values.size(); i += 5) m.values[i] = static_cast<int8_t>(-m.values[i]);
@@ -171,7 +175,7 @@ TEST_F(VulkanBackendTest, TheDecodeLoopDrawsTheCpuTokensAndSeesWritesWhenNamed) 
 }
 
 TEST_F(VulkanBackendTest, RefusesWhatItCannotComputeAndBadPassesChangeNothing) {
-  const Error other_arch = test::error_of([] { make(tiny_model("tiny-lfm2")); });
+  const Error other_arch = test::error_of([] { make(tiny_model("tiny-lfm2moe")); });
   EXPECT_EQ(other_arch.kind(), ErrorKind::kUnsupported);
   EXPECT_NE(std::string(other_arch.what()).find("CPU"), std::string::npos) << other_arch.what();
 
@@ -193,6 +197,15 @@ TEST_F(VulkanBackendTest, RefusesWhatItCannotComputeAndBadPassesChangeNothing) {
             ErrorKind::kInvalidArgument);
   EXPECT_EQ(mine->length(), 0);
 }
+
+INSTANTIATE_TEST_SUITE_P(Architectures, VulkanBackendArch,
+                         ::testing::Values("tiny-qwen3", "tiny-lfm2"),
+                         [](const ::testing::TestParamInfo<const char*>& param) {
+                           std::string name = param.param;
+                           for (char& ch : name)
+                             if (ch == '-') ch = '_';
+                           return name;
+                         });
 
 }  // namespace
 }  // namespace stoa::gpu::vulkan

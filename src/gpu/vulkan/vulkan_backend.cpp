@@ -40,11 +40,14 @@ VulkanBackend::VulkanBackend(std::shared_ptr<Context> ctx,
       rows_(*ctx_),
       attention_(*ctx_),
       ops_(*ctx_),
+      conv_(*ctx_),
       pass_(*ctx_) {
   const ModelConfig& c = weights_->config();
-  STOA_CHECK(c.arch == Arch::kQwen3, ErrorKind::kUnsupported,
-             "the Vulkan backend computes Qwen3 models so far; this model is ", arch_name(c.arch),
-             " (it runs on the CPU engine)");
+  STOA_CHECK(c.arch == Arch::kQwen3 || c.arch == Arch::kLfm2, ErrorKind::kUnsupported,
+             "the Vulkan backend computes Qwen3 and LFM2 models so far; this model is ",
+             arch_name(c.arch), " (it runs on the CPU engine)");
+  STOA_CHECK(c.arch != Arch::kLfm2 || (!c.conv_bias && c.conv_kernel >= 1), ErrorKind::kUnsupported,
+             "LFM2 conv with bias or an empty kernel");
   STOA_CHECK(weights_->format() == engine::WeightFormat::kInt8, ErrorKind::kUnsupported,
              "the Vulkan backend computes int8 weights (W8A8); these are ",
              engine::weight_format_name(weights_->format()));
@@ -52,8 +55,7 @@ VulkanBackend::VulkanBackend(std::shared_ptr<Context> ctx,
              "the Vulkan backend computes whole models; these weights are ",
              span_string(c, weights_->span()));
   STOA_CHECK(c.hidden_size % kBlock == 0 && (c.num_heads * c.head_dim) % kBlock == 0 &&
-                 c.intermediate_size % kBlock == 0 && c.head_dim % 2 == 0 && c.num_kv_heads > 0 &&
-                 c.num_heads % c.num_kv_heads == 0,
+                 c.head_dim % 2 == 0 && c.num_kv_heads > 0 && c.num_heads % c.num_kv_heads == 0,
              ErrorKind::kUnsupported, "the model's shape does not fit the W8A8 pass");
   const engine::Linear* head = &weights_->lm_head();
   const engine::Linear* embedding = &weights_->embedding();
@@ -102,13 +104,31 @@ void VulkanBackend::bind_layers() {
     return &vectors_.at(tensor_slot(c, role, layer).name);
   };
   layers_.clear();
+  ffn_width_ = 0;
   for (int64_t i = 0; i < c.num_layers; ++i) {
-    layers_.push_back(Layer{linear(TensorRole::kAttnQ, i), linear(TensorRole::kAttnK, i),
-                            linear(TensorRole::kAttnV, i), linear(TensorRole::kAttnOut, i),
-                            linear(TensorRole::kFfnGate, i), linear(TensorRole::kFfnUp, i),
-                            linear(TensorRole::kFfnDown, i), vector(TensorRole::kMixerNorm, i),
-                            vector(TensorRole::kFfnNorm, i), vector(TensorRole::kAttnQNorm, i),
-                            vector(TensorRole::kAttnKNorm, i)});
+    Layer layer;
+    layer.attention = c.is_attention_layer(i);
+    if (layer.attention) {
+      layer.q = linear(TensorRole::kAttnQ, i);
+      layer.k = linear(TensorRole::kAttnK, i);
+      layer.v = linear(TensorRole::kAttnV, i);
+      layer.o = linear(TensorRole::kAttnOut, i);
+      layer.q_norm = vector(TensorRole::kAttnQNorm, i);
+      layer.k_norm = vector(TensorRole::kAttnKNorm, i);
+    } else {
+      layer.in_proj = linear(TensorRole::kConvInProj, i);
+      layer.out_proj = linear(TensorRole::kConvOutProj, i);
+      layer.conv_kernel = vector(TensorRole::kConvKernel, i);
+    }
+    layer.gate = linear(TensorRole::kFfnGate, i);
+    layer.up = linear(TensorRole::kFfnUp, i);
+    layer.down = linear(TensorRole::kFfnDown, i);
+    layer.mixer_norm = vector(TensorRole::kMixerNorm, i);
+    layer.ffn_norm = vector(TensorRole::kFfnNorm, i);
+    STOA_CHECK(layer.gate->rows % kBlock == 0, ErrorKind::kUnsupported,
+               "the feed-forward width does not fit the W8A8 pass");
+    ffn_width_ = std::max(ffn_width_, layer.gate->rows);
+    layers_.push_back(layer);
   }
 }
 
@@ -143,18 +163,19 @@ std::unique_ptr<engine::SequenceState> VulkanBackend::new_state(int64_t capacity
 void VulkanBackend::reserve_pass(int64_t T, int64_t R, int64_t probabilities) {
   const ModelConfig& c = config();
   const int64_t H = c.hidden_size, q_dim = c.num_heads * c.head_dim;
-  const int64_t kv_dim = c.num_kv_heads * c.head_dim, inter = c.intermediate_size;
+  const int64_t kv_dim = c.num_kv_heads * c.head_dim, inter = ffn_width_;
   if (T > reserved_tokens_) {
     const int64_t widest = std::max({H, q_dim, inter});
     for (Buffer& b : hidden_) b = ctx_->make_buffer(floats(T * H));
     normed_ = ctx_->make_buffer(floats(T * H));
+    if (c.arch != Arch::kQwen3) bcx_ = ctx_->make_buffer(floats(T * 3 * H));
     act_values_ = ctx_->make_buffer(static_cast<size_t>(T * widest));
     act_scales_ = ctx_->make_buffer(floats(T * widest / kBlock));
     act_sums_ = ctx_->make_buffer(floats(T * widest / kBlock));
     q_ = ctx_->make_buffer(floats(T * q_dim));
     qn_ = ctx_->make_buffer(floats(T * q_dim));
     qr_ = ctx_->make_buffer(floats(T * q_dim));
-    ctx_rows_ = ctx_->make_buffer(floats(T * q_dim));
+    ctx_rows_ = ctx_->make_buffer(floats(T * std::max(q_dim, H)));  // attention or conv out
     k_ = ctx_->make_buffer(floats(T * kv_dim));
     kn_ = ctx_->make_buffer(floats(T * kv_dim));
     kr_ = ctx_->make_buffer(floats(T * kv_dim));
@@ -188,15 +209,53 @@ void VulkanBackend::record_layer(const Layer& layer, int64_t index) {
   const int64_t T = pass_tokens_;
   const Buffer& in = hidden_[0];
   const Buffer& mid = hidden_[1];
-  const int64_t H = c.hidden_size, hd = c.head_dim;
-  const int64_t q_dim = c.num_heads * hd, kv_dim = c.num_kv_heads * hd;
-  const int64_t inter = c.intermediate_size;
+  const int64_t H = c.hidden_size;
+  const int64_t inter = layer.gate->rows;
   const auto eps = static_cast<float>(c.rms_norm_eps);
   const uint32_t tokens = u32(T);
 
-  // Attention: norm, one quantisation for Q/K/V, per-head norms and RoPE.
   rows_.record_rmsnorm(pass_, in, *layer.mixer_norm, normed_, tokens, u32(H), eps);
   quantize_.record(pass_, normed_, act_values_, act_scales_, act_sums_, u32(T * H / kBlock));
+  if (layer.attention) {
+    record_attention(layer, index);
+  } else {
+    record_conv(layer, index);
+  }
+  ops_.record(pass_, V2PassOp::kAdd, u32(T * H), 0, 0, 0.0f, in, delta_, unused_, unused_, mid);
+
+  // SwiGLU feed-forward.
+  rows_.record_rmsnorm(pass_, mid, *layer.ffn_norm, normed_, tokens, u32(H), eps);
+  quantize_.record(pass_, normed_, act_values_, act_scales_, act_sums_, u32(T * H / kBlock));
+  matvec_.record(pass_, *layer.gate, act_values_, act_scales_, gate_, tokens, u32(inter));
+  matvec_.record(pass_, *layer.up, act_values_, act_scales_, up_, tokens, u32(inter));
+  ops_.record(pass_, V2PassOp::kSiluMul, u32(T * inter), 0, 0, 0.0f, gate_, up_, unused_, unused_,
+              swiglu_);
+  quantize_.record(pass_, swiglu_, act_values_, act_scales_, act_sums_, u32(T * inter / kBlock));
+  matvec_.record(pass_, *layer.down, act_values_, act_scales_, delta_, tokens, u32(H));
+  ops_.record(pass_, V2PassOp::kAdd, u32(T * H), 0, 0, 0.0f, mid, delta_, unused_, unused_, in);
+}
+
+// LFM2's gated short conv (engine/short_conv.cpp) of the quantised normed input, into delta_.
+void VulkanBackend::record_conv(const Layer& layer, int64_t index) {
+  const ModelConfig& c = config();
+  const int64_t T = pass_tokens_, H = c.hidden_size;
+  matvec_.record(pass_, *layer.in_proj, act_values_, act_scales_, bcx_, u32(T), u32(3 * H));
+  for (const Segment& s : segments_)
+    conv_.record(pass_, bcx_, *layer.conv_kernel, s.seq->conv(), ctx_rows_, u32(H),
+                 u32(c.conv_kernel), u32(s.offset), u32(s.count), u32(s.seq->conv_base(index)));
+  quantize_.record(pass_, ctx_rows_, act_values_, act_scales_, act_sums_, u32(T * H / kBlock));
+  matvec_.record(pass_, *layer.out_proj, act_values_, act_scales_, delta_, u32(T), u32(H));
+}
+
+// Attention (engine/attention.cpp) of the quantised normed input, into delta_: Q/K/V from one
+// quantisation, per-head norms and RoPE, the cache written, each segment attending causally.
+void VulkanBackend::record_attention(const Layer& layer, int64_t index) {
+  const ModelConfig& c = config();
+  const int64_t T = pass_tokens_;
+  const int64_t H = c.hidden_size, hd = c.head_dim;
+  const int64_t q_dim = c.num_heads * hd, kv_dim = c.num_kv_heads * hd;
+  const auto eps = static_cast<float>(c.rms_norm_eps);
+  const uint32_t tokens = u32(T);
   matvec_.record(pass_, *layer.q, act_values_, act_scales_, q_, tokens, u32(q_dim));
   matvec_.record(pass_, *layer.k, act_values_, act_scales_, k_, tokens, u32(kv_dim));
   matvec_.record(pass_, *layer.v, act_values_, act_scales_, v_, tokens, u32(kv_dim));
@@ -235,18 +294,6 @@ void VulkanBackend::record_layer(const Layer& layer, int64_t index) {
   }
   quantize_.record(pass_, ctx_rows_, act_values_, act_scales_, act_sums_, u32(T * q_dim / kBlock));
   matvec_.record(pass_, *layer.o, act_values_, act_scales_, delta_, tokens, u32(H));
-  ops_.record(pass_, V2PassOp::kAdd, u32(T * H), 0, 0, 0.0f, in, delta_, unused_, unused_, mid);
-
-  // SwiGLU feed-forward.
-  rows_.record_rmsnorm(pass_, mid, *layer.ffn_norm, normed_, tokens, u32(H), eps);
-  quantize_.record(pass_, normed_, act_values_, act_scales_, act_sums_, u32(T * H / kBlock));
-  matvec_.record(pass_, *layer.gate, act_values_, act_scales_, gate_, tokens, u32(inter));
-  matvec_.record(pass_, *layer.up, act_values_, act_scales_, up_, tokens, u32(inter));
-  ops_.record(pass_, V2PassOp::kSiluMul, u32(T * inter), 0, 0, 0.0f, gate_, up_, unused_, unused_,
-              swiglu_);
-  quantize_.record(pass_, swiglu_, act_values_, act_scales_, act_sums_, u32(T * inter / kBlock));
-  matvec_.record(pass_, *layer.down, act_values_, act_scales_, delta_, tokens, u32(H));
-  ops_.record(pass_, V2PassOp::kAdd, u32(T * H), 0, 0, 0.0f, mid, delta_, unused_, unused_, in);
 }
 
 engine::PassLogits VulkanBackend::forward(std::span<const engine::BackendInput> inputs) {

@@ -12,9 +12,9 @@
 //   - a pass: one command buffer (PassRecorder) with every layer's kernels, one submission;
 //     the host does the embedding lookup and the RoPE angle table (v2: host tables), the
 //     logits are read in place from the device's host-visible buffer.
-// Architectures: Qwen3 (dense attention). LFM2's short conv and LFM2-MoE's routed experts are
-// not yet recorded; their weights are refused at construction with the reason, and a worker
-// computes them on the CPU.
+// Architectures: Qwen3 and LFM2 (attention and gated short-conv layers, dense SwiGLU).
+// LFM2-MoE's routed experts are not yet recorded: such weights are refused at construction
+// with the reason, and a worker computes them on the CPU.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -28,6 +28,7 @@
 #include "engine/engine_weights.h"
 #include "gpu/vulkan/arith_check.h"
 #include "gpu/vulkan/context.h"
+#include "gpu/vulkan/conv_segment.h"
 #include "gpu/vulkan/pass_recorder.h"
 #include "gpu/vulkan/q8_matvec.h"
 #include "gpu/vulkan/q8_quantize.h"
@@ -56,8 +57,13 @@ class VulkanBackend final : public engine::EngineBackend {
 
  private:
   struct Layer {
-    const DeviceQ8Matrix *q, *k, *v, *o, *gate, *up, *down;
-    const Buffer *mixer_norm, *ffn_norm, *q_norm, *k_norm;
+    bool attention = true;  // else LFM2's short conv
+    const DeviceQ8Matrix *q = nullptr, *k = nullptr, *v = nullptr, *o = nullptr;
+    const Buffer *q_norm = nullptr, *k_norm = nullptr;
+    const DeviceQ8Matrix *in_proj = nullptr, *out_proj = nullptr;
+    const Buffer* conv_kernel = nullptr;
+    const DeviceQ8Matrix *gate = nullptr, *up = nullptr, *down = nullptr;
+    const Buffer *mixer_norm = nullptr, *ffn_norm = nullptr;
   };
   void upload_linear(const std::string& name);
   void upload_vector(const std::string& name);
@@ -65,6 +71,9 @@ class VulkanBackend final : public engine::EngineBackend {
   // Grows the pass buffers to hold T tokens, R logit rows, `probabilities` attention floats.
   void reserve_pass(int64_t T, int64_t R, int64_t probabilities);
   void record_layer(const Layer& layer, int64_t index);
+  // The mixers' outputs into delta_: attention, or the short conv.
+  void record_attention(const Layer& layer, int64_t index);
+  void record_conv(const Layer& layer, int64_t index);
 
   std::shared_ptr<Context> ctx_;
   std::unique_ptr<engine::EngineWeights> weights_;
@@ -73,18 +82,20 @@ class VulkanBackend final : public engine::EngineBackend {
   V2Rows rows_;
   V2Attention attention_;
   V2PassOps ops_;
+  ConvSegment conv_;
   PassRecorder pass_;
 
   std::map<std::string, DeviceQ8Matrix> linears_;  // by tensor name
   std::map<std::string, Buffer> vectors_;
   std::string head_name_;  // the output projection's tensor
   std::vector<Layer> layers_;
+  int64_t ffn_width_ = 0;  // the widest dense feed-forward
 
   // Pass buffers, grow-only: sized for reserved_tokens_ tokens and reserved_rows_ logit rows.
   int64_t reserved_tokens_ = 0, reserved_rows_ = 0, reserved_probabilities_ = 0;
-  Buffer hidden_[2], normed_, act_values_, act_scales_, act_sums_, q_, qn_, qr_, k_, kn_, kr_, v_,
-      ctx_rows_, delta_, gate_, up_, swiglu_, cos_, sin_, probabilities_, head_in_, head_normed_,
-      logits_, unused_;
+  Buffer hidden_[2], normed_, bcx_, act_values_, act_scales_, act_sums_, q_, qn_, qr_, k_, kn_, kr_,
+      v_, ctx_rows_, delta_, gate_, up_, swiglu_, cos_, sin_, probabilities_, head_in_,
+      head_normed_, logits_, unused_;
 
   // The current pass: its tokens, and per input the logit rows and its sequence.
   struct Segment {

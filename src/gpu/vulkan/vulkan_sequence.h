@@ -1,7 +1,8 @@
 // A token sequence of the Vulkan backend (engine/backend.h's SequenceState): its tokens on the
-// host, its KV cache in device memory, all layers in one buffer per side, [layers][capacity]
-// [kv_dim], allocated whole when the sequence is made (a decode slot's memory is fixed then, so
-// an append never allocates on the device).
+// host, its state in device memory: the KV cache, all layers in one buffer per side, [layers]
+// [capacity][kv_dim], and LFM2's conv windows, [layers][L - 1][hidden] (zero at the start), all
+// allocated whole when the sequence is made (a decode slot's memory is fixed then, so an append
+// never allocates on the device).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -30,6 +31,9 @@ class VulkanSequence final : public engine::SequenceState {
   const void* owner() const { return owner_; }
   const Buffer& keys() const { return keys_; }
   const Buffer& values() const { return values_; }
+  const Buffer& conv() const { return conv_; }
+  // Float offset of layer `layer`'s conv window in conv().
+  int64_t conv_base(int64_t layer) const { return layer * conv_floats_; }
   // Byte offset of position `pos` of layer `layer` in keys() and values().
   size_t offset(int64_t layer, int64_t pos) const {
     return static_cast<size_t>((layer * capacity_ + pos) * kv_dim_) * sizeof(float);
@@ -45,8 +49,9 @@ class VulkanSequence final : public engine::SequenceState {
   ModelConfig config_;
   int64_t capacity_ = 0;
   int64_t kv_dim_ = 0;
+  int64_t conv_floats_ = 0;  // per layer: (L - 1) * hidden
   std::vector<int32_t> tokens_;
-  Buffer keys_, values_;
+  Buffer keys_, values_, conv_;
 };
 
 }  // namespace stoa::gpu::vulkan
