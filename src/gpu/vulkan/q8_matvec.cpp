@@ -11,7 +11,7 @@ namespace {
 constexpr uint32_t kLocalSize = 64;  // shaders/q8_matvec.comp's local_size_x
 
 struct Shape {
-  uint32_t rows, cols, batch, y_stride;
+  uint32_t rows, cols, batch, y_stride, first_row;
 };
 
 }  // namespace
@@ -50,7 +50,7 @@ void Q8Matvec::run(const DeviceQ8Matrix& m, const kernels::Q8Activations& acts, 
   std::memcpy(xq.data(), acts.values, static_cast<size_t>(acts.batch * acts.cols));
   std::memcpy(xd.data(), acts.scales, static_cast<size_t>(acts.batch * groups) * sizeof(float));
   const Shape shape{static_cast<uint32_t>(m.rows), static_cast<uint32_t>(m.cols),
-                    static_cast<uint32_t>(acts.batch), static_cast<uint32_t>(y_stride)};
+                    static_cast<uint32_t>(acts.batch), static_cast<uint32_t>(y_stride), 0u};
   kernel_.dispatch({&m.values, &m.scales, &xq, &xd, &out}, &shape,
                    static_cast<uint32_t>((m.rows + kLocalSize - 1) / kLocalSize),
                    static_cast<uint32_t>(acts.batch));
@@ -61,8 +61,10 @@ void Q8Matvec::run(const DeviceQ8Matrix& m, const kernels::Q8Activations& acts, 
 }
 
 void Q8Matvec::record(PassRecorder& pass, const DeviceQ8Matrix& m, const Buffer& xq,
-                      const Buffer& xd, const Buffer& y, uint32_t batch, uint32_t y_stride) {
-  const Shape shape{static_cast<uint32_t>(m.rows), static_cast<uint32_t>(m.cols), batch, y_stride};
+                      const Buffer& xd, const Buffer& y, uint32_t batch, uint32_t y_stride,
+                      uint32_t first_row) {
+  const Shape shape{static_cast<uint32_t>(m.rows), static_cast<uint32_t>(m.cols), batch, y_stride,
+                    first_row};
   pass.dispatch(kernel_, {&m.values, &m.scales, &xq, &xd, &y}, &shape,
                 static_cast<uint32_t>((m.rows + kLocalSize - 1) / kLocalSize), batch);
 }

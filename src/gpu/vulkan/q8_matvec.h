@@ -29,9 +29,9 @@ class Q8Matvec {
   // dispatches, waits and reads back. acts.cols must equal m.cols.
   void run(const DeviceQ8Matrix& m, const kernels::Q8Activations& acts, float* y, int64_t y_stride);
   // In a pass: y[b * y_stride + o] from activations already on the device (Q8Quantize::record's
-  // q and d) for b < batch.
+  // q and d) for first_row <= b < first_row + batch.
   void record(PassRecorder& pass, const DeviceQ8Matrix& m, const Buffer& xq, const Buffer& xd,
-              const Buffer& y, uint32_t batch, uint32_t y_stride);
+              const Buffer& y, uint32_t batch, uint32_t y_stride, uint32_t first_row = 0);
 
  private:
   Context& ctx_;

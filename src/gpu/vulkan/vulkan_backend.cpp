@@ -43,9 +43,13 @@ VulkanBackend::VulkanBackend(std::shared_ptr<Context> ctx,
       conv_(*ctx_),
       pass_(*ctx_) {
   const ModelConfig& c = weights_->config();
-  STOA_CHECK(c.arch == Arch::kQwen3 || c.arch == Arch::kLfm2, ErrorKind::kUnsupported,
-             "the Vulkan backend computes Qwen3 and LFM2 models so far; this model is ",
-             arch_name(c.arch), " (it runs on the CPU engine)");
+  STOA_CHECK(c.arch == Arch::kQwen3 || c.arch == Arch::kLfm2 || c.arch == Arch::kLfm2Moe,
+             ErrorKind::kUnsupported, "the Vulkan backend has no ", arch_name(c.arch),
+             " pass (it runs on the CPU engine)");
+  STOA_CHECK(c.arch != Arch::kLfm2Moe || (c.num_experts > 0 && c.num_experts_per_tok > 0 &&
+                                          c.num_experts_per_tok <= c.num_experts),
+             ErrorKind::kInvalidArgument, "LFM2-MoE needs 0 < num_experts_per_tok (",
+             c.num_experts_per_tok, ") <= num_experts (", c.num_experts, ")");
   STOA_CHECK(c.arch != Arch::kLfm2 || (!c.conv_bias && c.conv_kernel >= 1), ErrorKind::kUnsupported,
              "LFM2 conv with bias or an empty kernel");
   STOA_CHECK(weights_->format() == engine::WeightFormat::kInt8, ErrorKind::kUnsupported,
@@ -63,9 +67,8 @@ VulkanBackend::VulkanBackend(std::shared_ptr<Context> ctx,
     if (&linear == head) head_name_ = name;
     // The embedding is read on the host (a row per token), unless it is the head too.
     if (&linear == embedding && &linear != head) continue;
-    STOA_CHECK(linear.is_int8(), ErrorKind::kUnsupported, "tensor ", name,
-               " is not on the int8 grid");
-    upload_linear(name);
+    // f32 linears (LFM2-MoE's router, which llama.cpp keeps in f32 too) run on the host.
+    if (linear.is_int8()) upload_linear(name);
   }
   for (const auto& [name, tensor] : weights_->vectors()) upload_vector(name);
   unused_ = ctx_->make_buffer(4);
@@ -97,8 +100,12 @@ void VulkanBackend::upload_vector(const std::string& name) {
 
 void VulkanBackend::bind_layers() {
   const ModelConfig& c = config();
-  auto linear = [&](TensorRole role, int64_t layer) {
-    return &linears_.at(tensor_name(c, role, layer));
+  auto linear = [&](TensorRole role, int64_t layer, int64_t expert = -1) {
+    const std::string name = tensor_name(c, role, layer, expert);
+    const auto it = linears_.find(name);
+    STOA_CHECK(it != linears_.end(), ErrorKind::kUnsupported, "tensor ", name,
+               " is not on the int8 grid (the Vulkan pass computes W8A8)");
+    return &it->second;
   };
   auto vector = [&](TensorRole role, int64_t layer) {
     return &vectors_.at(tensor_slot(c, role, layer).name);
@@ -120,14 +127,34 @@ void VulkanBackend::bind_layers() {
       layer.out_proj = linear(TensorRole::kConvOutProj, i);
       layer.conv_kernel = vector(TensorRole::kConvKernel, i);
     }
-    layer.gate = linear(TensorRole::kFfnGate, i);
-    layer.up = linear(TensorRole::kFfnUp, i);
-    layer.down = linear(TensorRole::kFfnDown, i);
     layer.mixer_norm = vector(TensorRole::kMixerNorm, i);
     layer.ffn_norm = vector(TensorRole::kFfnNorm, i);
-    STOA_CHECK(layer.gate->rows % kBlock == 0, ErrorKind::kUnsupported,
-               "the feed-forward width does not fit the W8A8 pass");
-    ffn_width_ = std::max(ffn_width_, layer.gate->rows);
+    if (c.is_moe_layer(i)) {
+      layer.router = &weights_->linear(tensor_name(c, TensorRole::kRouter, i));
+      layer.expert_bias = has_tensor(c, TensorRole::kExpertBias, i)
+                              ? weights_->vec(tensor_slot(c, TensorRole::kExpertBias, i).name)
+                              : nullptr;
+      for (int64_t e = 0; e < c.num_experts; ++e) {
+        layer.experts.push_back({linear(TensorRole::kExpertGate, i, e),
+                                 linear(TensorRole::kExpertUp, i, e),
+                                 linear(TensorRole::kExpertDown, i, e)});
+        STOA_CHECK(layer.experts.back().gate->rows == layer.experts.front().gate->rows,
+                   ErrorKind::kUnsupported, "experts of layer ", i, " differ in width");
+      }
+      const int64_t width = layer.experts.front().gate->rows;
+      STOA_CHECK(width % kBlock == 0, ErrorKind::kUnsupported,
+                 "the experts' width does not fit the W8A8 pass");
+      // Every (token, expert) pair is a row: K per token.
+      ffn_width_ = std::max(ffn_width_, width * c.num_experts_per_tok);
+      expert_rows_per_token_ = c.num_experts_per_tok;
+    } else {
+      layer.gate = linear(TensorRole::kFfnGate, i);
+      layer.up = linear(TensorRole::kFfnUp, i);
+      layer.down = linear(TensorRole::kFfnDown, i);
+      STOA_CHECK(layer.gate->rows % kBlock == 0, ErrorKind::kUnsupported,
+                 "the feed-forward width does not fit the W8A8 pass");
+      ffn_width_ = std::max(ffn_width_, layer.gate->rows);
+    }
     layers_.push_back(layer);
   }
 }
@@ -165,6 +192,8 @@ void VulkanBackend::reserve_pass(int64_t T, int64_t R, int64_t probabilities) {
   const int64_t H = c.hidden_size, q_dim = c.num_heads * c.head_dim;
   const int64_t kv_dim = c.num_kv_heads * c.head_dim, inter = ffn_width_;
   if (T > reserved_tokens_) {
+    // The widest activation rows: hidden, attention or a feed-forward's (MoE: K expert rows
+    // per token, counted in ffn_width_).
     const int64_t widest = std::max({H, q_dim, inter});
     for (Buffer& b : hidden_) b = ctx_->make_buffer(floats(T * H));
     normed_ = ctx_->make_buffer(floats(T * H));
@@ -181,6 +210,10 @@ void VulkanBackend::reserve_pass(int64_t T, int64_t R, int64_t probabilities) {
     kr_ = ctx_->make_buffer(floats(T * kv_dim));
     v_ = ctx_->make_buffer(floats(T * kv_dim));
     delta_ = ctx_->make_buffer(floats(T * H));
+    if (expert_rows_per_token_ > 0) {
+      expert_in_ = ctx_->make_buffer(floats(T * expert_rows_per_token_ * H));
+      expert_out_ = ctx_->make_buffer(floats(T * expert_rows_per_token_ * H));
+    }
     gate_ = ctx_->make_buffer(floats(T * inter));
     up_ = ctx_->make_buffer(floats(T * inter));
     swiglu_ = ctx_->make_buffer(floats(T * inter));
@@ -210,7 +243,6 @@ void VulkanBackend::record_layer(const Layer& layer, int64_t index) {
   const Buffer& in = hidden_[0];
   const Buffer& mid = hidden_[1];
   const int64_t H = c.hidden_size;
-  const int64_t inter = layer.gate->rows;
   const auto eps = static_cast<float>(c.rms_norm_eps);
   const uint32_t tokens = u32(T);
 
@@ -223,8 +255,19 @@ void VulkanBackend::record_layer(const Layer& layer, int64_t index) {
   }
   ops_.record(pass_, V2PassOp::kAdd, u32(T * H), 0, 0, 0.0f, in, delta_, unused_, unused_, mid);
 
-  // SwiGLU feed-forward.
   rows_.record_rmsnorm(pass_, mid, *layer.ffn_norm, normed_, tokens, u32(H), eps);
+  if (!layer.experts.empty()) {
+    record_moe(layer);
+  } else {
+    record_swiglu(layer);
+  }
+  ops_.record(pass_, V2PassOp::kAdd, u32(T * H), 0, 0, 0.0f, mid, delta_, unused_, unused_, in);
+}
+
+// The dense SwiGLU feed-forward of normed_ into delta_ (engine/swiglu.cpp).
+void VulkanBackend::record_swiglu(const Layer& layer) {
+  const int64_t T = pass_tokens_, H = config().hidden_size, inter = layer.gate->rows;
+  const uint32_t tokens = u32(T);
   quantize_.record(pass_, normed_, act_values_, act_scales_, act_sums_, u32(T * H / kBlock));
   matvec_.record(pass_, *layer.gate, act_values_, act_scales_, gate_, tokens, u32(inter));
   matvec_.record(pass_, *layer.up, act_values_, act_scales_, up_, tokens, u32(inter));
@@ -232,7 +275,6 @@ void VulkanBackend::record_layer(const Layer& layer, int64_t index) {
               swiglu_);
   quantize_.record(pass_, swiglu_, act_values_, act_scales_, act_sums_, u32(T * inter / kBlock));
   matvec_.record(pass_, *layer.down, act_values_, act_scales_, delta_, tokens, u32(H));
-  ops_.record(pass_, V2PassOp::kAdd, u32(T * H), 0, 0, 0.0f, mid, delta_, unused_, unused_, in);
 }
 
 // LFM2's gated short conv (engine/short_conv.cpp) of the quantised normed input, into delta_.

@@ -12,9 +12,11 @@
 //   - a pass: one command buffer (PassRecorder) with every layer's kernels, one submission;
 //     the host does the embedding lookup and the RoPE angle table (v2: host tables), the
 //     logits are read in place from the device's host-visible buffer.
-// Architectures: Qwen3 and LFM2 (attention and gated short-conv layers, dense SwiGLU).
-// LFM2-MoE's routed experts are not yet recorded: such weights are refused at construction
-// with the reason, and a worker computes them on the CPU.
+// Architectures: Qwen3, LFM2 (attention and gated short-conv layers, dense SwiGLU) and LFM2-MoE.
+// A MoE layer's routing is data-dependent: the pass is submitted up to the layer's normed
+// input, the host computes the router (an f32 linear, as the CPU engine) and the choice, the
+// device every chosen expert's SwiGLU on the rows grouped by expert, and the host the mixing
+// (kernels::mix_add, in the CPU engine's order); two round trips per MoE layer, its cost.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -63,6 +65,13 @@ class VulkanBackend final : public engine::EngineBackend {
     const DeviceQ8Matrix *in_proj = nullptr, *out_proj = nullptr;
     const Buffer* conv_kernel = nullptr;
     const DeviceQ8Matrix *gate = nullptr, *up = nullptr, *down = nullptr;
+    // MoE layers: the router on the host, the experts on the device.
+    const engine::Linear* router = nullptr;
+    const float* expert_bias = nullptr;
+    struct Expert {
+      const DeviceQ8Matrix *gate, *up, *down;
+    };
+    std::vector<Expert> experts;
     const Buffer *mixer_norm = nullptr, *ffn_norm = nullptr;
   };
   void upload_linear(const std::string& name);
@@ -74,6 +83,9 @@ class VulkanBackend final : public engine::EngineBackend {
   // The mixers' outputs into delta_: attention, or the short conv.
   void record_attention(const Layer& layer, int64_t index);
   void record_conv(const Layer& layer, int64_t index);
+  // The feed-forwards of normed_ into delta_: dense SwiGLU, or routed experts (vulkan_moe.cpp).
+  void record_swiglu(const Layer& layer);
+  void record_moe(const Layer& layer);
 
   std::shared_ptr<Context> ctx_;
   std::unique_ptr<engine::EngineWeights> weights_;
@@ -89,13 +101,14 @@ class VulkanBackend final : public engine::EngineBackend {
   std::map<std::string, Buffer> vectors_;
   std::string head_name_;  // the output projection's tensor
   std::vector<Layer> layers_;
-  int64_t ffn_width_ = 0;  // the widest dense feed-forward
+  int64_t ffn_width_ = 0;              // the widest feed-forward row per token (MoE: K expert rows)
+  int64_t expert_rows_per_token_ = 0;  // K of a MoE model, else 0
 
   // Pass buffers, grow-only: sized for reserved_tokens_ tokens and reserved_rows_ logit rows.
   int64_t reserved_tokens_ = 0, reserved_rows_ = 0, reserved_probabilities_ = 0;
   Buffer hidden_[2], normed_, bcx_, act_values_, act_scales_, act_sums_, q_, qn_, qr_, k_, kn_, kr_,
       v_, ctx_rows_, delta_, gate_, up_, swiglu_, cos_, sin_, probabilities_, head_in_,
-      head_normed_, logits_, unused_;
+      head_normed_, logits_, expert_in_, expert_out_, unused_;
 
   // The current pass: its tokens, and per input the logit rows and its sequence.
   struct Segment {

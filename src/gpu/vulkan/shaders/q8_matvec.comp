@@ -23,6 +23,7 @@ layout(push_constant) uniform Shape {
   uint cols;      // a multiple of 32
   uint batch;     // activation rows
   uint y_stride;  // in floats, between activation rows of y
+  uint first_row; // the dispatch's activation rows (and rows of y) start here (MoE: an expert's)
 } shape;
 
 // The exact dot product of four int8 pairs (sign-extended bytes).
@@ -34,8 +35,8 @@ int dot4(uint a, uint b) {
 
 void main() {
   const uint o = gl_GlobalInvocationID.x;
-  const uint b = gl_GlobalInvocationID.y;
-  if (o >= shape.rows || b >= shape.batch) return;
+  if (o >= shape.rows || gl_GlobalInvocationID.y >= shape.batch) return;
+  const uint b = shape.first_row + gl_GlobalInvocationID.y;
   const uint groups = shape.cols / 32u;
   const uint words = shape.cols / 4u;
   precise float acc = 0.0;
