@@ -6,7 +6,7 @@
 
 #include "core/log.h"
 #include "roles/hub/observe/hub_counters.h"
-#include "roles/hub/verification/verification_state.h"
+#include "roles/hub/verification/verification.h"
 
 namespace stoa::hub {
 
@@ -52,6 +52,8 @@ Hub::Hub(HubConfig config, HubDeps deps)
   counters_->learning_signal = LearningSignalWatch(config_.no_signal_warn_steps);
   ledger_ = std::make_unique<RunLedger>(config_.ledger_path, config_.max_pending_writes);
   identity_.install(ledger_->reader(), now());
+  verification_ = std::make_unique<Verification>(
+      VerificationParts{config_, deps_, *ledger_, book_, pending_, *counters_, workers_});
   restore();
   ledger_->start([this] { on_ledger_commit(); });
   if (config_.beyond_loopback && !config_.verify.enabled)
@@ -166,7 +168,7 @@ void Hub::publish_version(const pulse::Published& published, const Hash128& stat
 
 // ---------------------------------------------------------------- leases
 void Hub::expire_locked(int64_t now_ms) {
-  sweep_checks_locked(now_ms);  // peer checks past their deadlines go to the trusted replay
+  verification_->sweep(now_ms);  // peer checks past their deadlines go to the trusted replay
   // Hoarded: no rollout accepted on it within the deadline, though heartbeats kept it alive.
   for (const auto& id : book_.fairness().overdue(now_ms, hoard_deadline_ms())) {
     revoke_locked(id, "hoarded: no rollout accepted within the deadline", now_ms);
@@ -217,7 +219,7 @@ net::Lease Hub::make_lease_locked(GroupState& g, const std::string& worker_id,
   out.sampling = config_.sampling;
   out.deadline_unix_ms = l.deadline_ms;
   out.issued_at_version = l.issued_at_version;
-  if (verification_) out.seeds = lease_seeds(l.id, samples);
+  out.seeds = verification_->lease_seeds(l.id, samples);
   return out;
 }
 
@@ -327,7 +329,7 @@ net::LeaseResponse Hub::lease(const std::string& worker_id, const std::string& p
         if (!peer.empty())
           identity_.throttle(Identity::Limit::kLeasePerAddress, peer, "lease (this address)");
         throttled = true;
-        note_address_locked(worker_id, peer);
+        verification_->note_address(worker_id, peer);
       }
       if (run_ended_) {
         told_run_ended_.insert(worker_id);

@@ -52,7 +52,7 @@ namespace stoa::hub {
 
 struct HubCounters;
 struct HubSnapshot;
-struct VerificationState;
+class Verification;
 
 class Hub final : public TrainerPort {
  public:
@@ -113,7 +113,7 @@ class Hub final : public TrainerPort {
   // a restart of the hub are not handed out twice.
   void hold_for_trainer(const std::vector<std::string>& held);
 
-  // ---- replay verification (hub_verification.cpp; docs/design/verification.md) ----
+  // ---- replay verification (verification/verification.h; docs/design/verification.md) ----
   // From now on rollouts are sampled for replay by config().verify and sent to `auditor` (null:
   // off), leases carry seeds and rollouts must name one. The auditor must outlive the hub's use.
   void set_auditor(RolloutAuditor* auditor);
@@ -125,7 +125,7 @@ class Hub final : public TrainerPort {
   // RequestError 401 without a token, 403 for one that is not a validator's.
   void check_validator(const std::string& bearer);
   bool is_validator(const std::string& bearer);
-  // ---- peer checks (hub_peer_checks.cpp; docs/design/verification.md "Peer checks") ----
+  // ---- peer checks (verification/verification_peer.cpp; docs/design/verification.md) ----
   using CheckLease = hub::CheckLease;  // verification/check_lease.h
   // A rollout for worker `worker_id` to replay, chosen at random among those it may check, or
   // nullopt (nothing eligible, or the worker is at its share). RequestError 404 when the hub
@@ -194,24 +194,6 @@ class Hub final : public TrainerPort {
   void revoke_locked(const std::string& lease_id, const char* why, int64_t now_ms);
   net::RolloutResponse reject(const std::string& reason, const std::string& detail);
   void record_step_history_locked(const StepReport& report);
-  // Verification (hub_verification.cpp).
-  std::vector<uint64_t> lease_seeds(const std::string& lease_id, int32_t samples) const;
-  std::optional<net::RolloutResponse> check_seed_locked(const net::RolloutSubmission& m,
-                                                        const LeaseRow& lease);
-  void audit_locked(const net::RolloutSubmission& m, const GroupState& g, size_t prompt_length);
-  bool held_for_verdict_locked(const std::string& group_id);
-  void quarantine_locked(const std::string& worker_id, const std::string& why);
-  void drop_group_locked(const std::string& group_id, const std::string& reason);
-  void verification_counters_locked(std::map<std::string, double>& m) const;
-  // Peer checks (hub_peer_checks.cpp).
-  void enqueue_check_locked(AuditJob job, const GroupState& g);
-  void sweep_checks_locked(int64_t now_ms);
-  // Sends the rollout of peer job `rollout_id` on to the trusted replay (or its backlog, while
-  // the replay is behind).
-  void escalate_locked(const std::string& rollout_id, const std::string& why,
-                       const std::string& checker, CheckOpinion opinion);
-  // Where the worker's request came from (the distinct-checker rule); "" (in-process) changes none.
-  void note_address_locked(const std::string& worker_id, const std::string& peer);
 
   HubConfig config_;
   HubDeps deps_;
@@ -238,7 +220,9 @@ class Hub final : public TrainerPort {
   PromptDeck prompts_;
   std::unique_ptr<HubCounters> counters_;
   RunHistory history_;
-  std::unique_ptr<VerificationState> verification_;
+  // Seeds, replays, held groups, peer checks, quarantine; made with the ledger, whose rows it
+  // reads and writes.
+  std::unique_ptr<Verification> verification_;
   int64_t last_step_ = 0;  // the ledger's last step, kept in memory
 };
 

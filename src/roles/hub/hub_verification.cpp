@@ -1,38 +1,14 @@
-// Replay verification on the hub (docs/design/verification.md): lease seeds, the seed check at
-// intake, which accepted rollouts are replayed, groups held back from the trainer until their
-// verdicts, and quarantine on a failing verdict.
-#include <algorithm>
-
-#include <nlohmann/json.hpp>
-
-#include "core/hash.h"
-#include "core/log.h"
+// The Hub's verification calls (docs/design/verification.md): each takes the hub's lock and
+// hands over to Verification (verification/verification.h), which decides; a verdict that may
+// release a held group wakes take_groups. The validator's token check is the identity's.
 #include "roles/hub/hub.h"
-#include "roles/hub/observe/hub_counters.h"
-#include "roles/hub/verification/verification_state.h"
+#include "roles/hub/verification/verification.h"
 
 namespace stoa::hub {
 
 void Hub::set_auditor(RolloutAuditor* auditor) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!auditor) {
-    verification_.reset();
-    return;
-  }
-  const uint64_t seed = Rng(hash_bytes(config_.join_token.data(), config_.join_token.size()).low ^
-                                static_cast<uint64_t>(now()),
-                            config_.seed)
-                            .next();
-  if (verification_) {
-    verification_->auditor = auditor;
-    return;
-  }
-  verification_ = std::make_unique<VerificationState>(auditor, seed);
-  verification_->started_ms = now();
-  for (const auto& [worker, why] : ledger_->reader().quarantined()) {
-    verification_->quarantined.insert(worker);
-    log_info("verify", "worker ", worker, " stays quarantined: ", why);
-  }
+  verification_->set_auditor(auditor);
 }
 
 bool Hub::is_validator(const std::string& bearer) {
@@ -54,206 +30,37 @@ void Hub::check_validator(const std::string& bearer) {
 
 bool Hub::quarantined(const std::string& worker_id) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return verification_ && verification_->quarantined.count(worker_id);
-}
-
-// Seeds are a function of the lease id (random, issued by the hub) and the run's seed, so a
-// restarted hub gives the same seeds for the leases it restores and needs to store nothing.
-std::vector<uint64_t> Hub::lease_seeds(const std::string& lease_id, int32_t samples) const {
-  Rng rng(hash_bytes(lease_id.data(), lease_id.size()).low, config_.seed);
-  std::vector<uint64_t> seeds(static_cast<size_t>(std::max(0, samples)));
-  for (uint64_t& s : seeds) s = rng.next();
-  return seeds;
-}
-
-std::optional<net::RolloutResponse> Hub::check_seed_locked(const net::RolloutSubmission& m,
-                                                           const LeaseRow& lease) {
-  if (!verification_) return std::nullopt;
-  const std::string who = cat("rollout ", m.id);
-  if (!m.seed)
-    return reject("bad_seed", cat(who, ": no sampling seed (the lease gave ", lease.samples, ")"));
-  VerificationState& v = *verification_;
-  if (lease.issued_ms <= v.started_ms && v.seeds_restored.insert(lease.id).second) {
-    for (const auto& row : ledger_->rollouts_of_group(lease.group_id)) {
-      if (row.lease_id != lease.id) continue;
-      try {
-        const auto j = nlohmann::json::parse(row.payload);
-        if (j.contains("seed") && j.at("seed").is_number_unsigned())
-          v.seeds_used[lease.id].insert(j.at("seed").get<uint64_t>());
-      } catch (const nlohmann::json::exception& e) {
-        log_warn("verify", "rollout ", row.id, ": unreadable payload in the ledger: ", e.what());
-      }
-    }
-  }
-  const std::vector<uint64_t> seeds = lease_seeds(lease.id, lease.samples);
-  if (std::find(seeds.begin(), seeds.end(), *m.seed) == seeds.end())
-    return reject("bad_seed",
-                  cat(who, ": seed ", *m.seed, " is not one of lease ", lease.id, "'s"));
-  if (v.seeds_used[lease.id].count(*m.seed))
-    return reject("bad_seed",
-                  cat(who, ": seed ", *m.seed, " was already used on lease ", lease.id));
-  return std::nullopt;
-}
-
-void Hub::audit_locked(const net::RolloutSubmission& m, const GroupState& g, size_t prompt_length) {
-  if (!verification_) return;
-  VerificationState& v = *verification_;
-  if (m.seed) v.seeds_used[m.lease_id].insert(*m.seed);
-  const auto& w = workers_[m.worker_id];
-  const bool mandatory = w.rollouts_accepted <= config_.verify.first_rollouts;
-  const bool peer = config_.verify.peer;
-  if (!mandatory && !peer && !v.sampler.chance(config_.verify.fraction)) return;
-  AuditJob job;
-  job.rollout = m;
-  job.problem = deps_.prompts.at(static_cast<size_t>(g.row.prompt_index));
-  job.prompt_length = prompt_length;
-  // With peer checks every rollout is checked: a new worker's first ones by the trusted replay
-  // (they also earn it its checking rights), the rest by a peer (peer_checks.cpp).
-  if (peer && !mandatory) return enqueue_check_locked(std::move(job), g);
-  if (peer) v.note_canary_candidate(job, w.token_name, w.address, "", now(), config_.verify);
-  if (peer && !v.auditor->enqueue(job)) return enqueue_check_locked(std::move(job), g);
-  if (!peer && !v.auditor->enqueue(std::move(job))) {
-    ++v.skipped_queue_full;
-    return;
-  }
-  v.pending[m.id] = {g.row.id, m.worker_id, m.kernel_target, now() + config_.verify.max_wait_ms};
-}
-
-// Whether group `group_id` must not go to the trainer yet. A verdict overdue by the policy's
-// deadline either releases the group (train_on_timeout) or drops it.
-bool Hub::held_for_verdict_locked(const std::string& group_id) {
-  if (!verification_) return false;
-  VerificationState& v = *verification_;
-  bool waiting = false, overdue = false;
-  for (const auto& [id, p] : v.pending) {
-    if (p.group_id != group_id) continue;
-    waiting = true;
-    overdue |= now() >= p.deadline_ms;
-  }
-  if (!waiting || !overdue) return waiting;
-  for (auto it = v.pending.begin(); it != v.pending.end();) {
-    if (it->second.group_id != group_id) {
-      ++it;
-      continue;
-    }
-    ++v.timeouts;
-    verification_->forget_check(it->first);
-    it = v.pending.erase(it);
-  }
-  if (config_.verify.train_on_timeout && !config_.verify.peer) return false;
-  ledger_->write([group_id](Ledger& l) {
-    l.set_group_status(group_id, GroupStatus::kDropped, -1, "verify_timeout");
-  });
-  book_.groups().at(group_id).row.status = GroupStatus::kDropped;
-  book_.groups().at(group_id).row.drop_reason = "verify_timeout";
-  counters_->dropped["verify_timeout"]++;
-  return true;
+  return verification_->quarantined(worker_id);
 }
 
 void Hub::record_verdict(const std::string& rollout_id, const AuditVerdict& verdict) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!verification_) return;
-    VerificationState& v = *verification_;
-    v.cpu_seconds += verdict.cpu_seconds;
-    auto it = v.pending.find(rollout_id);
-    std::string worker, kernel_target, group_id;
-    if (it != v.pending.end()) {
-      worker = it->second.worker_id;
-      kernel_target = it->second.kernel_target;
-      group_id = it->second.group_id;
-      v.pending.erase(it);
-    } else if (auto row = ledger_->rollout(rollout_id)) {
-      worker = row->worker_id;  // its group timed out meanwhile: the verdict still counts
-      group_id = row->group_id;
-      const auto j = nlohmann::json::parse(row->payload, nullptr, false);
-      if (j.is_object() && j.contains("kernel_target") && j["kernel_target"].is_string())
-        kernel_target = j["kernel_target"].get<std::string>();
-    }
-    if (!verdict.pass && verdict.what == kEnvironmentVerdict) {
-      // The run's task failed during the replay (an environment down or contradicting itself):
-      // nothing is known against the worker, and nothing is known for the rollout either, so its
-      // group is not trained.
-      ++v.environment_failures;
-      log_warn("verify", "rollout ", rollout_id, " of worker ", worker,
-               " could not be replayed: the run's task failed: ", verdict.detail);
-      if (!group_id.empty()) drop_group_locked(group_id, "environment");
-    } else {
-      v.count(kernel_target, verdict.pass);
-      if (verdict.pass && !worker.empty()) v.credit_rollout(worker);
-    }
-    if (auto liar = v.judge_checker(rollout_id, verdict))
-      quarantine_locked(liar->first, liar->second);
-    v.judge_canary_candidate(rollout_id, verdict.pass);
-    if (!verdict.pass && verdict.what != kEnvironmentVerdict) {
-      log_error("verify", "rollout ", rollout_id, " of worker ", worker,
-                " FAILED replay at position ", verdict.position, " (", verdict.what,
-                "): ", verdict.detail);
-      if (!worker.empty())
-        quarantine_locked(worker, cat("rollout ", rollout_id, " failed replay at position ",
-                                      verdict.position, " (", verdict.what, ")"));
-    }
+    if (!verification_->on()) return;
+    verification_->record_verdict(rollout_id, verdict);
   }
   groups_cv_.notify_all();
 }
 
-// Refuses the worker's session from now on and drops every group holding one of its rollouts
-// that the trainer has not taken (groups already handed to the trainer are past recall).
-void Hub::quarantine_locked(const std::string& worker_id, const std::string& why) {
-  VerificationState& v = *verification_;
-  if (!v.quarantined.insert(worker_id).second) return;
-  log_error("verify", "worker ", worker_id, " quarantined: ", why);
-  // Its checks in hand go back to the queue for another checker.
-  for (auto& [rollout_id, p] : v.peer_jobs) {
-    if (p.checker != worker_id) continue;
-    verification_->end_check_lease(rollout_id, true);
-    p.stage_deadline_ms = now() + config_.verify.peer_wait_ms;
-  }
-  v.drop_canaries_of(worker_id);
-  ledger_->write([worker_id, why, at = now()](Ledger& l) {
-    l.put_quarantine(worker_id, why, at);  // a restarted hub keeps refusing it
-  });
-  std::vector<std::string> drop;
-  for (const auto& [gid, g] : book_.groups()) {
-    if (g.row.status == GroupStatus::kTrained || g.row.status == GroupStatus::kDropped ||
-        pending_.count(gid))
-      continue;
-    for (const auto& row : ledger_->rollouts_of_group(gid)) {
-      if (row.worker_id == worker_id) {
-        drop.push_back(gid);
-        break;
-      }
-    }
-  }
-  for (const auto& gid : drop) drop_group_locked(gid, "quarantined");
+std::optional<CheckLease> Hub::lease_check(const std::string& worker_id, const std::string& peer) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  verification_->require_peer_checks();
+  identity_.throttle(Identity::Limit::kLeasePerWorker, worker_id, "check leases (this worker)");
+  return verification_->lease_check(worker_id, peer, versions_.latest_published());
 }
 
-// Drops a group the trainer has not taken (one already handed over is past recall), durably,
-// and forgets the verdicts it waited for.
-void Hub::drop_group_locked(const std::string& group_id, const std::string& reason) {
-  auto g = book_.groups().find(group_id);
-  if (g == book_.groups().end() || g->second.row.status == GroupStatus::kTrained ||
-      g->second.row.status == GroupStatus::kDropped || pending_.count(group_id))
-    return;
-  ledger_->write([group_id, reason](Ledger& l) {
-    l.set_group_status(group_id, GroupStatus::kDropped, -1, reason);
-  });
-  g->second.row.status = GroupStatus::kDropped;
-  g->second.row.drop_reason = reason;
-  counters_->dropped[reason]++;
-  VerificationState& v = *verification_;
-  for (auto it = v.pending.begin(); it != v.pending.end();) {
-    if (it->second.group_id != group_id) {
-      ++it;
-      continue;
-    }
-    verification_->forget_check(it->first);
-    it = v.pending.erase(it);
-  }
+std::string Hub::record_check(const std::string& worker_id, const std::string& job_id,
+                              const AuditVerdict& verdict) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  verification_->require_peer_checks();
+  std::string rollout_id = verification_->record_check(worker_id, job_id, verdict);
+  if (!rollout_id.empty()) groups_cv_.notify_all();
+  return rollout_id;
 }
 
-void Hub::verification_counters_locked(std::map<std::string, double>& m) const {
-  if (verification_) verification_->add_counters(m, config_.verify.peer);
+size_t Hub::checks_waiting() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return verification_->checks_waiting();
 }
 
 }  // namespace stoa::hub

@@ -9,7 +9,7 @@
 #include "roles/hub/hub.h"
 #include "roles/hub/observe/hub_counters.h"
 #include "roles/hub/submission_check.h"
-#include "roles/hub/verification/verification_state.h"
+#include "roles/hub/verification/verification.h"
 
 namespace stoa::hub {
 
@@ -59,7 +59,7 @@ net::RolloutResponse Hub::submit(const std::string& caller, const net::RolloutSu
     identity_.throttle(Identity::Limit::kRolloutsPerWorker, caller, "rollouts (this worker)");
     if (!peer.empty())
       identity_.throttle(Identity::Limit::kRolloutsPerAddress, peer, "rollouts (this address)");
-    note_address_locked(caller, peer);
+    verification_->note_address(caller, peer);
     ledger_->reserve();
     response = intake_locked(caller, m, std::move(payload));
     ticket = ledger_->written();
@@ -78,9 +78,9 @@ net::RolloutResponse Hub::intake_locked(const std::string& caller, const net::Ro
   // since expired or its group was trained.
   if (auto prev = ledger_->rollout(m.id)) {
     // Another worker's rollout id: a replay of someone else's work (verification.cpp).
-    if (verification_ && prev->worker_id != caller) {
-      verification_->count(m.kernel_target, false);
-      quarantine_locked(caller, cat(who, " was accepted from worker ", prev->worker_id));
+    if (verification_->on() && prev->worker_id != caller) {
+      verification_->caught(caller, m.kernel_target,
+                            cat(who, " was accepted from worker ", prev->worker_id));
       return reject("rollout_id_taken", cat(who, ": accepted from another worker"));
     }
     counters_->duplicate++;
@@ -118,7 +118,8 @@ net::RolloutResponse Hub::intake_locked(const std::string& caller, const net::Ro
     return reject(refused->reason, refused->detail);
   const SubmissionAccepted& ok = std::get<SubmissionAccepted>(verdict);
   const LeaseRow& lease = lit->second;
-  if (auto refused = check_seed_locked(m, lease)) return *refused;
+  if (auto refused = verification_->check_seed(m, lease))
+    return reject(refused->reason, refused->detail);
   const double reward = ok.reward;
   const uint64_t vmin = ok.min_version, vmax = ok.max_version, latest = snapshot.latest_version;
   const int64_t n = static_cast<int64_t>(m.tokens.size());
@@ -171,7 +172,7 @@ net::RolloutResponse Hub::intake_locked(const std::string& caller, const net::Ro
   if (auto w = workers_.find(caller); w != workers_.end()) w->second.rollouts_accepted++;
   book_.fairness().progressed(m.lease_id, row_accepted_ms);
   book_.fairness().proven(caller);
-  audit_locked(m, *g, ok.prompt_length);
+  verification_->audit(m, *g, ok.prompt_length);
   net::RolloutResponse r;
   r.status = net::IntakeStatus::kAccepted;
   r.reward = reward;
@@ -185,11 +186,11 @@ std::vector<AcceptedGroup> Hub::take_groups(size_t max_groups, std::chrono::mill
   // Complete, durable (its rows are visible to the ledger's reader), not taken, not held.
   auto takeable = [&](const std::string& id, const GroupState& g, uint64_t durable) {
     return g.row.status == GroupStatus::kComplete && g.complete_ticket <= durable &&
-           !pending_.count(id) && !held_for_verdict_locked(id);
+           !pending_.count(id) && !verification_->held_for_verdict(id);
   };
   // The complete groups waiting (queued_groups_locked prunes the list), oldest first.
   auto candidates = [&] {
-    sweep_checks_locked(now());
+    verification_->sweep(now());
     const uint64_t durable = ledger_->durable();
     std::vector<const std::string*> ids;
     for (const auto& id : book_.complete_groups())

@@ -3,6 +3,7 @@
 #include "roles/hub/hub.h"
 #include "roles/hub/observe/hub_counters.h"
 #include "roles/hub/observe/hub_report.h"
+#include "roles/hub/verification/verification.h"
 #include "roles/hub/verification/verification_state.h"
 
 namespace stoa::hub {
@@ -30,12 +31,12 @@ HubSnapshot Hub::snapshot(size_t offset, size_t limit) const {
   s.step = last_step_;
   s.ledger = ledger_->stats();
   s.now_ms = now();
-  verification_counters_locked(s.verification);
-  if (verification_) {
-    s.verified_by_target = verification_->by_target;
-    s.verified_pass = verification_->passed;
-    s.verified_fail = verification_->failed;
-    s.quarantined = verification_->quarantined.size();
+  verification_->add_counters(s.verification);
+  if (const VerificationState* v = verification_->state()) {
+    s.verified_by_target = v->by_target;
+    s.verified_pass = v->passed;
+    s.verified_fail = v->failed;
+    s.quarantined = v->quarantined.size();
   }
   s.offset = std::min(offset, workers_.size());
   auto it = workers_.begin();
@@ -48,7 +49,7 @@ HubSnapshot Hub::snapshot(size_t offset, size_t limit) const {
   }
   s.lease_waiters = book_.fairness().waiters();
   s.hoarders = book_.fairness().hoarders();
-  s.verification_on = verification_ != nullptr;
+  s.verification_on = verification_->on();
   return s;
 }
 

@@ -1,7 +1,7 @@
 #include "roles/hub/task_proxy.h"
 
 #include "core/log.h"
-#include "roles/hub/verification/verification_state.h"
+#include "roles/hub/verification/verification.h"
 
 namespace stoa::hub {
 
@@ -17,8 +17,7 @@ std::optional<env::QaItem> Hub::leased_problem(const std::string& worker_id,
     return deps_.prompts.at(static_cast<size_t>(g->second.row.prompt_index));
   }
   // A check job it holds: the replay walks the same turns (verification/peer_checks.cpp).
-  if (verification_) return verification_->checked_problem(worker_id, prompt_id);
-  return std::nullopt;
+  return verification_->checked_problem(worker_id, prompt_id);
 }
 
 TaskProxy::TaskProxy(Hub& hub, RateLimit per_worker) : hub_(hub), limiter_(per_worker) {}

@@ -7,7 +7,7 @@
 #include "net/secret.h"
 #include "roles/hub/hub.h"
 #include "roles/hub/observe/hub_counters.h"
-#include "roles/hub/verification/verification_state.h"
+#include "roles/hub/verification/verification.h"
 
 namespace stoa::hub {
 
@@ -120,7 +120,7 @@ std::string Hub::authenticate(const std::string& bearer) {
   std::lock_guard<std::mutex> lock(mutex_);
   identity_.refresh(ledger_->reader());
   const std::string worker_id = identity_.authenticate(bearer, now());
-  if (verification_ && verification_->quarantined.count(worker_id))
+  if (verification_->quarantined(worker_id))
     throw RequestError(403, "worker " + worker_id + " is quarantined (a rollout failed replay)");
   return worker_id;
 }

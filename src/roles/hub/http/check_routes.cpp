@@ -2,7 +2,8 @@
 // rollout of another worker to replay (POST /v1/checks/lease), mirrors the PULSE blobs it needs
 // (GET /v1/checks/catalog, then GET /v1/blobs/{hash}) and hands in its verdict (POST
 // /v1/checks/verdict). The hub chooses the job, never the worker (Hub::lease_check); a verdict
-// decides nothing on its own: a failure goes on to the hub's trusted replay (hub_peer_checks.cpp).
+// decides nothing on its own: a failure goes on to the hub's trusted replay
+// (verification/verification_peer.cpp).
 #include "env/dataset.h"
 #include "roles/hub/http/server.h"
 

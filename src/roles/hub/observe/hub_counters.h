@@ -67,7 +67,7 @@ struct HubSnapshot {
   size_t lease_waiters = 0;                    // workers with a claim on the next group
   size_t hoarders = 0;                         // workers in standing "hoarder"
   bool verification_on = false;                // an auditor is set
-  std::map<std::string, double> verification;  // replay counters (hub_verification.cpp), if on
+  std::map<std::string, double> verification;  // replay counters (verification/), if on
   std::map<std::string, std::array<int64_t, 2>> verified_by_target;  // {pass, fail}, if on
   int64_t verified_pass = 0, verified_fail = 0;                      // replay verdicts, if on
   size_t quarantined = 0;                                            // workers, if on

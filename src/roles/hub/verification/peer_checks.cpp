@@ -2,7 +2,7 @@
 // checks"): a check lease ended, a job forgotten, the escalation backlog handed to the trusted
 // replay as it drains, a checker judged by the trusted verdict, a checker's credit, and the problem
 // a checking worker may ask the task about. The Hub decides what is checked, by whom and when
-// (roles/hub/hub_peer_checks.cpp).
+// (verification_peer.cpp).
 #include <algorithm>
 
 #include "core/error.h"

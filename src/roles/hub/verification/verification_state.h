@@ -1,8 +1,8 @@
 // The state behind replay verification (docs/design/verification.md): the rollouts sampled for
 // replay and the groups they hold, peer-check jobs and their leases, escalations to the trusted
 // replay, checkers' books, canaries, the seeds used per lease, quarantined workers and the
-// verdict counters. The Hub decides (hub_verification.cpp, hub_peer_checks.cpp) and keeps this
-// under its lock; what only touches this state is here: the peer checks' bookkeeping
+// verdict counters. Verification decides (verification.h) and keeps this under the Hub's lock;
+// what only touches this state is here: the peer checks' bookkeeping
 // (peer_checks.cpp) and the canary checks (canary_checks.cpp).
 #pragma once
 #include <array>
@@ -50,7 +50,7 @@ struct VerificationState {
     int64_t deadline_ms = 0;
   };
   std::map<std::string, Pending> pending;  // rollout id -> what waits on it
-  // Peer checks (hub_peer_checks.cpp): rollouts waiting for a checking worker or leased to one. A
+  // Peer checks (verification_peer.cpp): rollouts waiting for a checking worker or leased to one. A
   // rollout here is also in `pending` (its group is held).
   struct PeerJob {
     AuditJob job;

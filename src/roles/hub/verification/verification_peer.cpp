@@ -8,8 +8,9 @@
 
 #include "core/log.h"
 #include "net/protocol.h"
-#include "roles/hub/hub.h"
 #include "roles/hub/observe/hub_counters.h"
+#include "roles/hub/request_error.h"
+#include "roles/hub/verification/verification.h"
 #include "roles/hub/verification/verification_state.h"
 
 namespace stoa::hub {
@@ -20,39 +21,39 @@ constexpr int64_t kSweepEveryMs = 100;
 constexpr int64_t kPresentMs = 60'000;
 }  // namespace
 
-void Hub::enqueue_check_locked(AuditJob job, const GroupState& g) {
-  VerificationState& v = *verification_;
+void Verification::enqueue_check(AuditJob job, const GroupState& g) {
+  VerificationState& v = *state_;
   const std::string rollout_id = job.rollout.id;
-  const auto& author = workers_[job.rollout.worker_id];
-  const bool full = v.peer_jobs.size() >= config_.verify.max_peer_jobs;
+  const auto& author = parts_.workers[job.rollout.worker_id];
+  const bool full = v.peer_jobs.size() >= parts_.config.verify.max_peer_jobs;
   VerificationState::PeerJob& p = v.peer_jobs[rollout_id];
   p.job = std::move(job);
   p.prompt_id = g.row.prompt_id;
   p.author_token = author.token_name;
   p.author_address = author.address;
-  p.stage_deadline_ms = now() + config_.verify.peer_wait_ms;
+  p.stage_deadline_ms = now() + parts_.config.verify.peer_wait_ms;
   v.pending[rollout_id] = {g.row.id, p.job.rollout.worker_id, p.job.rollout.kernel_target,
-                           now() + config_.verify.max_wait_ms};
-  if (full) escalate_locked(rollout_id, "peer_queue_full", "", CheckOpinion::kNone);
+                           now() + parts_.config.verify.max_wait_ms};
+  if (full) escalate(rollout_id, "peer_queue_full", "", CheckOpinion::kNone);
 }
 
-void Hub::escalate_locked(const std::string& rollout_id, const std::string& why,
-                          const std::string& checker, CheckOpinion opinion) {
-  VerificationState& v = *verification_;
+void Verification::escalate(const std::string& rollout_id, const std::string& why,
+                            const std::string& checker, CheckOpinion opinion) {
+  VerificationState& v = *state_;
   auto it = v.peer_jobs.find(rollout_id);
   if (it == v.peer_jobs.end()) return;
   if (why == "audit")  // a pass the trusted replay also judges: a canary if it holds
     v.note_canary_candidate(it->second.job, it->second.author_token, it->second.author_address,
-                            checker, now(), config_.verify);
+                            checker, now(), parts_.config.verify);
   AuditJob job = std::move(it->second.job);
-  verification_->end_check_lease(rollout_id, false);
+  state_->end_check_lease(rollout_id, false);
   v.peer_jobs.erase(rollout_id);
   v.escalated[why]++;
   v.escalations[rollout_id] = {checker, opinion};
   if (auto pending = v.pending.find(rollout_id); pending != v.pending.end())
-    pending->second.deadline_ms = now() + config_.verify.max_wait_ms;
+    pending->second.deadline_ms = now() + parts_.config.verify.max_wait_ms;
   if (v.backlog.empty() && v.auditor->enqueue(job)) return;
-  if (v.backlog.size() >= config_.verify.max_peer_jobs) {
+  if (v.backlog.size() >= parts_.config.verify.max_peer_jobs) {
     // Memory is bounded: a rollout that can be neither checked nor kept waiting does not train.
     ++v.skipped_queue_full;
     v.escalations.erase(rollout_id);
@@ -61,7 +62,7 @@ void Hub::escalate_locked(const std::string& rollout_id, const std::string& why,
     v.pending.erase(rollout_id);
     log_warn("verify", "rollout ", rollout_id, " cannot be checked (", why,
              "; the trusted replay is ", v.backlog.size(), " jobs behind): its group is dropped");
-    if (!group_id.empty()) drop_group_locked(group_id, "unchecked");
+    if (!group_id.empty()) drop_group(group_id, "unchecked");
     return;
   }
   // The trusted replay is behind: the job waits its turn, a disagreement (someone is lying)
@@ -72,42 +73,43 @@ void Hub::escalate_locked(const std::string& rollout_id, const std::string& why,
     v.backlog.emplace_back(rollout_id, std::move(job));
 }
 
-void Hub::sweep_checks_locked(int64_t now_ms) {
-  if (!verification_ || !config_.verify.peer) return;
-  VerificationState& v = *verification_;
+void Verification::sweep(int64_t now_ms) {
+  if (!state_ || !parts_.config.verify.peer) return;
+  VerificationState& v = *state_;
   if (now_ms - v.last_sweep_ms < kSweepEveryMs) return;
   v.last_sweep_ms = now_ms;
-  verification_->drain_backlog();
-  verification_->expire_canaries(now_ms);
+  state_->drain_backlog();
+  state_->expire_canaries(now_ms);
   std::vector<std::pair<std::string, std::string>> due;  // rollout id, checker ("" : unclaimed)
   for (const auto& [id, p] : v.peer_jobs)
     if (now_ms >= p.stage_deadline_ms) due.emplace_back(id, p.checker);
   for (const auto& [id, checker] : due) {
-    if (!checker.empty()) verification_->end_check_lease(id, true);
-    escalate_locked(id, checker.empty() ? "unclaimed" : "check_timeout", checker,
-                    CheckOpinion::kNone);
+    if (!checker.empty()) state_->end_check_lease(id, true);
+    escalate(id, checker.empty() ? "unclaimed" : "check_timeout", checker, CheckOpinion::kNone);
   }
 }
 
-void Hub::note_address_locked(const std::string& worker_id, const std::string& peer) {
+void Verification::note_address(const std::string& worker_id, const std::string& peer) {
   if (peer.empty()) return;
-  if (auto w = workers_.find(worker_id); w != workers_.end()) w->second.address = peer;
+  if (auto w = parts_.workers.find(worker_id); w != parts_.workers.end()) w->second.address = peer;
 }
 
-std::optional<CheckLease> Hub::lease_check(const std::string& worker_id, const std::string& peer) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (!verification_ || !config_.verify.peer)
+void Verification::require_peer_checks() const {
+  if (!state_ || !parts_.config.verify.peer)
     throw RequestError(404, "this hub runs no peer checks ([verify] peer = false)");
-  identity_.throttle(Identity::Limit::kLeasePerWorker, worker_id, "check leases (this worker)");
+}
+
+std::optional<CheckLease> Verification::lease_check(const std::string& worker_id,
+                                                    const std::string& peer, uint64_t latest) {
   const int64_t t = now();
-  sweep_checks_locked(t);
-  VerificationState& v = *verification_;
+  sweep(t);
+  VerificationState& v = *state_;
   if (v.quarantined.count(worker_id)) return std::nullopt;
-  note_address_locked(worker_id, peer);
-  auto w = workers_.find(worker_id);
-  if (w == workers_.end()) return std::nullopt;
+  note_address(worker_id, peer);
+  auto w = parts_.workers.find(worker_id);
+  if (w == parts_.workers.end()) return std::nullopt;
   VerificationState::CheckerBook& book = v.checkers[worker_id];
-  const VerifyPolicy& policy = config_.verify;
+  const VerifyPolicy& policy = parts_.config.verify;
   const double earned =
       policy.check_share * static_cast<double>(book.rollouts_passed) + policy.check_allowance;
   if (book.in_flight >= policy.max_checks_in_flight || static_cast<double>(book.leased) >= earned)
@@ -116,7 +118,7 @@ std::optional<CheckLease> Hub::lease_check(const std::string& worker_id, const s
   // differ from the author in join token and in address while some present worker does.
   size_t present = 0;
   std::map<std::string, size_t> by_token, by_address;
-  for (const auto& [id, ws] : workers_) {
+  for (const auto& [id, ws] : parts_.workers) {
     if (t - ws.last_seen_ms > kPresentMs || v.quarantined.count(id)) continue;
     ++present;
     ++by_token[ws.token_name];
@@ -142,8 +144,8 @@ std::optional<CheckLease> Hub::lease_check(const std::string& worker_id, const s
   // Only while real jobs wait, so that a canary comes when a check would (and costs the fleet
   // about canary_fraction replays per checked rollout, not one per idle poll).
   if (policy.canary_fraction > 0 && v.sampler.chance(policy.canary_fraction)) {
-    if (auto canary = v.lease_canary(worker_id, may_check, now(), versions_.latest_published(),
-                                     config_.max_staleness, policy)) {
+    if (auto canary = v.lease_canary(worker_id, may_check, now(), latest,
+                                     parts_.config.max_staleness, policy)) {
       ++book.leased;
       ++book.in_flight;
       return canary;
@@ -160,15 +162,12 @@ std::optional<CheckLease> Hub::lease_check(const std::string& worker_id, const s
   return CheckLease{p.job_id, blind_check_job(p.job), policy.peer_lease_ms};
 }
 
-std::string Hub::record_check(const std::string& worker_id, const std::string& job_id,
-                              const AuditVerdict& verdict) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (!verification_ || !config_.verify.peer)
-    throw RequestError(404, "this hub runs no peer checks ([verify] peer = false)");
-  VerificationState& v = *verification_;
-  sweep_checks_locked(now());
+std::string Verification::record_check(const std::string& worker_id, const std::string& job_id,
+                                       const AuditVerdict& verdict) {
+  VerificationState& v = *state_;
+  sweep(now());
   if (auto c = v.canaries.find(job_id); c != v.canaries.end() && c->second.checker == worker_id) {
-    if (auto why = v.record_canary(worker_id, job_id, verdict)) quarantine_locked(worker_id, *why);
+    if (auto why = v.record_canary(worker_id, job_id, verdict)) quarantine(worker_id, *why);
     return "";
   }
   auto lease = v.peer_leases.find(job_id);
@@ -180,12 +179,12 @@ std::string Hub::record_check(const std::string& worker_id, const std::string& j
     throw RequestError(404, cat("check: you hold no check job '", job_id.substr(0, 64), "'"));
   }
   const std::string rollout_id = lease->second;
-  verification_->end_check_lease(rollout_id, false);
+  state_->end_check_lease(rollout_id, false);
   v.peer_cpu_seconds += verdict.cpu_seconds;
   if (verdict.pass) {
     ++v.peer_passed;
-    if (v.sampler.chance(config_.verify.audit_fraction)) {
-      escalate_locked(rollout_id, "audit", worker_id, CheckOpinion::kPass);
+    if (v.sampler.chance(parts_.config.verify.audit_fraction)) {
+      escalate(rollout_id, "audit", worker_id, CheckOpinion::kPass);
     } else {
       v.credit_rollout(v.peer_jobs.at(rollout_id).job.rollout.worker_id);
       v.peer_jobs.erase(rollout_id);
@@ -193,21 +192,19 @@ std::string Hub::record_check(const std::string& worker_id, const std::string& j
     }
   } else if (verdict.what == kEnvironmentVerdict) {
     // The checker could not run the task (its own trouble or the environment's): no opinion.
-    escalate_locked(rollout_id, "checker_environment", worker_id, CheckOpinion::kNone);
+    escalate(rollout_id, "checker_environment", worker_id, CheckOpinion::kNone);
   } else {
     ++v.peer_failed;
     log_warn("verify", "worker ", worker_id, " says rollout ", rollout_id, " fails at position ",
              verdict.position, " (", verdict.what, "); the hub's replay decides");
-    escalate_locked(rollout_id, "disagreement", worker_id, CheckOpinion::kFail);
+    escalate(rollout_id, "disagreement", worker_id, CheckOpinion::kFail);
   }
-  groups_cv_.notify_all();
   return rollout_id;
 }
 
-size_t Hub::checks_waiting() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+size_t Verification::checks_waiting() const {
   // Every peer job is either waiting or leased (escalated ones have left peer_jobs).
-  return verification_ ? verification_->peer_jobs.size() - verification_->peer_leases.size() : 0;
+  return state_ ? state_->peer_jobs.size() - state_->peer_leases.size() : 0;
 }
 
 }  // namespace stoa::hub
