@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "app/eval/run_eval.h"
 #include "cli/command.h"
 #include "core/error.h"
 #include "roles/run/hub_and_trainer.h"
@@ -19,19 +20,18 @@ struct Options {
   int64_t max_steps = -1;  // overrides [run] max_steps when >= 0
 };
 
-CommandRegistration run_cmd("run", "Hub + asynchronous DPPO trainer from a TOML run config",
-                            [](CLI::App& app) {
-                              auto o = std::make_shared<Options>();
-                              app.add_option("--config", o->config, "run.toml")->required();
-                              app.add_option("--max-steps", o->max_steps,
-                                             "stop after this many ledger steps (overrides the "
-                                             "config)");
-                              return [o] {
-                                run::open_run_log(run::load_run_config(o->config), "run",
-                                                  o->config);
-                                return run::run_hub_and_trainer(o->config, o->max_steps);
-                              };
-                            });
+CommandRegistration run_cmd(
+    "run", "Hub + asynchronous DPPO trainer from a TOML run config", [](CLI::App& app) {
+      auto o = std::make_shared<Options>();
+      app.add_option("--config", o->config, "run.toml")->required();
+      app.add_option("--max-steps", o->max_steps,
+                     "stop after this many ledger steps (overrides the "
+                     "config)");
+      return [o] {
+        run::open_run_log(run::load_run_config(o->config), "run", o->config);
+        return run::run_hub_and_trainer(o->config, o->max_steps, nullptr, app::held_out_eval);
+      };
+    });
 
 CommandRegistration hub_cmd(
     "hub",

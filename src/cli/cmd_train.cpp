@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "app/eval/run_eval.h"
 #include "app/ranks/local_ranks.h"
 #include "app/sft/sft_job.h"
 #include "cli/command.h"
@@ -71,8 +72,10 @@ int run_train(const Options& o) {
                "stoa train: --config (RL: hub + trainer) and --sft are different jobs");
     run::open_run_log(run::load_run_config(o.config), o.hub.empty() ? "run" : "trainer", o.config);
     // Rank 0's peak here holds the hub too when it runs in this process.
-    const int status = !o.hub.empty() ? run::run_trainer_alone(o.config, o.hub, o.max_steps, ranks)
-                                      : run::run_hub_and_trainer(o.config, o.max_steps, ranks);
+    const int status =
+        !o.hub.empty()
+            ? run::run_trainer_alone(o.config, o.hub, o.max_steps, ranks, app::held_out_eval)
+            : run::run_hub_and_trainer(o.config, o.max_steps, ranks, app::held_out_eval);
     report();
     return status;
   }

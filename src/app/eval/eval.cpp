@@ -92,26 +92,59 @@ env::TaskOptions eval_task_options(const EvalOptions& o) {
   return options;
 }
 
-nlohmann::json evaluate(const EvalOptions& o) {
+namespace {
+
+// What evaluate() and evaluate_engine() check before any weights are touched: a misspelt task
+// or option, a bad budget or a missing question file fails at once.
+struct Prepared {
+  int n_samples = 1;
+  std::chrono::steady_clock::time_point t0;
+  std::vector<env::QaItem> items;
+  std::unique_ptr<env::Task> task;
+};
+
+Prepared prepare(const EvalOptions& o) {
   STOA_CHECK(o.batch >= 1, ErrorKind::kInvalidArgument, "eval: --batch must be >= 1");
   STOA_CHECK(o.max_new_tokens >= 1, ErrorKind::kInvalidArgument,
              "eval: --max-new-tokens must be >= 1");
-  const int n_samples = samples_per_question(o);
-  const auto t0 = std::chrono::steady_clock::now();
-  const std::vector<env::QaItem> items = load_questions(o);
-  // The task before the weights: a misspelt task or option fails at once.
-  const std::unique_ptr<env::Task> task = env::make_task(o.task, eval_task_options(o));
+  Prepared p;
+  p.n_samples = samples_per_question(o);
+  p.t0 = std::chrono::steady_clock::now();
+  p.items = load_questions(o);
+  p.task = env::make_task(o.task, eval_task_options(o));
+  return p;
+}
 
+nlohmann::json run_episodes(const EvalOptions& o, Prepared prepared, engine::ModelRunner& model);
+
+}  // namespace
+
+nlohmann::json evaluate(const EvalOptions& o) {
+  Prepared prepared = prepare(o);
   ModelWeights weights = load_model_dir(o.model);
-  const ModelConfig config = weights.config;
+  engine::ModelRunner model = engine::ModelRunner::from_model(
+      weights, o.int8 ? engine::WeightFormat::kInt8 : engine::WeightFormat::kF32);
+  weights = ModelWeights();
+  return run_episodes(o, std::move(prepared), model);
+}
+
+nlohmann::json evaluate_engine(const EvalOptions& o, engine::ModelRunner& model) {
+  return run_episodes(o, prepare(o), model);
+}
+
+namespace {
+
+nlohmann::json run_episodes(const EvalOptions& o, Prepared prepared, engine::ModelRunner& model) {
+  const int n_samples = prepared.n_samples;
+  const auto t0 = prepared.t0;
+  const std::vector<env::QaItem>& items = prepared.items;
+  const std::unique_ptr<env::Task>& task = prepared.task;
+  const ModelConfig& config = model.config();
   // The workers' rule (env/model_codec.h): what is scored is what a worker would generate.
   env::ModelCodec model_codec = env::load_model_codec(o.model, config, "eval");
   const std::unique_ptr<env::TokenCodec> codec = std::move(model_codec.codec);
   // The run's check too: a score over episodes that can only end at max_new_tokens would mislead.
   env::check_turns_end(*codec, config, task->stop_strings(), "eval");
-  engine::ModelRunner model = engine::ModelRunner::from_model(
-      weights, o.int8 ? engine::WeightFormat::kInt8 : engine::WeightFormat::kF32);
-  weights = ModelWeights();
 
   env::EpisodeConfig ec;
   ec.max_turns = o.max_turns;
@@ -244,4 +277,5 @@ nlohmann::json evaluate(const EvalOptions& o) {
           {"seconds", seconds}};
 }
 
+}  // namespace
 }  // namespace stoa::app

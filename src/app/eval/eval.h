@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/model_runner.h"
 #include "env/task_registry.h"
 
 namespace stoa::app {
@@ -52,6 +53,11 @@ struct EvalOptions {
 // k, an unknown task or option, an empty question file; kNotFound for a missing question file;
 // kNetwork when the task fails (a score over episodes the task could not run would be wrong).
 nlohmann::json evaluate(const EvalOptions& options);
+
+// evaluate() on weights already in an engine (a run's published int8 view: app/eval/run_eval.h).
+// options.model still names the model directory whose tokenizer and chat template the episodes
+// use; options.int8 names the weights in the summary.
+nlohmann::json evaluate_engine(const EvalOptions& options, engine::ModelRunner& model);
 
 // The task an eval runs: `options.task` from the registry with its options (search's default
 // index filled in).

@@ -112,6 +112,20 @@ std::string render_status(const json& status, const StatusViewOptions& options) 
   } else {
     o << "last step: none yet\n";
   }
+  // [eval]'s latest held-out evaluation, which the trainer reports with every later step
+  // (roles/trainer/held_out_eval.h): the task's mean reward and each pass@k it measured.
+  const json extra = step.is_object() ? step.value("extra", json::object()) : json::object();
+  if (extra.is_object() && extra.contains("eval_mean_reward")) {
+    o << "held-out eval at step " << format("%.0f", number(extra, "eval_step")) << " (version "
+      << format("%.0f", number(extra, "eval_version")) << "): mean reward "
+      << format("%.3f", number(extra, "eval_mean_reward"));
+    const std::string prefix = "eval_pass_at_";
+    for (const auto& [key, value] : extra.items())
+      if (key.rfind(prefix, 0) == 0 && value.is_number())
+        o << "  pass@" << text_field(json{{"k", key.substr(prefix.size())}}, "k", 4) << " "
+          << format("%.3f", value.get<double>());
+    o << "  over " << format("%.0f", number(extra, "eval_questions")) << " questions\n";
+  }
   o << "rollouts accepted " << format("%.0f", number(counters, "rollouts_accepted"))
     << "  rejected " << format("%.0f", number(counters, "rollouts_rejected")) << "  duplicate "
     << format("%.0f", number(counters, "rollouts_duplicate")) << "  groups trained "

@@ -42,14 +42,23 @@ void tell_workers_the_run_ended(hub::Hub& hub, int heartbeat_interval_s,
 
 }  // namespace
 
-// Exit status: 0 stopped cleanly (signal or max_steps), 1 any error (message on stderr).
-int run_hub_and_trainer(const std::string& config_path, int64_t max_steps,
-                        std::shared_ptr<train::Communicator> ranks) {
-  const std::atomic<bool>& stop = stop_on_signals();
+RunConfig training_run_config(const std::string& config_path, int64_t max_steps,
+                              std::shared_ptr<train::Communicator> ranks,
+                              const HeldOutEvalOf& held_out_eval) {
   RunConfig c = load_run_config(config_path);
   if (max_steps >= 0) c.loop.max_steps = max_steps;
   c.loop.ranks = std::move(ranks);
   if (c.train.max_sequence_tokens == 0) c.train.max_sequence_tokens = c.hub.max_tokens;
+  if (held_out_eval) c.loop.eval = held_out_eval(c);
+  return c;
+}
+
+// Exit status: 0 stopped cleanly (signal or max_steps), 1 any error (message on stderr).
+int run_hub_and_trainer(const std::string& config_path, int64_t max_steps,
+                        std::shared_ptr<train::Communicator> ranks,
+                        const HeldOutEvalOf& held_out_eval) {
+  const std::atomic<bool>& stop = stop_on_signals();
+  RunConfig c = training_run_config(config_path, max_steps, std::move(ranks), held_out_eval);
 
   HubProcess process(c, /*serve_trainer=*/false);
   hub::Hub& hub = process.hub();

@@ -278,6 +278,19 @@ void verify_keys(Keys& k, Config& c) {
   k.value("canary_fraction", vp.canary_fraction);
 }
 
+template <typename Keys, typename Config>
+void eval_keys(Keys& k, Config& c) {
+  k.value("every_steps", c.eval.every_steps);
+  k.value("questions", c.eval.questions);
+  k.value("limit", c.eval.limit);
+  k.value("pass_at", c.eval.pass_at);
+  k.value("samples", c.eval.samples);
+  k.value("temperature", c.eval.temperature);
+  k.value("success_reward", c.eval.success_reward);
+  k.value("batch", c.eval.batch);
+  k.value("seed", c.eval.seed);
+}
+
 }  // namespace
 
 RunConfig parse_run_config(const std::string& text, const std::string& source,
@@ -291,14 +304,15 @@ RunConfig parse_run_config(const std::string& text, const std::string& source,
         << e.source().begin.column;
     fail(ErrorKind::kBadFormat, source, ": invalid TOML: ", msg.str());
   }
-  static const std::set<std::string> kSections = {"run",     "task",  "hub",   "sampling",
-                                                  "trainer", "pulse", "verify"};
+  static const std::set<std::string> kSections = {"run",     "task",  "hub",    "sampling",
+                                                  "trainer", "pulse", "verify", "eval"};
   for (const auto& [k, v] : root) {
     const std::string key(k.str());
-    STOA_CHECK(kSections.count(key) && v.is_table(), ErrorKind::kInvalidArgument, source,
-               ": unknown section or key '", key,
-               "' (expected [run], [task], [hub], [sampling], [trainer], [pulse], [verify]; "
-               "docs/run-config.md)");
+    STOA_CHECK(
+        kSections.count(key) && v.is_table(), ErrorKind::kInvalidArgument, source,
+        ": unknown section or key '", key,
+        "' (expected [run], [task], [hub], [sampling], [trainer], [pulse], [verify], [eval]; "
+        "docs/run-config.md)");
   }
   RunConfig c;
   c.run_dir = "run";
@@ -426,6 +440,17 @@ RunConfig parse_run_config(const std::string& text, const std::string& source,
              ": [verify] fraction must be in [0, 1], max_queue and job_lease_s >= 1, threads >= 1 "
              "(>= 0 with remote = true)");
 
+  SectionReader e(root["eval"].as_table(), "eval", source);
+  eval_keys(e, c);
+  e.check_unknown();
+  c.eval.questions = resolve(base_dir, c.eval.questions);
+  const int eval_samples = c.eval.samples > 0 ? c.eval.samples : c.eval.pass_at;
+  STOA_CHECK(c.eval.pass_at >= 1 && c.eval.pass_at <= eval_samples && c.eval.batch >= 1 &&
+                 (eval_samples == 1 || c.eval.temperature > 0),
+             ErrorKind::kInvalidArgument, source,
+             ": [eval] needs pass_at >= 1, samples 0 or >= pass_at, batch >= 1, and temperature "
+             "> 0 for more than one sample per question (greedy samples are all the same)");
+
   c.hub.ledger_path = c.run_dir + "/ledger.sqlite";
   c.loop.checkpoint_dir = c.run_dir + "/checkpoint";
   c.loop.log_path = c.run_dir + "/steps.jsonl";
@@ -535,6 +560,8 @@ std::string to_toml(const RunConfig& c) {
   if (c.verify_enabled || vp.enabled != !hub::is_loopback_host(c.server.host))
     w.value("enabled", vp.enabled);
   if (c.verify_peer || vp.peer != !hub::is_loopback_host(c.server.host)) w.value("peer", vp.peer);
+  w.section("eval");
+  eval_keys(w, c);
   return w.text();
 }
 

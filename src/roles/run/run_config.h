@@ -34,6 +34,10 @@
 //              enabled defaults to true when [hub] host is beyond loopback (hub::is_loopback_host),
 //              false on loopback; off beyond loopback only by an explicit `enabled = false`, which
 //              the hub warns about at start and in /v1/status (verification.warning)
+//   [eval]     every_steps (0: none), questions, limit, pass_at, samples, temperature,
+//              success_reward, batch, seed: a held-out evaluation of the published weights
+//              during the run (roles/trainer/held_out_eval.h), the run's task and [sampling]
+//              turn budgets
 // Each key is named once, in run_config.cpp's key lists, which the reader and the writer both
 // walk. docs/run-config.md lists every key with its default (a test checks it against this
 // parser).
@@ -49,6 +53,21 @@
 #include "train/train_options.h"
 
 namespace stoa::run {
+
+// [eval]: what `stoa eval` would be given (app/eval/eval.h), every `every_steps` steps.
+struct RunEvalConfig {
+  int64_t every_steps = 0;  // 0: no held-out evaluation
+  // The held-out question file (QA JSONL; resolved like the other paths). Empty: <[run] data>/
+  // val.jsonl, or validation.jsonl where only that exists (stoa eval's default split).
+  std::string questions;
+  int64_t limit = 0;  // the first `limit` questions (0: all)
+  int pass_at = 1;    // k of the pass@k reported beside pass@1 and the mean reward
+  int samples = 0;    // per question (0: pass_at); more than 1 needs temperature > 0
+  double temperature = 0;
+  double success_reward = 1.0;  // a sample is a success for pass@k at reward >= this
+  int batch = 16;               // episodes advanced together
+  uint64_t seed = 0;
+};
 
 struct RunConfig {
   std::string run_dir;
@@ -70,6 +89,7 @@ struct RunConfig {
   // from the host's default.
   std::optional<bool> verify_enabled;
   std::optional<bool> verify_peer;  // [verify] peer as the file says it (unset: the host decides)
+  RunEvalConfig eval;
 };
 
 // Throws kInvalidArgument naming the file and the key for an unknown key, a wrong type or an

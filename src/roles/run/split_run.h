@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include "roles/run/hub_and_trainer.h"
 #include "train/distributed.h"
 
 namespace stoa::run {
@@ -21,7 +22,9 @@ int run_hub_alone(const std::string& config_path);
 // trainer token, certificate fingerprint), or the hub's URL with the token from [hub]
 // trainer_token or <run dir>/trainer_token. max_steps >= 0 overrides [run] max_steps; `ranks` as
 // for run_hub_and_trainer. Exit status 0 when stopped (signal or max_steps); errors propagate.
+// `held_out_eval` as for run_hub_and_trainer: the evaluation runs on the trainer's machine.
 int run_trainer_alone(const std::string& config_path, const std::string& hub, int64_t max_steps,
-                      std::shared_ptr<train::Communicator> ranks = nullptr);
+                      std::shared_ptr<train::Communicator> ranks = nullptr,
+                      const HeldOutEvalOf& held_out_eval = {});
 
 }  // namespace stoa::run

@@ -20,12 +20,10 @@
 namespace stoa::run {
 
 int run_trainer_alone(const std::string& config_path, const std::string& hub_spec,
-                      int64_t max_steps, std::shared_ptr<train::Communicator> ranks) {
+                      int64_t max_steps, std::shared_ptr<train::Communicator> ranks,
+                      const HeldOutEvalOf& held_out_eval) {
   const std::atomic<bool>& stop = stop_on_signals();
-  RunConfig c = load_run_config(config_path);
-  if (max_steps >= 0) c.loop.max_steps = max_steps;
-  c.loop.ranks = std::move(ranks);
-  if (c.train.max_sequence_tokens == 0) c.train.max_sequence_tokens = c.hub.max_tokens;
+  RunConfig c = training_run_config(config_path, max_steps, std::move(ranks), held_out_eval);
 
   trainer::RemotePortOptions o;
   if (hub_spec.find('#') != std::string::npos) {

@@ -204,6 +204,7 @@ std::optional<LoopStep> TrainerLoop::step_once() {
   r.extra["grad_norm"] = s.metrics.grad_norm;
   r.extra["entropy"] = s.metrics.entropy;
   r.extra["groups_dropped_stale"] = static_cast<double>(split.dropped.size());
+  r.extra.insert(held_out_.begin(), held_out_.end());
   // Durable before anything else depends on the step: from here on these groups are never
   // handed out again, whatever happens to this process.
   port_.mark_trained(s.trained, r);
@@ -220,7 +221,25 @@ std::optional<LoopStep> TrainerLoop::step_once() {
   log_step(s);
   if (auto line = progress_->line(s.step, r.reward_mean, r.step_seconds, last_step_end_))
     log_info("trainer", *line);
+  evaluate_held_out(s.step);
   return s;
+}
+
+void TrainerLoop::evaluate_held_out(int64_t step) {
+  const HeldOutEval& e = options_.eval;
+  if (e.every_steps <= 0 || !e.evaluate || step % e.every_steps != 0) return;
+  const pulse::Int8State* view = publisher_->current();
+  if (!view) return;  // the last publish failed: nothing that workers hold to evaluate
+  try {
+    const HeldOutResult result = e.evaluate(step, version_, *view);
+    held_out_ = held_out_report(result, step, version_);
+    log_info("trainer", held_out_line(result, step, version_));
+  } catch (const Error& err) {
+    log_warn("trainer", "held-out eval at step ", step, " (version ", version_,
+             ") failed; training goes on: ", err.what());
+  }
+  // The evaluation's time is not the next step's gathering.
+  last_step_end_ = Clock::now();
 }
 
 void TrainerLoop::drop_invalid(std::vector<hub::AcceptedGroup>* groups) {
@@ -268,6 +287,8 @@ void TrainerLoop::watch_signal(const hub::StepReport& report) {
 
 void TrainerLoop::run(const std::atomic<bool>& stop) {
   start();
+  // The baseline: a fresh run's starting weights, before the first step changes them.
+  if (last_step_ == 0) evaluate_held_out(0);
   while (!stop.load()) {
     if (options_.max_steps > 0 && last_step_ >= options_.max_steps) break;
     step_once();

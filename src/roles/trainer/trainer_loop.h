@@ -45,6 +45,7 @@
 #include "pulse/publisher.h"
 #include "roles/hub/observe/learning_signal.h"
 #include "roles/hub/trainer_port.h"
+#include "roles/trainer/held_out_eval.h"
 #include "roles/trainer/step_batch.h"
 #include "roles/trainer/step_log.h"
 #include "roles/trainer/step_progress.h"
@@ -76,6 +77,7 @@ struct TrainerLoopOptions {
   std::optional<int32_t> topk;
   // Rank 0 of a data-parallel trainer (train/distributed.h); null: one process.
   std::shared_ptr<train::Communicator> ranks;
+  HeldOutEval eval;  // [eval]: none by default (held_out_eval.h)
 };
 
 struct LoopStep {
@@ -124,6 +126,8 @@ class TrainerLoop {
                     const std::string& why);
   void log_step(const LoopStep& s);
   void watch_signal(const hub::StepReport& report);
+  // Runs options_.eval on the published view when one is due after `step`.
+  void evaluate_held_out(int64_t step);
 
   hub::TrainerPort& port_;
   pulse::BlobStore& store_;
@@ -143,6 +147,8 @@ class TrainerLoop {
   JsonlWriter log_;  // the step log (step_log.h)
   hub::LearningSignalWatch signal_;
   std::optional<StepProgress> progress_;  // "step N of M, about T left" (from start())
+  // The last held-out evaluation's numbers, reported with every later step (held_out_eval.h).
+  std::map<std::string, double> held_out_;
 };
 
 }  // namespace stoa::trainer

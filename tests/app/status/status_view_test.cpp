@@ -119,6 +119,21 @@ TEST(StatusView, SaysWhenStepsCarryNoLearningSignal) {
   EXPECT_EQ(render_status(s).find("WARNING"), std::string::npos);
 }
 
+// [eval]'s held-out evaluation rides in the last step's extra (roles/trainer/held_out_eval.h).
+TEST(StatusView, ShowsTheLatestHeldOutEvaluation) {
+  json s = sample_status();
+  EXPECT_EQ(render_status(s).find("held-out"), std::string::npos) << "no [eval], no line";
+  s["last_step"]["extra"] = {{"grad_norm", 0.5},         {"eval_step", 10},
+                             {"eval_version", 10},       {"eval_questions", 40},
+                             {"eval_mean_reward", 0.25}, {"eval_pass_at_1", 0.2},
+                             {"eval_pass_at_4", 0.45}};
+  const std::string screen = render_status(s);
+  EXPECT_NE(screen.find("held-out eval at step 10 (version 10): mean reward 0.250  pass@1 0.200  "
+                        "pass@4 0.450  over 40 questions"),
+            std::string::npos)
+      << screen;
+}
+
 TEST(StatusView, WorkersSharingANameAreToldApartByTheirIds) {
   json s = sample_status();
   s["workers"][0]["name"] = "worker";

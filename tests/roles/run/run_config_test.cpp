@@ -138,6 +138,28 @@ TEST(RunConfig, BadInputIsRefusedNamingFileAndKey) {
   expect_error("[run]\nmodel = \"m\"\ndata = \"d\"\ntask = \"search\"\n", "join_token");
 }
 
+// [eval]: off unless every_steps is set; the question file is a path like the others; a pass@k
+// the samples cannot give is refused when the run starts, not at its first evaluation.
+TEST(RunConfig, HeldOutEvalIsReadAndChecked) {
+  EXPECT_EQ(parse_run_config(kMinimalRunToml, "run.toml", "/b").eval.every_steps, 0);
+  auto c = parse_run_config(std::string(kMinimalRunToml) +
+                                "[eval]\nevery_steps = 10\nquestions = \"held_out.jsonl\"\n"
+                                "limit = 40\npass_at = 4\ntemperature = 1.0\n",
+                            "run.toml", "/b");
+  EXPECT_EQ(c.eval.every_steps, 10);
+  EXPECT_EQ(c.eval.questions, "/b/held_out.jsonl");
+  EXPECT_EQ(c.eval.limit, 40);
+  EXPECT_EQ(c.eval.pass_at, 4);
+  EXPECT_EQ(c.eval.samples, 0) << "0: as many samples as pass_at needs";
+  EXPECT_DOUBLE_EQ(c.eval.success_reward, 1.0);
+  expect_error(std::string(kMinimalRunToml) + "[eval]\nevery_steps = 5\npass_at = 4\n",
+               "temperature");
+  expect_error(
+      std::string(kMinimalRunToml) + "[eval]\npass_at = 4\nsamples = 2\ntemperature = 1.0\n",
+      "[eval]");
+  expect_error(std::string(kMinimalRunToml) + "[eval]\nevery = 5\n", "unknown key 'every'");
+}
+
 TEST(RunConfig, TheTaskIsNamedAndItsOptionsChecked) {
   const std::string no_task = "[run]\nmodel = \"m\"\ndata = \"d\"\n[hub]\njoin_token = \"t\"\n";
   // Absent or unknown: the error lists the tasks this build knows.

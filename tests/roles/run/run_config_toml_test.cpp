@@ -20,6 +20,15 @@ void expect_same(const RunConfig& a, const RunConfig& b) {
   EXPECT_EQ(a.task, b.task);
   EXPECT_EQ(a.task_options.values(), b.task_options.values());
   EXPECT_EQ(a.max_queued_groups, b.max_queued_groups);
+  EXPECT_EQ(a.eval.every_steps, b.eval.every_steps);
+  EXPECT_EQ(a.eval.questions, b.eval.questions);
+  EXPECT_EQ(a.eval.limit, b.eval.limit);
+  EXPECT_EQ(a.eval.pass_at, b.eval.pass_at);
+  EXPECT_EQ(a.eval.samples, b.eval.samples);
+  EXPECT_EQ(a.eval.temperature, b.eval.temperature);
+  EXPECT_EQ(a.eval.success_reward, b.eval.success_reward);
+  EXPECT_EQ(a.eval.batch, b.eval.batch);
+  EXPECT_EQ(a.eval.seed, b.eval.seed);
 
   EXPECT_EQ(a.hub.ledger_path, b.hub.ledger_path);
   EXPECT_EQ(a.hub.join_token, b.hub.join_token);
@@ -179,6 +188,15 @@ RunConfig every_key_set() {
   c.hub.verify.max_queue = 9;
   c.hub.verify.remote = true;
   c.hub.verify.job_lease_ms = 7'000;
+  c.eval.every_steps = 20;
+  c.eval.questions = "/runs/x/data/held_out.jsonl";
+  c.eval.limit = 50;
+  c.eval.pass_at = 4;
+  c.eval.samples = 8;
+  c.eval.temperature = 0.9;
+  c.eval.success_reward = 0.5;
+  c.eval.batch = 12;
+  c.eval.seed = 17;
   return c;
 }
 

@@ -208,6 +208,56 @@ TEST_F(TrainerLoopTest, StepsWithoutLearningSignalAreCountedAndWarnedOfUntilSign
   EXPECT_FALSE(signal.contains("warning"));
 }
 
+// [eval] (held_out_eval.h): the baseline on a fresh run's version 0, then after every second
+// step, each on the int8 view just published (the state the hub announced for that version);
+// the numbers reach the hub with every later step; a failing evaluation never stops the run.
+TEST_F(TrainerLoopTest, HeldOutEvalRunsEveryNStepsOnThePublishedViewAndIsReported) {
+  struct Call {
+    int64_t step;
+    uint64_t version;
+    uint64_t view_version;
+    Hash128 view_hash;
+  };
+  std::vector<Call> calls;
+  loop_opts.max_steps = 4;
+  loop_opts.eval.every_steps = 2;
+  loop_opts.eval.evaluate = [&](int64_t step, uint64_t version, const pulse::Int8State& view) {
+    calls.push_back({step, version, view.version(), view.state_hash()});
+    if (step == 4) throw Error(ErrorKind::kNetwork, "the environment is down");
+    HeldOutResult r;
+    r.split = "held_out.jsonl";
+    r.questions = 40;
+    r.samples_per_question = 4;
+    r.mean_reward = 0.25 + static_cast<double>(step);
+    r.pass_at = {{1, 0.2}, {4, 0.45}};
+    return r;
+  };
+  open_hub();
+  auto& l = open_loop();
+  fill_groups(8);  // 4 steps of groups_per_step = 2
+  std::atomic<bool> stop{false};
+  l.run(stop);
+  EXPECT_EQ(l.last_step(), 4) << "the failed evaluation at step 4 did not end the run";
+  ASSERT_EQ(calls.size(), 3u);
+  const std::vector<std::pair<int64_t, uint64_t>> due = {{0, 0}, {2, 2}, {4, 4}};
+  for (size_t i = 0; i < calls.size(); ++i) {
+    EXPECT_EQ(calls[i].step, due[i].first);
+    EXPECT_EQ(calls[i].version, due[i].second);
+    EXPECT_EQ(calls[i].view_version, due[i].second) << "the view of the version just published";
+  }
+  // Version 0's view is the int8 view of the initial weights, as workers hold it.
+  pulse::Int8Quantizer fresh;
+  EXPECT_EQ(calls[0].view_hash, pulse::int8_view_of(initial, 0, &fresh).state_hash());
+  // Step 4's report carries the evaluation after step 2 (step 4's own failed).
+  const auto extra = hub->status(0, 10)["last_step"]["extra"];
+  EXPECT_EQ(extra["eval_step"], 2);
+  EXPECT_EQ(extra["eval_version"], 2);
+  EXPECT_EQ(extra["eval_questions"], 40);
+  EXPECT_DOUBLE_EQ(extra["eval_mean_reward"].get<double>(), 2.25);
+  EXPECT_DOUBLE_EQ(extra["eval_pass_at_4"].get<double>(), 0.45);
+  EXPECT_NE(hub->metrics().find("stoa_train_eval_pass_at_4 0.45"), std::string::npos);
+}
+
 TEST_F(TrainerLoopTest, StaleGroupsAreDroppedAndCounted) {
   loop_opts.staleness.max_staleness = 0;  // strictly on-policy trainer, lenient hub intake
   open_hub();
