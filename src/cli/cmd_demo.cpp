@@ -111,6 +111,9 @@ CommandRegistration reg(
                      "force the workers' SIMD kernel targets, round-robin: a comma list (e.g. "
                      "AVX3_DL,AVX2,SSE4) or all (every target this machine has); default: each "
                      "worker on its CPU's best (`stoa work --kernel-target`)");
+      app.add_option("--worker-backend", o->rl.worker_backends,
+                     "what computes each worker's rollouts, round-robin: a comma list of auto, "
+                     "cpu, vulkan (e.g. vulkan,cpu: `stoa work --backend`)");
       return [o] { return app::run_demo(*o); };
     });
 

@@ -73,6 +73,13 @@ CommandRegistration reg(
       app.add_option("--threads", o->threads, "engine threads (0: all cores)")
           ->capture_default_str();
       app.add_option("--slots", o->slots, "rollouts generated together")->capture_default_str();
+      auto backend = std::make_shared<std::string>("cpu");
+      app.add_option("--backend", *backend,
+                     "what computes the rollouts: cpu, vulkan (a GPU through Vulkan, after a "
+                     "self-test against the CPU engine's bits) or auto (such a GPU when one "
+                     "passes, else the CPU)")
+          ->check(CLI::IsMember({"auto", "cpu", "vulkan"}))
+          ->capture_default_str();
       app.add_option("--minutes", o->max_minutes, "stop after this long (0: until signalled)")
           ->capture_default_str();
       app.add_option("--seed", o->seed, "sampler seed (0: from the clock)");
@@ -126,7 +133,9 @@ CommandRegistration reg(
       auto verbose = std::make_shared<bool>(false);
       app.add_flag("--verbose,-v", *verbose,
                    "the detailed log on stderr (as STOA_LOG=info) besides the progress lines");
-      return [o, verbose, kernel_target, task_flags, no_checks, swarm, no_serve, sync_only, stage] {
+      return [o, verbose, kernel_target, task_flags, no_checks, swarm, no_serve, sync_only, stage,
+              backend] {
+        o->backend = gpu::parse_backend_choice(*backend);
         if (!stage->empty() && std::sscanf(stage->c_str(), "%d/%d", &o->stage, &o->stages) != 2) {
           std::fprintf(stderr, "stoa work: --stage takes I/K (stage I of K), not '%s'\n",
                        stage->c_str());

@@ -76,6 +76,7 @@ int run_demo(DemoOptions o) {
   }
   // A kernel target this machine lacks is refused before the setup's minutes, not after them.
   (void)parse_kernel_targets(o.rl.worker_kernel_targets, available_kernel_targets());
+  (void)assign_worker_backends(o.rl.worker_backends, 1);
   o.rl.seed = o.setup.seed;
   o.rl.episode.max_observation_tokens = o.setup.max_observation_tokens;
   if (o.fresh) fs::remove_all(o.setup.dir);

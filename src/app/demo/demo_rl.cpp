@@ -97,6 +97,7 @@ RlResult run_rl_phase(const RlOptions& o, const DemoPaths& p, const std::string&
   // A name this machine lacks fails here, before anything starts.
   const std::vector<std::string> kernel_targets = assign_kernel_targets(
       parse_kernel_targets(o.worker_kernel_targets, available_kernel_targets()), o.workers);
+  const std::vector<std::string> backends = assign_worker_backends(o.worker_backends, o.workers);
   fs::remove_all(run_dir);
   clear_phase_logs(logs);
   fs::create_directories(run_dir);
@@ -149,6 +150,7 @@ RlResult run_rl_phase(const RlOptions& o, const DemoPaths& p, const std::string&
                                   "--verbose"};  // the worker logs keep the detailed log
     if (!kernel_targets.empty())
       argv.insert(argv.end(), {"--kernel-target", kernel_targets[static_cast<size_t>(i)]});
+    if (!backends.empty()) argv.insert(argv.end(), {"--backend", backends[static_cast<size_t>(i)]});
     workers.push_back(Process::start(argv, logged_to(logs + "/worker-" + name + ".log")));
   }
 
@@ -194,6 +196,7 @@ RlResult run_rl_phase(const RlOptions& o, const DemoPaths& p, const std::string&
   // Reaped now (a worker that died early was reaped when it was noticed): their own CPU time.
   for (auto& w : workers) r.worker_cpu_seconds += w.cpu_seconds();
   r.worker_kernel_targets = kernel_targets;
+  r.worker_backends = backends;
   try {
     const net::HttpResponse res = http.get("/v1/status");
     if (res.status == 200) r.last_status = nlohmann::json::parse(res.body);
@@ -341,6 +344,13 @@ nlohmann::json rl_summary(const RlOptions& o, const RlResult& r, const std::stri
     targets[name] = r.worker_kernel_targets[i];
   }
   summary["worker_kernel_targets"] = targets;
+  nlohmann::json backends = nlohmann::json::object();
+  for (size_t i = 0; i < r.worker_backends.size(); ++i) {
+    std::string name = std::to_string(i + 1);
+    name.insert(0, 1, 'w');
+    backends[name] = r.worker_backends[i];
+  }
+  summary["worker_backends"] = backends;
   return summary;
 }
 

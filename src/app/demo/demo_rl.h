@@ -72,6 +72,10 @@ struct RlOptions {
   // `stoa demo --worker-kernel-targets`: "" (every worker on its CPU's best target), "all", or a
   // comma list of kernel targets, assigned to the workers round-robin (worker_targets.h).
   std::string worker_kernel_targets;
+  // `stoa demo --worker-backend`: what computes each worker's rollouts (`stoa work --backend`),
+  // a comma list assigned round-robin, e.g. "vulkan,cpu"; "" leaves each on `stoa work`'s
+  // default.
+  std::string worker_backends;
 };
 
 struct RlResult {
@@ -81,6 +85,7 @@ struct RlResult {
   int workers_failed = 0;
   // The kernel target each worker was forced onto (empty: none forced).
   std::vector<std::string> worker_kernel_targets;
+  std::vector<std::string> worker_backends;  // each worker's --backend (empty: the default)
   // The worker processes' own user + system CPU seconds (wait4's rusage when they exited):
   // what generation cost, measured.
   double worker_cpu_seconds = 0;

@@ -1,5 +1,6 @@
 #include "app/demo/worker_targets.h"
 
+#include <algorithm>
 #include <cctype>
 #include <sstream>
 
@@ -59,6 +60,20 @@ std::vector<std::string> assign_kernel_targets(const std::vector<std::string>& t
   if (targets.empty()) return out;
   for (int i = 0; i < workers; ++i) out.push_back(targets[static_cast<size_t>(i) % targets.size()]);
   return out;
+}
+
+std::vector<std::string> assign_worker_backends(const std::string& list, int workers) {
+  std::vector<std::string> backends;
+  size_t at = 0;
+  while (!list.empty() && at <= list.size()) {
+    const size_t comma = std::min(list.find(',', at), list.size());
+    const std::string item = list.substr(at, comma - at);
+    STOA_CHECK(item == "auto" || item == "cpu" || item == "vulkan", ErrorKind::kInvalidArgument,
+               "--worker-backend \"", list, "\": '", item, "' is not auto, cpu or vulkan");
+    backends.push_back(item);
+    at = comma + 1;
+  }
+  return assign_kernel_targets(backends, workers);
 }
 
 }  // namespace stoa::app

@@ -22,4 +22,9 @@ std::vector<std::string> parse_kernel_targets(const std::string& list,
 std::vector<std::string> assign_kernel_targets(const std::vector<std::string>& targets,
                                                int workers);
 
+// `stoa demo --worker-backend`: a comma list of `stoa work --backend` values (auto, cpu,
+// vulkan), assigned round-robin as the targets are; "" → none. kInvalidArgument for another
+// value.
+std::vector<std::string> assign_worker_backends(const std::string& list, int workers);
+
 }  // namespace stoa::app

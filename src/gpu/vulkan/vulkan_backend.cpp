@@ -31,6 +31,28 @@ void fill(DeviceQ8Matrix& m, const engine::Linear& linear) {
 
 }  // namespace
 
+std::string VulkanBackend::unsupported(const engine::EngineWeights& weights) {
+  const ModelConfig& c = weights.config();
+  if (c.arch != Arch::kQwen3 && c.arch != Arch::kLfm2 && c.arch != Arch::kLfm2Moe)
+    return cat("the Vulkan backend has no ", arch_name(c.arch), " pass");
+  if (c.arch == Arch::kLfm2Moe &&
+      !(c.num_experts > 0 && c.num_experts_per_tok > 0 && c.num_experts_per_tok <= c.num_experts))
+    return cat("LFM2-MoE needs 0 < num_experts_per_tok (", c.num_experts_per_tok,
+               ") <= num_experts (", c.num_experts, ")");
+  if (c.arch != Arch::kQwen3 && (c.conv_bias || c.conv_kernel < 1))
+    return "the Vulkan backend has no LFM2 conv with a bias or an empty kernel";
+  if (weights.format() != engine::WeightFormat::kInt8)
+    return cat("the Vulkan backend computes int8 weights (W8A8); these are ",
+               engine::weight_format_name(weights.format()));
+  if (!weights.span().whole(c))
+    return cat("the Vulkan backend computes whole models; these weights are ",
+               span_string(c, weights.span()));
+  if (c.hidden_size % kBlock != 0 || (c.num_heads * c.head_dim) % kBlock != 0 ||
+      c.head_dim % 2 != 0 || c.num_kv_heads <= 0 || c.num_heads % c.num_kv_heads != 0)
+    return "the model's shape does not fit the W8A8 pass";
+  return {};
+}
+
 VulkanBackend::VulkanBackend(std::shared_ptr<Context> ctx,
                              std::unique_ptr<engine::EngineWeights> weights)
     : ctx_(std::move(ctx)),
@@ -42,25 +64,8 @@ VulkanBackend::VulkanBackend(std::shared_ptr<Context> ctx,
       ops_(*ctx_),
       conv_(*ctx_),
       pass_(*ctx_) {
-  const ModelConfig& c = weights_->config();
-  STOA_CHECK(c.arch == Arch::kQwen3 || c.arch == Arch::kLfm2 || c.arch == Arch::kLfm2Moe,
-             ErrorKind::kUnsupported, "the Vulkan backend has no ", arch_name(c.arch),
-             " pass (it runs on the CPU engine)");
-  STOA_CHECK(c.arch != Arch::kLfm2Moe || (c.num_experts > 0 && c.num_experts_per_tok > 0 &&
-                                          c.num_experts_per_tok <= c.num_experts),
-             ErrorKind::kInvalidArgument, "LFM2-MoE needs 0 < num_experts_per_tok (",
-             c.num_experts_per_tok, ") <= num_experts (", c.num_experts, ")");
-  STOA_CHECK(c.arch != Arch::kLfm2 || (!c.conv_bias && c.conv_kernel >= 1), ErrorKind::kUnsupported,
-             "LFM2 conv with bias or an empty kernel");
-  STOA_CHECK(weights_->format() == engine::WeightFormat::kInt8, ErrorKind::kUnsupported,
-             "the Vulkan backend computes int8 weights (W8A8); these are ",
-             engine::weight_format_name(weights_->format()));
-  STOA_CHECK(weights_->span().whole(c), ErrorKind::kUnsupported,
-             "the Vulkan backend computes whole models; these weights are ",
-             span_string(c, weights_->span()));
-  STOA_CHECK(c.hidden_size % kBlock == 0 && (c.num_heads * c.head_dim) % kBlock == 0 &&
-                 c.head_dim % 2 == 0 && c.num_kv_heads > 0 && c.num_heads % c.num_kv_heads == 0,
-             ErrorKind::kUnsupported, "the model's shape does not fit the W8A8 pass");
+  const std::string why_not = unsupported(*weights_);
+  STOA_CHECK(why_not.empty(), ErrorKind::kUnsupported, why_not);
   const engine::Linear* head = &weights_->lm_head();
   const engine::Linear* embedding = &weights_->embedding();
   for (const auto& [name, linear] : weights_->linears()) {

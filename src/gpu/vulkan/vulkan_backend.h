@@ -42,6 +42,8 @@ class VulkanBackend final : public engine::EngineBackend {
  public:
   // Mirrors `weights` to the device. kUnsupported (in words) for weights it cannot compute:
   // another architecture, f32 weights (a worker holds int8), a pipeline stage's share.
+  // unsupported() says so beforehand (empty: it can), so a caller keeps its weights.
+  static std::string unsupported(const engine::EngineWeights& weights);
   VulkanBackend(std::shared_ptr<Context> ctx, std::unique_ptr<engine::EngineWeights> weights);
   ~VulkanBackend() override;
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -126,7 +128,10 @@ void RolloutLoop::take_weights() {
     if (o_.stages > 1) {
       head_weights_ = std::move(weights);  // the group's engine once stage 1 answers
     } else {
-      model_ = std::make_unique<engine::ModelRunner>(std::move(weights), c_.pool);
+      gpu::ChosenBackend chosen = gpu::make_engine_backend(o_.backend, std::move(weights), c_.pool);
+      model_ = std::move(chosen.backend);
+      log_info("worker", chosen.note);
+      if (o_.progress) std::printf("%s\n", chosen.note.c_str());
       make_runner();
     }
   } else if (!model_) {
@@ -313,8 +318,11 @@ bool RolloutLoop::start_sample(const std::shared_ptr<LeaseWork>& w) {
   es.max_new_tokens = ls.max_new_tokens;
   // The prompt's KV is computed under the weights held now: a prompt kept from before a switch
   // was dropped in take_weights, and no switch happens between here and the next step.
-  s.record->set_replay_info(lease_seed, kernels::target_name(kernels::active_target()),
-                            engine_version_);
+  // What computed it: the kernel target, or the GPU backend (the same bits either way).
+  const std::string computed_on = std::strcmp(model_->backend_name(), "vulkan") == 0
+                                      ? "vulkan"
+                                      : kernels::target_name(kernels::active_target());
+  s.record->set_replay_info(lease_seed, computed_on, engine_version_);
   // The group's prompt is prefilled once; every sample forks it.
   if (w->prompt < 0) {
     w->prompt = runner_->add_prompt(w->lease.prompt_tokens);

@@ -18,6 +18,7 @@
 #include <string>
 
 #include "env/task_registry.h"
+#include "gpu/engine_backend_choice.h"
 
 namespace stoa::worker {
 
@@ -32,8 +33,11 @@ struct WorkerOptions {
   // This machine's options of the run's task (where its tools are: TaskKeys::local); the run's
   // own options come with the join reply.
   env::TaskOptions task_options;
-  std::string state_dir;      // worker id and rollout spool, for resuming after a restart
-  int threads = 0;            // engine threads (0: the global pool's default)
+  std::string state_dir;  // worker id and rollout spool, for resuming after a restart
+  int threads = 0;        // engine threads (0: the global pool's default)
+  // What computes the rollouts (gpu/engine_backend_choice.h): the CPU engine, a Vulkan GPU
+  // after its golden self-test, or auto (a GPU that passes, else the CPU).
+  gpu::BackendChoice backend = gpu::BackendChoice::kCpu;
   int slots = 4;              // rollouts generated together
   double max_minutes = 0;     // 0: until stopped
   uint64_t seed = 0;          // 0: from the clock
