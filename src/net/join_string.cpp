@@ -44,4 +44,11 @@ JoinString parse_join_string(const std::string& text) {
   return j;
 }
 
+JoinString parse_join_string_or_url(const std::string& text) {
+  if (text.find('#') != std::string::npos) return parse_join_string(text);
+  JoinString j;
+  j.url = text;
+  return j;
+}
+
 }  // namespace stoa::net

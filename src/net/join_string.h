@@ -17,5 +17,9 @@ struct JoinString {
 std::string format_join_string(const JoinString& join);
 // Throws kInvalidArgument naming what is wrong (no token, https without a fingerprint, ...).
 JoinString parse_join_string(const std::string& text);
+// What an operator gives a command for a hub (`stoa status --hub`, `stoa train --hub`): a join
+// string (URL, token and pin, as parse_join_string) or a bare URL (token and pin empty, for the
+// caller to find elsewhere).
+JoinString parse_join_string_or_url(const std::string& text);
 
 }  // namespace stoa::net

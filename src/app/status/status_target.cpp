@@ -12,10 +12,6 @@
 namespace stoa::app {
 namespace {
 
-bool is_join_string(const std::string& s) {
-  return s.find('#') != std::string::npos;
-}
-
 // A hub bound to every interface is reached from its own machine on loopback.
 std::string local_url(std::string url) {
   for (const char* any : {"://0.0.0.0:", "://[::]:", "://:::"}) {
@@ -57,13 +53,11 @@ StatusTarget resolve_status_target(const std::string& hub, const std::string& ru
   StatusTarget t;
   if (!run_dir.empty()) {
     t = from_run_dir(run_dir);
-  } else if (is_join_string(hub)) {
-    const net::JoinString j = net::parse_join_string(hub);
+  } else {
+    const net::JoinString j = net::parse_join_string_or_url(hub);
     t.hub_url = j.url;
     t.operator_token = j.token;
     t.pin_sha256 = j.sha256;
-  } else {
-    t.hub_url = hub;
   }
   if (!token.empty()) t.operator_token = token;
   // A CA file the operator names is what they mean to trust, in place of the pin.

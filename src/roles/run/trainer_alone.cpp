@@ -26,13 +26,11 @@ int run_trainer_alone(const std::string& config_path, const std::string& hub_spe
   RunConfig c = training_run_config(config_path, max_steps, std::move(ranks), held_out_eval);
 
   trainer::RemotePortOptions o;
-  if (hub_spec.find('#') != std::string::npos) {
-    const net::JoinString j = net::parse_join_string(hub_spec);
-    o.hub_url = j.url;
-    o.token = j.token;
-    o.pin_sha256 = j.sha256;
-  } else {
-    o.hub_url = hub_spec;
+  const net::JoinString j = net::parse_join_string_or_url(hub_spec);
+  o.hub_url = j.url;
+  o.token = j.token;
+  o.pin_sha256 = j.sha256;
+  if (o.token.empty()) {  // a bare URL: the token and the trust from the run config
     o.token = trainer_token_of(c);
     STOA_CHECK(!o.token.empty(), ErrorKind::kInvalidArgument, "stoa train --hub ", hub_spec,
                ": no trainer token: give the trainer join string `stoa hub` prints (hub.json: "

@@ -34,8 +34,14 @@ TEST(StatusTarget, AJoinStringGivesUrlPinAndToken) {
   EXPECT_EQ(u.operator_token, "other");
   EXPECT_EQ(u.ca_cert_path, "/ca.pem");
   EXPECT_EQ(u.pin_sha256, "");
-  // A plain URL is taken as it is.
-  EXPECT_EQ(resolve_status_target("http://127.0.0.1:9", "", "", "").hub_url, "http://127.0.0.1:9");
+  // A plain URL is taken as it is, with no token or pin of its own (net::parse_join_string_or_url,
+  // which `stoa train --hub` reads its hub with too).
+  const StatusTarget plain = resolve_status_target("http://127.0.0.1:9", "", "", "");
+  EXPECT_EQ(plain.hub_url, "http://127.0.0.1:9");
+  EXPECT_EQ(plain.operator_token, "");
+  EXPECT_EQ(plain.pin_sha256, "");
+  EXPECT_EQ(net::parse_join_string_or_url(join).token, "op-token");
+  EXPECT_THROW(net::parse_join_string_or_url("ftp://x#token=t"), Error) << "a bad join string";
 }
 
 class StatusTargetRunDir : public ::testing::Test {
