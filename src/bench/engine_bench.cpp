@@ -34,6 +34,7 @@
 #include "core/thread_pool.h"
 #include "engine/batch_decoder.h"
 #include "engine/model_runner.h"
+#include "gpu/engine_backend_choice.h"
 #include "kernels/matmul_int8_packed.h"
 #include "kernels/targets.h"
 #include "model/gguf_reader.h"
@@ -79,7 +80,7 @@ double memcpy_gbps() {
 
 // Our engine. Returns {tokens, timing} for a prefill or a decode figure.
 struct OursBench {
-  engine::ModelRunner& runner;
+  engine::EngineBackend& runner;  // the CPU engine or the Vulkan backend
   const EngineBenchOptions& opts;
   Rng rng{1234, 0};
 
@@ -92,9 +93,10 @@ struct OursBench {
 
   std::pair<double, Timing> prefill() {
     const std::vector<int32_t> prompt = random_tokens(opts.prompt_tokens);
-    engine::Sequence seq = runner.new_sequence(opts.prompt_tokens + 1);
-    seq.preallocate();
-    Timing t = timed([&] { runner.append(seq, prompt, engine::Logits::kLast); });
+    std::unique_ptr<engine::SequenceState> seq = runner.new_state(opts.prompt_tokens + 1);
+    seq->preallocate();
+    const engine::BackendInput input[] = {{seq.get(), prompt, engine::Logits::kLast}};
+    Timing t = timed([&] { runner.forward(input); });
     return {static_cast<double>(opts.prompt_tokens), t};
   }
 
@@ -177,9 +179,22 @@ json bench_model(const EngineBenchOptions& opts, const std::string& preset,
     }
   }
   ThreadPool pool(opts.threads);
-  engine::ModelRunner runner(
-      engine::EngineWeights::from_state(loaded_config, std::move(int8), std::move(f32)), &pool);
-  runner.set_backend(engine::parse_backend(opts.backend));
+  auto weights = std::make_unique<engine::EngineWeights>(
+      engine::EngineWeights::from_state(loaded_config, std::move(int8), std::move(f32)));
+  std::unique_ptr<engine::EngineBackend> backend;
+  std::string device = "cpu";
+  if (opts.backend == "vulkan") {
+    // The Vulkan backend after its golden self-test (--backend vulkan: an error in words when
+    // no device passes); the host copy of the weights stays beside the device's.
+    gpu::ChosenBackend chosen =
+        gpu::make_engine_backend(gpu::BackendChoice::kVulkan, std::move(weights), &pool);
+    device = chosen.note;
+    backend = std::move(chosen.backend);
+  } else {
+    weights->set_backend(engine::parse_backend(opts.backend));
+    backend = std::make_unique<engine::ModelRunner>(std::move(weights), &pool);
+  }
+  engine::EngineBackend& runner = *backend;
   // Hand the freed heap back to the OS (glibc keeps it otherwise: the importer's copies, the
   // grid the engine released after packing), so that rss_after_runs_bytes shows what the
   // engine holds, not what loading left behind.
@@ -187,10 +202,10 @@ json bench_model(const EngineBenchOptions& opts, const std::string& preset,
   // The model's bytes (int8 grid + f32 tensors): what a batch-1 token streams. What the engine
   // holds may differ slightly (packed panels pad rows to 16 and scales to 64 B).
   size_t weight_bytes = 0;
-  for (const auto& [name, l] : runner.weights().linears())
+  for (const auto& [name, l] : runner.host_weights().linears())
     weight_bytes += l.is_int8() ? l.int8_grid_nbytes() : l.f32().nbytes();
-  for (const auto& [name, t] : runner.weights().vectors()) weight_bytes += t.nbytes();
-  const size_t weight_bytes_held = runner.weights().nbytes();
+  for (const auto& [name, t] : runner.host_weights().vectors()) weight_bytes += t.nbytes();
+  const size_t weight_bytes_held = runner.host_weights().nbytes();
   OursBench ours{runner, opts};
 
   const std::vector<std::string> keys = {"prefill_tps", "decode_tps_b1", "decode_tps_b8",
@@ -247,6 +262,7 @@ json bench_model(const EngineBenchOptions& opts, const std::string& preset,
                            {"ratio", opts.no_llama ? json(nullptr) : r_cpu}};
   out["weight_bytes"] = weight_bytes;
   out["weight_bytes_held"] = weight_bytes_held;
+  out["device"] = device;
   out["rss_before_load_bytes"] = rss_before_load;
   out["rss_after_runs_bytes"] = engine_rss;
   // Everything this process did so far (earlier presets too); the int8 model is loaded once.
@@ -281,7 +297,8 @@ int run_engine_bench(EngineBenchOptions opts) {
              ErrorKind::kInvalidArgument,
              "--threads, --reps, --prompt-tokens, --decode-steps, --decode-prompt must be >= 1, "
              "--decode-warmup >= 0");
-  (void)engine::parse_backend(opts.backend);  // fail before the slow part
+  if (opts.backend != "vulkan")
+    (void)engine::parse_backend(opts.backend);  // fail before the slow part
   const std::string oracle =
       opts.oracle.empty()
           ? (std::filesystem::path(self_executable()).parent_path() / "stoa-llama-oracle").string()

@@ -20,8 +20,8 @@ struct EngineBenchOptions {
   int reps = 3;
   std::string oracle;  // stoa-llama-oracle; default: next to this binary
   bool no_llama = false;
-  std::string backend = "w8a8";
-  std::string workdir;  // where the GGUF goes; default: a temp dir
+  std::string backend = "w8a8";  // or "vulkan": the Vulkan backend (gpu/vulkan)
+  std::string workdir;           // where the GGUF goes; default: a temp dir
   uint64_t seed = 1;
 };
 

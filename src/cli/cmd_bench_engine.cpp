@@ -27,7 +27,10 @@ CommandRegistration reg(
       app.add_option("--reps", opts->reps, "Best of this many")->capture_default_str();
       app.add_option("--oracle", opts->oracle, "Path of stoa-llama-oracle");
       app.add_flag("--no-llama", opts->no_llama, "Only our engine");
-      app.add_option("--backend", opts->backend, "reference | w8a8 | w8a32")->capture_default_str();
+      app.add_option("--backend", opts->backend,
+                     "reference | w8a8 | w8a32 (the CPU engine's int8 products) | vulkan (the "
+                     "Vulkan backend)")
+          ->capture_default_str();
       app.add_option("--workdir", opts->workdir, "Where the GGUF is written");
       app.add_option("--seed", opts->seed)->capture_default_str();
       return [opts] { return bench::run_engine_bench(*opts); };
