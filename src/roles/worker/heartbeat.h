@@ -45,6 +45,9 @@ struct WorkerGauges {
   std::atomic<int64_t> rollouts_running{0};
   // The blob download in progress, if any (set once before the threads start).
   std::function<std::optional<net::BlobDownload>()> download;
+  // The blob the weight sync is fetching (its kind and versions), if any (set once likewise):
+  // tells the volunteer whether a download is the model or an update patch of version N.
+  std::function<std::optional<net::BlobRef>()> fetching;
   // What the worker serves to other workers, when it is in the swarm (set once likewise).
   std::function<std::optional<net::SwarmServing>()> swarm;
   // Called on the generation thread when the engine took new weights (set before the start).

@@ -164,7 +164,15 @@ void ProgressReport::report_download(Clock::time_point now) {
     return;
   last_download_line_ = now;
   last_download_tenth_ = tenth;
-  std::string line = cat("Downloading the model: ", human_bytes(d->bytes));
+  // What the blob is, when the sync says (its source knows only the hash): a patch of a few
+  // hundred KB must not read as the model.
+  const std::optional<net::BlobRef> ref = gauges_->fetching ? gauges_->fetching() : std::nullopt;
+  std::string what = "the model";
+  if (ref && ref->hash == d->hash)
+    what = ref->kind == "patch" ? cat("the update to weights version ", ref->to_version,
+                                      " (a patch from version ", ref->from_version, ")")
+                                : cat("the model (weights version ", ref->to_version, ")");
+  std::string line = cat("Downloading ", what, ": ", human_bytes(d->bytes));
   if (d->total > 0)
     line += cat(" of ", human_bytes(d->total), " (", 100 * d->bytes / d->total, " %)");
   if (d->bytes_per_s > 0)

@@ -116,6 +116,11 @@ std::string WeightSync::last_error() const {
   return last_error_;
 }
 
+std::optional<net::BlobRef> WeightSync::fetching() const {
+  std::lock_guard lock(mutex_);
+  return fetching_;
+}
+
 pulse::Int8State WeightSync::snapshot() const {
   return store_->snapshot();
 }
@@ -138,6 +143,17 @@ WeightSync::Fetched WeightSync::fetch_verified(const net::BlobRef& ref, bool all
   Hash128 want;
   STOA_CHECK(Hash128::parse(ref.hash, &want), ErrorKind::kBadFormat, "blob ", ref.kind, " ",
              ref.from_version, "->", ref.to_version, ": bad hash '", ref.hash, "'");
+  {
+    std::lock_guard lock(mutex_);
+    fetching_ = ref;
+  }
+  struct ClearFetching {
+    WeightSync& sync;
+    ~ClearFetching() {
+      std::lock_guard lock(sync.mutex_);
+      sync.fetching_.reset();
+    }
+  } clear{*this};
   for (int attempt = 0;; ++attempt) {
     try {
       Fetched fetched;

@@ -115,6 +115,9 @@ class WeightSync {
   uint64_t max_staleness() const;
   SyncCounters counters() const;
   std::string last_error() const;
+  // The blob being fetched now, with its kind and versions (nullopt between fetches): what the
+  // volunteer's download line names (progress_report.h) — the source knows only its hash.
+  std::optional<net::BlobRef> fetching() const;
 
   // The changes since the last take (nullopt when the engine is current). With an EngineStore
   // they are written into the engine by this call (the generation thread's safe point).
@@ -157,6 +160,7 @@ class WeightSync {
   uint64_t max_staleness_ = 0;
   SyncCounters counters_;
   std::string last_error_;
+  std::optional<net::BlobRef> fetching_;
 };
 
 }  // namespace stoa::worker

@@ -73,6 +73,7 @@ WorkerStats generate_rollouts(const WorkerOptions& o, const Joined& j,
   gauges.download = [&] {
     return swarm_source ? swarm_source->download_progress() : hub_source.download_progress();
   };
+  gauges.fetching = [&sync] { return sync.fetching(); };
   // The hub's answer is told to the volunteer here (the streamer's thread starts at once, with
   // the spool's rollouts: a callback set after construction would race it).
   RolloutStreamer streamer(

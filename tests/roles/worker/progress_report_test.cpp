@@ -57,6 +57,36 @@ TEST(ProgressReport, ADownloadIsToldEveryFiveSecondsOrTenPercentAndWhenItEnds) {
   EXPECT_EQ(out.count("Download finished: 1.0 GB in 31 s"), 1u) << out.all();
 }
 
+// A patch is not "the model": the line names the version it brings (the sync knows the blob's
+// kind and versions; the download only its hash).
+TEST(ProgressReport, APatchDownloadSaysWhichVersionItBrings) {
+  Captured out;
+  ProgressReport report(out.sink());
+  WorkerGauges gauges;
+  std::optional<net::BlobDownload> download = net::BlobDownload{"p12", 0, 158'000, 0, -1};
+  std::optional<net::BlobRef> fetching = net::BlobRef{"patch", 11, 12, "p12", 158'000};
+  gauges.download = [&] { return download; };
+  gauges.fetching = [&] { return fetching; };
+  report.watch(gauges);
+  const auto t0 = ProgressReport::Clock::time_point{} + 1000s;
+  report.tick(t0);
+  EXPECT_EQ(out.count("Downloading the update to weights version 12 (a patch from version 11): "
+                      "0 bytes of 158 KB"),
+            1u)
+      << out.all();
+  EXPECT_EQ(out.count("Downloading the model"), 0u) << out.all();
+  download = net::BlobDownload{"a20", 0, 9'000'000, 0, -1};
+  fetching = net::BlobRef{"anchor", 0, 20, "a20", 9'000'000};
+  report.tick(t0 + 1s);
+  EXPECT_EQ(out.count("Downloading the model (weights version 20): 0 bytes of 9.0 MB"), 1u)
+      << out.all();
+  // The sync between blobs (or another blob's hash): no version is claimed.
+  fetching.reset();
+  download = net::BlobDownload{"x", 0, 999, 0, -1};
+  report.tick(t0 + 2s);
+  EXPECT_EQ(out.count("Downloading the model: 0 bytes of 999 bytes"), 1u) << out.all();
+}
+
 TEST(ProgressReport, GeneratingWaitingAndRejectionsInWords) {
   Captured out;
   ProgressReport report(out.sink());
