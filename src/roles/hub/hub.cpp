@@ -53,7 +53,7 @@ Hub::Hub(HubConfig config, HubDeps deps)
   ledger_ = std::make_unique<RunLedger>(config_.ledger_path, config_.max_pending_writes);
   identity_.install(ledger_->reader(), now());
   verification_ = std::make_unique<Verification>(
-      VerificationParts{config_, deps_, *ledger_, book_, pending_, *counters_, workers_});
+      VerificationParts{config_, deps_, *ledger_, book_, pending_, *counters_, roster_.stats()});
   restore();
   ledger_->start([this] { on_ledger_commit(); });
   if (config_.beyond_loopback && !config_.verify.enabled)
@@ -80,13 +80,7 @@ void Hub::on_ledger_commit() {
 
 void Hub::restore() {
   for (const auto& w : ledger_->reader().workers()) {
-    WorkerStats s;
-    s.id = w.id;
-    s.name = w.name;
-    s.last_seen_ms = w.last_seen_ms;
-    s.session_issued_ms = w.session_expires_ms - config_.session_ttl_ms;
-    s.token_name = w.token_name;
-    workers_[w.id] = s;
+    roster_.restore(w, config_.session_ttl_ms);
     book_.fairness().set_token(w.id, w.token_name);
     // The ledger keeps each worker's newest session (hashed); older rotated ones lapse.
     if (!w.session_token.empty()) {
@@ -102,10 +96,10 @@ void Hub::restore() {
     it->second.accepted = n;
     for (const auto& r : ledger_->reader().rollouts_of_group(gid)) {
       it->second.accepted_by_lease[r.lease_id]++;
-      if (workers_.count(r.worker_id)) workers_[r.worker_id].rollouts_accepted++;
+      roster_.accepted(r.worker_id);
     }
   }
-  for (const auto& [id, w] : workers_)
+  for (const auto& [id, w] : roster_.stats())
     if (w.rollouts_accepted > 0) book_.fairness().proven(id);
   counters_->accepted = ledger_->reader().rollout_count();
   last_step_ = ledger_->reader().last_step();
@@ -331,8 +325,8 @@ net::LeaseResponse Hub::lease(const std::string& worker_id, const std::string& p
         throttled = true;
         verification_->note_address(worker_id, peer);
       }
-      if (run_ended_) {
-        told_run_ended_.insert(worker_id);
+      if (roster_.run_ended()) {
+        roster_.told_run_ended(worker_id);
         resp.run_ended = true;
         return resp;
       }
@@ -405,26 +399,18 @@ void Hub::heartbeat_locked(const std::string& caller, const net::Heartbeat& hb,
   int64_t t = now();
   expire_locked(t);
   expire_workers_locked(t);
-  auto wit = workers_.find(caller);
+  WorkerStats* w = roster_.heard(hb, t);
   // Expired between authenticate() and here: its sessions are gone, so it joins again.
-  if (wit == workers_.end()) throw RequestError(401, "heartbeat: the worker expired (join again)");
-  auto& w = wit->second;
-  w.last_seen_ms = t;
-  w.version = hb.version;
-  w.tokens_generated = hb.tokens_generated;
-  w.tokens_per_s = hb.tokens_per_s;
-  w.idle_fraction = hb.idle_fraction;
-  w.download = hb.download;
-  w.swarm = hb.swarm;
+  if (!w) throw RequestError(401, "heartbeat: the worker expired (join again)");
   ledger_->write([caller, t](Ledger& l) { l.touch_worker(caller, t); });
   resp.latest_version = versions_.latest();
-  if (run_ended_) {
+  if (roster_.run_ended()) {
     resp.run_ended = true;
-    told_run_ended_.insert(caller);
+    roster_.told_run_ended(caller);
   }
   // Rotation: past half its life the session gets a successor; the worker switches to it and
   // the old token lapses at its own expiry (calls in flight with it still succeed).
-  if (t - w.session_issued_ms >= config_.session_ttl_ms / 2) {
+  if (t - w->session_issued_ms >= config_.session_ttl_ms / 2) {
     resp.session_token = issue_session_locked(caller, identity_.token_name_of(caller), t);
   }
   book_.fairness().heartbeat(caller, hb.leases);

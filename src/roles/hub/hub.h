@@ -43,6 +43,7 @@
 #include "roles/hub/observe/run_history.h"
 #include "roles/hub/prompts/prompt_deck.h"
 #include "roles/hub/request_error.h"
+#include "roles/hub/roster/worker_roster.h"
 #include "roles/hub/trainer_port.h"
 #include "roles/hub/verification/check_lease.h"
 #include "roles/hub/verification/rollout_audit.h"
@@ -205,13 +206,10 @@ class Hub final : public TrainerPort {
   std::condition_variable version_cv_;
   std::condition_variable groups_cv_;
   bool stopped_ = false;
-  bool run_ended_ = false;
-  std::set<std::string> told_run_ended_;    // workers an answer said run_ended to
   std::function<void()> version_listener_;  // guarded by mutex_
 
-  std::map<std::string, WorkerStats> workers_;
-  Identity identity_;  // tokens, sessions, rate limits
-  int64_t workers_scanned_ms_ = 0;
+  WorkerRoster roster_;            // the workers present, the run's end
+  Identity identity_;              // tokens, sessions, rate limits
   GroupBook book_;                 // groups, leases and fair leasing
   std::set<std::string> pending_;  // handed to the trainer, not yet marked
   VersionCatalog versions_;        // versions published, the catch-up catalog

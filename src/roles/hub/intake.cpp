@@ -169,7 +169,7 @@ net::RolloutResponse Hub::intake_locked(const std::string& caller, const net::Ro
   c.model_tokens_accepted += model_tokens;
   c.reward_sum += reward;
   c.staleness[std::min<uint64_t>(latest - std::min(latest, vmin), 9)]++;
-  if (auto w = workers_.find(caller); w != workers_.end()) w->second.rollouts_accepted++;
+  roster_.accepted(caller);
   book_.fairness().progressed(m.lease_id, row_accepted_ms);
   book_.fairness().proven(caller);
   verification_->audit(m, *g, ok.prompt_length);

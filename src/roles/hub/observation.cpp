@@ -13,7 +13,7 @@ using nlohmann::json;
 std::vector<WorkerStats> Hub::workers() const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<WorkerStats> out;
-  for (const auto& [id, w] : workers_) out.push_back(w);
+  for (const auto& [id, w] : roster_.stats()) out.push_back(w);
   return out;
 }
 
@@ -24,7 +24,7 @@ HubSnapshot Hub::snapshot(size_t offset, size_t limit) const {
   s.counters.rate_limited = identity_.rate_limited();
   s.counters.ledger_busy = ledger_->busy();
   s.groups_queued = book_.queued_groups();
-  s.workers_total = workers_.size();
+  s.workers_total = roster_.size();
   s.versions = versions_.published_count();
   s.leases_open = static_cast<int64_t>(book_.open_leases().size());
   s.latest_version = versions_.latest();
@@ -38,10 +38,10 @@ HubSnapshot Hub::snapshot(size_t offset, size_t limit) const {
     s.verified_fail = v->failed;
     s.quarantined = v->quarantined.size();
   }
-  s.offset = std::min(offset, workers_.size());
-  auto it = workers_.begin();
+  s.offset = std::min(offset, roster_.size());
+  auto it = roster_.stats().begin();
   std::advance(it, static_cast<std::ptrdiff_t>(s.offset));
-  for (; it != workers_.end() && s.workers.size() < limit; ++it) {
+  for (; it != roster_.stats().end() && s.workers.size() < limit; ++it) {
     WorkerStats w = it->second;
     w.leases_held = book_.fairness().held(w.id);
     w.standing = standing_name(book_.fairness().standing(w.id));
@@ -72,7 +72,8 @@ std::string Hub::metrics() const {
 }
 
 void Hub::record_step_history_locked(const StepReport& report) {
-  history_.add_step(step_point(report, now(), counters_->start_ms, versions_.latest(), workers_));
+  history_.add_step(
+      step_point(report, now(), counters_->start_ms, versions_.latest(), roster_.stats()));
 }
 
 }  // namespace stoa::hub

@@ -23,7 +23,7 @@ void Hub::check_trainer(const std::string& bearer) {
 std::string Hub::issue_session_locked(const std::string& worker_id, const std::string& token_name,
                                       int64_t now_ms) {
   const Identity::IssuedSession issued = identity_.issue_session(worker_id, token_name, now_ms);
-  workers_[worker_id].session_issued_ms = now_ms;
+  roster_.session_issued(worker_id, now_ms);
   // Read and rewritten inside the group commit: the row there has every earlier queued write.
   ledger_->write(
       [worker_id, hash = issued.hash, token_name, expires = issued.expires_ms](Ledger& l) {
@@ -86,14 +86,8 @@ net::JoinResponse Hub::join(const std::string& bearer, const net::JoinRequest& r
   row.session_token = session.hash;
   row.session_expires_ms = session.expires_ms;
   ledger_->write([row](Ledger& l) { l.put_worker(row); });
-  auto& w = workers_[row.id];
-  w.id = row.id;
-  w.name = row.name;
-  w.token_name = row.token_name;
-  if (!peer.empty()) w.address = peer;
+  roster_.joined(row, peer, t);
   book_.fairness().set_token(row.id, row.token_name);
-  w.last_seen_ms = t;
-  w.session_issued_ms = t;
   net::JoinResponse resp;
   resp.worker_id = row.id;
   resp.session_token = session.token;
@@ -137,26 +131,22 @@ void Hub::check_operator(const std::string& bearer, bool loopback) {
 }
 
 void Hub::expire_workers_locked(int64_t now_ms) {
-  if (now_ms - workers_scanned_ms_ < 1000) return;  // a scan per second is plenty
-  workers_scanned_ms_ = now_ms;
+  if (!roster_.scan_due(now_ms)) return;
   identity_.expire_sessions(now_ms);
-  std::vector<std::string> gone;
-  for (const auto& [id, w] : workers_) {
-    if (now_ms - w.last_seen_ms > config_.worker_idle_expiry_ms) gone.push_back(id);
-  }
+  const std::vector<std::string> gone = roster_.idle(now_ms, config_.worker_idle_expiry_ms);
   if (gone.empty()) return;
   // A worker whose rollouts were accepted keeps its ledger row (the rollouts name it, and it
   // may still resume with its secret); one that never contributed leaves no trace.
   std::vector<std::string> forget;
   for (const auto& id : gone)
-    if (workers_[id].rollouts_accepted == 0) forget.push_back(id);
+    if (roster_.find(id)->rollouts_accepted == 0) forget.push_back(id);
   ledger_->write([forget](Ledger& l) {
     for (const auto& id : forget) l.delete_worker(id);
   });
   for (const auto& id : gone) {
-    log_info("hub", "worker ", id, " (", workers_[id].name, ") expired: no heartbeat for ",
+    log_info("hub", "worker ", id, " (", roster_.find(id)->name, ") expired: no heartbeat for ",
              config_.worker_idle_expiry_ms / 1000, " s");
-    workers_.erase(id);
+    roster_.forget(id);
     book_.fairness().forget(id);
     identity_.forget_worker(id);
   }
@@ -167,7 +157,7 @@ void Hub::expire_workers() {
   uint64_t ticket = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    workers_scanned_ms_ = 0;
+    roster_.rescan_now();
     expire_workers_locked(now());
     ticket = ledger_->written();
   }
@@ -177,19 +167,14 @@ void Hub::expire_workers() {
 void Hub::end_run() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (run_ended_) return;
-    run_ended_ = true;
+    if (!roster_.end_run()) return;
   }
   log_info("hub", "the run is over: workers are told so at their next lease or heartbeat");
 }
 
 size_t Hub::workers_not_told_of_end(int64_t recent_ms) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  const int64_t t = now();
-  size_t waiting = 0;
-  for (const auto& [id, w] : workers_)
-    if (t - w.last_seen_ms <= recent_ms && !told_run_ended_.count(id)) ++waiting;
-  return waiting;
+  return roster_.not_told_of_end(now(), recent_ms);
 }
 
 }  // namespace stoa::hub
