@@ -1,15 +1,15 @@
 // The hub's coordinator, without HTTP: the protocol's calls (join, lease, submit, heartbeat, the
 // checks) and the TrainerPort the trainer loop consumes. The state lives in its parts, each a
 // class of its own folder (docs/architecture.md lists them): Identity (tokens, sessions, rate
-// limits), GroupBook (groups, leases, fair leasing), PromptDeck (the prompts' order and tokens),
-// VersionCatalog (versions and catch-up routes), RunLedger (the ledger and its group commit),
-// Verification (replay, peer and canary checks), the counters and history behind
-// observe/hub_report.h. What spans several parts is decided here. HubServer (server.h) maps HTTP
-// requests onto these methods; tests drive them directly. Thread-safe: one mutex guards the
-// memory, the parts included (none locks on its own); ledger writes are queued under it, in the
-// order memory changed, and group-committed by the RunLedger's writer thread. A call that wrote
-// answers only once its writes are durable, waiting for that after releasing the mutex, so no
-// fsync runs under the mutex.
+// limits), WorkerRoster (the workers present), GroupBook (groups, leases, fair leasing), PromptDeck
+// (the prompts' order and tokens), VersionCatalog (versions and catch-up routes), RunLedger (the
+// ledger and its group commit), Verification (replay, peer and canary checks), the counters and
+// history behind observe/hub_report.h. What spans several parts is decided here. HubServer
+// (server.h) maps HTTP requests onto these methods; tests drive them directly. Thread-safe: one
+// mutex guards the memory, the parts included (none locks on its own); ledger writes are queued
+// under it, in the order memory changed, and group-committed by the RunLedger's writer thread. A
+// call that wrote answers only once its writes are durable, waiting for that after releasing the
+// mutex, so no fsync runs under the mutex.
 #pragma once
 #include <algorithm>
 #include <chrono>
