@@ -20,7 +20,12 @@ SwarmBlobSource::SwarmBlobSource(net::HubClient& hub, HubBlobSource& hub_source,
 
 net::VersionInfo SwarmBlobSource::version(std::optional<uint64_t> after,
                                           std::chrono::seconds timeout) {
-  return hub_source_.version(after, timeout);
+  net::VersionInfo info = hub_source_.version(after, timeout);
+  std::lock_guard lock(mutex_);
+  if (small_.size() >= 256) small_.clear();  // bounded: only the route in hand matters
+  for (const net::BlobRef& b : info.blobs)
+    if (b.bytes < options_.direct_below_bytes) small_.insert(b.hash);
+  return info;
 }
 
 std::vector<uint8_t> SwarmBlobSource::blob(const std::string& hash_hex) {
@@ -52,12 +57,13 @@ bool SwarmBlobSource::ensure_key() {
 }
 
 std::optional<std::string> SwarmBlobSource::blob_file(const std::string& hash_hex) {
-  bool again;
+  bool again, small;
   {
     std::lock_guard lock(mutex_);
     again = from_swarm_.count(hash_hex) != 0;
+    small = small_.count(hash_hex) != 0;
   }
-  if (!again) {
+  if (!again && !small) {
     try {
       if (ensure_key()) {
         const net::HttpResponse t = hub_.http().get("/v1/swarm/torrents/" + hash_hex);

@@ -6,7 +6,10 @@
 // Anything the swarm cannot do falls back to the hub's own route (HubBlobSource: the spool and
 // its HTTP Range resume): a hub or build without a swarm, a fetch that stalls (no verified
 // byte for stall_timeout: no peers and no web seed), a disk error, and a blob asked for a
-// second time (the sync refetches only what it refused).
+// second time (the sync refetches only what it refused). A blob the hub's route names as smaller
+// than direct_below_bytes — a PULSE patch — comes straight from the hub: it must not wait on the
+// swarm (measured on `stoa bench fleet`'s home link: a 125-byte patch took ~8 s through the
+// tracker and the web seed, and a worker fell 30 s behind), and its bytes cost the hub little.
 #pragma once
 #include <chrono>
 #include <memory>
@@ -24,6 +27,8 @@ struct SwarmSourceOptions {
   net::swarm::PeerSessionOptions session;
   std::string dir;  // where swarm downloads land (and are seeded from)
   std::chrono::milliseconds stall_timeout{30000};
+  // Blobs the hub's route says are smaller than this come from the hub alone (see above).
+  uint64_t direct_below_bytes = uint64_t{1} << 20;
 };
 
 class SwarmBlobSource final : public BlobSource {
@@ -50,6 +55,7 @@ class SwarmBlobSource final : public BlobSource {
   std::optional<bool> hub_has_swarm_;
   std::string announce_url_, seed_url_;
   std::set<std::string> from_swarm_;  // hashes handed out from the swarm (bounded: see .cpp)
+  std::set<std::string> small_;       // hashes the hub's routes named below direct_below_bytes
   std::optional<net::BlobDownload> progress_;
   uint64_t fallbacks_ = 0;
 };

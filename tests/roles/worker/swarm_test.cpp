@@ -17,6 +17,7 @@
 
 #include "net/hub_client.h"
 #include "net/swarm/swarm.h"
+#include "pulse/catalog.h"
 #include "roles/hub/http/server.h"
 #include "roles/hub/hub_fixture.h"
 #include "roles/worker/swarm_source.h"
@@ -370,6 +371,48 @@ TEST_F(Swarm, TheSourceSeedsWhatTheSyncUsedAndRefetchesFromTheHub) {
   const std::optional<std::string> again = source.blob_file(h.hex());
   ASSERT_TRUE(again);
   EXPECT_EQ(fs::path(*again).parent_path(), dir / "spool");
+}
+
+// A blob the hub's route names as small (a patch) does not wait on the swarm: the hub's own
+// route at once; a large one (an anchor) still goes through the swarm.
+TEST_F(Swarm, ASmallBlobOfTheRouteComesStraightFromTheHub) {
+  const auto small = random_bytes(64 << 10, 41);
+  const auto large = random_bytes(2 << 20, 43);
+  const Hash128 hs = store->put(small), hl = store->put(large);
+  // Version 0 an anchor (large), version 1 a patch from it (small), as a publisher's catalog
+  // names them (the hub routes workers by the store's catalog).
+  const pulse::CatalogEntry anchor{pulse::BlobKind::kAnchor, 0, 0, hl, large.size()};
+  const pulse::CatalogEntry patch{pulse::BlobKind::kPatch, 0, 1, hs, small.size()};
+  pulse::Catalog catalog;
+  catalog.add(anchor);
+  catalog.add(patch);
+  catalog.save(store->dir() + "/catalog.json");
+  pulse::Published p;
+  p.version = 0;
+  p.anchor = anchor;
+  hub->publish_version(p, Hash128{1, 1});
+  p = pulse::Published();
+  p.version = 1;
+  p.patch = patch;
+  hub->publish_version(p, Hash128{2, 2});
+  Member a = member();
+  worker::HubBlobSource hub_source(*a.client, (dir / "spool").string());
+  worker::SwarmSourceOptions o;
+  o.session = on_loopback();
+  o.dir = (dir / "swarm").string();
+  worker::SwarmBlobSource source(*a.client, hub_source, o);
+  const net::VersionInfo route = source.version(std::nullopt, 1s);
+  ASSERT_EQ(route.blobs.size(), 2u) << "anchor 0, then the patch 0 -> 1";
+  EXPECT_EQ(route.blobs[1].hash, hs.hex());
+  EXPECT_EQ(route.blobs[1].bytes, small.size());
+  const std::optional<std::string> direct = source.blob_file(hs.hex());
+  ASSERT_TRUE(direct);
+  EXPECT_EQ(fs::path(*direct).parent_path(), dir / "spool") << "below 1 MiB: from the hub";
+  EXPECT_EQ(read_all(*direct), small);
+  const std::optional<std::string> swarmed = source.blob_file(hl.hex());
+  ASSERT_TRUE(swarmed);
+  EXPECT_EQ(fs::path(*swarmed).parent_path(), dir / "swarm") << "2 MiB: through the swarm";
+  EXPECT_EQ(source.fallbacks(), 0u);
 }
 
 TEST_F(Swarm, TheTrackerRefusesUnknownKeysAndForeignTorrents) {
