@@ -241,6 +241,7 @@ Buffer Context::make_buffer(size_t bytes) {
 }
 
 VkCommandBuffer Context::begin_commands() {
+  std::unique_lock lock(recording_);
   VkCommandBufferAllocateInfo alloc{};
   alloc.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO;
   alloc.commandPool = pool_;
@@ -251,11 +252,29 @@ VkCommandBuffer Context::begin_commands() {
   VkCommandBufferBeginInfo begin{};
   begin.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
   begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-  check(vkBeginCommandBuffer(cmd, &begin), "vkBeginCommandBuffer");
+  if (const VkResult r = vkBeginCommandBuffer(cmd, &begin); r != VK_SUCCESS) {
+    vkFreeCommandBuffers(device_, pool_, 1, &cmd);
+    check(r, "vkBeginCommandBuffer");
+  }
+  lock.release();  // held until end_and_wait or abandon_commands
   return cmd;
 }
 
+void Context::abandon_commands(VkCommandBuffer cmd) {
+  const std::unique_lock lock(recording_, std::adopt_lock);
+  vkEndCommandBuffer(cmd);
+  vkFreeCommandBuffers(device_, pool_, 1, &cmd);
+}
+
 void Context::end_and_wait(VkCommandBuffer cmd) {
+  const std::unique_lock lock(recording_, std::adopt_lock);
+  // Freed however the submission ends.
+  struct Free {
+    VkDevice device;
+    VkCommandPool pool;
+    VkCommandBuffer cmd;
+    ~Free() { vkFreeCommandBuffers(device, pool, 1, &cmd); }
+  } free_cmd{device_, pool_, cmd};
   check(vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
   VkSubmitInfo submit{};
   submit.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
@@ -264,7 +283,6 @@ void Context::end_and_wait(VkCommandBuffer cmd) {
   check(vkResetFences(device_, 1, &fence_), "vkResetFences");
   check(vkQueueSubmit(queue_, 1, &submit, fence_), "vkQueueSubmit");
   check(vkWaitForFences(device_, 1, &fence_, VK_TRUE, UINT64_MAX), "vkWaitForFences");
-  vkFreeCommandBuffers(device_, pool_, 1, &cmd);
 }
 
 }  // namespace stoa::gpu::vulkan

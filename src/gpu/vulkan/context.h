@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 
 namespace stoa::gpu::vulkan {
@@ -75,13 +76,22 @@ class Context {
   template <class Record>
   void submit_and_wait(Record record) {
     VkCommandBuffer cmd = begin_commands();
-    record(cmd);
+    try {
+      record(cmd);
+    } catch (...) {
+      abandon_commands(cmd);
+      throw;
+    }
     end_and_wait(cmd);
   }
   // The two halves of submit_and_wait, for a recorder that fills one command buffer with a whole
-  // pass (gpu/vulkan/pass_recorder.h). end_and_wait frees the command buffer.
+  // pass (gpu/vulkan/pass_recorder.h). end_and_wait frees the command buffer. The command pool
+  // and the queue are the device's one each, so a recording holds the device from begin to end:
+  // another thread's begin_commands waits (a worker's generation and a replay may share it).
   VkCommandBuffer begin_commands();
   void end_and_wait(VkCommandBuffer cmd);
+  // Drops a recording that will not be submitted (frees it, lets the next one begin).
+  void abandon_commands(VkCommandBuffer cmd);
 
  private:
   Context() = default;
@@ -95,6 +105,7 @@ class Context {
   uint32_t memory_type_ = 0;
   VkCommandPool pool_ = VK_NULL_HANDLE;
   VkFence fence_ = VK_NULL_HANDLE;
+  std::mutex recording_;  // held from begin_commands to end_and_wait / abandon_commands
 };
 
 // Throws std::runtime_error naming `what` when result is not VK_SUCCESS.

@@ -13,9 +13,7 @@ constexpr uint32_t kMaxBindings = 8;  // the most storage buffers a kernel binds
 PassRecorder::PassRecorder(Context& ctx) : ctx_(ctx) {}
 
 PassRecorder::~PassRecorder() {
-  if (cmd_ != VK_NULL_HANDLE) {
-    vkEndCommandBuffer(cmd_);  // recorded but never submitted: dropped with the pool's reset
-  }
+  if (cmd_ != VK_NULL_HANDLE) ctx_.abandon_commands(cmd_);  // recorded, never submitted
   for (VkDescriptorPool pool : pools_) vkDestroyDescriptorPool(ctx_.device(), pool, nullptr);
 }
 

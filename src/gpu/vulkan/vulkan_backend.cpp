@@ -189,7 +189,9 @@ size_t VulkanBackend::weight_bytes() const {
 
 std::unique_ptr<engine::SequenceState> VulkanBackend::new_state(int64_t capacity) const {
   STOA_CHECK(capacity >= 0, ErrorKind::kInvalidArgument, "a sequence's capacity must be >= 0");
-  return std::make_unique<VulkanSequence>(ctx_, this, config(), capacity);
+  // Owned by the device, not this backend: a replay moves a sequence between the backends of
+  // successive weight versions, as the CPU engine's sequences move between runners.
+  return std::make_unique<VulkanSequence>(ctx_, ctx_.get(), config(), capacity);
 }
 
 void VulkanBackend::reserve_pass(int64_t T, int64_t R, int64_t probabilities) {
@@ -350,8 +352,10 @@ engine::PassLogits VulkanBackend::forward(std::span<const engine::BackendInput> 
   engine::check_pass_inputs(inputs, V);
   for (size_t i = 0; i < inputs.size(); ++i) {
     const auto* seq = dynamic_cast<const VulkanSequence*>(inputs[i].seq);
-    STOA_CHECK(seq != nullptr && seq->owner() == this, ErrorKind::kInvalidArgument, "batch input ",
-               i, ": the sequence belongs to another engine backend");
+    STOA_CHECK(seq != nullptr && seq->owner() == ctx_.get(), ErrorKind::kInvalidArgument,
+               "batch input ", i, ": the sequence belongs to another engine backend or device");
+    STOA_CHECK(seq->made_for(c), ErrorKind::kInvalidArgument, "batch input ", i,
+               ": the sequence was made for a different model");
   }
   segments_.clear();
   logit_ranges_.assign(inputs.size(), {0, 0});

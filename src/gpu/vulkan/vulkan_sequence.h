@@ -16,7 +16,7 @@ namespace stoa::gpu::vulkan {
 
 class VulkanSequence final : public engine::SequenceState {
  public:
-  // `owner` identifies the backend that made it (a pass refuses another backend's sequence).
+  // `owner` identifies the device whose memory holds it (a pass refuses another's sequence).
   VulkanSequence(std::shared_ptr<Context> ctx, const void* owner, const ModelConfig& config,
                  int64_t capacity);
 
@@ -29,6 +29,13 @@ class VulkanSequence final : public engine::SequenceState {
   std::unique_ptr<engine::SequenceState> fork_state() const override;
 
   const void* owner() const { return owner_; }
+  // Whether its state has the shape `config`'s passes write (layers, KV width, conv window).
+  bool made_for(const ModelConfig& config) const {
+    return config.num_layers == config_.num_layers &&
+           config.num_kv_heads * config.head_dim == kv_dim_ &&
+           config.hidden_size == config_.hidden_size && config.conv_kernel == config_.conv_kernel &&
+           config.arch == config_.arch;
+  }
   const Buffer& keys() const { return keys_; }
   const Buffer& values() const { return values_; }
   const Buffer& conv() const { return conv_; }

@@ -92,6 +92,7 @@ RemoteValidatorStats run_remote_validator(const RemoteValidatorOptions& o,
   loop.log_tag = "validate";
   loop.mirror_dir = o.state_dir.empty() ? ".stoa-validate-" + o.name : o.state_dir;
   loop.threads = o.threads;
+  loop.backend = o.backend;
   loop.max_jobs = o.max_jobs;
   loop.max_backoff_s = o.max_backoff_s;
   log_info("validate", "validating for ", o.hub_url, " as '", o.name, "'");

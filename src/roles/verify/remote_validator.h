@@ -27,7 +27,9 @@ struct RemoteValidatorOptions {
   env::TaskOptions task_options;
   std::string state_dir;  // the blob mirror (default .stoa-validate-<name>)
   std::string name = "validator";
-  int threads = 1;            // engine threads
+  int threads = 1;  // engine threads
+  // What computes the replays (`--backend`): the CPU engine, or a GPU that computes its bits.
+  gpu::BackendChoice backend = gpu::BackendChoice::kCpu;
   int wait_s = 20;            // long-poll for a job
   int64_t max_jobs = 0;       // stop after this many verdicts (0: until stopped)
   double max_backoff_s = 30;  // transport errors back off up to this

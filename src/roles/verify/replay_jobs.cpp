@@ -133,7 +133,8 @@ ReplayJobStats run_replay_jobs(ReplayJobSource& source, const ReplayModel& model
         continue;
       }
     }
-    const ReplaySettings rs = settings_for(*job, model);
+    ReplaySettings rs = settings_for(*job, model);
+    rs.backend = o.backend;
     // The task the hub names, with the run's options and this machine's own; rebuilt only when
     // the hub's settings change.
     const std::string key = net::to_json(job->sampling).dump() + std::to_string(job->max_tokens) +

@@ -21,6 +21,7 @@
 #include "core/error.h"
 #include "env/task.h"
 #include "env/token_codec.h"
+#include "gpu/engine_backend_choice.h"
 #include "model/config.h"
 #include "net/validation_protocol.h"
 
@@ -68,9 +69,10 @@ struct ReplayLoopOptions {
   // goes to the hub, which judges it — and is logged as information, not as an alarm. A
   // validator's failed replay is the news that a worker computed wrongly: a warning.
   bool failures_are_routine = false;
-  std::string mirror_dir;  // the blob mirror and its catalog.json
-  int threads = 1;         // engine threads
-  int64_t max_jobs = 0;    // stop after this many verdicts (0: until stopped)
+  std::string mirror_dir;                                 // the blob mirror and its catalog.json
+  int threads = 1;                                        // engine threads
+  gpu::BackendChoice backend = gpu::BackendChoice::kCpu;  // what computes the replays
+  int64_t max_jobs = 0;  // stop after this many verdicts (0: until stopped)
   double max_backoff_s = 30;
   // Versions kept built (states and engines): replays cluster in the staleness window, but each
   // kept version costs its int8 weights in memory (a worker keeps fewer than a validator).

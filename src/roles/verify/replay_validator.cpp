@@ -149,31 +149,40 @@ Verdict ReplayValidator::check_observations(const net::RolloutSubmission& r,
   return {};
 }
 
-engine::ModelRunner& ReplayValidator::runner_for(uint64_t version) {
+engine::EngineBackend& ReplayValidator::runner_for(uint64_t version) {
   if (auto it = runners_.find(version); it != runners_.end()) return *it->second;
   const pulse::Int8State& state = states_.at(version);
   // The worker's own path from PULSE state to engine weights (roles/episode/pulse_weights.h).
-  auto runner = std::make_unique<engine::ModelRunner>(
-      episode::engine_weights_from_state(config_, {state.tensors().begin(), state.tensors().end()}),
-      pool_.get());
+  std::unique_ptr<engine::EngineBackend> runner =
+      gpu::make_engine_backend(
+          settings_.backend,
+          std::make_unique<engine::EngineWeights>(episode::engine_weights_from_state(
+              config_, {state.tensors().begin(), state.tensors().end()})),
+          pool_.get())
+          .backend;
   while (runners_.size() >= keep_versions_) runners_.erase(runners_.begin());  // the oldest
   return *runners_.emplace(version, std::move(runner)).first->second;
 }
 
-engine::Sequence ReplayValidator::prompt_state(std::span<const int32_t> prompt_but_last,
-                                               uint64_t version, int64_t capacity) {
+std::unique_ptr<engine::SequenceState> ReplayValidator::prompt_state(
+    std::span<const int32_t> prompt_but_last, uint64_t version, int64_t capacity) {
   constexpr size_t kKeep = 4;
   for (const CachedPrompt& c : prompts_) {
-    if (c.version == version && std::equal(c.tokens.begin(), c.tokens.end(),
-                                           prompt_but_last.begin(), prompt_but_last.end()))
-      return c.seq.fork(capacity);
+    if (c.version == version && c.seq->capacity() >= capacity &&
+        std::equal(c.tokens.begin(), c.tokens.end(), prompt_but_last.begin(),
+                   prompt_but_last.end()))
+      return c.seq->fork_state();
   }
-  engine::ModelRunner& runner = runner_for(version);
-  engine::Sequence seq = runner.new_sequence(capacity);
-  if (!prompt_but_last.empty()) runner.append(seq, prompt_but_last, engine::Logits::kNone);
+  engine::EngineBackend& runner = runner_for(version);
+  std::unique_ptr<engine::SequenceState> seq = runner.new_state(capacity);
+  if (!prompt_but_last.empty()) {
+    const engine::BackendInput prefill[] = {{seq.get(), prompt_but_last, engine::Logits::kNone}};
+    runner.forward(prefill);
+  }
   if (prompts_.size() >= kKeep) prompts_.erase(prompts_.begin());
-  prompts_.push_back(CachedPrompt{
-      version, std::vector<int32_t>(prompt_but_last.begin(), prompt_but_last.end()), seq.fork()});
+  prompts_.push_back(
+      CachedPrompt{version, std::vector<int32_t>(prompt_but_last.begin(), prompt_but_last.end()),
+                   seq->fork_state()});
   return seq;
 }
 
@@ -202,7 +211,7 @@ Verdict ReplayValidator::check_model(const net::RolloutSubmission& r, size_t pro
   const int64_t sv = settings_.sample_vocab > 0 ? std::min(V, settings_.sample_vocab) : V;
 
   const std::span<const int32_t> tokens(r.tokens);
-  engine::Sequence seq =
+  std::unique_ptr<engine::SequenceState> seq =
       prompt_state(tokens.first(prompt_length - 1), prompt_version,
                    std::max<int64_t>(settings_.capacity, static_cast<int64_t>(n) + 1));
   Verdict out;
@@ -213,7 +222,7 @@ Verdict ReplayValidator::check_model(const net::RolloutSubmission& r, size_t pro
     const uint64_t v = fed_version[j];
     size_t e = j;
     while (e < last_gen && fed_version[e] == v) ++e;
-    engine::ModelRunner& runner = runner_for(v);
+    engine::EngineBackend& runner = runner_for(v);
     // Logits only where the next token was generated: a fed observation (whose next token is the
     // observation's own) needs none, which spares the LM head for every observation token.
     // Appending in pieces computes the same bits (the engine is prefill/decode invariant).
@@ -223,16 +232,19 @@ Verdict ReplayValidator::check_model(const net::RolloutSubmission& r, size_t pro
       while (b < e && (r.mask[b + 1] != 0) == generated_next) ++b;
       const std::span<const int32_t> piece = tokens.subspan(a, b - a);
       if (!generated_next) {
-        runner.append(seq, piece, engine::Logits::kNone);
+        const engine::BackendInput fed[] = {{seq.get(), piece, engine::Logits::kNone}};
+        runner.forward(fed);
         a = b;
         continue;
       }
-      const Tensor logits = runner.append(seq, piece, engine::Logits::kAll);
+      const engine::BackendInput scored[] = {{seq.get(), piece, engine::Logits::kAll}};
+      // Valid until the next pass: every row is read before it.
+      const std::span<const float> logits = runner.forward(scored).rows(0);
       for (size_t row = 0; row < b - a; ++row) {
         const size_t p = a + row + 1;
         ++out.replayed_tokens;
-        const std::span<const float> z(logits.as<float>() + static_cast<int64_t>(row) * V,
-                                       static_cast<size_t>(sv));
+        const std::span<const float> z =
+            logits.subspan(row * static_cast<size_t>(V), static_cast<size_t>(sv));
         const std::vector<engine::TokenLogprob> dist = engine::sampling_distribution(z, params);
         const int32_t token = r.tokens[p];
         auto it = std::find_if(dist.begin(), dist.end(),

@@ -23,9 +23,10 @@
 
 #include "core/hash.h"
 #include "core/thread_pool.h"
-#include "engine/model_runner.h"
+#include "engine/backend.h"
 #include "env/task.h"
 #include "env/token_codec.h"
+#include "gpu/engine_backend_choice.h"
 #include "model/config.h"
 #include "net/protocol.h"
 #include "roles/verify/version_states.h"
@@ -47,6 +48,9 @@ struct ReplaySettings {
   int64_t sample_vocab = 0;          // ids the worker's sampler saw (0: the whole vocabulary)
   std::vector<int32_t> stop_tokens;  // unused by the replay itself; kept for the turn check
   int64_t capacity = 4096;           // the decode capacity (the hub's max_tokens)
+  // What computes the replays (gpu/engine_backend_choice.h): the CPU engine by default; a GPU
+  // computes the same bits (docs/design/vulkan-backend.md).
+  gpu::BackendChoice backend = gpu::BackendChoice::kCpu;
 };
 
 class ReplayValidator {
@@ -70,11 +74,12 @@ class ReplayValidator {
   Verdict check_model(const net::RolloutSubmission& r, size_t prompt_length);
   // The engine holding `version`'s weights (built once per version, the last few kept: a
   // rollout's tokens span at most the staleness window, and the sequences move between them).
-  engine::ModelRunner& runner_for(uint64_t version);
+  engine::EngineBackend& runner_for(uint64_t version);
   // A sequence holding the prompt but its last token computed under `version` (a group's G
-  // rollouts share the prompt: it is computed once and forked, as the worker does).
-  engine::Sequence prompt_state(std::span<const int32_t> prompt_but_last, uint64_t version,
-                                int64_t capacity);
+  // rollouts share the prompt: it is computed once and forked, as the worker does), with room
+  // for at least `capacity` tokens.
+  std::unique_ptr<engine::SequenceState> prompt_state(std::span<const int32_t> prompt_but_last,
+                                                      uint64_t version, int64_t capacity);
 
   const ModelConfig& config_;
   const env::Task& task_;
@@ -83,11 +88,11 @@ class ReplayValidator {
   VersionStates& states_;
   std::unique_ptr<ThreadPool> pool_;
   size_t keep_versions_;
-  std::map<uint64_t, std::unique_ptr<engine::ModelRunner>> runners_;  // by version
+  std::map<uint64_t, std::unique_ptr<engine::EngineBackend>> runners_;  // by version
   struct CachedPrompt {
     uint64_t version = 0;
     std::vector<int32_t> tokens;
-    engine::Sequence seq;
+    std::unique_ptr<engine::SequenceState> seq;
   };
   std::vector<CachedPrompt> prompts_;  // most recent last
 };

@@ -25,6 +25,7 @@
 #include "env/tasks/builtin_tasks.h"
 #include "env/tasks/search/bm25_index.h"
 #include "env/token_codec.h"
+#include "gpu/engine_backend_choice.h"
 #include "model/weights.h"
 #include "net/http_client.h"
 #include "pulse/model_view.h"
@@ -225,6 +226,38 @@ TEST_F(RemoteValidationTest, ValidateProcessPassesHonestRolloutsAndQuarantinesAF
   const auto refused_code = refused.wait_for(30s);
   ASSERT_TRUE(refused_code.has_value());
   EXPECT_EQ(*refused_code, 3) << refused.captured_err();
+}
+
+// `stoa validate --backend vulkan` (lavapipe in CI): the replays computed on the GPU backend give
+// the CPU's verdicts bit for bit, a one-ulp forgery included.
+TEST_F(RemoteValidationTest, ValidateOnAVulkanDeviceGivesTheSameVerdicts) {
+  if (!gpu::vulkan_built()) GTEST_SKIP() << "this build has no Vulkan backend";
+  start(60'000);
+  const Worker honest = join("honest");
+  for (int g = 0; g < 2; ++g) submit_all(honest, generate_group(honest));
+  const Worker forger = join("forger");
+  auto forged = generate_group(forger);
+  net::RolloutSubmission& m = forged.at(0);
+  size_t p = 0;
+  for (size_t t = 0; t < m.mask.size() && p == 0; ++t)
+    if (m.mask[t]) p = t;
+  ASSERT_GT(p, 0u);
+  m.logprobs[p] = std::nextafter(m.logprobs[p], -INFINITY);  // one ulp
+  submit_all(forger, forged);
+  ASSERT_EQ(queue->stats().queued, 6u);
+  Process v = validate(
+      {"--token", kOperatorToken, "--max-jobs", "6", "--name", "gpu", "--backend", "vulkan"});
+  const auto code = v.wait_for(120s);
+  ASSERT_TRUE(code.has_value()) << "stoa validate did not finish";
+  ASSERT_EQ(*code, 0) << v.captured_err();
+  const json summary = json::parse(v.captured_out());
+  EXPECT_EQ(summary["verdicts"], 6) << v.captured_err();
+  EXPECT_EQ(summary["failed"], 1) << v.captured_err();
+  EXPECT_TRUE(hub->quarantined(forger.id));
+  EXPECT_FALSE(hub->quarantined(honest.id));
+  EXPECT_NE(v.captured_err().find("FAILED replay at position " + std::to_string(p)),
+            std::string::npos)
+      << v.captured_err();
 }
 
 TEST_F(RemoteValidationTest, ExpiredLeasesRequeueAndBadVerdictsAreRefused) {
