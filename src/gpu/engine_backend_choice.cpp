@@ -82,6 +82,20 @@ bool vulkan_built() {
 #endif
 }
 
+void require_backend(BackendChoice choice) {
+  if (choice != BackendChoice::kVulkan) return;
+#ifdef STOA_HAVE_VULKAN
+  Device& d = device();
+  const std::lock_guard lock(d.mutex);
+  prepare(d, true);
+  STOA_CHECK(d.why_not.empty(), ErrorKind::kUnsupported, "--backend vulkan: ", d.why_not);
+#else
+  fail(ErrorKind::kUnsupported,
+       "--backend vulkan: this build has no Vulkan backend (built without the Vulkan headers or "
+       "glslc)");
+#endif
+}
+
 ChosenBackend make_engine_backend(BackendChoice choice,
                                   std::unique_ptr<engine::EngineWeights> weights,
                                   ThreadPool* pool) {

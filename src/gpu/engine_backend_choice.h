@@ -35,6 +35,11 @@ ChosenBackend make_engine_backend(BackendChoice choice,
                                   std::unique_ptr<engine::EngineWeights> weights,
                                   ThreadPool* pool = nullptr);
 
+// Throws kUnsupported (words) when `choice` is kVulkan and no device can be had (no device, a
+// failed self-test, a build without Vulkan): what a role checks at start, before it depends on
+// the backend (the hub's replay makes its engines only when the first rollout comes).
+void require_backend(BackendChoice choice);
+
 // Whether this build has the Vulkan backend at all.
 bool vulkan_built();
 

@@ -84,6 +84,8 @@ HubProcess::HubProcess(const RunConfig& config, bool serve_trainer)
     if (model_config_.eos_token_id >= 0)
       rs.stop_tokens = {static_cast<int32_t>(model_config_.eos_token_id)};
     rs.capacity = c.hub.max_tokens;
+    rs.backend = gpu::parse_backend_choice(c.hub.verify.backend);
+    gpu::require_backend(rs.backend);  // a GPU asked for and missing stops the run here
     states_ = std::make_unique<verify::VersionStates>(*store_);
     validator_ = std::make_unique<verify::ReplayValidator>(model_config_, *task_, *codec_, rs,
                                                            *states_, c.hub.verify.threads);

@@ -266,6 +266,7 @@ void verify_keys(Keys& k, Config& c) {
   k.seconds("max_wait_s", vp.max_wait_ms);
   k.value("train_on_timeout", vp.train_on_timeout);
   k.value("threads", vp.threads);
+  k.value("backend", vp.backend);
   k.value("max_queue", vp.max_queue);
   k.value("remote", vp.remote);
   k.seconds("job_lease_s", vp.job_lease_ms);
@@ -439,6 +440,10 @@ RunConfig parse_run_config(const std::string& text, const std::string& source,
              ErrorKind::kInvalidArgument, source,
              ": [verify] fraction must be in [0, 1], max_queue and job_lease_s >= 1, threads >= 1 "
              "(>= 0 with remote = true)");
+
+  STOA_CHECK(vp.backend == "cpu" || vp.backend == "vulkan" || vp.backend == "auto",
+             ErrorKind::kInvalidArgument, source,
+             ": [verify] backend must be cpu, vulkan or auto, not '", vp.backend, "'");
 
   SectionReader e(root["eval"].as_table(), "eval", source);
   eval_keys(e, c);

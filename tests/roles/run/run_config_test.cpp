@@ -129,6 +129,8 @@ TEST(RunConfig, BadInputIsRefusedNamingFileAndKey) {
   expect_error(std::string(kMinimalRunToml) + "[trainer]\ndtype = \"f16\"\n", "f16");
   expect_error(std::string(kMinimalRunToml) + "[trainer]\naggregation = 3\n", "aggregation");
   expect_error(std::string(kMinimalRunToml) + "[verify]\nmax_wait_s = 1.5\n", "max_wait_s");
+  expect_error(std::string(kMinimalRunToml) + "[verify]\nbackend = \"cuda\"\n",
+               "backend must be cpu, vulkan or auto");
   expect_error(std::string(kMinimalRunToml) + "fetches_per_blob = 0.5\n", "fetches_per_blob");
   expect_error(std::string(kMinimalRunToml) + "[trainer]\nlr = -1.0\n", "lr");
   expect_error(std::string(kMinimalRunToml) + "[trainer]\ngroups_per_step = -2\n",
@@ -136,6 +138,17 @@ TEST(RunConfig, BadInputIsRefusedNamingFileAndKey) {
   expect_error(std::string(kMinimalRunToml) + "[pulse]\nanchor_every = 0\n", "anchor_every");
   expect_error("[run]\ndata = \"d\"\n[hub]\njoin_token = \"t\"\n", "model");
   expect_error("[run]\nmodel = \"m\"\ndata = \"d\"\ntask = \"search\"\n", "join_token");
+}
+
+// [verify] backend: the hub's own replay on a GPU; cpu unless set, and it round-trips.
+TEST(RunConfig, TheReplayBackendIsReadAndWritten) {
+  EXPECT_EQ(parse_run_config(kMinimalRunToml, "run.toml", "/base").hub.verify.backend, "cpu");
+  const RunConfig c = parse_run_config(
+      std::string(kMinimalRunToml) + "[verify]\nbackend = \"vulkan\"\n", "run.toml", "/base");
+  EXPECT_EQ(c.hub.verify.backend, "vulkan");
+  const std::string written = to_toml(c);
+  EXPECT_NE(written.find("backend = \"vulkan\""), std::string::npos) << written;
+  EXPECT_EQ(parse_run_config(written, "run.toml", "/base").hub.verify.backend, "vulkan");
 }
 
 // [eval]: off unless every_steps is set; the question file is a path like the others; a pass@k

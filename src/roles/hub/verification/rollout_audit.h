@@ -16,6 +16,9 @@ namespace stoa::hub {
 struct VerifyPolicy {
   bool enabled = false;  // run config [verify] enabled: `stoa run` starts a validator
   int threads = 1;       // the validator engine's threads (the hub's spare cores)
+  // What computes the hub's own replays: "cpu", "vulkan" or "auto" (gpu/engine_backend_choice.h;
+  // a GPU computes the CPU engine's bits).
+  std::string backend = "cpu";
   // Jobs are also served to `stoa validate` processes (/v1/validation/*); with threads = 0 only
   // to them. A job leased by one and not answered within job_lease_ms goes back to the queue.
   bool remote = false;
