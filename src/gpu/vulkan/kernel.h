@@ -1,6 +1,7 @@
 // One compute shader ready to dispatch: its module, a descriptor set layout of N storage
-// buffers (bindings 0..N-1), push constants, the pipeline. Each dispatch binds buffers, pushes
-// the constants, runs and waits, then makes the shader's writes visible to the host's mapping.
+// buffers (bindings 0..N-1), push constants, the pipeline. A pass records it among others
+// (PassRecorder::dispatch); dispatch() here is a pass of its own: it runs, waits, and makes the
+// shader's writes visible to the host's mapping.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -38,7 +39,6 @@ class Kernel {
   VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE;
   VkPipelineLayout pipeline_layout_ = VK_NULL_HANDLE;
   VkPipeline pipeline_ = VK_NULL_HANDLE;
-  VkDescriptorPool descriptor_pool_ = VK_NULL_HANDLE;
 };
 
 }  // namespace stoa::gpu::vulkan

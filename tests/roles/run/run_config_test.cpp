@@ -147,7 +147,7 @@ TEST(RunConfig, TheReplayBackendIsReadAndWritten) {
       std::string(kMinimalRunToml) + "[verify]\nbackend = \"vulkan\"\n", "run.toml", "/base");
   EXPECT_EQ(c.hub.verify.backend, "vulkan");
   const std::string written = to_toml(c);
-  EXPECT_NE(written.find("backend = \"vulkan\""), std::string::npos) << written;
+  EXPECT_NE(written.find("backend = 'vulkan'"), std::string::npos) << written;
   EXPECT_EQ(parse_run_config(written, "run.toml", "/base").hub.verify.backend, "vulkan");
 }
 
