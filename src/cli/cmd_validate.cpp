@@ -7,6 +7,7 @@
 #include <fstream>
 #include <memory>
 
+#include "cli/backend_flag.h"
 #include "cli/command.h"
 #include "cli/task_option_flags.h"
 #include "roles/verify/remote_validator.h"
@@ -66,12 +67,7 @@ CommandRegistration reg(
       app.add_option("--name", o->name, "validator name")->capture_default_str();
       app.add_option("--state-dir", o->state_dir, "blob mirror (default .stoa-validate-<name>)");
       app.add_option("--threads", o->threads, "engine threads")->capture_default_str();
-      auto backend = std::make_shared<std::string>("cpu");
-      app.add_option("--backend", *backend,
-                     "what computes the replays: cpu, vulkan (a GPU after its self-test against "
-                     "the CPU engine's bits) or auto")
-          ->check(CLI::IsMember({"auto", "cpu", "vulkan"}))
-          ->capture_default_str();
+      auto backend = add_backend_flag(app, "the replays");
       app.add_option("--wait", o->wait_s, "seconds a job request waits on the hub")
           ->capture_default_str();
       app.add_option("--max-jobs", o->max_jobs, "stop after this many verdicts (0: never)")

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "cli/backend_flag.h"
 #include "cli/command.h"
 #include "cli/kernel_target_flag.h"
 #include "cli/task_option_flags.h"
@@ -73,13 +74,7 @@ CommandRegistration reg(
       app.add_option("--threads", o->threads, "engine threads (0: all cores)")
           ->capture_default_str();
       app.add_option("--slots", o->slots, "rollouts generated together")->capture_default_str();
-      auto backend = std::make_shared<std::string>("cpu");
-      app.add_option("--backend", *backend,
-                     "what computes the rollouts: cpu, vulkan (a GPU through Vulkan, after a "
-                     "self-test against the CPU engine's bits) or auto (such a GPU when one "
-                     "passes, else the CPU)")
-          ->check(CLI::IsMember({"auto", "cpu", "vulkan"}))
-          ->capture_default_str();
+      auto backend = add_backend_flag(app, "the rollouts");
       app.add_option("--minutes", o->max_minutes, "stop after this long (0: until signalled)")
           ->capture_default_str();
       app.add_option("--seed", o->seed, "sampler seed (0: from the clock)");
