@@ -23,7 +23,10 @@ struct VerifyPolicy {
   // to them. A job leased by one and not answered within job_lease_ms goes back to the queue.
   bool remote = false;
   int64_t job_lease_ms = 120'000;
-  size_t max_queue = 256;         // jobs waiting for the validator; beyond it a rollout is skipped
+  // Jobs waiting for the validator; beyond it a rollout due for replay waits in the hub's backlog
+  // (at most max_peer_jobs) with its group held, and past that its group is dropped: a rollout
+  // chosen for replay never trains unchecked.
+  size_t max_queue = 256;
   double fraction = 0.05;         // of every worker's accepted rollouts, chosen at random
   int64_t first_rollouts = 16;    // a new worker's first rollouts are all replayed
   int64_t max_wait_ms = 120'000;  // how long a group waits for its verdicts
@@ -46,7 +49,9 @@ struct VerifyPolicy {
   double check_share = 1.0;
   int64_t check_allowance = 2;
   size_t max_checks_in_flight = 2;
-  size_t max_peer_jobs = 4096;  // jobs waiting for or leased to peers; beyond: trusted replay
+  // Jobs waiting for or leased to peers (beyond: trusted replay), and jobs waiting for room in
+  // the trusted replay's queue (beyond: their groups are dropped).
+  size_t max_peer_jobs = 4096;
   // Of check leases handed out while real jobs wait, this share is a canary instead: a rollout
   // the trusted replay passed, with one log-prob nudged, so the hub knows it must fail. A
   // checker that passes one (it did not replay, or passes whatever fails) is quarantined.
@@ -89,8 +94,8 @@ enum class CheckOpinion { kNone, kPass, kFail };
 class RolloutAuditor {
  public:
   virtual ~RolloutAuditor() = default;
-  // Queues a job; false when the queue is full (the hub then counts it as not verified). Must not
-  // block: the hub calls it under its lock.
+  // Queues a job; false when the queue is full (the hub keeps it, its group held, and tries
+  // again as the queue drains). Must not block: the hub calls it under its lock.
   virtual bool enqueue(AuditJob job) = 0;
 };
 

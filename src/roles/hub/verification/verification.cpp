@@ -104,12 +104,23 @@ void Verification::audit(const net::RolloutSubmission& m, const GroupState& g,
   if (peer && !mandatory) return enqueue_check(std::move(job), g);
   if (peer) v.note_canary_candidate(job, w.token_name, w.address, "", now(), parts_.config.verify);
   if (peer && !v.auditor->enqueue(job)) return enqueue_check(std::move(job), g);
-  if (!peer && !v.auditor->enqueue(std::move(job))) {
-    ++v.skipped_queue_full;
-    return;
-  }
   v.pending[m.id] = {g.row.id, m.worker_id, m.kernel_target,
                      now() + parts_.config.verify.max_wait_ms};
+  if (peer || (v.backlog.empty() && v.auditor->enqueue(job))) return;
+  // Sampled mode fails closed: a rollout due for replay that the replay's queue cannot take
+  // waits in the backlog (behind those already there) with its group held, and is handed over
+  // as the queue drains (sweep); past max_wait_s its group is dropped. Were it skipped, a flood
+  // of the queue would let exactly the rollouts chosen for checking train unchecked.
+  if (v.backlog.size() >= parts_.config.verify.max_peer_jobs) {
+    // Memory is bounded: a rollout that can be neither replayed nor kept waiting does not train.
+    ++v.skipped_queue_full;
+    log_warn("verify", "rollout ", m.id, " cannot be replayed (the replay's queue is full and ",
+             v.backlog.size(), " more wait): its group is dropped");
+    drop_group(g.row.id, "unchecked");
+    return;
+  }
+  v.pending[m.id].backlogged = true;
+  v.backlog.emplace_back(m.id, std::move(job));
 }
 
 bool Verification::held_for_verdict(const std::string& group_id) {
@@ -122,16 +133,19 @@ bool Verification::held_for_verdict(const std::string& group_id) {
     overdue |= now() >= p.deadline_ms;
   }
   if (!waiting || !overdue) return waiting;
+  bool backlogged = false;  // see Pending::backlogged
   for (auto it = v.pending.begin(); it != v.pending.end();) {
     if (it->second.group_id != group_id) {
       ++it;
       continue;
     }
     ++v.timeouts;
+    backlogged |= it->second.backlogged;
     state_->forget_check(it->first);
     it = v.pending.erase(it);
   }
-  if (parts_.config.verify.train_on_timeout && !parts_.config.verify.peer) return false;
+  if (parts_.config.verify.train_on_timeout && !parts_.config.verify.peer && !backlogged)
+    return false;
   parts_.ledger.write([group_id](Ledger& l) {
     l.set_group_status(group_id, GroupStatus::kDropped, -1, "verify_timeout");
   });

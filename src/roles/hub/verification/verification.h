@@ -93,8 +93,8 @@ class Verification {
   std::string record_check(const std::string& worker_id, const std::string& job_id,
                            const AuditVerdict& verdict);
   size_t checks_waiting() const;
-  // Peer checks past their deadlines go to the trusted replay; its backlog drains; canaries
-  // expire (at most every 100 ms).
+  // The trusted replay's backlog drains (either mode); peer checks past their deadlines go to
+  // the trusted replay; canaries expire (at most every 100 ms).
   void sweep(int64_t now_ms);
   // The problem of a check `worker_id` holds on `prompt_id` (the task served through the hub).
   std::optional<env::QaItem> checked_problem(const std::string& worker_id,

@@ -74,11 +74,12 @@ void Verification::escalate(const std::string& rollout_id, const std::string& wh
 }
 
 void Verification::sweep(int64_t now_ms) {
-  if (!state_ || !parts_.config.verify.peer) return;
+  if (!state_) return;
   VerificationState& v = *state_;
   if (now_ms - v.last_sweep_ms < kSweepEveryMs) return;
   v.last_sweep_ms = now_ms;
-  state_->drain_backlog();
+  state_->drain_backlog();  // in either mode: rollouts the trusted replay had no room for
+  if (!parts_.config.verify.peer) return;
   state_->expire_canaries(now_ms);
   std::vector<std::pair<std::string, std::string>> due;  // rollout id, checker ("" : unclaimed)
   for (const auto& [id, p] : v.peer_jobs)

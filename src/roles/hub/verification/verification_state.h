@@ -48,6 +48,9 @@ struct VerificationState {
     std::string worker_id;
     std::string kernel_target;  // as the rollout recorded it (for by_target)
     int64_t deadline_ms = 0;
+    // It waited in the backlog for room in the trusted replay's queue: overdue, its group is
+    // dropped even when the run trains on timeout (that forgives a slow validator, not a flood).
+    bool backlogged = false;
   };
   std::map<std::string, Pending> pending;  // rollout id -> what waits on it
   // Peer checks (verification_peer.cpp): rollouts waiting for a checking worker or leased to one. A
@@ -70,8 +73,9 @@ struct VerificationState {
     CheckOpinion opinion = CheckOpinion::kNone;
   };
   std::map<std::string, Escalation> escalations;  // rollout id ->
-  // Escalated while the trusted replay's queue was full: they wait here (disagreements first)
-  // and are handed over as it drains; their groups stay held, up to max_wait_s.
+  // Due for the trusted replay while its queue was full (escalated peer checks, disagreements
+  // first; in sampled mode, rollouts chosen for replay): they wait here and are handed over as it
+  // drains; their groups stay held, up to max_wait_s. At most max_peer_jobs.
   std::deque<std::pair<std::string, AuditJob>> backlog;
   struct CheckerBook {
     int64_t leased = 0;           // checks ever leased
