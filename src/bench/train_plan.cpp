@@ -31,7 +31,8 @@ double gib(int64_t bytes) {
 }
 
 nlohmann::json plan_json(const train::RankMemoryPlan& p) {
-  return {{"masters_bytes", p.masters},
+  return {{"frozen_base_bytes", p.frozen_base},
+          {"masters_bytes", p.masters},
           {"gradients_bytes", p.gradients},
           {"moments_bytes", p.moments},
           {"gathered_bytes", p.gathered},
@@ -52,6 +53,10 @@ train::MemoryPlanOptions plan_options(const TrainPlanOptions& o, int ranks,
   p.micro_batch_tokens = o.micro_batch_tokens;
   STOA_CHECK(parse_dtype(o.dtype, &p.compute), ErrorKind::kInvalidArgument, "unknown dtype '",
              o.dtype, "' (f32, bf16)");
+  p.lora.rank = o.lora_rank;
+  p.lora.targets = o.lora_targets;
+  STOA_CHECK(parse_dtype(o.lora_base_dtype, &p.lora.base_dtype), ErrorKind::kInvalidArgument,
+             "unknown LoRA base dtype '", o.lora_base_dtype, "' (bf16, f32)");
   return p;
 }
 
@@ -139,12 +144,24 @@ int run_train_plan(const TrainPlanOptions& o) {
                         {"seq_len", o.seq_len},
                         {"micro_batch_tokens", o.micro_batch_tokens},
                         {"plans", nlohmann::json::array()}};
+  if (o.lora_rank > 0) {
+    const train::LoraOptions lora = plan_options(o, 1, sharding).lora;
+    out["lora"] = {{"rank", o.lora_rank},
+                   {"targets", o.lora_targets},
+                   {"base_dtype", o.lora_base_dtype},
+                   {"adapter_parameters", train::lora_adapter_numel(config, lora)}};
+  }
   if (!o.json) {
+    const std::string mode =
+        o.lora_rank == 0 ? o.sharding
+                         : cat("LoRA rank ", o.lora_rank, " (", out["lora"]["adapter_parameters"],
+                               " adapter parameters), base ", o.lora_base_dtype, " frozen");
     std::printf("%s, %s, %s matmuls, %lld x %lld tokens per step, per-rank GiB:\n",
-                o.preset.c_str(), o.sharding.c_str(), o.dtype.c_str(),
+                o.preset.c_str(), mode.c_str(), o.dtype.c_str(),
                 static_cast<long long>(o.sequences), static_cast<long long>(o.seq_len));
-    std::printf("%6s %9s %9s %9s %9s %11s %9s %9s %6s %14s\n", "ranks", "masters", "grads",
-                "moments", "gathered", "activations", "peak+", "total", "fits", "seqs/rank fit");
+    std::printf("%6s %9s %9s %9s %9s %9s %11s %9s %9s %6s %14s\n", "ranks", "base", "masters",
+                "grads", "moments", "gathered", "activations", "peak+", "total", "fits",
+                "seqs/rank fit");
   }
   for (int ranks : o.ranks) {
     const train::MemoryPlanOptions po = plan_options(o, ranks, sharding);
@@ -157,10 +174,10 @@ int run_train_plan(const TrainPlanOptions& o) {
     row["sequences_per_rank_that_fit"] = fit;
     out["plans"].push_back(row);
     if (!o.json) {
-      std::printf("%6d %9.2f %9.2f %9.2f %9.2f %11.2f %9.2f %9.2f %6s %14lld\n", ranks,
-                  gib(p.masters), gib(p.gradients), gib(p.moments), gib(p.gathered),
-                  gib(p.activations), gib(p.transient()), gib(p.total()), fits ? "yes" : "no",
-                  static_cast<long long>(fit));
+      std::printf("%6d %9.2f %9.2f %9.2f %9.2f %9.2f %11.2f %9.2f %9.2f %6s %14lld\n", ranks,
+                  gib(p.frozen_base), gib(p.masters), gib(p.gradients), gib(p.moments),
+                  gib(p.gathered), gib(p.activations), gib(p.transient()), gib(p.total()),
+                  fits ? "yes" : "no", static_cast<long long>(fit));
     }
   }
   if (o.measure) {

@@ -18,6 +18,10 @@ struct TrainPlanOptions {
   int64_t sequences = 8;       // per optimiser step, all ranks
   int64_t seq_len = 1024;
   int64_t micro_batch_tokens = 8192;
+  // --lora: adapters on a frozen base (train/lora.h); rank 0 plans full fine-tuning.
+  int64_t lora_rank = 0;
+  std::vector<std::string> lora_targets = {"all-linear"};
+  std::string lora_base_dtype = "bf16";
   // --measure: run the CPU trainer here (in `dir`) and compare.
   bool measure = false;
   std::string dir = "stoa-train-plan";

@@ -31,6 +31,17 @@ const CommandRegistration registration(
           ->capture_default_str();
       app.add_option("--micro-batch-tokens", plan->micro_batch_tokens, "Plan: tokens per chunk")
           ->capture_default_str();
+      auto lora = std::make_shared<bool>(false);
+      auto lora_rank = std::make_shared<int64_t>(16);
+      app.add_flag("--lora", *lora,
+                   "Plan: LoRA adapters on a frozen base (no base gradients or "
+                   "moments) instead of full fine-tuning");
+      app.add_option("--lora-rank", *lora_rank, "Plan: LoRA rank")->capture_default_str();
+      app.add_option("--lora-targets", plan->lora_targets,
+                     "Plan: LoRA target modules (all-linear, or names such as q_proj,w1)")
+          ->delimiter(',');
+      app.add_option("--lora-base-dtype", plan->lora_base_dtype, "Plan: the frozen base's dtype")
+          ->capture_default_str();
       app.add_flag("--measure", plan->measure,
                    "Plan: run `stoa train --sft` at each rank count here and compare");
       app.add_option("--dir", plan->dir, "Plan --measure: working directory")
@@ -52,8 +63,9 @@ const CommandRegistration registration(
           ->capture_default_str();
       app.add_flag("--json", o->json, "Print the report as JSON");
       CLI::Option* dtype = app.get_option("--dtype");
-      return [o, plan, plan_mode, dtype] {
+      return [o, plan, plan_mode, dtype, lora, lora_rank] {
         if (*plan_mode) {
+          plan->lora_rank = *lora ? *lora_rank : 0;
           plan->json = o->json;
           if (dtype->count() > 0) plan->dtype = o->dtype;  // else the plan's bf16
           plan->threads = o->bench.threads > 0 ? o->bench.threads : plan->threads;

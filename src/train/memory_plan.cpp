@@ -34,11 +34,60 @@ int64_t layer_activation_elements(const ModelConfig& c, int64_t layer, int64_t s
   return n;
 }
 
+// Tokens in one micro-batch of this rank: its sequences, at most micro_batch_tokens of them.
+int64_t micro_batch_tokens(const MemoryPlanOptions& o) {
+  const int64_t rank_sequences = (o.sequences + o.ranks - 1) / o.ranks;
+  const int64_t per_micro = std::max<int64_t>(1, o.micro_batch_tokens / o.seq_len);
+  return std::min(rank_sequences, per_micro) * o.seq_len;
+}
+
+// What autograd keeps per token without recomputation: every layer's activations and the head.
+int64_t kept_elements_per_token(const ModelConfig& c, int64_t seq_len) {
+  int64_t per_token = 0;
+  for (int64_t l = 0; l < c.num_layers; ++l) per_token += layer_activation_elements(c, l, seq_len);
+  return per_token + 4 * c.vocab_size + 2 * c.hidden_size;
+}
+
+// LoRA: the base frozen in its dtype, the adapters trained in f32 (memory_plan.h). The base
+// still carries the activations' gradients, so autograd keeps what the one-process trainer
+// keeps, plus each adapter's rank-wide product (and its dropped-out input when dropout > 0).
+RankMemoryPlan plan_lora_memory(const ModelConfig& c, const MemoryPlanOptions& o) {
+  RankMemoryPlan plan;
+  int64_t base = 0, largest_tensor = 0;
+  for (const TensorSpec& spec : expected_tensors(c)) {
+    base += shape_numel(spec.shape);
+    largest_tensor = std::max(largest_tensor, shape_numel(spec.shape));
+  }
+  plan.frozen_base = base * static_cast<int64_t>(dtype_size(o.lora.base_dtype));
+  int64_t adapters = 0, largest_adapter = 0, adapter_inputs = 0;
+  for (const LoraTarget& t : lora_targets(c, o.lora)) {
+    adapters += t.adapter_numel(o.lora.rank);
+    largest_adapter = std::max(largest_adapter, o.lora.rank * std::max(t.in, t.out));
+    adapter_inputs += o.lora.rank + (o.lora.dropout > 0 ? t.in : 0);
+  }
+  // MoE experts see only their routed tokens: on average top-k of E.
+  if (c.num_experts > 0) adapter_inputs = adapter_inputs * c.num_experts_per_tok / c.num_experts;
+  plan.masters = kF32 * adapters;
+  plan.gradients = kF32 * adapters;
+  plan.moments = 2 * kF32 * adapters;
+  plan.optimizer_step = 2 * kF32 * largest_adapter;
+  plan.export_copy = kF32 * largest_tensor;  // a version's merged tensor, one at a time
+  plan.activations =
+      kF32 * (kept_elements_per_token(c, o.seq_len) + adapter_inputs) * micro_batch_tokens(o);
+  if (o.compute != DType::kF32) plan.activations += plan.activations / 4;
+  // A base held in another dtype than the matmuls': each weight's cast copy is kept for the
+  // backward (the plan says so rather than hide it; bf16 base wants bf16 matmuls).
+  if (o.compute != o.lora.base_dtype)
+    plan.activations += base * static_cast<int64_t>(dtype_size(o.compute));
+  return plan;
+}
+
 }  // namespace
 
 RankMemoryPlan plan_rank_memory(const ModelConfig& c, const MemoryPlanOptions& o) {
   STOA_CHECK(o.ranks >= 1 && o.sequences >= 1 && o.seq_len >= 1, ErrorKind::kInvalidArgument,
              "memory plan: ranks, sequences and seq_len must be >= 1");
+  if (o.lora.enabled()) return plan_lora_memory(c, o);
   RankMemoryPlan plan;
   const FsdpLayout layout = plan_fsdp(c, o.sharding == Sharding::kFsdp ? o.ranks : 1);
   int64_t trainable = 0, total = 0, largest_unit = 0, largest_tensor = 0;
@@ -74,10 +123,7 @@ RankMemoryPlan plan_rank_memory(const ModelConfig& c, const MemoryPlanOptions& o
     plan.optimizer_step = 2 * kF32 * largest_tensor;
     plan.export_copy = kF32 * largest_tensor;
   }
-  // One micro-batch on this rank: the rank's sequences, at most micro_batch_tokens of them.
-  const int64_t rank_sequences = (o.sequences + o.ranks - 1) / o.ranks;
-  const int64_t per_micro = std::max<int64_t>(1, o.micro_batch_tokens / o.seq_len);
-  const int64_t tokens = std::min(rank_sequences, per_micro) * o.seq_len;
+  const int64_t tokens = micro_batch_tokens(o);
   int64_t per_token = 0, largest_layer = 0;
   for (int64_t l = 0; l < c.num_layers; ++l) {
     const int64_t n = layer_activation_elements(c, l, o.seq_len);

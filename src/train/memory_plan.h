@@ -9,6 +9,7 @@
 
 #include "core/dtype.h"
 #include "model/config.h"
+#include "train/lora.h"
 #include "train/train_options.h"
 
 namespace stoa::train {
@@ -20,12 +21,17 @@ struct MemoryPlanOptions {
   int64_t seq_len = 1024;             // tokens per sequence
   int64_t micro_batch_tokens = 8192;  // padded tokens per forward/backward chunk
   DType compute = DType::kF32;        // bf16: matmul operands cast per call
+  // LoRA (rank > 0): every rank holds the whole base frozen in lora.base_dtype (no gradient, no
+  // moments) and the adapters in f32 with their gradients and AdamW moments; `sharding` is not
+  // used (the ranks are data-parallel replicas).
+  LoraOptions lora;
 };
 
 // Bytes, per rank. The state lives through the run; the phases' transients come one at a time,
 // so the peak is the state plus the largest of them.
 struct RankMemoryPlan {
-  int64_t masters = 0;         // f32 master weights
+  int64_t frozen_base = 0;     // LoRA: the frozen base in its dtype
+  int64_t masters = 0;         // f32 master weights (LoRA: the adapters)
   int64_t gradients = 0;       // f32 gradient buffers
   int64_t moments = 0;         // AdamW's two f32 moments
   int64_t gathered = 0;        // backward, FSDP: one unit gathered, its gradient, its reduce buffer
@@ -38,7 +44,7 @@ struct RankMemoryPlan {
     if (export_copy > peak) peak = export_copy;
     return peak;
   }
-  int64_t total() const { return masters + gradients + moments + transient(); }
+  int64_t total() const { return frozen_base + masters + gradients + moments + transient(); }
 };
 
 RankMemoryPlan plan_rank_memory(const ModelConfig& config, const MemoryPlanOptions& options);
