@@ -169,11 +169,13 @@ HeartbeatResponse HubClient::heartbeat(const Heartbeat& heartbeat) {
   return resp;
 }
 
-PipelinePlace HubClient::pipeline_place(uint64_t memory_bytes, int port, bool relayed) {
+PipelinePlace HubClient::pipeline_place(uint64_t memory_bytes, int port, bool relayed,
+                                        const PipelineGroupReport& report) {
   auto r = with_session([&] {
     return http_.post_json(
         "/v1/pipeline/place",
-        to_json(PipelinePlaceRequest{worker_id(), memory_bytes, port, relayed}).dump(), true);
+        to_json(PipelinePlaceRequest{worker_id(), memory_bytes, port, relayed, report}).dump(),
+        true);
   });
   return pipeline_place_from_json(parse_response(r, "pipeline place"));
 }

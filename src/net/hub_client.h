@@ -61,8 +61,10 @@ class HubClient {
   HeartbeatResponse heartbeat(const Heartbeat& heartbeat);
   // The run's task through the hub (net/task_protocol.h), for a problem this worker holds a lease
   // on. Retried like the other idempotent calls (the answers are pure functions of the request).
-  // A place in a pipeline group (pipeline_protocol.h); asking again renews the membership.
-  PipelinePlace pipeline_place(uint64_t memory_bytes, int port, bool relayed = false);
+  // A place in a pipeline group (pipeline_protocol.h); asking again renews the membership and
+  // tells the hub how the group has gone (`report`).
+  PipelinePlace pipeline_place(uint64_t memory_bytes, int port, bool relayed = false,
+                               const PipelineGroupReport& report = {});
   std::string task_prompt(const std::string& prompt_id);
   TaskStepReply task_step(const std::string& prompt_id, const std::string& action,
                           bool tools_allowed);

@@ -13,7 +13,11 @@ json to_json(const PipelinePlaceRequest& m) {
   return {{"worker_id", m.worker_id},
           {"memory_bytes", m.memory_bytes},
           {"port", m.port},
-          {"relayed", m.relayed}};
+          {"relayed", m.relayed},
+          {"group_id", m.report.group_id},
+          {"breaks", m.report.breaks},
+          {"fault_stage", m.report.fault_stage},
+          {"next_failures", m.report.next_failures}};
 }
 
 json to_json(const PipelinePlace& m) {
@@ -30,6 +34,14 @@ PipelinePlaceRequest pipeline_place_request_from_json(const json& j) {
   m.memory_bytes = req<uint64_t>(j, msg, "memory_bytes");
   m.port = req<int>(j, msg, "port");
   m.relayed = opt<bool>(j, msg, "relayed", false);
+  m.report.group_id = opt<uint64_t>(j, msg, "group_id", 0);
+  m.report.breaks = opt<int64_t>(j, msg, "breaks", 0);
+  m.report.fault_stage = opt<int>(j, msg, "fault_stage", -1);
+  m.report.next_failures = opt<int64_t>(j, msg, "next_failures", 0);
+  STOA_CHECK(m.report.breaks >= 0 && m.report.next_failures >= 0 && m.report.fault_stage >= -1,
+             ErrorKind::kInvalidArgument, msg, ": breaks ", m.report.breaks, ", fault stage ",
+             m.report.fault_stage, " and next failures ", m.report.next_failures,
+             " are not counts of a group");
   STOA_CHECK(m.port > 0 && m.port <= 65535, ErrorKind::kInvalidArgument, msg, ": port ", m.port,
              " is not a TCP port");
   return m;

@@ -17,7 +17,19 @@ struct PipelinePlaceRequest {
   int port = 0;               // where it serves a stage (its address is the one the hub sees)
   // Behind NAT: nobody can dial `port`, so the hop into this worker goes through the hub's relay.
   bool relayed = false;
+  // How the member's group has gone so far (PipelineGroupReport; zeros while waiting).
+  struct PipelineGroupReport {
+    uint64_t group_id = 0;  // the group these counts are of (0: none); others' counts are stale
+    // The head: how often its pipeline broke in this group, and the stage the last break named
+    // (an error frame names its stage's span); -1 when the break named none (a stall, a link).
+    int64_t breaks = 0;
+    int fault_stage = -1;
+    // A stage: how often the stage after it failed it (stalled past the deadline, dropped the
+    // link, could not be reached).
+    int64_t next_failures = 0;
+  } report;
 };
+using PipelineGroupReport = PipelinePlaceRequest::PipelineGroupReport;
 
 struct PipelinePlace {
   bool placed = false;  // false: waiting for members

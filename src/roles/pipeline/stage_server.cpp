@@ -83,8 +83,8 @@ StageServer::~StageServer() {
 }
 
 StageServerCounters StageServer::counters() const {
-  return {sessions_.load(), frames_.load(), bytes_in_.load(), bytes_down_.load(),
-          bytes_from_next_.load()};
+  return {sessions_.load(),   frames_.load(),          bytes_in_.load(),
+          bytes_down_.load(), bytes_from_next_.load(), next_failures_.load()};
 }
 
 void StageServer::stop() {
@@ -137,11 +137,16 @@ void StageServer::session(net::FrameSocket upstream) {
   ++sessions_;
   net::FrameSocket downstream;
   if (!options_.next_host.empty()) {
-    downstream = options_.next_relay_key.empty()
-                     ? net::FrameSocket::connect(options_.next_host, options_.next_port,
-                                                 std::chrono::milliseconds(10000))
-                     : join_relay(options_.next_host, options_.next_port, RelayRole::kDial,
-                                  options_.next_relay_key, std::chrono::milliseconds(10000));
+    try {
+      downstream = options_.next_relay_key.empty()
+                       ? net::FrameSocket::connect(options_.next_host, options_.next_port,
+                                                   std::chrono::milliseconds(10000))
+                       : join_relay(options_.next_host, options_.next_port, RelayRole::kDial,
+                                    options_.next_relay_key, std::chrono::milliseconds(10000));
+    } catch (const Error&) {
+      if (!stopping_) ++next_failures_;  // the next stage cannot be reached
+      throw;
+    }
   }
   {
     std::lock_guard<std::mutex> lock(session_mu_);
@@ -183,7 +188,10 @@ void StageServer::session(net::FrameSocket upstream) {
           answers.fill_forwarded(std::move(answer));
         }
       } catch (const Error& e) {
-        if (!ending) log_warn("stage", "the next stage ", downstream.peer(), ": ", e.what());
+        if (!ending && !stopping_) {
+          ++next_failures_;
+          log_warn("stage", "the next stage ", downstream.peer(), ": ", e.what());
+        }
       }
       end_session();
     });
@@ -201,7 +209,12 @@ void StageServer::session(net::FrameSocket upstream) {
       }
       answers.push_forwarded();
       bytes_down_ += static_cast<int64_t>(outcome.bytes.size());
-      downstream.send(outcome.bytes, options_.answer_deadline);
+      try {
+        downstream.send(outcome.bytes, options_.answer_deadline);
+      } catch (const Error&) {
+        if (!ending && !stopping_) ++next_failures_;
+        throw;
+      }
     }
   } catch (const Error& e) {
     if (!ending && !stopping_) log_info("stage", "upstream ", upstream.peer(), ": ", e.what());

@@ -47,6 +47,11 @@ struct StageServerCounters {
   int64_t bytes_in = 0;         // from upstream
   int64_t bytes_down = 0;       // to downstream
   int64_t bytes_from_next = 0;  // the answers downstream sent back
+  // Sessions the next stage failed: it stalled past the deadline while owing an answer, dropped
+  // the link, or could not be reached (not counted when this side ended the session). In a
+  // group the hub formed, the member reports it: the stage before a stalled or dead one sees it
+  // first (pipeline_groups.h).
+  int64_t next_failures = 0;
 };
 
 class StageServer {
@@ -76,7 +81,8 @@ class StageServer {
   std::mutex session_mu_;                 // the current session's sockets, for drop_session()
   net::FrameSocket* upstream_ = nullptr;  // (or the relay join being waited on)
   net::FrameSocket* downstream_ = nullptr;
-  std::atomic<int64_t> sessions_{0}, frames_{0}, bytes_in_{0}, bytes_down_{0}, bytes_from_next_{0};
+  std::atomic<int64_t> sessions_{0}, frames_{0}, bytes_in_{0}, bytes_down_{0}, bytes_from_next_{0},
+      next_failures_{0};
   std::thread thread_;
 };
 

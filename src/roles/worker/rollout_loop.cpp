@@ -213,6 +213,13 @@ bool RolloutLoop::bring_stages_along() {
 void RolloutLoop::recover_pipeline(const std::string& reason) {
   log_warn("worker", "the pipeline group broke (", reason,
            "): its rollouts in progress go back to the hub, and the group reconnects");
+  // Told to the hub with the next ask: a group that keeps breaking goes. A stage whose anchor
+  // moved it past the head refuses the next pass by design (the head switches and goes on):
+  // no fault of anyone's.
+  if (o_.group_health && reason.find("an anchor replaced them") == std::string::npos) {
+    o_.group_health->fault_stage = stage_named_in(reason, c_.config, o_.stages);
+    ++o_.group_health->breaks;
+  }
   std::vector<std::string> released;
   for (const auto& w : book_.unfinished()) {
     released.push_back(w->lease.lease_id);

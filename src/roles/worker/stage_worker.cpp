@@ -22,9 +22,13 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
-// An answer from the stages after this one may wait for each of them to verify a version.
+// An answer from the stages after this one may wait for each of them to verify a version. A
+// stage nearer the end waits 5 s less than the one before it, so when a stage stalls, the stage
+// before it gives up first and says so (StageServerCounters::next_failures): the hub then knows
+// which member stalled.
 std::chrono::milliseconds answer_deadline(const WorkerOptions& o) {
-  return std::chrono::seconds(static_cast<int64_t>(o.stage_wait_s) * o.stages + 60);
+  return std::chrono::seconds(static_cast<int64_t>(o.stage_wait_s) * o.stages + 60 +
+                              5 * static_cast<int64_t>(o.stages - 1 - o.stage));
 }
 
 }  // namespace
@@ -52,6 +56,16 @@ std::unique_ptr<engine::StageLink> link_to_next_stage(const WorkerOptions& o) {
                                 ? net::parse_host_port(o.stage_next, "--stage-next")
                                 : net::parse_host_port(o.stage_relay, "the hub's stage relay");
   return std::make_unique<pipeline::TcpStageLink>(host, port, lo);
+}
+
+int stage_named_in(const std::string& reason, const ModelConfig& config, int stages) {
+  if (stages < 2 || stages > config.num_layers) return -1;
+  const std::vector<LayerSpan> spans = split_layers(config, stages);
+  for (int s = 1; s < stages; ++s)
+    if (reason.find(cat("stage ", span_string(config, spans[static_cast<size_t>(s)]), ": ")) !=
+        std::string::npos)
+      return s;
+  return -1;
 }
 
 uint64_t smallest_stage_need(const ModelConfig& config) {
@@ -91,8 +105,8 @@ std::optional<net::PipelinePlace> wait_for_place(net::HubClient& hub, const Plac
 }
 
 PlaceWatch::PlaceWatch(net::HubClient& hub, const PlaceAsk& ask, uint64_t group_id,
-                       const std::atomic<bool>& stop)
-    : thread_([this, &hub, ask, group_id, &stop](std::stop_token done) {
+                       const std::atomic<bool>& stop, const GroupHealth* health)
+    : thread_([this, &hub, ask, group_id, &stop, health](std::stop_token done) {
         while (!leave_) {
           // `stop` is the process's signal flag, which can wake nobody: looked at every 100 ms.
           for (int i = 0; i < 20 && !stop; ++i)
@@ -103,10 +117,11 @@ PlaceWatch::PlaceWatch(net::HubClient& hub, const PlaceAsk& ask, uint64_t group_
           }
           try {
             const net::PipelinePlace place =
-                hub.pipeline_place(ask.memory_bytes, ask.port, ask.relayed);
+                hub.pipeline_place(ask.memory_bytes, ask.port, ask.relayed,
+                                   health ? health->report() : net::PipelineGroupReport{});
             if (!place.placed || place.group_id != group_id) {
               log_info("worker", "the hub dissolved pipeline group ", group_id,
-                       " (a member is gone)");
+                       " (a member is gone, or the group kept breaking)");
               leave_ = true;
             }
           } catch (const std::exception& e) {
@@ -240,6 +255,7 @@ WorkerStats serve_stage(const WorkerOptions& o, WorkerSession& session, const Mo
   while (!stop && (o.max_minutes <= 0 ||
                    Clock::now() - started < std::chrono::duration<double>(o.max_minutes * 60))) {
     gauges.engine_version = sync.engine_version();  // what the heartbeat reports
+    if (o.group_health) o.group_health->next_failures = server.counters().next_failures;
     gauges.have_engine = true;
     std::this_thread::sleep_for(100ms);
   }

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <memory>
 #include <optional>
+#include <string>
 #include <thread>
 
 #include "core/thread_pool.h"
@@ -56,6 +57,23 @@ WorkerStats serve_stage(const WorkerOptions& options, WorkerSession& session,
 
 // ---- places the hub gives (roles/hub/groups/pipeline_groups.h) ----
 
+// How a member's group has gone, for the hub (net::PipelineGroupReport): the head counts its
+// pipeline's breaks and the stage the last one named, a later stage how often the stage after it
+// failed it. A group that keeps breaking is dissolved and the member at fault kept out a while.
+struct GroupHealth {
+  explicit GroupHealth(uint64_t group) : group_id(group) {}
+  const uint64_t group_id;
+  std::atomic<int64_t> breaks{0};
+  std::atomic<int> fault_stage{-1};
+  std::atomic<int64_t> next_failures{0};
+  net::PipelineGroupReport report() const {
+    return {group_id, breaks.load(), fault_stage.load(), next_failures.load()};
+  }
+};
+// The stage of a group of `stages` that a break's reason names (a stage's error frame begins
+// "stage layers [a, b) of L: "), or -1 when it names none (a stall, a dead link).
+int stage_named_in(const std::string& reason, const ModelConfig& config, int stages);
+
 // The least memory a stage of `config` can need (a group of as many stages as the hub forms at
 // most, or one a layer): a worker below it cannot take part at all.
 uint64_t smallest_stage_need(const ModelConfig& config);
@@ -81,8 +99,9 @@ std::string url_host(const std::string& url);
 // the hub no longer places it in `group_id` (the group was dissolved) or `stop` is set.
 class PlaceWatch {
  public:
+  // With every ask it reports `health` (null: nothing to report).
   PlaceWatch(net::HubClient& hub, const PlaceAsk& ask, uint64_t group_id,
-             const std::atomic<bool>& stop);
+             const std::atomic<bool>& stop, const GroupHealth* health = nullptr);
   PlaceWatch(const PlaceWatch&) = delete;
   PlaceWatch& operator=(const PlaceWatch&) = delete;
   const std::atomic<bool>& leave() const { return leave_; }

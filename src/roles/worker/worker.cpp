@@ -179,14 +179,16 @@ WorkerStats run_group_member(const WorkerOptions& o, const Joined& j,
   while (!stop) {
     const std::optional<net::PipelinePlace> place = wait_for_place(hub, ask, stop);
     if (!place) break;
-    const WorkerOptions placed = placed_options(o, *place, hub_host, ask.port);
+    WorkerOptions placed = placed_options(o, *place, hub_host, ask.port);
+    const auto health = std::make_shared<GroupHealth>(place->group_id);
+    placed.group_health = health;
     log_info("worker", "placed in pipeline group ", place->group_id, ": stage ", place->stage,
              " of ", place->stages, ", layers [", place->first_layer, ", ", place->last_layer, ")",
              place->next_key.empty() ? "" : ", the next stage through the hub's relay",
              place->next.empty() ? "" : ", the next stage at ", place->next,
              place->serve_key.empty() ? "" : ", served through the hub's relay");
     {
-      PlaceWatch watch(hub, ask, place->group_id, stop);
+      PlaceWatch watch(hub, ask, place->group_id, stop, health.get());
       const WorkerStats s = place->stage == 0
                                 ? generate_rollouts(placed, j, watch.leave())
                                 : serve_stage(placed, j.session, j.config, watch.leave());

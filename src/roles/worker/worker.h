@@ -15,12 +15,15 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "env/task_registry.h"
 #include "gpu/engine_backend_choice.h"
 
 namespace stoa::worker {
+
+struct GroupHealth;  // stage_worker.h
 
 struct WorkerOptions {
   std::string hub_url;
@@ -77,6 +80,9 @@ struct WorkerOptions {
   std::string stage_relay;
   std::string stage_serve_key;  // serve the stage before through the relay under this key
   std::string stage_next_key;   // reach the next stage through the relay under this key
+  // In a group the hub formed: where this member counts its group's breaks, which it reports
+  // with its asks (null otherwise).
+  std::shared_ptr<GroupHealth> group_health;
 };
 
 struct WorkerStats {

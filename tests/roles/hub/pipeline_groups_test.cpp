@@ -1,7 +1,8 @@
 // The hub's pipeline groups without HTTP (roles/hub/groups/pipeline_groups.h): workers too small
 // for the model wait until together they hold it; the fewest stages that fit, the largest span to
 // the largest memory; each member learns the next stage's address; a silent member dissolves its
-// group and the others are grouped again; the waiting room is bounded.
+// group and the others are grouped again; the waiting room is bounded; a group that keeps
+// breaking is dissolved and the member at fault kept out for a while.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -155,6 +156,115 @@ TEST_F(PipelineGroupsTest, AStageBehindNatIsReachedThroughTheRelayUnderAKeyOfIts
   for (const auto& [stage, p] : by_stage) {
     if (!p.serve_key.empty()) {
       EXPECT_TRUE(keys.insert(p.serve_key).second);  // a key per hop
+    }
+  }
+}
+
+// Three workers asking at `now`, each with its report: the places by stage, and who holds each.
+struct Placed {
+  std::map<int, PipelineMemberPlace> by_stage;
+  std::map<int, std::string> who;
+};
+Placed place_all(PipelineGroups& groups, uint64_t memory, const std::vector<std::string>& workers,
+                 int64_t now) {
+  Placed p;
+  for (const std::string& w : workers) {
+    const auto place = groups.place(w, memory, "h:" + w, now);
+    if (!place) continue;
+    p.by_stage[place->stage] = *place;
+    p.who[place->stage] = w;
+  }
+  return p;
+}
+
+TEST_F(PipelineGroupsTest, AGroupWhoseStageRefusesIsDissolvedAndThatMemberKeptOutForAWhile) {
+  PipelineGroupOptions o;
+  o.max_stages = 2;
+  o.max_breaks = 3;
+  o.bench_ms = 10'000;
+  o.member_timeout_ms = 60'000;
+  PipelineGroups groups(config, o);
+  const uint64_t m = stage_need(2);
+  Placed g = place_all(groups, m, {"a", "b"}, 0);
+  g = place_all(groups, m, {"a", "b"}, 0);
+  ASSERT_EQ(g.by_stage.size(), 2u);
+  const uint64_t id = g.by_stage[0].group_id;
+  const std::string head = g.who[0], refuser = g.who[1];
+  EXPECT_FALSE(groups.place("c", m, "h:c", 0));  // a spare waits
+  // Two breaks naming stage 1: the group holds (a break now and then is a restart, a slow sync).
+  for (int64_t breaks = 1; breaks <= 2; ++breaks)
+    ASSERT_TRUE(groups.place(head, m, "h:" + head, 100 * breaks, false, {id, breaks, 1, 0}));
+  EXPECT_EQ(groups.groups_dissolved(), 0u);
+  // A stale report of another group changes nothing.
+  ASSERT_TRUE(groups.place(head, m, "h:" + head, 300, false, {id + 7, 50, 1, 0}));
+  EXPECT_EQ(groups.groups(), 1u);
+  // The third: the group goes, the refuser is kept out; the head and the spare are grouped.
+  const auto head_again = groups.place(head, m, "h:" + head, 400, false, {id, 3, 1, 0});
+  EXPECT_EQ(groups.groups_dissolved(), 1u);
+  EXPECT_EQ(groups.groups_broken(), 1u);
+  EXPECT_EQ(groups.benched(400), 1u);
+  ASSERT_TRUE(head_again);
+  EXPECT_NE(head_again->group_id, id);
+  EXPECT_FALSE(groups.place(refuser, m, "h:" + refuser, 500));
+  EXPECT_TRUE(groups.place("c", m, "h:c", 500));
+  // Leaving and coming back does not end the bench; a fourth worker is grouped before it.
+  groups.leave(refuser);
+  EXPECT_FALSE(groups.place(refuser, m, "h:" + refuser, 600));
+  EXPECT_FALSE(groups.place("d", m, "h:d", 700));
+  EXPECT_FALSE(groups.place(refuser, m, "h:" + refuser, 9'000));
+  // Past the bench it is grouped again.
+  EXPECT_TRUE(groups.place(refuser, m, "h:" + refuser, 10'500));
+  EXPECT_EQ(groups.benched(10'500), 0u);
+}
+
+TEST_F(PipelineGroupsTest, BreaksSpreadPastTheWindowDissolveNothing) {
+  PipelineGroupOptions o;
+  o.max_stages = 2;
+  o.break_window_ms = 1000;
+  o.member_timeout_ms = 60'000;
+  PipelineGroups groups(config, o);
+  const uint64_t m = stage_need(2);
+  Placed g = place_all(groups, m, {"a", "b"}, 0);
+  g = place_all(groups, m, {"a", "b"}, 0);
+  const uint64_t id = g.by_stage[0].group_id;
+  for (int64_t breaks = 1; breaks <= 6; ++breaks)
+    ASSERT_TRUE(groups.place(g.who[0], m, "h:" + g.who[0], 600 * breaks, false, {id, breaks, 1, 0}))
+        << breaks;
+  EXPECT_EQ(groups.groups_dissolved(), 0u);
+  // Many at once (one ask after several breaks) count as many.
+  EXPECT_FALSE(groups.place(g.who[0], m, "h:" + g.who[0], 4000, false, {id, 9, 1, 0}));
+  EXPECT_EQ(groups.groups_broken(), 1u);
+}
+
+// A stall or a dead link names no stage: the stage before the one at fault sees it first.
+TEST_F(PipelineGroupsTest, AStallIsBlamedOnTheStageAfterTheDeepestOneItFailed) {
+  for (const bool stage1_saw_it : {true, false}) {
+    PipelineGroupOptions o;
+    o.max_stages = 3;
+    o.member_timeout_ms = 60'000;
+    PipelineGroups groups(config, o);
+    const uint64_t m = stage_need(3);
+    ASSERT_LT(m, stage_need(2));
+    Placed g = place_all(groups, m, {"a", "b", "c"}, 0);
+    g = place_all(groups, m, {"a", "b", "c"}, 0);
+    ASSERT_EQ(g.by_stage.size(), 3u);
+    const uint64_t id = g.by_stage[0].group_id;
+    // Stage 1 says its next stage stalled (or nothing); stage 2 says nothing.
+    ASSERT_TRUE(
+        groups.place(g.who[1], m, "h:" + g.who[1], 10, false, {id, 0, -1, stage1_saw_it ? 2 : 0}));
+    ASSERT_TRUE(groups.place(g.who[2], m, "h:" + g.who[2], 10, false, {id, 0, -1, 0}));
+    EXPECT_FALSE(groups.place(g.who[0], m, "h:" + g.who[0], 20, false, {id, 3, -1, 0}));
+    EXPECT_EQ(groups.groups_broken(), 1u);
+    // The one at fault: stage 2 when stage 1 saw it stall, else stage 1 (the head's own link).
+    const std::string at_fault = stage1_saw_it ? g.who[2] : g.who[1];
+    for (int s = 0; s < 3; ++s) {
+      EXPECT_FALSE(groups.place(g.who[s], m, "h:" + g.who[s], 30)) << s;  // two cannot hold it
+    }
+    EXPECT_EQ(groups.benched(30), 1u);
+    groups.place("spare", m, "h:spare", 40);
+    for (int s = 0; s < 3; ++s) {
+      EXPECT_EQ(groups.place(g.who[s], m, "h:" + g.who[s], 50).has_value(), g.who[s] != at_fault)
+          << "stage " << s << " (" << g.who[s] << "), stage 1 saw it: " << stage1_saw_it;
     }
   }
 }

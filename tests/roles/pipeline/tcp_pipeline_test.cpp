@@ -16,6 +16,7 @@
 #include "roles/pipeline/stage_relay.h"
 #include "roles/pipeline/stage_server.h"
 #include "roles/pipeline/tcp_stage_link.h"
+#include "roles/worker/stage_worker.h"
 
 namespace stoa::pipeline {
 namespace {
@@ -126,6 +127,9 @@ TEST(PipelineTcp, AKilledStageBreaksThePipelineAndTheStagesServeTheNextHead) {
       EXPECT_EQ(e.kind(), ErrorKind::kNetwork) << e.what();
     }
     EXPECT_TRUE(head->broken());
+    // The stage before the dead one saw its next stage fail it; the dead one has no next.
+    EXPECT_EQ(servers.servers[1]->counters().next_failures, 1);
+    EXPECT_EQ(servers.servers[0]->counters().next_failures, 0);
   }  // the decoder's sequences go quietly (the pipeline is broken), then the head
 
   // The stages dropped the old sequences and serve a new head from scratch.
@@ -159,6 +163,81 @@ TEST(PipelineTcp, AStageThatStallsIsCaughtByTheDeadline) {
   }
   silent.close();
   taker.join();
+}
+
+// The stage before a stalled one gives up first (its deadline is the shorter: stage_worker.cpp)
+// and counts the failure, which a member reports to the hub (pipeline_groups.h); a head that
+// ends its session counts against nobody.
+TEST(PipelineTcp, TheStageBeforeAStalledOneCountsItsNextFailure) {
+  const ModelWeights w = model_named("qwen3-6");
+  net::FrameListener silent("127.0.0.1", 0);  // stage 2: takes the connection, never answers
+  std::thread taker([&] {
+    try {
+      net::FrameSocket s = silent.accept(std::chrono::seconds(10));
+      std::this_thread::sleep_for(std::chrono::seconds(3));
+    } catch (const Error&) {
+    }
+  });
+  ThreadPool pool(1);
+  StageServerOptions o;
+  o.next_host = "127.0.0.1";
+  o.next_port = silent.port();
+  o.answer_deadline = std::chrono::milliseconds(300);
+  StageServer stage1(std::make_unique<PipelineStage>(stage_weights(w, split_layers(w.config, 3)[1]),
+                                                     nullptr, &pool),
+                     o);
+  TcpStageLinkOptions patient;
+  patient.answer_deadline = std::chrono::seconds(5);
+  const auto started = std::chrono::steady_clock::now();
+  try {
+    auto head = head_of(w, 3, stage1.port(), &pool, patient);
+    (void)head->new_state(16);
+    FAIL() << "a pass through a silent stage was answered";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kNetwork) << e.what();
+    EXPECT_EQ(worker::stage_named_in(e.what(), w.config, 3), -1) << e.what();  // names nobody
+  }
+  // The head learnt of it from stage 1 ending the session, not from its own deadline.
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(4));
+  EXPECT_EQ(stage1.counters().next_failures, 1);
+  silent.close();
+  taker.join();
+
+  Servers servers = start_servers(w, 3);
+  {
+    auto head = head_of(w, 3, servers.head_port(), &pool);
+    (void)head->new_state(16);
+  }  // the head goes: its session ends from upstream
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(servers.servers[1]->counters().next_failures, 0);
+  EXPECT_EQ(servers.servers[1]->counters().sessions, 1);
+}
+
+// A stage that refuses breaks the pipeline with its span in the reason: the head tells the hub
+// which stage it was (stage_worker.h).
+TEST(PipelineTcp, ARefusalNamesTheStageThatRefused) {
+  const ModelWeights w = model_named("qwen3-6");
+  const std::vector<LayerSpan> spans = split_layers(w.config, 3);
+  ThreadPool pool(1);
+  StageServer last(std::make_unique<PipelineStage>(stage_weights(w, spans[2]), nullptr, &pool,
+                                                   /*max_sequences=*/1),
+                   {});
+  StageServerOptions o;
+  o.next_host = "127.0.0.1";
+  o.next_port = last.port();
+  StageServer middle(std::make_unique<PipelineStage>(stage_weights(w, spans[1]), nullptr, &pool),
+                     o);
+  auto head = head_of(w, 3, middle.port(), &pool);
+  auto first = head->new_state(16);
+  try {
+    (void)head->new_state(16);  // the last stage holds one sequence at most: it refuses
+    FAIL() << "a stage past its bound took a sequence";
+  } catch (const Error& e) {
+    EXPECT_EQ(worker::stage_named_in(e.what(), w.config, 3), 2) << e.what();
+    EXPECT_EQ(worker::stage_named_in(e.what(), w.config, 2), -1) << e.what();  // other spans
+  }
+  EXPECT_TRUE(head->broken());
+  EXPECT_EQ(middle.counters().next_failures, 0);  // an answer, not a failure of the link
 }
 
 TEST(PipelineTcp, AStageThatRefusesAFrameSaysWhy) {

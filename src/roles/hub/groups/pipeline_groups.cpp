@@ -18,7 +18,8 @@ PipelineGroups::PipelineGroups(ModelConfig config, PipelineGroupOptions options)
 std::optional<PipelineMemberPlace> PipelineGroups::place(const std::string& worker,
                                                          uint64_t memory_bytes,
                                                          const std::string& address, int64_t now_ms,
-                                                         bool relayed) {
+                                                         bool relayed,
+                                                         const PipelineMemberReport& report) {
   std::lock_guard<std::mutex> lock(mu_);
   expire_locked(now_ms);
   auto it = members_.find(worker);
@@ -35,7 +36,11 @@ std::optional<PipelineMemberPlace> PipelineGroups::place(const std::string& work
   m.memory_bytes = memory_bytes;
   m.address = address;
   m.relayed = relayed;
-  if (m.group_id == 0) form_locked();
+  if (m.group_id != 0 && report.group_id == m.group_id) {
+    m.report = report;
+    if (m.stage == 0) take_breaks_locked(m.group_id, report.breaks, now_ms);
+  }
+  if (m.group_id == 0) form_locked(now_ms);
   if (m.group_id == 0) return std::nullopt;
   return place_of_locked(worker);
 }
@@ -56,6 +61,32 @@ void PipelineGroups::expire_locked(int64_t now_ms) {
     if (members_.at(id).group_id != 0) dissolve_locked(members_.at(id).group_id);
     members_.erase(id);
   }
+  std::erase_if(benched_, [now_ms](const auto& kv) { return kv.second <= now_ms; });
+}
+
+void PipelineGroups::take_breaks_locked(uint64_t group_id, int64_t breaks, int64_t now_ms) {
+  Group& g = groups_.at(group_id);
+  // A count that rose by n is n breaks now (at most the limit: one ask may bring many).
+  for (int64_t n = std::min(breaks - g.breaks_seen, options_.max_breaks); n > 0; --n)
+    g.break_times.push_back(now_ms);
+  g.breaks_seen = std::max(g.breaks_seen, breaks);
+  std::erase_if(g.break_times, [&](int64_t t) { return now_ms - t > options_.break_window_ms; });
+  if (static_cast<int64_t>(g.break_times.size()) < options_.max_breaks) return;
+  const std::string& at_fault = g.members[static_cast<size_t>(stage_at_fault_locked(g))];
+  benched_[at_fault] = now_ms + options_.bench_ms;
+  ++broken_;
+  dissolve_locked(group_id);
+}
+
+int PipelineGroups::stage_at_fault_locked(const Group& g) const {
+  const PipelineMemberReport& head = members_.at(g.members.front()).report;
+  if (head.fault_stage >= 1 && head.fault_stage < g.stages) return head.fault_stage;
+  // A stall or a dead member fails the stage before it first, and that one's upstream after.
+  for (int s = g.stages - 2; s >= 1; --s) {
+    auto m = members_.find(g.members[static_cast<size_t>(s)]);
+    if (m != members_.end() && m->second.report.next_failures > 0) return s + 1;
+  }
+  return 1;
 }
 
 void PipelineGroups::dissolve_locked(uint64_t group_id) {
@@ -63,7 +94,9 @@ void PipelineGroups::dissolve_locked(uint64_t group_id) {
   if (g == groups_.end()) return;
   for (const std::string& id : g->second.members) {
     auto m = members_.find(id);
-    if (m != members_.end()) m->second.group_id = 0;
+    if (m == members_.end()) continue;
+    m->second.group_id = 0;
+    m->second.report = {};
   }
   groups_.erase(g);
   ++dissolved_;
@@ -71,11 +104,14 @@ void PipelineGroups::dissolve_locked(uint64_t group_id) {
 
 // The fewest stages whose spans fit the waiting workers with the most memory, the largest span
 // to the largest memory; again while the rest can form another group.
-void PipelineGroups::form_locked() {
+void PipelineGroups::form_locked(int64_t now_ms) {
   while (true) {
     std::vector<std::pair<uint64_t, std::string>> waiting;  // memory, worker
-    for (const auto& [id, m] : members_)
-      if (m.group_id == 0) waiting.emplace_back(m.memory_bytes, id);
+    for (const auto& [id, m] : members_) {
+      auto bench = benched_.find(id);
+      if (m.group_id == 0 && (bench == benched_.end() || bench->second <= now_ms))
+        waiting.emplace_back(m.memory_bytes, id);
+    }
     std::sort(waiting.begin(), waiting.end(), std::greater<>());
     const int most = static_cast<int>(std::min<int64_t>(
         {static_cast<int64_t>(waiting.size()), options_.max_stages, config_.num_layers}));
@@ -149,6 +185,17 @@ uint64_t PipelineGroups::groups_formed() const {
 uint64_t PipelineGroups::groups_dissolved() const {
   std::lock_guard<std::mutex> lock(mu_);
   return dissolved_;
+}
+
+uint64_t PipelineGroups::groups_broken() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return broken_;
+}
+
+size_t PipelineGroups::benched(int64_t now_ms) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<size_t>(std::count_if(benched_.begin(), benched_.end(),
+                                           [&](const auto& kv) { return kv.second > now_ms; }));
 }
 
 }  // namespace stoa::hub

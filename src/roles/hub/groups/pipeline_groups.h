@@ -15,6 +15,15 @@
 // business as always: the head of a dissolved group gives back what it holds (the worker does),
 // and a head that died has its leases expire and re-issued.
 //
+// A group that keeps breaking is dissolved too (docs/design/pipeline.md, "Breaks and
+// regrouping"): with every ask the head says how often its pipeline broke in the group and which
+// stage the last break named, and each later stage how often the stage after it failed it. At
+// `max_breaks` breaks within `break_window_ms` the group goes, and the member at fault is not
+// grouped again for `bench_ms`: the stage the head's break named (a refusal names its stage),
+// else the one after the deepest stage whose next failed it (a stall or a dead link is seen
+// first by the stage before it), else stage 1 (the head's own link failed). The reports are
+// taken at the members' word: a liar can keep a neighbour out for one bench at most.
+//
 // Bounded: at most `max_waiting` workers wait and `max_stages` stages make a group. Thread-safe.
 #pragma once
 #include <cstdint>
@@ -33,6 +42,17 @@ struct PipelineGroupOptions {
   int64_t member_timeout_ms = 20'000;  // a member's asks come every few seconds
   size_t max_waiting = 4096;
   int max_stages = 16;
+  int64_t max_breaks = 3;  // breaks within the window that dissolve a group
+  int64_t break_window_ms = 600'000;
+  int64_t bench_ms = 600'000;  // how long the member at fault is not grouped again
+};
+
+// What a member says of its group with an ask (net::PipelineGroupReport).
+struct PipelineMemberReport {
+  uint64_t group_id = 0;      // counts of another group than the member's are stale: ignored
+  int64_t breaks = 0;         // the head's, in this group
+  int fault_stage = -1;       // the stage the head's last break named; -1: none
+  int64_t next_failures = 0;  // a stage's: the stage after it stalled, dropped or was unreachable
 };
 
 struct PipelineMemberPlace {
@@ -54,7 +74,8 @@ class PipelineGroups {
   // full (the worker asks again later).
   std::optional<PipelineMemberPlace> place(const std::string& worker, uint64_t memory_bytes,
                                            const std::string& address, int64_t now_ms,
-                                           bool relayed = false);
+                                           bool relayed = false,
+                                           const PipelineMemberReport& report = {});
   // A worker that left (stopped cleanly, or was forgotten): its group is dissolved.
   void leave(const std::string& worker);
 
@@ -62,6 +83,9 @@ class PipelineGroups {
   size_t groups() const;
   uint64_t groups_formed() const;
   uint64_t groups_dissolved() const;
+  // Groups dissolved for breaking `max_breaks` times, and members kept out now.
+  uint64_t groups_broken() const;
+  size_t benched(int64_t now_ms) const;
 
  private:
   struct Member {
@@ -71,15 +95,21 @@ class PipelineGroups {
     int64_t seen_ms = 0;
     uint64_t group_id = 0;  // 0: waiting
     int stage = 0;
+    PipelineMemberReport report;  // the last one of its group
   };
   struct Group {
     std::vector<std::string> members;     // in stage order
     std::vector<std::string> serve_keys;  // per stage: the relay key of the hop into it, or ""
     int stages = 0;
+    int64_t breaks_seen = 0;           // the head's count so far
+    std::vector<int64_t> break_times;  // within the window, oldest first
   };
   void expire_locked(int64_t now_ms);
   void dissolve_locked(uint64_t group_id);
-  void form_locked();
+  void form_locked(int64_t now_ms);
+  // The head said `breaks` at `now_ms`: the group goes at max_breaks within the window.
+  void take_breaks_locked(uint64_t group_id, int64_t breaks, int64_t now_ms);
+  int stage_at_fault_locked(const Group& g) const;
   PipelineMemberPlace place_of_locked(const std::string& worker) const;
 
   const ModelConfig config_;
@@ -90,6 +120,10 @@ class PipelineGroups {
   uint64_t next_group_ = 1;
   uint64_t formed_ = 0;
   uint64_t dissolved_ = 0;
+  uint64_t broken_ = 0;
+  // Worker → until when it is not grouped; kept apart from members_ so that leaving and coming
+  // back does not end it (pruned when it ends).
+  std::map<std::string, int64_t> benched_;
 };
 
 }  // namespace stoa::hub

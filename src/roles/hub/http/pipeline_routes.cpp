@@ -19,7 +19,9 @@ HttpReply HubServer::pipeline_route(const RequestContext& req, const std::string
   net::PipelinePlace reply;
   std::optional<PipelineMemberPlace> place;
   try {
-    place = groups_->place(worker, m.memory_bytes, address, hub_.now_ms(), m.relayed);
+    const PipelineMemberReport report{m.report.group_id, m.report.breaks, m.report.fault_stage,
+                                      m.report.next_failures};
+    place = groups_->place(worker, m.memory_bytes, address, hub_.now_ms(), m.relayed, report);
   } catch (const Error& e) {
     throw RequestError(429, e.what());  // the waiting room is full: ask again later
   }

@@ -248,7 +248,9 @@ HandlerOutcome HubServer::route(const RequestContext& req) {
         status["pipeline_groups"] = {{"groups", groups_->groups()},
                                      {"waiting", groups_->waiting()},
                                      {"formed", groups_->groups_formed()},
-                                     {"dissolved", groups_->groups_dissolved()}};
+                                     {"dissolved", groups_->groups_dissolved()},
+                                     {"broken", groups_->groups_broken()},
+                                     {"benched", groups_->benched(hub_.now_ms())}};
       if (swarm_) {
         const SwarmTrackerStats s = swarm_->stats();
         status["swarm"] = {{"torrents", s.torrents},
