@@ -3,7 +3,8 @@
 // publishes versions through the hub; a worker that never restarts follows. The trainer is
 // killed -9 and restarted, then the hub: no group is trained twice, steps go on, and every
 // version the worker switches to after the first restart comes as a patch (no anchor). Then the
-// same with a trainer of two fully sharded (FSDP) ranks.
+// same with a trainer of two fully sharded (FSDP) ranks. And the trainer's last step ends the
+// hub's run too (issue 49).
 #include <set>
 
 #include "integration/cluster.h"
@@ -69,6 +70,34 @@ TEST(SplitRun, HubAndTrainerApartRestartEitherSideAndLoseNothing) {
   EXPECT_NE(c.trainer().err().find("continues the published int8 view"), std::string::npos)
       << c.trainer().err();
   c.stop_all();
+}
+
+// The trainer's last step ends the split run as it ends `stoa run`: the trainer tells the hub
+// (POST /v1/trainer/finished), the hub stops leasing, tells its worker the run ended and exits;
+// the worker stops. Before issue 49 the hub went on serving a run that would never train again.
+TEST(SplitRun, TrainersLastStepEndsTheHubsRun) {
+  if (!have_stoa_run()) GTEST_SKIP() << "`stoa run` is absent (a torch-OFF build): skipped";
+  constexpr int kMaxSteps = 2;
+  Cluster c("split_run_end", RunSpec{});
+  c.start_hub(60s, "", /*alone=*/true);
+  c.start_worker("w1");
+  c.start_trainer(c.trainer_join_string(), "", {}, {"--max-steps", std::to_string(kMaxSteps)});
+  const auto trainer_exit = c.trainer().wait(180s);
+  ASSERT_TRUE(trainer_exit.has_value()) << c.logs();
+  EXPECT_EQ(*trainer_exit, 0) << c.trainer().err();
+  EXPECT_NE(c.trainer().err().find("that the run ended at step"), std::string::npos)
+      << c.trainer().err();
+  const auto hub_exit = c.hub().wait(60s);
+  ASSERT_TRUE(hub_exit.has_value()) << "the hub went on after its trainer finished:\n" << c.logs();
+  EXPECT_EQ(*hub_exit, 0) << c.hub().err();
+  EXPECT_NE(c.hub().out().find("the run is finished"), std::string::npos) << c.hub().out();
+  EXPECT_NE(c.hub().out().find("\"finished\":true"), std::string::npos) << c.hub().out();
+  EXPECT_GE(read_ledger(c.ledger_path()).steps, kMaxSteps);
+  const auto worker_exit = c.worker("w1").wait(60s);
+  ASSERT_TRUE(worker_exit.has_value()) << "the worker was not told the run ended:\n" << c.logs();
+  EXPECT_EQ(*worker_exit, 0) << c.worker("w1").err();
+  EXPECT_NE(c.worker("w1").out().find("The run has ended"), std::string::npos)
+      << c.worker("w1").out();
 }
 
 // RL on two fully sharded ranks through the same hub: every version is gathered a unit at a time

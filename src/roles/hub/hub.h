@@ -148,6 +148,7 @@ class Hub final : public TrainerPort {
   // answers run_ended, so a worker stops and tells its volunteer instead of waiting for work
   // that will never come (workers.cpp).
   void end_run();
+  bool run_ended() const;
   // The workers heard from within the last `recent_ms` that no answer has yet told the run is
   // over: the process waits for them (bounded) before it stops serving.
   size_t workers_not_told_of_end(int64_t recent_ms) const;

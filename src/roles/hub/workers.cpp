@@ -172,6 +172,11 @@ void Hub::end_run() {
   log_info("hub", "the run is over: workers are told so at their next lease or heartbeat");
 }
 
+bool Hub::run_ended() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return roster_.run_ended();
+}
+
 size_t Hub::workers_not_told_of_end(int64_t recent_ms) const {
   std::lock_guard<std::mutex> lock(mutex_);
   return roster_.not_told_of_end(now(), recent_ms);

@@ -1,4 +1,5 @@
-// `stoa hub --config run.toml`: the hub without a trainer (split_run.h).
+// `stoa hub --config run.toml`: the hub without a trainer (split_run.h). It serves until a signal
+// or until its trainer reports the run's last step.
 #include <chrono>
 #include <cstdio>
 #include <thread>
@@ -24,13 +25,22 @@ int run_hub_alone(const std::string& config_path) {
   process.serve(info, "stoa hub");
   if (!hub.latest_version())
     log_info("hub", "no version yet: workers wait until a trainer attaches and publishes one");
-  while (!stop.load()) {
+  // Until a signal, or until the trainer says the run reached its last step
+  // (POST /v1/trainer/finished): then the run ends here as it does in `stoa run`.
+  while (!stop.load() && !hub.run_ended()) {
     hub.expire_leases();  // also done lazily by leases and heartbeats; an idle fleet needs this
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
+  const bool finished = !stop.load();
+  if (finished) {
+    std::printf("stoa hub: the run is finished: the trainer ended it at ledger step %lld\n",
+                static_cast<long long>(hub.last_step()));
+    std::fflush(stdout);
+    tell_workers_the_run_ended(hub, c.hub.heartbeat_interval_s, stop);
+  }
   log_info("hub", "stopping at ledger step ", hub.last_step());
   process.stop();
-  nlohmann::json summary = {{"steps", hub.last_step()}};
+  nlohmann::json summary = {{"steps", hub.last_step()}, {"finished", finished}};
   if (auto v = hub.latest_version()) summary["version"] = *v;
   for (const auto& [k, v] : hub.counters()) summary["counters"][k] = v;
   std::printf("%s\n", summary.dump().c_str());

@@ -6,12 +6,9 @@
 // (roles/trainer/trainer_loop.h). SIGINT / SIGTERM stop it cleanly after the current step.
 #include "roles/run/hub_and_trainer.h"
 
-#include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cstdio>
 #include <memory>
-#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -24,24 +21,6 @@
 #include "roles/trainer/trainer_loop.h"
 
 namespace stoa::run {
-namespace {
-
-// The run reached max_steps: the hub says so to every worker at its next lease or heartbeat and
-// keeps serving until each worker heard from recently was told — or a heartbeat interval (every
-// live worker beats twice in one) — so none is left retrying a hub that vanished. A signal's
-// stop is not an end: the operator may start the run again.
-void tell_workers_the_run_ended(hub::Hub& hub, int heartbeat_interval_s,
-                                const std::atomic<bool>& stop) {
-  hub.end_run();
-  const int64_t interval_ms = int64_t{1000} * std::max(1, heartbeat_interval_s);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(interval_ms);
-  while (!stop && hub.workers_not_told_of_end(2 * interval_ms) > 0 &&
-         std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-}
-
-}  // namespace
-
 RunConfig training_run_config(const std::string& config_path, int64_t max_steps,
                               std::shared_ptr<train::Communicator> ranks,
                               const HeldOutEvalOf& held_out_eval) {

@@ -4,9 +4,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -167,6 +170,16 @@ void HubProcess::stop() {
   queue_validator_.reset();
   std::error_code ec;
   std::filesystem::remove(hub_json_, ec);
+}
+
+void tell_workers_the_run_ended(hub::Hub& hub, int heartbeat_interval_s,
+                                const std::atomic<bool>& stop) {
+  hub.end_run();
+  const int64_t interval_ms = int64_t{1000} * std::max(1, heartbeat_interval_s);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(interval_ms);
+  while (!stop && hub.workers_not_told_of_end(2 * interval_ms) > 0 &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
 }
 
 std::string trainer_token_of(const RunConfig& config) {

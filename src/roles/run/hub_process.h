@@ -3,6 +3,7 @@
 // to run it: with the trainer in the same process (`stoa run`, hub_and_trainer.h) and alone on
 // an internet-facing machine while the trainer dials in (`stoa hub --config`, hub_only.h).
 #pragma once
+#include <atomic>
 #include <map>
 #include <memory>
 #include <string>
@@ -68,6 +69,14 @@ class HubProcess {
   std::unique_ptr<hub::HubServer> server_;
   bool stopped_ = false;
 };
+
+// The run reached its last step (max_steps here, or the remote trainer said so): the hub says so
+// to every worker at its next lease or heartbeat and keeps serving until each worker heard from
+// recently was told — or a heartbeat interval (every live worker beats twice in one) — so none
+// is left retrying a hub that vanished. A signal's stop is not an end: the operator may start
+// the run again.
+void tell_workers_the_run_ended(hub::Hub& hub, int heartbeat_interval_s,
+                                const std::atomic<bool>& stop);
 
 // Reads <run dir>/trainer_token when [hub] trainer_token is unset ("" when neither exists).
 std::string trainer_token_of(const RunConfig& config);

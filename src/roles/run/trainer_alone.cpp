@@ -59,6 +59,8 @@ int run_trainer_alone(const std::string& config_path, const std::string& hub_spe
     if (!stop.load()) throw;
     log_warn("train", "stopped while waiting for the hub: ", e.what());
   }
+  // max_steps reached (a signal is no end: the run may go on): the hub ends the run too.
+  if (!stop.load()) port.finish_run();
   log_info("train", "stopping after step ", loop.last_step(), ", version ", loop.version());
   print_run_summary(loop, port.counters());
   return 0;

@@ -113,6 +113,12 @@ void RemoteTrainerPort::mark_trained(const std::vector<std::string>& group_ids,
   last_step_ = std::max(last_step_, r.at("last_step").get<int64_t>());
 }
 
+void RemoteTrainerPort::finish_run() {
+  const json r = call("/v1/trainer/finished", {{"last_step", last_step_}});
+  log_info("trainer", "told the hub at ", options_.hub_url, " that the run ended at step ",
+           r.value("last_step", last_step_));
+}
+
 void RemoteTrainerPort::mark_dropped(const std::vector<std::string>& group_ids,
                                      const std::string& reason) {
   call("/v1/trainer/dropped", {{"group_ids", group_ids}, {"reason", reason}});

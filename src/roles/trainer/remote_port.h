@@ -68,6 +68,11 @@ class RemoteTrainerPort final : public hub::TrainerPort {
   std::optional<uint64_t> latest_version() const override { return latest_version_; }
   std::map<std::string, double> counters() const override;
 
+  // The run reached its last step: the hub records the run as ended, tells its workers and
+  // stops (a split run ends as `stoa run` does). Retried like every call until it lands or
+  // `stop` is set.
+  void finish_run();
+
   uint64_t bytes_uploaded() const { return bytes_uploaded_; }
 
  private:

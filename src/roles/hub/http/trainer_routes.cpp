@@ -1,9 +1,10 @@
 // The trainer routes (docs/protocol.md, "Trainer"): a trainer behind NAT (`stoa train --hub`)
 // dials out to the hub (`stoa hub`) with a token of scope `train` and drives the hub's
 // TrainerPort over HTTP — attach, take complete groups, mark them trained or dropped, upload the
-// blobs of a version and publish it. Every call is safe to repeat: a trainer retries through a
-// restart of the hub, and the ledger's exactly-once holds (Hub::hold_for_trainer, the repeat
-// rules of mark_trained / mark_dropped, chunk offsets of BlobUpload).
+// blobs of a version and publish it, and say when the run is finished. Every call is safe to
+// repeat: a trainer retries through a restart of the hub, and the ledger's exactly-once holds
+// (Hub::hold_for_trainer, the repeat rules of mark_trained / mark_dropped, chunk offsets of
+// BlobUpload).
 #include <algorithm>
 #include <charconv>
 #include <filesystem>
@@ -130,6 +131,12 @@ HttpReply HubServer::trainer_route(const RequestContext& req, const std::string&
       throw RequestError(400, "dropped: 'reason' must be a string");
     hub_.mark_dropped(string_list(body, "group_ids"), body.at("reason").get<std::string>());
     return reply({{"dropped", body.at("group_ids").size()}});
+  }
+  if (p == "/v1/trainer/finished") {
+    // The trainer reached its last step: the run is over for the hub too (its process tells the
+    // workers and stops, roles/run/hub_alone.cpp). Repeating it changes nothing.
+    hub_.end_run();
+    return reply({{"ended", true}, {"last_step", hub_.last_step()}});
   }
   if (p == "/v1/trainer/publish") {
     const PublishedVersion v = published_version_from_json(body);
