@@ -30,43 +30,6 @@ using sockets::Datagram;
     if (!why.empty()) GTEST_SKIP() << "link emulator unusable: " << why; \
   } while (0)
 
-double ms_since(Clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
-}
-
-// Echoes every datagram on `fd` back to its sender until `stop`.
-std::jthread echo_server(int fd) {
-  return std::jthread([fd](std::stop_token stop) {
-    while (!stop.stop_requested()) {
-      if (auto d = sockets::receive(fd, 20ms))
-        sockets::send_to(fd, d->from_ip, d->from_port, d->bytes);
-    }
-  });
-}
-
-// Round trips of `count` pings from `host` to the hub's echo port, in ms (lost ones left out).
-std::vector<double> round_trips(const EmulatedInternet& net, size_t host, int count) {
-  const int fd = sockets::udp_in(net.netns(host), 0);
-  std::vector<double> rtts;
-  for (int i = 0; i < count; ++i) {
-    const auto t = Clock::now();
-    sockets::send_to(fd, EmulatedInternet::kHubIp, 7000, "ping" + std::to_string(i));
-    while (auto d = sockets::receive(fd, 1000ms)) {
-      if (d->bytes == "ping" + std::to_string(i)) {
-        rtts.push_back(ms_since(t));
-        break;
-      }
-    }
-  }
-  ::close(fd);
-  return rtts;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 TEST(EmulatedInternet, RoundTripTimesAreTheOnesSet) {
   SKIP_WITHOUT_NETEM();
   InternetOptions o;
@@ -75,22 +38,22 @@ TEST(EmulatedInternet, RoundTripTimesAreTheOnesSet) {
              HostLink::home(0, 0, 20ms, 0ms, 0, NatKind::kSymmetric)};
   EmulatedInternet net(o);
   const int hub = sockets::udp_in(net.hub_netns(), 7000);
-  auto echo = echo_server(hub);
+  auto echo = sockets::echo_server(hub);
   for (size_t host = 0; host < 3; ++host) {
     const double set = std::array{50.0, 80.0, 30.0}[host];
-    const auto rtts = round_trips(net, host, 25);
+    const auto rtts = sockets::round_trips(net, host, 25);
     ASSERT_EQ(rtts.size(), 25u) << "host " << host;
     const double lo = *std::min_element(rtts.begin(), rtts.end());
     const double hi = *std::max_element(rtts.begin(), rtts.end());
     std::printf("host %zu: RTT set %.0f ms, measured min %.2f median %.2f max %.2f ms\n", host, set,
-                lo, median(rtts), hi);
+                lo, sockets::median(rtts), hi);
     if (host == 1) {  // ±10 ms on each of two links of the four
       EXPECT_GE(lo, set - 20 - 0.5);
-      EXPECT_LE(median(rtts), set + 10);
+      EXPECT_LE(sockets::median(rtts), set + 10);
       EXPECT_GT(hi - lo, 5) << "jitter did not spread the RTT";
     } else {
       EXPECT_GE(lo, set - 0.5);
-      EXPECT_LE(median(rtts), set + 5);  // the router's own time, on a loaded machine
+      EXPECT_LE(sockets::median(rtts), set + 5);  // the router's own time, on a loaded machine
     }
   }
   echo.request_stop();
@@ -136,32 +99,6 @@ TEST(EmulatedInternet, LossIsWithinBinomialBoundsEachWay) {
   ::close(host);
 }
 
-// Mbit/s of TCP payload from `from` to `to` over ~1.5 s.
-double tcp_goodput(int from, int to) {
-  std::atomic<bool> done{false};
-  std::jthread sender([&] {
-    std::vector<char> chunk(64 * 1024, 'x');
-    while (!done) {
-      if (::send(from, chunk.data(), chunk.size(), MSG_NOSIGNAL) <= 0) return;
-    }
-  });
-  std::vector<char> buffer(256 * 1024);
-  // Past slow start first, then measure.
-  const auto warm = Clock::now();
-  while (ms_since(warm) < 500) ::recv(to, buffer.data(), buffer.size(), 0);
-  uint64_t bytes = 0;
-  const auto t = Clock::now();
-  while (ms_since(t) < 1500) {
-    const ssize_t n = ::recv(to, buffer.data(), buffer.size(), 0);
-    if (n <= 0) break;
-    bytes += static_cast<uint64_t>(n);
-  }
-  const double mbit = static_cast<double>(bytes) * 8 / (ms_since(t) / 1000) / 1e6;
-  done = true;
-  ::shutdown(from, SHUT_RDWR);
-  return mbit;
-}
-
 TEST(EmulatedInternet, TcpRunsNearTheRateEachWay) {
   SKIP_WITHOUT_NETEM();
   const double down = 24, up = 8;
@@ -178,7 +115,8 @@ TEST(EmulatedInternet, TcpRunsNearTheRateEachWay) {
     for (int fd : {client, server})
       ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &recv_wait, sizeof recv_wait);
     const double rate = downstream ? down : up;
-    const double got = downstream ? tcp_goodput(server, client) : tcp_goodput(client, server);
+    const double got =
+        downstream ? sockets::tcp_goodput(server, client) : sockets::tcp_goodput(client, server);
     std::printf("%s: rate %.0f Mbit/s, TCP payload %.2f Mbit/s (%.0f %%)\n",
                 downstream ? "down" : "up", rate, got, 100 * got / rate);
     // Payload under IP+TCP headers is ~96 % of the line; below 80 % the shaper is wrong.

@@ -8,13 +8,18 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <optional>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "core/error.h"
+#include "net/netem/emulated_internet.h"
 #include "net/netem/netns.h"
 
 namespace stoa::net::netem::sockets {
@@ -97,6 +102,72 @@ inline int connect_from(const std::string& netns, const std::string& ip, uint16_
   }
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   return fd;
+}
+
+inline double ms_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
+
+// Mbit/s of TCP payload from `from` to `to` over ~1.5 s.
+inline double tcp_goodput(int from, int to) {
+  std::atomic<bool> done{false};
+  std::jthread sender([&] {
+    std::vector<char> chunk(64 * 1024, 'x');
+    while (!done) {
+      if (::send(from, chunk.data(), chunk.size(), MSG_NOSIGNAL) <= 0) return;
+    }
+  });
+  std::vector<char> buffer(256 * 1024);
+  // Past slow start first, then measure.
+  const auto warm = std::chrono::steady_clock::now();
+  while (ms_since(warm) < 500) ::recv(to, buffer.data(), buffer.size(), 0);
+  // What already waits in the socket arrived before the window: not counted in it.
+  while (::recv(to, buffer.data(), buffer.size(), MSG_DONTWAIT) > 0) {
+  }
+  uint64_t bytes = 0;
+  const auto t = std::chrono::steady_clock::now();
+  while (ms_since(t) < 1500) {
+    const ssize_t n = ::recv(to, buffer.data(), buffer.size(), 0);
+    if (n <= 0) break;
+    bytes += static_cast<uint64_t>(n);
+  }
+  const double mbit = static_cast<double>(bytes) * 8 / (ms_since(t) / 1000) / 1e6;
+  done = true;
+  ::shutdown(from, SHUT_RDWR);
+  return mbit;
+}
+
+// Echoes every datagram on `fd` back to its sender until `stop`.
+inline std::jthread echo_server(int fd) {
+  return std::jthread([fd](std::stop_token stop) {
+    while (!stop.stop_requested()) {
+      if (auto d = receive(fd, std::chrono::milliseconds(20)))
+        send_to(fd, d->from_ip, d->from_port, d->bytes);
+    }
+  });
+}
+
+// Round trips of `count` pings from `host` to the hub's echo port, in ms (lost ones left out).
+inline std::vector<double> round_trips(const EmulatedInternet& net, size_t host, int count) {
+  const int fd = udp_in(net.netns(host), 0);
+  std::vector<double> rtts;
+  for (int i = 0; i < count; ++i) {
+    const auto t = std::chrono::steady_clock::now();
+    send_to(fd, EmulatedInternet::kHubIp, 7000, "ping" + std::to_string(i));
+    while (auto d = receive(fd, std::chrono::milliseconds(1000))) {
+      if (d->bytes == "ping" + std::to_string(i)) {
+        rtts.push_back(ms_since(t));
+        break;
+      }
+    }
+  }
+  ::close(fd);
+  return rtts;
+}
+
+inline double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
 }
 
 }  // namespace stoa::net::netem::sockets
