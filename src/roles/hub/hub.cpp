@@ -7,6 +7,7 @@
 #include "core/log.h"
 #include "roles/hub/observe/hub_counters.h"
 #include "roles/hub/verification/verification.h"
+#include "roles/hub/verification/verification_mode.h"
 
 namespace stoa::hub {
 
@@ -56,10 +57,11 @@ Hub::Hub(HubConfig config, HubDeps deps)
       VerificationParts{config_, deps_, *ledger_, book_, pending_, *counters_, roster_.stats()});
   restore();
   ledger_->start([this] { on_ledger_commit(); });
-  if (config_.beyond_loopback && !config_.verify.enabled)
-    log_warn("hub",
-             "replay verification is OFF ([verify] enabled = false) on a hub that serves "
-             "workers beyond loopback: rollouts train unchecked");
+  // What the run's verification protects, as /v1/status says it (verification_mode.h).
+  const VerificationMode mode =
+      verification_mode(config_.verify, config_.verify.enabled, config_.beyond_loopback);
+  log_info("hub", "verification: ", mode.name, ": ", mode.guarantee);
+  if (!mode.warning.empty()) log_warn("hub", "verification: ", mode.warning);
 }
 
 Hub::~Hub() {

@@ -59,16 +59,17 @@ std::map<std::string, double> Hub::counters() const {
 
 json Hub::status(size_t offset, size_t limit) const {
   limit = std::min(limit, config_.status_max_workers);
-  return status_json(snapshot(offset, limit),
-                     ReportContext{deps_.task->name(), config_.beyond_loopback, limit});
+  return status_json(
+      snapshot(offset, limit),
+      ReportContext{deps_.task->name(), config_.beyond_loopback, limit, config_.verify});
 }
 
 std::string Hub::metrics() const {
   // Per-worker series for at most metrics_max_workers workers (idle ones expire), from one
   // snapshot, rendered outside the hub's lock.
   const size_t limit = config_.metrics_max_workers;
-  return metrics_text(snapshot(0, limit),
-                      ReportContext{deps_.task->name(), config_.beyond_loopback, limit});
+  return metrics_text(snapshot(0, limit), ReportContext{deps_.task->name(), config_.beyond_loopback,
+                                                        limit, config_.verify});
 }
 
 void Hub::record_step_history_locked(const StepReport& report) {

@@ -49,18 +49,54 @@ TEST(HubReport, CounterTotalsAreTheSumOfTheirParts) {
 
 TEST(HubReport, StatusSaysWhenVerificationIsOffBeyondLoopback) {
   const HubSnapshot s = sample_snapshot();
-  const auto local = status_json(s, ReportContext{"search", false, 10});
+  const auto local = status_json(s, ReportContext{"search", false, 10, {}});
   EXPECT_EQ(local["task"], "search");
   EXPECT_DOUBLE_EQ(local["uptime_s"].get<double>(), 10.0);
   EXPECT_FALSE(local["verification"]["enabled"].get<bool>());
   EXPECT_FALSE(local["verification"].contains("warning"));
   EXPECT_EQ(local["workers"][0]["patch_lag"], 2);
-  const auto open = status_json(s, ReportContext{"search", true, 10});
+  EXPECT_EQ(local["verification"]["mode"], "off");
+  const auto open = status_json(s, ReportContext{"search", true, 10, {}});
   EXPECT_TRUE(open["verification"].contains("warning"));
 }
 
+// Issue 51 item 3: the mode in force and what it guarantees, one line each, and a warning where
+// a run beyond loopback is weaker than it looks.
+TEST(HubReport, StatusStatesTheVerificationModeAndWhatItGuarantees) {
+  HubSnapshot s = sample_snapshot();
+  s.verification_on = true;
+  VerifyPolicy sampled;  // the defaults: peer off, 5 %, the first 16
+  const auto local = status_json(s, ReportContext{"search", false, 10, sampled})["verification"];
+  EXPECT_EQ(local["mode"], "sampled");
+  const std::string guarantee = local["guarantee"];
+  EXPECT_NE(guarantee.find("first 16 rollouts and 5 %"), std::string::npos) << guarantee;
+  EXPECT_NE(guarantee.find("about 19 forged rollouts trained per identity"), std::string::npos)
+      << guarantee;
+  EXPECT_EQ(guarantee.find('\n'), std::string::npos) << "one line";
+  EXPECT_FALSE(local.contains("warning")) << "loopback: the operator's own workers";
+  const auto open = status_json(s, ReportContext{"search", true, 10, sampled})["verification"];
+  EXPECT_NE(open["warning"].get<std::string>().find("peer = true"), std::string::npos);
+
+  VerifyPolicy peer;
+  peer.peer = true;
+  peer.train_on_timeout = true;  // peer checks drop an overdue group whatever this says
+  const auto checked = status_json(s, ReportContext{"search", true, 10, peer})["verification"];
+  EXPECT_EQ(checked["mode"], "peer");
+  EXPECT_NE(checked["guarantee"].get<std::string>().find("every rollout is replayed"),
+            std::string::npos);
+  EXPECT_FALSE(checked.contains("warning"));
+
+  VerifyPolicy all = sampled;
+  all.fraction = 1.0;
+  all.train_on_timeout = true;
+  const auto every = status_json(s, ReportContext{"search", true, 10, all})["verification"];
+  EXPECT_EQ(every["guarantee"], "every rollout is replayed by the hub before its group trains");
+  EXPECT_NE(every["warning"].get<std::string>().find("train_on_timeout"), std::string::npos);
+  EXPECT_EQ(every["warning"].get<std::string>().find("peer = true"), std::string::npos);
+}
+
 TEST(HubReport, MetricsKeepHostileNamesInsideTheirLabel) {
-  const std::string text = metrics_text(sample_snapshot(), ReportContext{"search", false, 10});
+  const std::string text = metrics_text(sample_snapshot(), ReportContext{"search", false, 10, {}});
   // The name's quote and newline are escaped: no line of the page starts with the injected name.
   EXPECT_EQ(text.find("\nstoa_fake"), std::string::npos);
   EXPECT_NE(text.find("name=\"evil\\\"} 1\\nstoa_fake 9\"} 12.5"), std::string::npos) << text;
@@ -81,12 +117,14 @@ TEST(HubReport, MetricsCountVerdictsByTarget) {
   s.quarantined = 1;
   s.verified_by_target = {{"avx2", {4, 1}}, {"neon", {1, 0}}};
   s.verification = {{"rollouts_verified", 6}, {"verification_failures", 1}};
-  const std::string text = metrics_text(s, ReportContext{"search", true, 10});
+  const std::string text = metrics_text(s, ReportContext{"search", true, 10, {}});
   EXPECT_NE(text.find("stoa_rollouts_verified_total{result=\"fail\"} 1"), std::string::npos);
   EXPECT_NE(text.find("stoa_workers_quarantined 1"), std::string::npos);
   EXPECT_NE(text.find("{target=\"avx2\",result=\"fail\"} 1"), std::string::npos);
   EXPECT_NE(text.find("{target=\"neon\",result=\"pass\"} 1"), std::string::npos);
-  const auto st = status_json(s, ReportContext{"search", true, 10});
+  VerifyPolicy peer;
+  peer.peer = true;  // the default beyond loopback: nothing to warn of
+  const auto st = status_json(s, ReportContext{"search", true, 10, peer});
   EXPECT_EQ(st["verification"]["by_target"]["avx2"]["fail"], 1);
   EXPECT_FALSE(st["verification"].contains("warning"));
 }

@@ -60,7 +60,7 @@ TEST(LearningSignal, StatusMetricsAndHistorySayWhenNothingIsLearned) {
   HubSnapshot s;
   s.counters.learning_signal = LearningSignalWatch(2);
   s.counters.learning_signal.add(report(4, 4, 0));
-  const ReportContext context{"my-task", false, 10};
+  const ReportContext context{"my-task", false, 10, {}};
   auto quiet = status_json(s, context)["learning_signal"];
   EXPECT_EQ(quiet["steps_without_signal"], 1);
   EXPECT_EQ(quiet["consecutive_steps_without_signal"], 1);

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "roles/hub/verification/verification_mode.h"
 
 namespace stoa::hub {
 
@@ -155,12 +156,16 @@ json status_json(const HubSnapshot& snap, const ReportContext& context) {
   j["step"] = snap.step;
   j["counters"] = counter_map(snap);
   j["staleness_histogram"] = c.staleness;
-  // Always there (an empty by_target when off), so a reader needs no presence check.
-  j["verification"] = {{"enabled", snap.verification_on}, {"by_target", json::object()}};
-  if (!snap.verification_on && context.beyond_loopback)
-    j["verification"]["warning"] =
-        "replay verification is off ([verify] enabled = false) on a hub that serves workers "
-        "beyond loopback: rollouts train unchecked";
+  // Always there (an empty by_target when off), so a reader needs no presence check. The mode in
+  // force and what it guarantees, one line each, and a warning where the run is weaker than it
+  // looks (verification_mode.h).
+  const VerificationMode mode =
+      verification_mode(context.verify, snap.verification_on, context.beyond_loopback);
+  j["verification"] = {{"enabled", snap.verification_on},
+                       {"mode", mode.name},
+                       {"guarantee", mode.guarantee},
+                       {"by_target", json::object()}};
+  if (!mode.warning.empty()) j["verification"]["warning"] = mode.warning;
   if (!snap.verification.empty()) {
     // Verdicts by the kernel target each rollout was generated on (workers may force one:
     // `stoa work --kernel-target`); replay is exact across targets, so honest ones all pass.

@@ -11,6 +11,7 @@
 
 #include "roles/hub/observe/hub_counters.h"
 #include "roles/hub/observe/run_history.h"
+#include "roles/hub/verification/rollout_audit.h"
 
 namespace stoa::hub {
 
@@ -19,6 +20,7 @@ struct ReportContext {
   std::string task;              // the run's task name
   bool beyond_loopback = false;  // the hub serves workers beyond loopback (the verify warning)
   size_t limit = 0;              // the page size the worker list was taken with
+  VerifyPolicy verify;           // the run's [verify]: the mode /v1/status states
 };
 
 std::map<std::string, double> counter_map(const HubSnapshot& snapshot);
