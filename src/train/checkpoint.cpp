@@ -17,6 +17,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "model/safetensors.h"
 #include "model/tensor_source.h"
 #include "train/trainer_impl.h"
 
@@ -68,12 +69,46 @@ class ParameterSource : public TensorSource {
   explicit ParameterSource(const PolicyModel& model)
       : TensorSource(model.config(), "the trainer's parameters"), model_(model) {}
   Tensor f32(const TensorSpec& spec) const override {
-    return from_torch(model_.parameter(spec.name));
+    return from_torch(model_.merged(spec.name));  // LoRA: W + scale·B·A; else the master
   }
 
  private:
   const PolicyModel& model_;
 };
+
+constexpr const char* kAdaptersFile = "adapters.safetensors";
+
+// LoRA: the adapters (f32, PEFT's names) as one safetensors file.
+void write_adapters(const PolicyModel& model, const std::string& path) {
+  std::vector<torch::Tensor> hosts;
+  std::vector<NamedView> views;
+  for (size_t i = 0; i < model.adapters().size(); ++i) {
+    hosts.push_back(model.adapters()[i].detach().to(torch::kCPU, torch::kFloat32).contiguous());
+    const torch::Tensor& h = hosts.back();
+    views.emplace_back(
+        model.adapter_names()[i],
+        TensorView(h.data_ptr(), DType::kF32, Shape(h.sizes().begin(), h.sizes().end())));
+  }
+  write_safetensors(path, views);
+}
+
+void read_adapters(const PolicyModel& model, const std::string& path) {
+  const SafetensorsFile file = SafetensorsFile::open(path);
+  torch::NoGradGuard no_grad;
+  STOA_CHECK(file.entries().size() == model.adapters().size(), ErrorKind::kBadFormat, path,
+             " holds ", file.entries().size(), " tensors; the LoRA targets make ",
+             model.adapters().size());
+  for (size_t i = 0; i < model.adapters().size(); ++i) {
+    const std::string& name = model.adapter_names()[i];
+    const Tensor loaded = file.load(name);
+    torch::Tensor adapter = model.adapters()[i];
+    STOA_CHECK(loaded.dtype() == DType::kF32 &&
+                   Shape(adapter.sizes().begin(), adapter.sizes().end()) == loaded.shape(),
+               ErrorKind::kBadFormat, path, ": adapter ", name, " is ", dtype_name(loaded.dtype()),
+               " ", shape_string(loaded.shape()), "; expected f32 ", adapter.sizes());
+    adapter.copy_(to_torch(loaded).to(adapter.device()));
+  }
+}
 
 }  // namespace
 
@@ -110,6 +145,22 @@ void Trainer::save_checkpoint(const std::string& dir) const {
     // reads the shards.
     im.save_model_sharded((tmp / "model").string(), DType::kF32);
     meta["sharded"] = {{"kind", "fsdp"}, {"world", im.sharded->layout().world}};
+  } else if (im.model->lora()) {
+    // LoRA: the adapters, their AdamW state and the base's hash; never the base itself.
+    const LoraOptions& l = im.model->lora_options();
+    write_adapters(*im.model, (tmp / kAdaptersFile).string());
+    write_model_dir_config(im.config(), tmp.string(), "float32");  // the base's shape
+    try {
+      torch::save(*im.optimizer, (tmp / "optimizer.pt").string());
+    } catch (const std::exception& e) {
+      fail(ErrorKind::kIo, "cannot write ", (tmp / "optimizer.pt").string(), ": ", e.what());
+    }
+    meta["lora"] = {{"rank", l.rank},
+                    {"alpha", l.alpha},
+                    {"dropout", l.dropout},
+                    {"target_modules", l.targets},
+                    {"base_dtype", dtype_name(l.base_dtype)},
+                    {"base_hash", im.model->parameters_hash().hex()}};
   } else {
     // Data parallel: the owners' AdamW shards gathered into one process's state, so the
     // checkpoint is the same format whatever the number of ranks that wrote or will resume it.
@@ -163,6 +214,8 @@ Trainer Trainer::resume(const std::string& dir, const TrainOptions& options,
   STOA_CHECK(version == kVersion || version == kVersionMersenne, ErrorKind::kUnsupported,
              "checkpoint ", dir, " has format version ", version, "; this build reads ",
              kVersionMersenne, " and ", kVersion);
+  STOA_CHECK(!meta.contains("lora"), ErrorKind::kInvalidArgument, "checkpoint ", dir,
+             " holds LoRA adapters only: resume it on the base model it was trained from");
   const bool sharded_checkpoint = meta.contains("sharded");
   STOA_CHECK(sharded_checkpoint == (options.sharding == Sharding::kFsdp),
              ErrorKind::kInvalidArgument, "checkpoint ", dir, " was written by a ",
@@ -214,6 +267,62 @@ Trainer Trainer::resume(const std::string& dir, const TrainOptions& options,
              options.seed, ", so an SFT run shuffles differently from here on than it would have");
   }
   impl->join(std::move(ranks));  // data parallel: the other ranks get weights, step, moments
+  return Trainer(std::move(impl));
+}
+
+Trainer Trainer::resume(const std::string& dir, const TensorSource& base, TrainOptions options) {
+  const fs::path root(dir);
+  nlohmann::json meta;
+  try {
+    meta = nlohmann::json::parse(read_text(root / "trainer.json"));
+  } catch (const nlohmann::json::exception& e) {
+    fail(ErrorKind::kBadFormat, "checkpoint ", (root / "trainer.json").string(),
+         " is not valid JSON: ", e.what());
+  }
+  STOA_CHECK(meta.is_object() && meta.value("format", "") == kFormat &&
+                 meta.value("version", 0) == kVersion && meta.contains("lora"),
+             ErrorKind::kBadFormat, "checkpoint ", dir, " is not a Stoa LoRA checkpoint");
+  std::string base_hash;
+  int64_t step = 0;
+  Rng rng(options.seed, 0);
+  try {
+    const nlohmann::json& l = meta.at("lora");
+    options.lora.rank = l.at("rank").get<int64_t>();
+    options.lora.alpha = l.at("alpha").get<double>();
+    options.lora.dropout = l.at("dropout").get<double>();
+    options.lora.targets = l.at("target_modules").get<std::vector<std::string>>();
+    STOA_CHECK(parse_dtype(l.at("base_dtype").get<std::string>(), &options.lora.base_dtype),
+               ErrorKind::kBadFormat, "unknown base dtype");
+    base_hash = l.at("base_hash").get<std::string>();
+    step = meta.at("step").get<int64_t>();
+    STOA_CHECK(step >= 0, ErrorKind::kBadFormat, "negative step");
+    rng = rng_from_json(meta.at("rng"));
+  } catch (const std::exception& e) {
+    fail(ErrorKind::kBadFormat, "checkpoint ", (root / "trainer.json").string(),
+         " has a bad LoRA section, step or RNG state: ", e.what());
+  }
+  STOA_CHECK(options.sharding == Sharding::kZero1, ErrorKind::kUnsupported,
+             "LoRA trains on one process so far (no fsdp sharding)");
+  auto impl = std::make_unique<Impl>(base, options);
+  const std::string actual = impl->model->parameters_hash().hex();
+  STOA_CHECK(actual == base_hash, ErrorKind::kIntegrity, "checkpoint ", dir,
+             " holds adapters of the base with hash ", base_hash, "; ", base.description(),
+             " hashes to ", actual, " (another model, or another base dtype)");
+  read_adapters(*impl->model, (root / kAdaptersFile).string());
+  try {
+    torch::load(*impl->optimizer, (root / "optimizer.pt").string(), impl->device);
+  } catch (const std::exception& e) {
+    fail(ErrorKind::kBadFormat, "checkpoint optimiser state ", (root / "optimizer.pt").string(),
+         " cannot be loaded: ", e.what());
+  }
+  for (auto& group : impl->optimizer->param_groups()) {
+    auto& o = static_cast<torch::optim::AdamWOptions&>(group.options());
+    o.betas(std::make_tuple(options.optimizer.beta1, options.optimizer.beta2))
+        .eps(options.optimizer.eps)
+        .weight_decay(options.optimizer.weight_decay);
+  }
+  impl->step = step;
+  impl->rng = rng;
   return Trainer(std::move(impl));
 }
 

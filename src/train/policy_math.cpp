@@ -68,7 +68,8 @@ std::pair<torch::Tensor, torch::Tensor> PolicyMath::rope(int64_t T, bool any_att
 }
 
 torch::Tensor PolicyMath::embed(const torch::Tensor& table, const torch::Tensor& tokens) const {
-  return torch::embedding(table, tokens.to(device_, torch::kInt64));
+  // .to: a LoRA base's table may be bf16 (a no-op for f32).
+  return torch::embedding(table, tokens.to(device_, torch::kInt64)).to(torch::kFloat32);
 }
 
 torch::Tensor PolicyMath::block(const PolicyLayer& layer, const torch::Tensor& x,
@@ -80,8 +81,17 @@ torch::Tensor PolicyMath::block(const PolicyLayer& layer, const torch::Tensor& x
 }
 
 torch::Tensor PolicyMath::linear(const torch::Tensor& x, const torch::Tensor& w) const {
-  if (compute_ == torch::kFloat32) return torch::matmul(x, w.t());
-  return torch::matmul(x.to(compute_), w.to(compute_).t()).to(torch::kFloat32);
+  // A LoRA base may be held in another dtype than the matmuls' (then the weight is cast).
+  torch::Tensor y = compute_ == torch::kFloat32 && w.scalar_type() == torch::kFloat32
+                        ? torch::matmul(x, w.t())
+                        : torch::matmul(x.to(compute_), w.to(compute_).t()).to(torch::kFloat32);
+  if (adapters_.empty()) return y;
+  auto adapter = adapters_.find(w.unsafeGetTensorImpl());
+  if (adapter == adapters_.end()) return y;
+  const LoraAdapter& a = adapter->second;
+  torch::Tensor in = x;
+  if (a.dropout > 0 && torch::GradMode::is_enabled()) in = torch::dropout(x, a.dropout, true);
+  return y + linear(linear(in, a.a), a.b) * a.scale;
 }
 
 torch::Tensor PolicyMath::rms_norm(const torch::Tensor& x, const torch::Tensor& w) const {
@@ -152,7 +162,8 @@ torch::Tensor PolicyMath::moe(const PolicyLayer& layer, const torch::Tensor& x) 
   const int64_t k = config_.num_experts_per_tok;
   torch::Tensor flat = x.reshape({-1, H});
   // Routing in f32 whatever the compute dtype: bf16 scores would flip expert choices.
-  torch::Tensor scores = torch::sigmoid(torch::matmul(flat, layer.router.t()));  // [N, E]
+  torch::Tensor scores =
+      torch::sigmoid(torch::matmul(flat, layer.router.to(torch::kFloat32).t()));  // [N, E]
   torch::Tensor choice = scores.detach();
   if (layer.expert_bias.defined()) choice = choice + layer.expert_bias.detach();
   torch::Tensor idx = std::get<1>(torch::topk(choice, k, -1));  // [N, k]

@@ -11,6 +11,7 @@
 #pragma once
 #include <functional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <torch/torch.h>
@@ -37,9 +38,21 @@ struct PolicyLayer {
 PolicyLayer bind_policy_layer(const ModelConfig& config, const PolicyLayerLayout& names,
                               const std::function<torch::Tensor(const std::string&)>& pick);
 
+// A LoRA adapter of one weight (train/lora.h): linear() adds scale·dropout(x)·Aᵀ·Bᵀ.
+struct LoraAdapter {
+  torch::Tensor a, b;  // [rank, in], [out, rank], f32, trained
+  double scale = 1.0;
+  double dropout = 0.0;  // only while autograd records (training steps)
+};
+
 class PolicyMath {
  public:
   PolicyMath(ModelConfig config, torch::Device device, torch::ScalarType compute);
+  // The adapters, keyed by the storage of the weight they belong to: every product with that
+  // weight (wherever a block is handed it) gets its adapter, and no slot of a layer changes.
+  void set_adapters(std::unordered_map<const void*, LoraAdapter> adapters) {
+    adapters_ = std::move(adapters);
+  }
 
   const ModelConfig& config() const { return config_; }
   torch::Device device() const { return device_; }
@@ -64,6 +77,7 @@ class PolicyMath {
   ModelConfig config_;
   torch::Device device_;
   torch::ScalarType compute_;
+  std::unordered_map<const void*, LoraAdapter> adapters_;
 };
 
 }  // namespace stoa::train

@@ -4,10 +4,12 @@
 #include "train/policy_model.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <set>
 
 #include "core/error.h"
+#include "core/rng.h"
 #include "model/tensor_source.h"
 #include "train/models/policy_layout.h"
 
@@ -52,15 +54,24 @@ Tensor from_torch(const torch::Tensor& tensor) {
 }
 
 PolicyModel::PolicyModel(const ModelWeights& weights, torch::Device device,
-                         torch::ScalarType compute)
-    : config_(weights.config), device_(device), math_(weights.config, device, compute) {
+                         torch::ScalarType compute, const LoraOptions& lora, uint64_t seed)
+    : config_(weights.config),
+      device_(device),
+      math_(weights.config, device, compute),
+      lora_(lora) {
+  validate_lora_options(lora_);
   for (const auto& [name, tensor] : weights.tensors) add_parameter(name, tensor);
   bind();
+  add_adapters(seed);
 }
 
 PolicyModel::PolicyModel(const TensorSource& source, torch::Device device,
-                         torch::ScalarType compute)
-    : config_(source.config()), device_(device), math_(source.config(), device, compute) {
+                         torch::ScalarType compute, const LoraOptions& lora, uint64_t seed)
+    : config_(source.config()),
+      device_(device),
+      math_(source.config(), device, compute),
+      lora_(lora) {
+  validate_lora_options(lora_);
   // Name order, as the map of ModelWeights gives it: the optimiser's parameter order (and so
   // its checkpoint) does not depend on where the weights came from.
   std::vector<const TensorSpec*> specs;
@@ -69,6 +80,7 @@ PolicyModel::PolicyModel(const TensorSource& source, torch::Device device,
             [](const TensorSpec* a, const TensorSpec* b) { return a->name < b->name; });
   for (const TensorSpec* spec : specs) add_parameter(spec->name, source.f32(*spec));
   bind();
+  add_adapters(seed);
 }
 
 void PolicyModel::add_parameter(const std::string& name, const Tensor& tensor) {
@@ -76,7 +88,10 @@ void PolicyModel::add_parameter(const std::string& name, const Tensor& tensor) {
   torch::Tensor t = to_torch(tensor);
   STOA_CHECK(t.is_floating_point(), ErrorKind::kBadFormat, "tensor ", name,
              " is not a float tensor (", dtype_name(tensor.dtype()), ")");
-  t = t.to(device_, torch::kFloat32).contiguous();
+  // LoRA: the frozen base in its own dtype (bf16 halves it); else the f32 masters.
+  const torch::ScalarType dtype =
+      lora_.enabled() ? torch_dtype(lora_.base_dtype) : torch::ScalarType(torch::kFloat32);
+  t = t.to(device_, dtype).contiguous();
   index_[name] = params_.size();
   names_.push_back(name);
   params_.push_back(t);
@@ -119,7 +134,57 @@ void PolicyModel::bind() {
     if (!names.expert_bias.empty()) frozen.insert(names.expert_bias);
   }
   for (size_t i = 0; i < params_.size(); ++i)
-    params_[i].set_requires_grad(!frozen.count(names_[i]));
+    params_[i].set_requires_grad(!lora_.enabled() && !frozen.count(names_[i]));
+}
+
+void PolicyModel::add_adapters(uint64_t seed) {
+  if (!lora_.enabled()) return;
+  torch::NoGradGuard no_grad;
+  std::unordered_map<const void*, LoraAdapter> by_weight;
+  // One stream of the seed for all of A, in target order: the same init on every machine.
+  Rng rng(seed, 0x4c6f5241);  // "LoRA"
+  for (const LoraTarget& t : lora_targets(config_, lora_)) {
+    const float bound = 1.0f / std::sqrt(static_cast<float>(t.in));
+    std::vector<float> a(static_cast<size_t>(lora_.rank * t.in));
+    for (float& v : a) v = (2.0f * rng.uniform_float() - 1.0f) * bound;
+    torch::Tensor A = torch::from_blob(a.data(), {lora_.rank, t.in}, torch::kFloat32)
+                          .clone()
+                          .to(device_)
+                          .set_requires_grad(true);
+    torch::Tensor B = torch::zeros({t.out, lora_.rank},
+                                   torch::TensorOptions().dtype(torch::kFloat32).device(device_))
+                          .set_requires_grad(true);
+    adapter_of_[t.weight] = {adapters_.size(), adapters_.size() + 1};
+    adapter_names_.push_back(lora_a_name(t));
+    adapters_.push_back(A);
+    adapter_names_.push_back(lora_b_name(t));
+    adapters_.push_back(B);
+    by_weight[parameter(t.weight).unsafeGetTensorImpl()] = {A, B, lora_.scale(), lora_.dropout};
+  }
+  math_.set_adapters(std::move(by_weight));
+}
+
+torch::Tensor PolicyModel::merged(const std::string& name) const {
+  torch::NoGradGuard no_grad;
+  torch::Tensor w = parameter(name).to(torch::kFloat32);
+  auto adapter = adapter_of_.find(name);
+  if (adapter == adapter_of_.end()) return w;
+  const torch::Tensor& A = adapters_[adapter->second.first];
+  const torch::Tensor& B = adapters_[adapter->second.second];
+  return w + torch::matmul(B, A) * lora_.scale();
+}
+
+Hash128 PolicyModel::parameters_hash() const {
+  StateHasher hasher;
+  for (size_t i = 0; i < names_.size(); ++i) {
+    torch::Tensor host = params_[i].detach().to(torch::kCPU).contiguous();
+    DType dtype = DType::kF32;
+    if (host.scalar_type() == torch::kBFloat16) dtype = DType::kBF16;
+    if (host.scalar_type() == torch::kFloat16) dtype = DType::kF16;
+    hasher.add(names_[i],
+               TensorView(host.data_ptr(), dtype, Shape(host.sizes().begin(), host.sizes().end())));
+  }
+  return hasher.finish();
 }
 
 const torch::Tensor& PolicyModel::parameter(const std::string& name) const {
@@ -145,7 +210,9 @@ torch::Tensor PolicyModel::logits(const torch::Tensor& hidden_states) const {
 void PolicyModel::copy_to(ModelWeights* out) const {
   out->config = config_;
   for (size_t i = 0; i < names_.size(); ++i) {
-    torch::Tensor host = params_[i].detach().to(torch::kCPU, torch::kFloat32).contiguous();
+    torch::Tensor host = (lora() ? merged(names_[i]) : params_[i].detach())
+                             .to(torch::kCPU, torch::kFloat32)
+                             .contiguous();
     Shape shape(host.sizes().begin(), host.sizes().end());
     auto it = out->tensors.find(names_[i]);
     if (it == out->tensors.end() || it->second.dtype() != DType::kF32 ||
@@ -170,7 +237,7 @@ void PolicyModel::load(const ModelWeights& weights) {
     STOA_CHECK(t.sizes() == params_[i].sizes(), ErrorKind::kBadFormat, "tensor ", names_[i],
                " has shape ", shape_string(source.shape()), "; the policy has ",
                params_[i].sizes());
-    params_[i].copy_(t.to(torch::kFloat32));
+    params_[i].copy_(t.to(params_[i].scalar_type()));
   }
 }
 

@@ -131,6 +131,7 @@ void validate_train_options(const TrainOptions& o) {
   STOA_CHECK(o.max_sequence_tokens >= 0, ErrorKind::kInvalidArgument,
              "max_sequence_tokens must be >= 0");
   validate_loss_config(o.loss);
+  validate_lora_options(o.lora);
 }
 
 }  // namespace stoa::train

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/dtype.h"
+#include "train/lora.h"
 #include "train/loss_config.h"
 
 namespace stoa::train {
@@ -57,6 +58,8 @@ struct TrainOptions {
   // the behaviour log-probs μ come from (otherwise every ratio π/μ would be biased by the
   // temperature alone). SFT ignores it.
   double temperature = 1.0;
+  // LoRA (rank > 0): the base frozen, adapters trained (train/lora.h); one process, zero1.
+  LoraOptions lora;
 };
 
 // Throws kInvalidArgument naming the option for out-of-range values.

@@ -170,18 +170,21 @@ Trainer::Impl::Impl(const ModelConfig& config, const TrainOptions& opts)
 
 Trainer::Impl::Impl(const ModelWeights& initial, const TrainOptions& opts)
     : Impl(initial.config, opts) {
-  model = std::make_unique<PolicyModel>(initial, device, torch_dtype(options.compute_dtype));
+  model = std::make_unique<PolicyModel>(initial, device, torch_dtype(options.compute_dtype),
+                                        options.lora, options.seed);
   start_optimizer();
 }
 
 Trainer::Impl::Impl(const TensorSource& initial, const TrainOptions& opts)
     : Impl(initial.config(), opts) {
-  model = std::make_unique<PolicyModel>(initial, device, torch_dtype(options.compute_dtype));
+  model = std::make_unique<PolicyModel>(initial, device, torch_dtype(options.compute_dtype),
+                                        options.lora, options.seed);
   start_optimizer();
 }
 
 void Trainer::Impl::start_optimizer() {
-  for (const torch::Tensor& p : model->parameters()) {
+  // LoRA: the adapters only; the base has neither gradients nor AdamW state.
+  for (const torch::Tensor& p : model->lora() ? model->adapters() : model->parameters()) {
     if (p.requires_grad()) trainable.push_back(p);
   }
   optimizer = std::make_unique<torch::optim::AdamW>(trainable, adamw_options());
@@ -274,8 +277,20 @@ void Trainer::Impl::apply_gradients(StepMetrics* m, const std::string& batch_nam
   }
 }
 
+namespace {
+// LoRA runs in one process so far (docs/design/train.md, "LoRA"): the data-parallel and fully
+// sharded trainers exchange the masters, not adapters.
+void check_lora_placement(const TrainOptions& options, const Communicator* ranks) {
+  STOA_CHECK(!options.lora.enabled() ||
+                 (options.sharding == Sharding::kZero1 && (!ranks || ranks->world_size() == 1)),
+             ErrorKind::kUnsupported,
+             "LoRA trains on one process so far (no fsdp sharding, no data-parallel ranks)");
+}
+}  // namespace
+
 Trainer::Trainer(const ModelWeights& initial, const TrainOptions& options,
                  std::shared_ptr<Communicator> ranks) {
+  check_lora_placement(options, ranks.get());
   if (options.sharding == Sharding::kFsdp) {
     WeightsTensorSource source(initial);
     impl_ = std::make_unique<Impl>(initial.config, options_for_rank(options, ranks.get()));
@@ -288,6 +303,7 @@ Trainer::Trainer(const ModelWeights& initial, const TrainOptions& options,
 
 Trainer::Trainer(const TensorSource& initial, const TrainOptions& options,
                  std::shared_ptr<Communicator> ranks) {
+  check_lora_placement(options, ranks.get());
   if (options.sharding == Sharding::kFsdp) {
     impl_ = std::make_unique<Impl>(initial.config(), options_for_rank(options, ranks.get()));
     impl_->start_sharded(std::move(ranks), &initial, "");
@@ -323,6 +339,10 @@ StepMetrics Trainer::Impl::accumulate_and_apply(Sequences seqs, StepMetrics m, d
   keep_share(&seqs, ranks.get());
   MetricSums sums;
   clear_grads();
+  // LoRA dropout draws from libtorch's generator: seeded by the step, so a resumed run drops
+  // the same elements as one that never stopped.
+  if (model && model->lora() && options.lora.dropout > 0)
+    torch::manual_seed(Rng(options.seed, static_cast<uint64_t>(step) + 1).next());
   try {
     const auto plan = plan_micro_batches(&seqs, options.micro_batch_tokens);
     const int64_t rounds = micro_batch_rounds(static_cast<int64_t>(plan.size()));
@@ -519,7 +539,30 @@ void Trainer::for_each_weight(
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(),
             [&](size_t a, size_t b) { return model.names()[a] < model.names()[b]; });
-  for (size_t i : order) give(model.names()[i], model.parameters()[i]);
+  for (size_t i : order) {
+    // LoRA: the merged view, made for one tensor at a time (never a whole f32 copy).
+    if (model.lora()) {
+      give(model.names()[i], model.merged(model.names()[i]));
+    } else {
+      give(model.names()[i], model.parameters()[i]);
+    }
+  }
+}
+
+void Trainer::for_each_adapter(
+    const std::function<void(const std::string&, const Shape&, const float*)>& take) const {
+  if (impl_->fsdp()) return;
+  const PolicyModel& model = *impl_->model;
+  for (size_t i = 0; i < model.adapters().size(); ++i) {
+    torch::Tensor host = model.adapters()[i].detach().to(torch::kCPU, torch::kFloat32).contiguous();
+    take(model.adapter_names()[i], Shape(host.sizes().begin(), host.sizes().end()),
+         host.data_ptr<float>());
+  }
+}
+
+std::string Trainer::base_hash() const {
+  STOA_CHECK(!impl_->fsdp(), ErrorKind::kUnsupported, "base_hash() is one process's");
+  return impl_->model->parameters_hash().hex();
 }
 
 }  // namespace stoa::train

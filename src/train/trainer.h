@@ -61,7 +61,7 @@ struct StepMetrics {
 // `stoa bench train --plan` predicts from): f32 masters, gradient buffers, AdamW moments (two per
 // parameter once a step has run).
 struct RankHoldings {
-  int64_t masters = 0;
+  int64_t masters = 0;  // with LoRA: the frozen base's elements (in its dtype)
   int64_t gradients = 0;
   int64_t moments = 0;
 };
@@ -112,8 +112,16 @@ class Trainer {
   // the call). What a version is made from without a second copy of the model (pulse/publisher.h).
   void for_each_weight(
       const std::function<void(const std::string&, const Shape&, const float*)>& take) const;
-  // Hugging Face model directory (config.json + model.safetensors) at `dtype`.
+  // Hugging Face model directory (config.json + model.safetensors) at `dtype` (LoRA: merged).
   void save_model(const std::string& dir, DType dtype = DType::kF32) const;
+
+  // LoRA (options().lora): every adapter tensor (A then B per target, PEFT's names), f32. None
+  // without LoRA. for_each_weight and the other exports give the merged W + (alpha/rank)·B·A.
+  void for_each_adapter(
+      const std::function<void(const std::string&, const Shape&, const float*)>& take) const;
+  // The hash of the model's own tensors as held (with LoRA: the frozen base, in its dtype; the
+  // names, dtypes, shapes and bytes), recomputed on every call. One process only.
+  std::string base_hash() const;
 
   // Exact checkpoint: f32 weights (safetensors), AdamW moments and step, schedule position, the
   // data-order RNG. Written to dir.tmp then renamed, so a crash never leaves half a checkpoint.
@@ -123,6 +131,10 @@ class Trainer {
   // A checkpoint from any number of ranks resumes on any number (`ranks` as in the constructor).
   static Trainer resume(const std::string& dir, const TrainOptions& options,
                         std::shared_ptr<Communicator> ranks = nullptr);
+  // A LoRA checkpoint holds only the adapters, their AdamW state and the base's hash: it resumes
+  // on `base` (the model the run started from), refused with kIntegrity if its hash differs.
+  // The checkpoint's rank, alpha and targets win over `options.lora`'s.
+  static Trainer resume(const std::string& dir, const TensorSource& base, TrainOptions options);
   // A rank other than 0: receives rank 0's trainer, then runs every step rank 0 broadcasts until
   // its trainer is destroyed. Throws kNetwork when a rank dies or times out, kIntegrity when the
   // ranks' parameters diverge.
