@@ -125,8 +125,8 @@ void Hub::check_operator(const std::string& bearer, bool loopback) {
   identity_.refresh(ledger_->reader());
   if (!identity_.match(bearer, Identity::kOperatorScope)) {
     throw RequestError(401,
-                       "operator token required (Authorization: Bearer <token>, or "
-                       "?token= on the dashboard)");
+                       "operator token required (Authorization: Bearer <token>; a browser "
+                       "logs in at /login)");
   }
 }
 

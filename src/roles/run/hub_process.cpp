@@ -157,6 +157,9 @@ void HubProcess::serve(const nlohmann::json& info_in, const std::string& who) {
   if (!trainer_join.empty())
     std::printf("%s: trainer join string (stoa train --hub): %s\n", who.c_str(),
                 trainer_join.c_str());
+  // Off loopback the link holds a one-time login code, never the operator token: a browser's
+  // history keeps nothing that opens the hub (http/operator_login.h).
+  std::printf("%s: dashboard: %s\n", who.c_str(), server_->dashboard_url().c_str());
   std::fflush(stdout);
 }
 

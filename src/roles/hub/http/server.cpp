@@ -33,12 +33,6 @@ std::string bearer(const RequestContext& req) {
   return "";
 }
 
-// The operator token: a bearer header, or ?token= (a browser opening the dashboard).
-std::string operator_token(const RequestContext& req) {
-  std::string token = bearer(req);
-  return token.empty() && req.has_query("token") ? req.query.at("token") : token;
-}
-
 // Runs a handler, turning every failure into a JSON error: RequestError keeps its status, other
 // stoa::Errors about the input are 400, anything unexpected 500 (logged) — never a crash.
 template <typename Fn>
@@ -105,6 +99,9 @@ HubServer::HubServer(Hub& hub, ServerOptions options)
   o.tls_cert_path = options_.tls_cert_path;
   o.tls_key_path = options_.tls_key_path;
   http_ = std::make_unique<HttpServer>(o, [this](const RequestContext& r) { return route(r); });
+  OperatorLoginOptions lo;
+  lo.secure_cookie = http_->tls();
+  login_ = std::make_unique<OperatorLogin>(lo);
 }
 
 HubServer::~HubServer() {
@@ -113,6 +110,11 @@ HubServer::~HubServer() {
 
 std::string HubServer::url() const {
   return cat(tls() ? "https://" : "http://", options_.host, ":", port());
+}
+
+std::string HubServer::dashboard_url() {
+  if (is_loopback_host(options_.host)) return url() + "/";
+  return cat(url(), "/login?code=", login_->issue_code());
 }
 
 void HubServer::start() {
@@ -238,9 +240,25 @@ HandlerOutcome HubServer::route(const RequestContext& req) {
       auto m = net::heartbeat_from_json(net::parse_body(req.body, "heartbeat"));
       return json_reply(net::to_json(hub_.heartbeat(worker, m)));
     }
+    // The operator's pages: a bearer header (scripts, `stoa status`) or the browser's session
+    // cookie from /login — never a token in the URL (operator_login.h).
+    const bool loopback = is_loopback_host(options_.host);
+    if ((get || post) && p == "/login")
+      return login_->login(req, [&](const std::string& token) {
+        try {
+          hub_.check_operator(token, false);
+          return true;
+        } catch (const RequestError&) {
+          return false;
+        }
+      });
     const bool operator_route =
         get && (p == "/v1/status" || p == "/v1/history" || p == "/metrics" || p == "/");
-    if (operator_route) hub_.check_operator(operator_token(req), is_loopback_host(options_.host));
+    if (operator_route && !login_->has_session(req)) {
+      if (p == "/" && !loopback && bearer(req).empty())
+        return OperatorLogin::login_page(401, "Log in to see this hub's dashboard.");
+      hub_.check_operator(bearer(req), loopback);
+    }
     if (get && p == "/v1/status") {
       json status =
           hub_.status(query_u64(req, "offset").value_or(0), query_u64(req, "limit").value_or(100));

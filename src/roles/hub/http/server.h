@@ -14,6 +14,7 @@
 #include "net/validation_protocol.h"
 #include "roles/hub/groups/pipeline_groups.h"
 #include "roles/hub/http/http_server.h"
+#include "roles/hub/http/operator_login.h"
 #include "roles/hub/hub.h"
 #include "roles/hub/store/blob_serving.h"
 #include "roles/hub/store/blob_upload.h"
@@ -64,6 +65,9 @@ class HubServer {
   int port() const { return http_->port(); }
   bool tls() const { return http_->tls(); }
   std::string url() const;
+  // Where the operator opens the dashboard: on loopback the page itself (open there); otherwise
+  // /login with a fresh one-time code (operator_login.h), so no token is ever in a URL.
+  std::string dashboard_url();
   HttpServerStats stats() const { return http_->stats(); }
   double cpu_seconds() const { return http_->cpu_seconds(); }
   // The swarm's tracker and web seed counts (nullopt in a build without a swarm engine).
@@ -98,6 +102,7 @@ class HubServer {
   BlobServing blobs_;
   std::unique_ptr<BlobServing> run_files_;  // null when the hub serves no run files
   std::unique_ptr<HttpServer> http_;
+  std::unique_ptr<OperatorLogin> login_;  // the dashboard's cookie sessions
   ValidationQueue* validation_ = nullptr;
   std::shared_ptr<SwarmTracker> swarm_;                // null in a build without a swarm engine
   std::unique_ptr<PipelineGroups> groups_;             // null when the hub was not given the model

@@ -1,6 +1,6 @@
 // The operator's page served at GET /: self-contained (no CDN, no library: the charts are SVG
 // drawn by the page's own few lines of script), polling /v1/status and /v1/history with the
-// operator token it was opened with (?token=, needed when the hub is off loopback).
+// session cookie /login set (off loopback; http/operator_login.h): no token in any URL.
 //
 // Everything on the page that comes from the hub (worker names above all: strangers choose them)
 // becomes text nodes (textContent) or numeric SVG attributes; nothing is ever parsed as markup,
@@ -34,8 +34,6 @@ td,th{border:1px solid #ccc;padding:3px 8px;text-align:right} th{background:#f4f
 <h2>Workers</h2><table id="workers"></table>
 <script>
 'use strict';
-const token=new URLSearchParams(location.search).get('token');
-const auth=token?{headers:{Authorization:'Bearer '+token}}:{};
 const NS='http://www.w3.org/2000/svg';
 const COLORS=['#1f77b4','#d62728','#2ca02c','#ff7f0e','#9467bd','#8c564b','#e377c2','#17becf'];
 const steps=[],versions=[];let lastStep=-1,lastVersion=-1;
@@ -152,7 +150,9 @@ function showStatus(s){
     e.points.push([t,num(w.tokens_per_s)]);e.last=num(w.tokens_per_s);if(e.points.length>300)e.points.shift()}
 }
 
-async function get(path){const r=await fetch(path+(token?(path.includes('?')?'&':'?')+'token='+encodeURIComponent(token):''),auth);
+// The session cookie goes along by itself (same origin); 401: the session ended, log in again.
+async function get(path){const r=await fetch(path,{credentials:'same-origin'});
+  if(r.status===401){location.href='/login';throw new Error('logged out')}
   if(!r.ok)throw new Error(path+': HTTP '+r.status);return r.json()}
 
 async function tick(){
