@@ -20,6 +20,8 @@
 #include "core/machine.h"
 #include "core/process.h"
 #include "core/rng.h"
+#include "net/netem/emulated_internet.h"
+#include "net/netem/netns.h"
 #include "net/protocol.h"
 #include "pulse/catalog.h"
 #include "pulse/format.h"
@@ -35,6 +37,57 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 constexpr int64_t kRows = 1024, kCols = 4096;
+
+// The bench's links: tbf on a bridge (swarm_links.h), or the link emulator (net/netem).
+class BenchLinks {
+ public:
+  BenchLinks(int workers, const SwarmBenchOptions& o) {
+    if (!o.netem) {
+      tbf_ = std::make_unique<SwarmLinks>(workers, o.rates);
+      return;
+    }
+    using namespace std::chrono;
+    const auto rtt = duration_cast<microseconds>(duration<double, std::milli>(o.rtt_ms));
+    const auto jitter = duration_cast<microseconds>(duration<double, std::milli>(o.jitter_ms));
+    const net::netem::NatKind kind = net::netem::parse_nat_kind(o.nat);
+    net::netem::InternetOptions io;
+    io.hub.up.rate_mbit = o.rates.hub_up_mbit;
+    for (int i = 0; i < workers; ++i) {
+      const bool natted = std::floor((i + 1) * o.natted) > std::floor(i * o.natted);
+      io.hosts.push_back(net::netem::HostLink::home(o.rates.down_mbit, o.rates.up_mbit, rtt, jitter,
+                                                    o.loss,
+                                                    natted ? kind : net::netem::NatKind::kNone));
+    }
+    netem_ = std::make_unique<net::netem::EmulatedInternet>(io);
+  }
+  std::string hub_ip() const {
+    return netem_ ? net::netem::EmulatedInternet::kHubIp : SwarmLinks::kHubIp;
+  }
+  std::string netns(int i) const { return netem_ ? netem_->netns(i) : tbf_->netns(i); }
+  std::string ip(int i) const { return netem_ ? netem_->local_ip(i) : tbf_->ip(i); }
+  int natted() const {
+    int n = 0;
+    for (size_t i = 0; netem_ && i < netem_->hosts(); ++i)
+      n += netem_->nat(i) != net::netem::NatKind::kNone;
+    return n;
+  }
+  uint64_t hub_tx_bytes() const {
+    return netem_ ? netem_->hub_counters().up.bytes : tbf_->hub_tx_bytes();
+  }
+  // Starts the hub's server where the workers reach it: its listening socket is made in the
+  // hub's namespace when the links are the emulator's.
+  void start(hub::HubServer& server) const {
+    if (netem_) {
+      net::netem::run_in_netns(netem_->hub_netns(), [&] { server.start(); });
+    } else {
+      server.start();
+    }
+  }
+
+ private:
+  std::unique_ptr<SwarmLinks> tbf_;
+  std::unique_ptr<net::netem::EmulatedInternet> netem_;
+};
 
 Int8Matrix random_matrix(Rng& rng) {
   Int8Matrix m;
@@ -150,7 +203,7 @@ int run_swarm_bench(const SwarmBenchOptions& o) {
   log_info("bench", "anchor ", anchor.size(), " bytes, patch ", patch.size(), " bytes (",
            fraction * 100, " % of values changed)");
 
-  SwarmLinks links(most, o.rates);
+  BenchLinks links(most, o);
   json runs = json::array();
   for (const std::string& mode : o.modes) {
     STOA_CHECK(mode == "peers" || mode == "hub", ErrorKind::kInvalidArgument, "bench swarm: mode '",
@@ -184,10 +237,10 @@ int run_swarm_bench(const SwarmBenchOptions& o) {
       hc.swarm_reseed_after_s = o.reseed_after_s;
       hub::Hub hub(hc, world.deps());
       hub::ServerOptions so;
-      so.host = SwarmLinks::kHubIp;
+      so.host = links.hub_ip();
       so.threads = 4;
       hub::HubServer server(hub, so);
-      server.start();
+      links.start(server);
       const std::string url = server.url();
 
       std::vector<std::unique_ptr<BenchWorker>> workers;
@@ -344,7 +397,14 @@ int run_swarm_bench(const SwarmBenchOptions& o) {
       {"bench", "swarm"},
       {"rates_mbit",
        {{"hub_up", o.rates.hub_up_mbit}, {"down", o.rates.down_mbit}, {"up", o.rates.up_mbit}}},
-      {"latency", "not emulated (no netem in this kernel)"},
+      {"links", o.netem ? json{{"emulator", "net/netem"},
+                               {"rtt_ms", o.rtt_ms},
+                               {"jitter_ms", o.jitter_ms},
+                               {"loss", o.loss},
+                               {"nat", o.nat},
+                               {"natted_workers", links.natted()},
+                               {"of_workers", most}}
+                        : json{{"emulator", "tbf on a bridge"}, {"latency", "not emulated"}}},
       {"hub",
        {{"web_seed_copies", o.web_seed_copies},
         {"web_seed_budget", o.web_seed_budget},

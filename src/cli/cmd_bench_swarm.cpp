@@ -43,6 +43,24 @@ CommandRegistration bench_cmd(
                      "the hub's swarm_reseed_after_s: seconds before a piece leaves it again")
           ->check(CLI::Range(1, 3600))
           ->capture_default_str();
+      app.add_flag("--netem", o->netem,
+                   "links through the link emulator (docs/design/netem.md): RTT, jitter, loss "
+                   "and NAT as well as the rates");
+      app.add_option("--rtt-ms", o->rtt_ms, "with --netem: each worker's RTT to the hub")
+          ->check(CLI::Range(0.0, 10000.0))
+          ->capture_default_str();
+      app.add_option("--jitter-ms", o->jitter_ms, "with --netem: ± on each direction")
+          ->check(CLI::Range(0.0, 10000.0))
+          ->capture_default_str();
+      app.add_option("--loss", o->loss, "with --netem: each packet's chance to be lost, each way")
+          ->check(CLI::Range(0.0, 1.0))
+          ->capture_default_str();
+      app.add_option("--natted", o->natted, "with --netem: the fraction of workers behind NAT")
+          ->check(CLI::Range(0.0, 1.0))
+          ->capture_default_str();
+      app.add_option("--nat", o->nat,
+                     "with --netem: full-cone, restricted-cone, port-restricted or symmetric")
+          ->capture_default_str();
       app.add_option("--workdir", o->workdir);
       app.add_flag("--keep", o->keep, "keep the work directory");
       app.add_option("--timeout", o->timeout_s, "seconds per phase")->capture_default_str();
