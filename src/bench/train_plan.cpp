@@ -84,29 +84,37 @@ std::vector<int64_t> measure(const TrainPlanOptions& o, const fs::path& dir, int
   const std::string name = sharding + "-" + std::to_string(ranks);
   const fs::path report = dir / ("memory-" + name);
   fs::remove_all(report);
-  const std::vector<std::string> argv = {self_executable(),
-                                         "train",
-                                         "--sft",
-                                         "--model",
-                                         (dir / "model").string(),
-                                         "--data",
-                                         (dir / "data.jsonl").string(),
-                                         "--out",
-                                         (dir / ("out-" + name)).string(),
-                                         "--nproc",
-                                         std::to_string(ranks),
-                                         "--sharding",
-                                         sharding,
-                                         "--dtype",
-                                         o.dtype,
-                                         "--threads",
-                                         std::to_string(o.threads),
-                                         "--batch-tokens",
-                                         std::to_string(o.sequences * o.seq_len),
-                                         "--micro-batch-tokens",
-                                         std::to_string(o.micro_batch_tokens),
-                                         "--memory-report",
-                                         report.string()};
+  std::vector<std::string> argv = {self_executable(),
+                                   "train",
+                                   "--sft",
+                                   "--model",
+                                   (dir / "model").string(),
+                                   "--data",
+                                   (dir / "data.jsonl").string(),
+                                   "--out",
+                                   (dir / ("out-" + name)).string(),
+                                   "--nproc",
+                                   std::to_string(ranks),
+                                   "--sharding",
+                                   sharding,
+                                   "--dtype",
+                                   o.dtype,
+                                   "--threads",
+                                   std::to_string(o.threads),
+                                   "--batch-tokens",
+                                   std::to_string(o.sequences * o.seq_len),
+                                   "--micro-batch-tokens",
+                                   std::to_string(o.micro_batch_tokens),
+                                   "--memory-report",
+                                   report.string(),
+                                   "--lora-rank",
+                                   std::to_string(o.lora_rank),
+                                   "--lora-base-dtype",
+                                   o.lora_base_dtype};
+  for (const std::string& target : o.lora_targets) {
+    argv.push_back("--lora-targets");
+    argv.push_back(target);
+  }
   log_info("plan", "measuring ", sharding, " on ", ranks, " rank(s) in ", dir.string());
   run_child_or_throw(argv, (dir / ("train-" + name + ".log")).string(),
                      "stoa train (" + name + ")");
@@ -192,7 +200,10 @@ int run_train_plan(const TrainPlanOptions& o) {
     std::map<std::pair<std::string, int>, int64_t> runtime;
     nlohmann::json runtimes = nlohmann::json::object();
     std::vector<std::pair<std::string, int>> runs = {{"zero1", 1}};
-    for (int ranks : o.ranks) runs.emplace_back(o.sharding, ranks);
+    // LoRA trains on one process so far: its one run is the baseline.
+    if (o.lora_rank == 0) {
+      for (int ranks : o.ranks) runs.emplace_back(o.sharding, ranks);
+    }
     for (const auto& [kind, ranks] : runs) {
       const std::vector<int64_t> growth = measure(o, dir / "runtime", ranks, kind);
       const int64_t plan =

@@ -133,6 +133,17 @@ const CommandRegistration registration(
                      "and moments divided; the model streamed into the shards)")
           ->capture_default_str();
       app.add_option("--seed", o->job.seed, "Data-order seed")->capture_default_str();
+      app.add_option("--lora-rank", o->job.lora.rank,
+                     "LoRA: adapters of this rank on the frozen model (0: full fine-tuning)")
+          ->capture_default_str();
+      app.add_option("--lora-alpha", o->job.lora.alpha, "LoRA: alpha (scale alpha / rank)")
+          ->capture_default_str();
+      app.add_option("--lora-targets", o->job.lora.targets,
+                     "LoRA: target modules (all-linear, or names such as q_proj,w1)")
+          ->delimiter(',');
+      app.add_option("--lora-base-dtype", o->job.lora_base_dtype,
+                     "LoRA: the frozen base's dtype (bf16, f32)")
+          ->capture_default_str();
       app.add_option("--checkpoint", o->job.checkpoint,
                      "Write an exact checkpoint here every epoch");
       app.add_option("--resume", o->job.resume, "Continue from a checkpoint directory");

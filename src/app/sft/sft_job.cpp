@@ -69,14 +69,18 @@ int run_sft_job(const SftJobOptions& o) {
   t.schedule.warmup_steps = o.warmup;
   t.micro_batch_tokens = o.micro_batch_tokens;
   t.seed = o.seed;
+  t.lora = o.lora;
+  STOA_CHECK(parse_dtype(o.lora_base_dtype, &t.lora.base_dtype), ErrorKind::kInvalidArgument,
+             "unknown LoRA base dtype '", o.lora_base_dtype, "' (bf16, f32)");
   // Steps per epoch do not depend on the order (batches are cut from a permutation of the same
   // examples by a token budget, so their count can differ slightly; the schedule uses the first
   // epoch's count).
   const int64_t steps_per_epoch =
       static_cast<int64_t>(train::batch_by_tokens(examples, o.batch_tokens).size());
   t.schedule.total_steps = steps_per_epoch * o.epochs;
-  train::Trainer trainer = o.resume.empty() ? train::Trainer(*source, t, o.ranks)
-                                            : train::Trainer::resume(o.resume, t, o.ranks);
+  train::Trainer trainer = o.resume.empty()   ? train::Trainer(*source, t, o.ranks)
+                           : o.lora.enabled() ? train::Trainer::resume(o.resume, *source, t)
+                                              : train::Trainer::resume(o.resume, t, o.ranks);
   int start_epoch = 0;
   if (!o.resume.empty()) {
     start_epoch = static_cast<int>(trainer.step_count() / std::max<int64_t>(1, steps_per_epoch));

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "train/distributed.h"
+#include "train/lora.h"
 
 namespace stoa::app {
 
@@ -28,6 +29,10 @@ struct SftJobOptions {
   std::string sharding = "zero1";
   int threads = 0;
   uint64_t seed = 0;
+  // LoRA (train/lora.h) when lora.rank > 0: the start model frozen, adapters trained; the
+  // checkpoint holds the adapters and resumes on --model.
+  train::LoraOptions lora;
+  std::string lora_base_dtype = "bf16";
   bool json = false;
   std::shared_ptr<train::Communicator> ranks;  // rank 0 of a data-parallel trainer, or null
 };
