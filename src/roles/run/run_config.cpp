@@ -174,6 +174,7 @@ void hub_keys(Keys& k, Config& c) {
   k.value("max_connections_per_ip", c.server.max_connections_per_ip);
   k.value("tls_cert", c.server.tls_cert_path);
   k.value("tls_key", c.server.tls_key_path);
+  k.value("stage_relay_port", c.server.stage_relay_port);
   k.value("join_token", c.hub.join_token);
   k.value("group_size", c.hub.group_size);
   k.seconds("lease_ttl_s", c.hub.lease_ttl_ms);

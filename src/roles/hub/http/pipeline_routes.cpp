@@ -36,7 +36,8 @@ HttpReply HubServer::pipeline_route(const RequestContext& req, const std::string
     reply.next = place->next;
     reply.serve_key = place->serve_key;
     reply.next_key = place->next_key;
-    if (stage_relay_) reply.relay_port = stage_relay_->port();
+    // The relay listens from the first hop that needs it (a member behind NAT), not before.
+    if (!reply.serve_key.empty() || !reply.next_key.empty()) reply.relay_port = open_stage_relay();
   }
   HttpReply r;
   r.body = net::to_json(reply).dump();

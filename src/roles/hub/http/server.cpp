@@ -120,16 +120,26 @@ std::string HubServer::dashboard_url() {
 void HubServer::start() {
   hub_.set_version_listener(http_->waker());
   if (validation_) validation_->set_listener(http_->waker());
-  if (groups_) {  // before the routes serve: a place may name the relay from the first ask
+  http_->start();
+  log_info("hub", "serving on ", url());
+}
+
+int HubServer::open_stage_relay() {
+  std::lock_guard<std::mutex> lock(relay_mutex_);
+  if (!stage_relay_) {
     pipeline::StageRelayOptions ro;
     ro.listen_host = options_.host;
     ro.listen_port = options_.stage_relay_port;
     stage_relay_ = std::make_unique<pipeline::StageRelay>(ro);
+    log_info("hub", "a pipeline group has a stage behind NAT: its hops are relayed on port ",
+             stage_relay_->port(), " (a firewall must let it in; [hub] stage_relay_port)");
   }
-  http_->start();
-  log_info("hub", "serving on ", url());
-  if (stage_relay_)
-    log_info("hub", "pipeline stages behind NAT are relayed on port ", stage_relay_->port());
+  return stage_relay_->port();
+}
+
+std::optional<int> HubServer::stage_relay_port() const {
+  std::lock_guard<std::mutex> lock(relay_mutex_);
+  return stage_relay_ ? std::optional<int>(stage_relay_->port()) : std::nullopt;
 }
 
 void HubServer::stop() {
@@ -137,6 +147,7 @@ void HubServer::stop() {
   if (validation_) validation_->set_listener(nullptr);
   hub_.stop();
   http_->stop();
+  std::lock_guard<std::mutex> lock(relay_mutex_);
   if (stage_relay_) stage_relay_->stop();
 }
 

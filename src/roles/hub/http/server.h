@@ -47,8 +47,9 @@ struct ServerOptions {
   size_t max_connections_per_ip = 256;
   std::string tls_cert_path;  // both set: HTTPS
   std::string tls_key_path;
-  // The relay for pipeline stages behind NAT (roles/pipeline/stage_relay.h), on the hub's host,
-  // started with the pipeline groups (0: any free port; docs/protocol.md, "Pipeline groups").
+  // The relay for pipeline stages behind NAT (roles/pipeline/stage_relay.h), on the hub's host
+  // (0: any free port; docs/protocol.md, "Pipeline groups"). Opened only when a group first
+  // places a hop through it: a hub whose groups need no relay listens on no second port.
   int stage_relay_port = 0;
 };
 
@@ -78,6 +79,8 @@ class HubServer {
   // Serves /v1/validation/* (validation_routes.cpp) from `queue` ([verify] remote); call before
   // start(). `queue` must outlive the server.
   void set_validation_queue(ValidationQueue* queue) { validation_ = queue; }
+  // The stage relay's port while it listens; nullopt until a pipeline hop first needs it.
+  std::optional<int> stage_relay_port() const;
 
  private:
   HandlerOutcome route(const RequestContext& request);
@@ -104,9 +107,13 @@ class HubServer {
   std::unique_ptr<HttpServer> http_;
   std::unique_ptr<OperatorLogin> login_;  // the dashboard's cookie sessions
   ValidationQueue* validation_ = nullptr;
-  std::shared_ptr<SwarmTracker> swarm_;                // null in a build without a swarm engine
-  std::unique_ptr<PipelineGroups> groups_;             // null when the hub was not given the model
-  std::unique_ptr<pipeline::StageRelay> stage_relay_;  // with groups_, from start() to stop()
+  std::shared_ptr<SwarmTracker> swarm_;     // null in a build without a swarm engine
+  std::unique_ptr<PipelineGroups> groups_;  // null when the hub was not given the model
+  // Opens the stage relay (once; thread-safe) and returns its port.
+  int open_stage_relay();
+  mutable std::mutex relay_mutex_;
+  // Opened by the first relayed hop placed (open_stage_relay), closed by stop().
+  std::unique_ptr<pipeline::StageRelay> stage_relay_;
   TaskProxy tasks_;
   BlobUpload uploads_;
   std::mutex trainer_mutex_;
