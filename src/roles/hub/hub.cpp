@@ -236,31 +236,41 @@ std::optional<net::Lease> Hub::lease_locked(const std::string& worker_id, const 
   size_t reissuable = 0;
   for (const auto& gid : open_group_ids)
     reissuable += needed_of(book_.groups().at(gid)) > 0 ? 1 : 0;
-  const size_t creatable =
-      open_groups < config_.max_open_groups && book_.queued_groups() < config_.max_queued_groups
-          ? config_.max_open_groups - open_groups
-          : 0;
+  const bool trainer_keeps_up = book_.queued_groups() < config_.max_queued_groups;
+  const size_t creatable = open_groups < config_.max_open_groups && trainer_keeps_up
+                               ? config_.max_open_groups - open_groups
+                               : 0;
   // The waiting order: the free groups go to better-ranked workers that asked and wait first.
   // If they are exactly taken, the next worker in line takes a hoarder's lease over (the group
-  // is reissued below) instead of waiting for its revocation.
+  // is reissued below) instead of waiting for its revocation. Failing that, a worker with empty
+  // hands gets a group opened beyond max_open_groups (hub_config.h waiting_worker_groups): the
+  // groups may all be held by identities that never submit, and are until the hoarding deadline.
   const size_t ahead = book_.fairness().ahead_of(worker_id, now_ms);
+  bool beyond = false;
   if (ahead >= reissuable + creatable) {
+    const bool hoarder = book_.fairness().standing(worker_id) == Standing::kHoarder;
     std::optional<std::string> victim;
-    if (ahead == reissuable + creatable &&
-        book_.fairness().standing(worker_id) != Standing::kHoarder)
+    if (ahead == reissuable + creatable && !hoarder)
       victim = book_.fairness().preemptable(worker_id);
-    if (!victim) {
+    // Room beyond once every claim ahead of it is served (those past the free groups with a
+    // group beyond each): open + (ahead - reissuable) < max_open_groups + waiting_worker_groups.
+    beyond =
+        !victim && !hoarder && trainer_keeps_up && book_.fairness().held(worker_id) == 0 &&
+        open_groups + ahead < reissuable + config_.max_open_groups + config_.waiting_worker_groups;
+    if (!victim && !beyond) {
       if (ahead > 0) counters_->leases_deferred++;
       book_.fairness().waiting(worker_id, peer, now_ms, claim_ttl_ms());
       return std::nullopt;
     }
-    const LeaseRow& taken = book_.leases().at(*victim);
-    const auto& by_lease = book_.groups().at(taken.group_id).accepted_by_lease;
-    const auto got = by_lease.find(taken.id);
-    outstanding_by_group[taken.group_id] -=
-        std::max<int64_t>(0, taken.samples - (got == by_lease.end() ? 0 : got->second));
-    revoke_locked(*victim, "preempted: held by a worker whose lease was revoked", now_ms);
-    counters_->leases_preempted++;
+    if (victim) {
+      const LeaseRow& taken = book_.leases().at(*victim);
+      const auto& by_lease = book_.groups().at(taken.group_id).accepted_by_lease;
+      const auto got = by_lease.find(taken.id);
+      outstanding_by_group[taken.group_id] -=
+          std::max<int64_t>(0, taken.samples - (got == by_lease.end() ? 0 : got->second));
+      revoke_locked(*victim, "preempted: held by a worker whose lease was revoked", now_ms);
+      counters_->leases_preempted++;
+    }
   }
   // 1. A group whose samples are not all accounted for (an expired/released/revoked lease, or
   //    rollouts rejected): reissue what is missing, oldest group first.
@@ -272,7 +282,7 @@ std::optional<net::Lease> Hub::lease_locked(const std::string& worker_id, const 
   }
   // 2. A new group, unless enough are out or the trainer is behind (back-pressure: rollouts
   //    sampled now would only go stale in the queue).
-  if (creatable == 0) {
+  if (creatable == 0 && !beyond) {
     book_.fairness().waiting(worker_id, peer, now_ms, claim_ttl_ms());
     return std::nullopt;
   }
@@ -305,6 +315,7 @@ std::optional<net::Lease> Hub::lease_locked(const std::string& worker_id, const 
   });
   prompts_.advance();
   book_.add_group(row);
+  if (open_groups >= config_.max_open_groups) counters_->groups_opened_for_waiting++;
   return make_lease_locked(book_.groups().at(row.id), worker_id, peer, row.samples, now_ms);
 }
 

@@ -45,7 +45,15 @@ struct HubConfig {
   uint64_t max_staleness = 4;        // in versions, on the oldest model token
   int64_t max_tokens = 4096;         // per rollout transcript
   int32_t topk = 0;
-  size_t max_open_groups = 16;    // groups out for sampling at once
+  size_t max_open_groups = 16;  // groups out for sampling at once
+  // Beyond max_open_groups, a group is opened for a worker that holds no lease (and is no
+  // hoarder) while fewer than this many groups are out beyond it (issue 51): identities are
+  // free, so a crowd that joined first and holds every group without submitting must not keep a
+  // newcomer from working until the hoarding deadline (minutes at the run's lengths). Each worker
+  // takes one such group at a time, so a crowd of up to max_open_groups + this many identities
+  // leaves room; the bound keeps the open groups, and the prompts and ledger rows they hold,
+  // finite. 0: never beyond max_open_groups.
+  size_t waiting_worker_groups = 64;
   size_t max_queued_groups = 64;  // complete groups waiting for the trainer (back-pressure)
   int heartbeat_interval_s = 10;
   int64_t no_work_retry_ms = 500;

@@ -112,6 +112,7 @@ TEST_F(FairLease, JoinTokenCapCountsEveryWorkerOfTheToken) {
 
 TEST_F(FairLease, AFreedGroupGoesToTheWorkerThatWaitedNotTheOneThatJustFinished) {
   config.max_open_groups = 2;
+  config.waiting_worker_groups = 0;  // the waiting order alone (the next test: groups beyond)
   open_hub();
   publish(1);
   const auto a = join("a"), b = join("b"), c = join("c");
@@ -135,6 +136,25 @@ TEST_F(FairLease, AFreedGroupGoesToTheWorkerThatWaitedNotTheOneThatJustFinished)
   EXPECT_FALSE(hub->lease(b).lease);
   EXPECT_EQ(hub->counters()["lease_waiters"], 1) << "a's claim lapsed, b's is renewed";
   EXPECT_EQ(hub->counters()["leases_deferred"], 2) << "nobody was ahead of b this time";
+}
+
+// Issue 51: every group is out and held; a worker holding none gets one opened beyond
+// max_open_groups, one at a time, up to waiting_worker_groups; a worker holding one waits.
+TEST_F(FairLease, AWorkerHoldingNoneGetsAGroupBeyondMaxOpenGroupsWithinTheBound) {
+  config.max_open_groups = 1;
+  config.waiting_worker_groups = 1;
+  open_hub();
+  publish(1);
+  const auto a = join("a"), b = join("b"), c = join("c");
+  const auto la = *hub->lease(a).lease;
+  EXPECT_FALSE(hub->lease(a).lease) << "a holds one: it waits like before";
+  const auto lb = hub->lease(b).lease;
+  ASSERT_TRUE(lb.has_value()) << "b holds none: a group beyond max_open_groups";
+  EXPECT_NE(lb->group_id, la.group_id);
+  EXPECT_EQ(hub->counters()["groups_opened_for_waiting"], 1);
+  EXPECT_FALSE(hub->lease(c).lease) << "the bound: one group beyond";
+  complete(b, *lb);
+  EXPECT_TRUE(hub->lease(c).lease.has_value()) << "b's group finished: room again";
 }
 
 TEST_F(FairLease, AHoardedLeaseIsRevokedItsGroupReissuedAndItsLateRolloutRefused) {

@@ -25,10 +25,11 @@ struct HubCounters {
   int64_t leases_issued = 0;
   int64_t leases_expired = 0;
   int64_t leases_released = 0;
-  int64_t leases_revoked = 0;    // hoarded past the deadline (fair leasing)
-  int64_t leases_preempted = 0;  // taken from a hoarder for a better-standing worker
-  int64_t leases_capped = 0;     // requests refused by a cap (worker, address, token)
-  int64_t leases_deferred = 0;   // requests refused: the free groups went to waiting workers
+  int64_t leases_revoked = 0;             // hoarded past the deadline (fair leasing)
+  int64_t leases_preempted = 0;           // taken from a hoarder for a better-standing worker
+  int64_t groups_opened_for_waiting = 0;  // beyond max_open_groups, for a worker holding none
+  int64_t leases_capped = 0;              // requests refused by a cap (worker, address, token)
+  int64_t leases_deferred = 0;  // requests refused: the free groups went to waiting workers
   int64_t tokens_accepted = 0;
   int64_t model_tokens_accepted = 0;
   double reward_sum = 0;

@@ -79,6 +79,7 @@ std::map<std::string, double> counter_map(const HubSnapshot& s) {
   m["leases_released"] = static_cast<double>(c.leases_released);
   m["leases_revoked"] = static_cast<double>(c.leases_revoked);
   m["leases_preempted"] = static_cast<double>(c.leases_preempted);
+  m["groups_opened_for_waiting"] = static_cast<double>(c.groups_opened_for_waiting);
   m["leases_capped"] = static_cast<double>(c.leases_capped);
   m["leases_deferred"] = static_cast<double>(c.leases_deferred);
   m["lease_waiters"] = static_cast<double>(s.lease_waiters);
