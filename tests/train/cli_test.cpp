@@ -60,6 +60,52 @@ TEST_F(TrainCli, SftTrainsWritesAModelAndResumes) {
             steps.back()["step"].get<int64_t>() + 1);
 }
 
+// LoRA through the CLI: the loss falls with only adapters trained, the checkpoint holds the
+// adapters (no model directory), and it resumes on its --model; the plan prints the LoRA columns.
+TEST_F(TrainCli, SftWithLoraTrainsAdaptersAndResumesOnItsBase) {
+  ASSERT_EQ(
+      run_stoa(dir, "model init --preset tiny-qwen3 --seed 1 --out " + (dir / "model").string()), 0)
+      << read_text(dir / "err.txt");
+  {
+    std::ofstream data(dir / "data.jsonl");
+    data << "{\"id\": \"a\", \"tokens\": [5, 6, 7, 8, 9, 10, 11, 12]}\n"
+         << "{\"id\": \"b\", \"tokens\": [20, 21, 22, 23, 24, 25]}\n";
+  }
+  const std::string common = "train --sft --data " + (dir / "data.jsonl").string() + " --model " +
+                             (dir / "model").string() +
+                             " --lora-rank 4 --lora-alpha 8 --lora-base-dtype f32 --lr 1e-2 "
+                             "--batch-tokens 16 --threads 1 --json --checkpoint " +
+                             (dir / "ckpt").string();
+  ASSERT_EQ(run_stoa(dir, common + " --epochs 8 --out " + (dir / "out").string()), 0)
+      << read_text(dir / "err.txt");
+  std::istringstream lines(read_text(dir / "out.txt"));
+  std::vector<nlohmann::json> steps;
+  for (std::string line; std::getline(lines, line);) steps.push_back(nlohmann::json::parse(line));
+  ASSERT_GE(steps.size(), 8u);
+  EXPECT_LT(steps.back()["loss"].get<double>(), 0.9 * steps.front()["loss"].get<double>());
+  EXPECT_TRUE(fs::exists(dir / "out" / "model.safetensors"));  // the merged model
+  EXPECT_TRUE(fs::exists(dir / "ckpt" / "adapters.safetensors"));
+  EXPECT_FALSE(fs::exists(dir / "ckpt" / "model"));
+  ASSERT_EQ(run_stoa(dir, common + " --epochs 9 --resume " + (dir / "ckpt").string() + " --out " +
+                              (dir / "out2").string()),
+            0)
+      << read_text(dir / "err.txt");
+  std::string first;
+  std::istringstream more(read_text(dir / "out.txt"));
+  std::getline(more, first);
+  ASSERT_FALSE(first.empty());
+  EXPECT_EQ(nlohmann::json::parse(first)["step"].get<int64_t>(),
+            steps.back()["step"].get<int64_t>() + 1);
+  ASSERT_EQ(run_stoa(dir,
+                     "bench train --plan --preset lfm2-8b-a1b --lora --ranks 1 "
+                     "--micro-batch-tokens 4096 --gpu-gb 80 --json"),
+            0)
+      << read_text(dir / "err.txt");
+  const nlohmann::json plan = nlohmann::json::parse(read_text(dir / "out.txt"));
+  EXPECT_GT(plan["lora"]["adapter_parameters"].get<int64_t>(), 0);
+  EXPECT_GT(plan["plans"][0]["frozen_base_bytes"].get<int64_t>(), 0);
+}
+
 TEST_F(TrainCli, BadDataNamesFileAndLine) {
   ASSERT_EQ(run_stoa(dir, "model init --preset tiny-qwen3 --out " + (dir / "model").string()), 0);
   {
