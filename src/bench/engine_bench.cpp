@@ -8,6 +8,11 @@
 // The machine may be shared: ours and llama.cpp's runs alternate and each figure is the best of
 // --reps repetitions; tokens per process-CPU-second are reported beside wall-clock tok/s, since
 // wall time on a loaded machine counts the time the scheduler gave to others.
+//
+// With --backend vulkan the peer is llama.cpp's Vulkan build (stoa-llama-oracle-vulkan, the npm
+// prebuilt @node-llama-cpp/linux-x64-vulkan of the same release) with every layer on the very
+// device our backend computes on (chosen by its name), so both figures come from one device in
+// one run; on a CPU device such as Mesa's lavapipe both share the machine's cores.
 #include "bench/engine_bench.h"
 
 #include <malloc.h>
@@ -35,6 +40,9 @@
 #include "engine/batch_decoder.h"
 #include "engine/model_runner.h"
 #include "gpu/engine_backend_choice.h"
+#ifdef STOA_HAVE_VULKAN
+#include "gpu/vulkan/vulkan_backend.h"
+#endif
 #include "kernels/matmul_int8_packed.h"
 #include "kernels/targets.h"
 #include "model/gguf_reader.h"
@@ -121,13 +129,37 @@ struct OursBench {
   }
 };
 
-// Runs stoa-llama-oracle bench and returns its JSON.
+// The Vulkan device our backend computes on, by name ("" for the CPU engine): the peer is put
+// on the device of that name.
+std::string vulkan_device_name(const engine::EngineBackend& backend) {
+#ifdef STOA_HAVE_VULKAN
+  if (const auto* vk = dynamic_cast<const gpu::vulkan::VulkanBackend*>(&backend))
+    return vk->device().info().name;
+#endif
+  (void)backend;
+  return "";
+}
+
+// Runs stoa-llama-oracle bench (with `gpu_device`: the model on llama.cpp's GPU device of that
+// name) and returns its JSON.
 json run_oracle(const EngineBenchOptions& opts, const std::string& oracle, const std::string& gguf,
-                int64_t prompt, int64_t steps, int64_t batch) {
-  const RunResult run = run_capture(
-      {oracle, "bench", "--gguf", gguf, "--prompt-tokens", std::to_string(prompt), "--decode",
-       std::to_string(steps), "--warmup", std::to_string(steps > 0 ? opts.decode_warmup : 0),
-       "--batch", std::to_string(batch), "--threads", std::to_string(opts.threads)});
+                const std::string& gpu_device, int64_t prompt, int64_t steps, int64_t batch) {
+  std::vector<std::string> argv = {oracle,
+                                   "bench",
+                                   "--gguf",
+                                   gguf,
+                                   "--prompt-tokens",
+                                   std::to_string(prompt),
+                                   "--decode",
+                                   std::to_string(steps),
+                                   "--warmup",
+                                   std::to_string(steps > 0 ? opts.decode_warmup : 0),
+                                   "--batch",
+                                   std::to_string(batch),
+                                   "--threads",
+                                   std::to_string(opts.threads)};
+  if (!gpu_device.empty()) argv.insert(argv.end(), {"--gpu", gpu_device});
+  const RunResult run = run_capture(argv);
   const int rc = run.status.code;
   const std::string& out = run.out;
   json j = json::parse(out, nullptr, false);
@@ -182,7 +214,7 @@ json bench_model(const EngineBenchOptions& opts, const std::string& preset,
   auto weights = std::make_unique<engine::EngineWeights>(
       engine::EngineWeights::from_state(loaded_config, std::move(int8), std::move(f32)));
   std::unique_ptr<engine::EngineBackend> backend;
-  std::string device = "cpu";
+  std::string device = "cpu";  // ours, in words
   if (opts.backend == "vulkan") {
     // The Vulkan backend after its golden self-test (--backend vulkan: an error in words when
     // no device passes); the host copy of the weights stays beside the device's.
@@ -195,7 +227,11 @@ json bench_model(const EngineBenchOptions& opts, const std::string& preset,
     backend = std::make_unique<engine::ModelRunner>(std::move(weights), &pool);
   }
   engine::EngineBackend& runner = *backend;
-  // Hand the freed heap back to the OS (glibc keeps it otherwise: the importer's copies, the
+  const std::string gpu_device = vulkan_device_name(runner);
+  STOA_CHECK(opts.backend != "vulkan" || !gpu_device.empty(), ErrorKind::kInternal,
+             "--backend vulkan computed on no Vulkan device (", device, ")");
+  std::string llama_device;  // what the peer reports it computed on  // Hand the freed heap back to
+                             // the OS (glibc keeps it otherwise: the importer's copies, the
   // grid the engine released after packing), so that rss_after_runs_bytes shows what the
   // engine holds, not what loading left behind.
   malloc_trim(0);
@@ -218,7 +254,8 @@ json bench_model(const EngineBenchOptions& opts, const std::string& preset,
       auto [n, t] = ours.prefill();
       best_ours["prefill_tps"].add(n, t);
       if (!opts.no_llama) {
-        json j = run_oracle(opts, oracle, gguf, opts.prompt_tokens, 0, 1);
+        json j = run_oracle(opts, oracle, gguf, gpu_device, opts.prompt_tokens, 0, 1);
+        llama_device = j.value("device", "");
         best_llama["prefill_tps"].add(
             static_cast<double>(opts.prompt_tokens),
             {j["prefill_s"].get<double>(), j["prefill_cpu_s"].get<double>()});
@@ -228,7 +265,8 @@ json bench_model(const EngineBenchOptions& opts, const std::string& preset,
       auto [n, t] = ours.decode(b);
       best_ours[key_of(b)].add(n, t);
       if (!opts.no_llama) {
-        json j = run_oracle(opts, oracle, gguf, opts.decode_prompt, opts.decode_steps, b);
+        json j =
+            run_oracle(opts, oracle, gguf, gpu_device, opts.decode_prompt, opts.decode_steps, b);
         best_llama[key_of(b)].add(static_cast<double>(b * opts.decode_steps),
                                   {j["decode_s"].get<double>(), j["decode_cpu_s"].get<double>()});
       }
@@ -263,6 +301,9 @@ json bench_model(const EngineBenchOptions& opts, const std::string& preset,
   out["weight_bytes"] = weight_bytes;
   out["weight_bytes_held"] = weight_bytes_held;
   out["device"] = device;
+  // The device's own name (the Vulkan device; "cpu" for the CPU engine) and the peer's.
+  out["device_name"] = gpu_device.empty() ? std::string("cpu") : gpu_device;
+  out["llama_cpp_device"] = opts.no_llama ? json(nullptr) : json(llama_device);
   out["rss_before_load_bytes"] = rss_before_load;
   out["rss_after_runs_bytes"] = engine_rss;
   // Everything this process did so far (earlier presets too); the int8 model is loaded once.
@@ -299,14 +340,20 @@ int run_engine_bench(EngineBenchOptions opts) {
              "--decode-warmup >= 0");
   if (opts.backend != "vulkan")
     (void)engine::parse_backend(opts.backend);  // fail before the slow part
+  // The peer: llama.cpp's CPU build, or its Vulkan build beside our Vulkan backend.
+  const bool vulkan = opts.backend == "vulkan";
+  const std::string harness = vulkan ? "stoa-llama-oracle-vulkan" : "stoa-llama-oracle";
   const std::string oracle =
       opts.oracle.empty()
-          ? (std::filesystem::path(self_executable()).parent_path() / "stoa-llama-oracle").string()
+          ? (std::filesystem::path(self_executable()).parent_path() / harness).string()
           : opts.oracle;
   if (!opts.no_llama) {
     STOA_CHECK(access(oracle.c_str(), X_OK) == 0, ErrorKind::kNotFound, "llama.cpp harness '",
-               oracle, "' not found or not executable (build stoa-llama-oracle, pass --oracle, ",
-               "or --no-llama)");
+               oracle, "' not found or not executable (build ", harness,
+               vulkan ? ", which needs scripts/setup to have installed the npm package "
+                        "@node-llama-cpp/linux-x64-vulkan and the Vulkan loader"
+                      : "",
+               "; pass --oracle, or --no-llama)");
   }
   std::string workdir = opts.workdir;
   if (workdir.empty()) {
@@ -318,6 +365,8 @@ int run_engine_bench(EngineBenchOptions opts) {
 
   json result = {{"threads", opts.threads}, {"cpu", cpu_model_name()}};
   result["backend"] = opts.backend;
+  result["peer"] =
+      opts.no_llama ? json(nullptr) : json(vulkan ? "llama.cpp vulkan" : "llama.cpp cpu");
   result["kernel_target"] = kernels::target_name(kernels::active_target());
   result["w8a8_layout"] = kernels::packed_w8a8_preferred() ? "packed16" : "row_major";
   result["prompt_tokens"] = opts.prompt_tokens;

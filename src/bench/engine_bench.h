@@ -18,7 +18,9 @@ struct EngineBenchOptions {
   int64_t decode_warmup = 16;  // untimed decode steps before the timed ones (both engines)
   std::vector<int64_t> batches = {1, 8, 32};
   int reps = 3;
-  std::string oracle;  // stoa-llama-oracle; default: next to this binary
+  // The peer harness: stoa-llama-oracle, or stoa-llama-oracle-vulkan (llama.cpp's Vulkan build,
+  // on our backend's device) with backend "vulkan"; default: next to this binary.
+  std::string oracle;
   bool no_llama = false;
   std::string backend = "w8a8";  // or "vulkan": the Vulkan backend (gpu/vulkan)
   std::string workdir;           // where the GGUF goes; default: a temp dir
@@ -27,7 +29,8 @@ struct EngineBenchOptions {
 
 // Prints the report (one-line JSON with json_out); returns the exit status. kInvalidArgument for
 // bad counts or an unknown backend, kNotFound when the llama.cpp harness is missing (and
-// no_llama is off).
+// no_llama is off), kUnsupported when --backend vulkan finds no usable Vulkan device, kIo when the
+// peer fails (its words: e.g. no Vulkan device of our device's name in llama.cpp's list).
 int run_engine_bench(EngineBenchOptions options);
 
 }  // namespace stoa::bench

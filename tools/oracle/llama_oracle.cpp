@@ -1,7 +1,13 @@
 // stoa-llama-oracle: a thin harness around the prebuilt llama.cpp libraries of the npm package
 // @node-llama-cpp/linux-x64, used by the parity tests (independent model math) and by the engine
 // benchmarks (the performance peer). It links only llama.cpp — nothing of Stoa — so it is an
-// independent implementation of every architecture it loads.
+// independent implementation of every architecture it loads. The same source built against
+// @node-llama-cpp/linux-x64-vulkan is stoa-llama-oracle-vulkan, the peer of
+// `stoa bench engine --backend vulkan`.
+//
+// Every command takes [--gpu NAME]: the whole model on the ggml GPU device whose name or
+// description contains NAME ("any": the first GPU device), e.g. llama.cpp's Vulkan device; an
+// error naming the devices there are when none matches. Without it the model stays on the CPU.
 //
 //   stoa-llama-oracle info   --gguf F
 //   stoa-llama-oracle logits --gguf F --tokens FILE --out FILE [--prefill N] [--threads 1]
@@ -14,7 +20,7 @@
 //       Prefills `batch` sequences of random prompt tokens, then decodes `decode` steps with one
 //       token per sequence in a single llama_batch (several sequence ids, greedy next tokens).
 //       Prints JSON with prefill tok/s and aggregate decode tok/s (wall clock), plus the process
-//       CPU seconds of each phase.
+//       CPU seconds of each phase and the device that computed.
 //
 //   stoa-llama-oracle regguf --gguf IN --out OUT
 //       Reads IN with ggml's own GGUF parser and writes it back with ggml's writer: a second,
@@ -36,6 +42,10 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#ifdef STOA_LLAMA_VULKAN
+#include <vulkan/vulkan.h>
+#endif
 
 #include "ggml-backend.h"
 #include "ggml.h"
@@ -99,8 +109,60 @@ void log_callback(ggml_log_level level, const char* text, void*) {
   if (g_verbose || level == GGML_LOG_LEVEL_ERROR) std::fputs(text, stderr);
 }
 
+// The --gpu device (null: the CPU).
+ggml_backend_dev_t g_gpu = nullptr;
+
+bool is_gpu(ggml_backend_dev_t dev) {
+  const enum ggml_backend_dev_type type = ggml_backend_dev_type(dev);
+  return type == GGML_BACKEND_DEVICE_TYPE_GPU || type == GGML_BACKEND_DEVICE_TYPE_IGPU;
+}
+
+// The GPU device named like `wanted` ("any": the first); throws naming what there is.
+ggml_backend_dev_t find_gpu(const std::string& wanted, const std::string& dir) {
+  std::string seen;
+  for (size_t i = 0; i < ggml_backend_dev_count(); ++i) {
+    ggml_backend_dev_t dev = ggml_backend_dev_get(i);
+    const std::string name = ggml_backend_dev_name(dev);
+    const std::string desc = ggml_backend_dev_description(dev);
+    if (!is_gpu(dev)) continue;
+    seen += (seen.empty() ? "" : ", ") + name + " (" + desc + ")";
+    if (wanted == "any" || name.find(wanted) != std::string::npos ||
+        desc.find(wanted) != std::string::npos)
+      return dev;
+  }
+  if (seen.empty())
+    throw std::runtime_error("no GPU device in the ggml backends loaded from '" + dir +
+                             "' (a llama.cpp build with a GPU backend, e.g. "
+                             "@node-llama-cpp/linux-x64-vulkan, and a Vulkan driver are needed)");
+  throw std::runtime_error("no GPU device named like '" + wanted + "' (there are: " + seen + ")");
+}
+
+#ifdef STOA_LLAMA_VULKAN
+// ggml's Vulkan backend lists no device of type CPU (Mesa's lavapipe) unless
+// GGML_VK_VISIBLE_DEVICES names it; with --gpu every Vulkan device is made visible (indices
+// 0..n-1 as the loader enumerates them) so that the device is found by name like any other. A
+// caller's own GGML_VK_VISIBLE_DEVICES is kept.
+void make_every_vulkan_device_visible() {
+  if (std::getenv("GGML_VK_VISIBLE_DEVICES") != nullptr) return;
+  VkApplicationInfo app{};
+  app.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO;
+  app.apiVersion = VK_API_VERSION_1_2;
+  VkInstanceCreateInfo info{};
+  info.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO;
+  info.pApplicationInfo = &app;
+  VkInstance instance = VK_NULL_HANDLE;
+  if (vkCreateInstance(&info, nullptr, &instance) != VK_SUCCESS) return;  // no loader or driver
+  uint32_t count = 0;
+  vkEnumeratePhysicalDevices(instance, &count, nullptr);
+  vkDestroyInstance(instance, nullptr);
+  std::string visible;
+  for (uint32_t i = 0; i < count; ++i) visible += (i ? "," : "") + std::to_string(i);
+  if (!visible.empty()) setenv("GGML_VK_VISIBLE_DEVICES", visible.c_str(), 1);
+}
+#endif
+
 // Loads the CPU backend variants (libggml-cpu-*.so) next to the llama library; ggml picks the
-// best one this CPU supports.
+// best one this CPU supports. In the Vulkan build libggml-vulkan.so is loaded from there too.
 void init_backends(const Args& args) {
   llama_log_set(log_callback, nullptr);
   ggml_log_set(log_callback, nullptr);
@@ -109,10 +171,18 @@ void init_backends(const Args& args) {
     const char* env = std::getenv("STOA_LLAMA_BACKEND_DIR");
     dir = env ? env : STOA_LLAMA_BINS_DIR;
   }
+#ifdef STOA_LLAMA_VULKAN
+  if (args.flag("gpu")) make_every_vulkan_device_visible();
+#endif
   ggml_backend_load_all_from_path(dir.c_str());
   if (ggml_backend_dev_count() == 0)
     throw std::runtime_error("no ggml backend could be loaded from '" + dir + "'");
+  if (args.flag("gpu")) g_gpu = find_gpu(args.get("gpu"), dir);
   llama_backend_init();
+}
+
+std::string device_description() {
+  return g_gpu ? std::string(ggml_backend_dev_description(g_gpu)) : std::string("CPU");
 }
 
 struct Model {
@@ -126,7 +196,11 @@ struct Model {
 
 void load_model(Model* m, const std::string& path) {
   llama_model_params mp = llama_model_default_params();
-  mp.n_gpu_layers = 0;
+  // A null-terminated list: the --gpu device alone, every layer on it.
+  static ggml_backend_dev_t gpu_only[2] = {nullptr, nullptr};
+  gpu_only[0] = g_gpu;
+  mp.devices = g_gpu ? gpu_only : nullptr;
+  mp.n_gpu_layers = g_gpu ? 9999 : 0;
   m->model = llama_model_load_from_file(path.c_str(), mp);
   if (!m->model) throw std::runtime_error("llama.cpp could not load '" + path + "'");
 }
@@ -215,6 +289,7 @@ nlohmann::json cmd_info(const Args& args) {
           {"n_head", llama_model_n_head(m.model)},
           {"n_head_kv", llama_model_n_head_kv(m.model)},
           {"n_params", llama_model_n_params(m.model)},
+          {"device", device_description()},
           {"size_bytes", llama_model_size(m.model)}};
 }
 
@@ -294,6 +369,19 @@ nlohmann::json cmd_bench(const Args& args) {
     return static_cast<llama_token>(std::max_element(row, row + n_vocab) - row);
   };
 
+  // On a GPU the first pass of each shape builds its pipelines (seconds on lavapipe): one untimed
+  // prompt and one untimed step of every sequence first, then the cache is emptied again.
+  if (g_gpu) {
+    batch.clear();
+    for (long i = 0; i < prompt; ++i)
+      batch.add(pick(rng), static_cast<llama_pos>(i), 0, i == prompt - 1);
+    decode(m, batch);
+    llama_memory_clear(llama_get_memory(m.ctx), true);
+    batch.clear();
+    for (long s = 0; s < n_seq; ++s) batch.add(pick(rng), 0, static_cast<llama_seq_id>(s), true);
+    decode(m, batch);
+    llama_memory_clear(llama_get_memory(m.ctx), true);
+  }
   // Prefill: one prompt per sequence id, each in one llama_batch (logits only for the last).
   auto t0 = Clock::now();
   double c0 = cpu_seconds();
@@ -333,6 +421,7 @@ nlohmann::json cmd_bench(const Args& args) {
           {"warmup_steps", warmup},
           {"batch", n_seq},
           {"threads", threads},
+          {"device", device_description()},
           {"prefill_s", prefill_s},
           {"decode_s", decode_s},
           {"prefill_cpu_s", prefill_cpu_s},
