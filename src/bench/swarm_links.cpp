@@ -6,6 +6,7 @@
 
 #include "app/fleet/fleet_link.h"
 #include "core/error.h"
+#include "net/netem/netns.h"
 
 namespace stoa::bench {
 
@@ -34,7 +35,7 @@ Command tbf(const std::string& dev, double mbit) {
 }  // namespace
 
 SwarmLinks::SwarmLinks(int workers, const SwarmLinkRates& rates) {
-  app::fleet::remove_stale_namespaces(kPrefix);
+  net::netem::remove_stale_namespaces(kPrefix);
   const std::string pid = std::to_string(::getpid() % 100000);
   bridge_ns_ = std::string(kPrefix) + std::to_string(::getpid()) + "-br";
   hub_dev_ = "sw" + pid + "h";

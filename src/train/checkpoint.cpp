@@ -110,6 +110,25 @@ void read_adapters(const PolicyModel& model, const std::string& path) {
   }
 }
 
+// The AdamW moments and step of optimizer.pt, mapped onto this trainer's device (a checkpoint
+// written on a GPU resumes on a CPU too). The archive carries the old hyper-parameters; the
+// caller's options win (lr is set per step).
+void load_optimizer(torch::optim::AdamW& optimizer, const fs::path& path,
+                    const torch::Device& device, const OptimizerOptions& options) {
+  try {
+    torch::load(optimizer, path.string(), device);
+  } catch (const std::exception& e) {
+    fail(ErrorKind::kBadFormat, "checkpoint optimiser state ", path.string(),
+         " cannot be loaded: ", e.what());
+  }
+  for (auto& group : optimizer.param_groups()) {
+    auto& o = static_cast<torch::optim::AdamWOptions&>(group.options());
+    o.betas(std::make_tuple(options.beta1, options.beta2))
+        .eps(options.eps)
+        .weight_decay(options.weight_decay);
+  }
+}
+
 }  // namespace
 
 void Trainer::save_model(const std::string& dir, DType dtype) const {
@@ -238,20 +257,7 @@ Trainer Trainer::resume(const std::string& dir, const TrainOptions& options,
   }
   auto impl = std::make_unique<Impl>(load_model_dir((root / "model").string()),
                                      options_for_rank(options, ranks.get()));
-  try {
-    // Mapped onto this trainer's device: a checkpoint written on a GPU resumes on a CPU too.
-    torch::load(*impl->optimizer, (root / "optimizer.pt").string(), impl->device);
-  } catch (const std::exception& e) {
-    fail(ErrorKind::kBadFormat, "checkpoint optimiser state ", (root / "optimizer.pt").string(),
-         " cannot be loaded: ", e.what());
-  }
-  // The archive carries the old hyper-parameters; the caller's options win (lr is set per step).
-  for (auto& group : impl->optimizer->param_groups()) {
-    auto& o = static_cast<torch::optim::AdamWOptions&>(group.options());
-    o.betas(std::make_tuple(options.optimizer.beta1, options.optimizer.beta2))
-        .eps(options.optimizer.eps)
-        .weight_decay(options.optimizer.weight_decay);
-  }
+  load_optimizer(*impl->optimizer, root / "optimizer.pt", impl->device, options.optimizer);
   try {
     impl->step = meta.at("step").get<int64_t>();
     STOA_CHECK(impl->step >= 0, ErrorKind::kBadFormat, "negative step");
@@ -309,18 +315,7 @@ Trainer Trainer::resume(const std::string& dir, const TensorSource& base, TrainO
              " holds adapters of the base with hash ", base_hash, "; ", base.description(),
              " hashes to ", actual, " (another model, or another base dtype)");
   read_adapters(*impl->model, (root / kAdaptersFile).string());
-  try {
-    torch::load(*impl->optimizer, (root / "optimizer.pt").string(), impl->device);
-  } catch (const std::exception& e) {
-    fail(ErrorKind::kBadFormat, "checkpoint optimiser state ", (root / "optimizer.pt").string(),
-         " cannot be loaded: ", e.what());
-  }
-  for (auto& group : impl->optimizer->param_groups()) {
-    auto& o = static_cast<torch::optim::AdamWOptions&>(group.options());
-    o.betas(std::make_tuple(options.optimizer.beta1, options.optimizer.beta2))
-        .eps(options.optimizer.eps)
-        .weight_decay(options.optimizer.weight_decay);
-  }
+  load_optimizer(*impl->optimizer, root / "optimizer.pt", impl->device, options.optimizer);
   impl->step = step;
   impl->rng = rng;
   return Trainer(std::move(impl));

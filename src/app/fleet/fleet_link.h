@@ -11,11 +11,8 @@
 // the next start (their name carries the bench's pid).
 // Header-only: the cli's CMake builds only cmd_*.cpp, and this is not a command.
 #pragma once
-#include <signal.h>
 
-#include <cerrno>
 #include <cstdint>
-#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -23,6 +20,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/process_run.h"
+#include "net/netem/netns.h"
 
 namespace stoa::app::fleet {
 
@@ -49,28 +47,12 @@ inline Command in_netns(const std::string& netns, Command cmd) {
   return cmd;
 }
 
-// Removes the namespaces named <prefix><pid>... whose bench process is gone (killed -9, say).
-inline void remove_stale_namespaces(const std::string& prefix) {
-  std::string list = run_capture({"ip", "netns", "list"}).out;
-  size_t pos = 0;
-  while ((pos = list.find(prefix, pos)) != std::string::npos) {
-    const size_t end = list.find_first_of(" \n", pos);
-    const std::string name = list.substr(pos, end - pos);
-    pos = end;
-    const long pid = std::strtol(name.c_str() + prefix.size(), nullptr, 10);
-    if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
-      log_info("bench", "removing stale namespace ", name);
-      run_quiet({"ip", "netns", "del", name});
-    }
-  }
-}
-
 class HomeLinks {
  public:
   static constexpr const char* kPrefix = "stoa-fleet-";
 
   // Removes namespaces of earlier benches whose process is gone.
-  static void remove_stale() { remove_stale_namespaces(kPrefix); }
+  static void remove_stale() { net::netem::remove_stale_namespaces(kPrefix); }
 
   // Creates `n` links of `rate_mbit` each way. Throws kUnsupported naming the failed command
   // (no permission, no iproute2, ...); whatever was created is removed first.

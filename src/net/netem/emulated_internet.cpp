@@ -1,10 +1,8 @@
 #include "net/netem/emulated_internet.h"
 
-#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
-#include <cerrno>
 #include <cstdlib>
 
 #include "core/error.h"
@@ -21,13 +19,6 @@ std::atomic<int> next_instance{0};
 uint32_t host_public_ip(size_t i) {
   return parse_ip("10.233.0.0") | static_cast<uint32_t>((1 + i / 250) << 8) |
          static_cast<uint32_t>(2 + i % 250);
-}
-
-void delete_netns(const std::string& name) {
-  ProcessOptions quiet;
-  quiet.out = OutputTarget::discard();
-  quiet.err = OutputTarget::discard();
-  run_process({"ip", "netns", "del", name}, quiet, std::chrono::seconds(20));
 }
 
 }  // namespace
@@ -110,18 +101,7 @@ std::string EmulatedInternet::local_ip(size_t host) const {
 }
 
 void EmulatedInternet::remove_stale(const std::string& prefix) {
-  const std::string list = run_capture({"ip", "netns", "list"}).out;
-  size_t pos = 0;
-  while ((pos = list.find(prefix, pos)) != std::string::npos) {
-    const size_t end = list.find_first_of(" \n", pos);
-    const std::string name = list.substr(pos, end - pos);
-    pos = end;
-    const long pid = std::strtol(name.c_str() + prefix.size(), nullptr, 10);
-    if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
-      log_info("netem", "removing stale namespace ", name);
-      delete_netns(name);
-    }
-  }
+  remove_stale_namespaces(prefix);
 }
 
 }  // namespace stoa::net::netem

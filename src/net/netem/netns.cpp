@@ -7,12 +7,16 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <signal.h>
+
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <thread>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "core/process_run.h"
 
 namespace stoa::net::netem {
@@ -83,6 +87,28 @@ void ip_command(const std::string& netns, const std::vector<std::string>& args) 
   for (const auto& a : argv) command += (command.empty() ? "" : " ") + a;
   fail(ErrorKind::kUnsupported, "netem: `", command, "` failed (exit ", r.status.code,
        "): ", r.err);
+}
+
+void delete_netns(const std::string& name) {
+  ProcessOptions quiet;
+  quiet.out = OutputTarget::discard();
+  quiet.err = OutputTarget::discard();
+  run_process({"ip", "netns", "del", name}, quiet, std::chrono::seconds(20));
+}
+
+void remove_stale_namespaces(const std::string& prefix) {
+  const std::string list = run_capture({"ip", "netns", "list"}).out;
+  size_t pos = 0;
+  while ((pos = list.find(prefix, pos)) != std::string::npos) {
+    const size_t end = list.find_first_of(" \n", pos);
+    const std::string name = list.substr(pos, end - pos);
+    pos = end;
+    const long pid = std::strtol(name.c_str() + prefix.size(), nullptr, 10);
+    if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
+      log_info("netem", "removing stale namespace ", name);
+      delete_netns(name);
+    }
+  }
 }
 
 std::string why_netem_unusable() {

@@ -20,6 +20,14 @@ void run_in_netns(const std::string& netns, const std::function<void()>& fn);
 // kUnsupported naming the command and its error output when it fails.
 void ip_command(const std::string& netns, const std::vector<std::string>& args);
 
+// Deletes namespace `name` (quietly: it may be gone already).
+void delete_netns(const std::string& name);
+
+// Deletes the namespaces named <prefix><pid>... whose process is gone (killed -9, say): what a
+// bench or emulator left behind. Every user of namespaces (the emulator, the fleet and swarm
+// benches' tbf links) calls it at start with its own prefix.
+void remove_stale_namespaces(const std::string& prefix);
+
 // Why the emulator cannot run here (not root, no /dev/net/tun, no iproute2), or "" when it can.
 std::string why_netem_unusable();
 
