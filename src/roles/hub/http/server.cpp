@@ -274,12 +274,10 @@ HandlerOutcome HubServer::route(const RequestContext& req) {
       json status =
           hub_.status(query_u64(req, "offset").value_or(0), query_u64(req, "limit").value_or(100));
       if (groups_)
-        status["pipeline_groups"] = {{"groups", groups_->groups()},
-                                     {"waiting", groups_->waiting()},
-                                     {"formed", groups_->groups_formed()},
-                                     {"dissolved", groups_->groups_dissolved()},
-                                     {"broken", groups_->groups_broken()},
-                                     {"benched", groups_->benched(hub_.now_ms())}};
+        status["pipeline_groups"] = {
+            {"groups", groups_->groups()},        {"waiting", groups_->waiting()},
+            {"formed", groups_->groups_formed()}, {"dissolved", groups_->groups_dissolved()},
+            {"broken", groups_->groups_broken()}, {"benched", groups_->benched(hub_.now_ms())}};
       if (swarm_) {
         const SwarmTrackerStats s = swarm_->stats();
         status["swarm"] = {{"torrents", s.torrents},
