@@ -10,7 +10,8 @@
 // - steps whose groups are all uniform (a random model never says the word) are warned of;
 // - a volunteer is told in one plain line that the hub is away, that it is back, and that the
 //   run has ended (and then stops with status 0), never `Generating: 0.0 tokens/s` meanwhile;
-// - [eval] scores the published weights on the held-out split during the run.
+// - [eval] scores the published weights on the held-out split during the run;
+// - the operator token is in no printed URL, and no stage relay port is opened without a group.
 #include <fstream>
 #include <regex>
 
@@ -172,6 +173,13 @@ TEST(Newcomer, OwnModelOwnTaskVolunteersRestartAndExport) {
   ASSERT_TRUE(hub_exit.has_value()) << c.logs();
   EXPECT_EQ(*hub_exit, 0) << c.hub().err();
   EXPECT_LT(steps_before, kMaxSteps) << "steps were left for after the restart";
+  // The operator token is in no URL the run printed (the dashboard link is the page itself on
+  // loopback, a one-time login code beyond it; the join string carries its token after '#', which
+  // no browser sends), and no stage relay was opened for a run without pipeline groups.
+  const std::string hub_said = c.hub().out() + c.hub().err();
+  EXPECT_TRUE(has(hub_said, "dashboard: ")) << hub_said;
+  EXPECT_FALSE(has(hub_said, "?token=") || has(hub_said, "&token=")) << hub_said;
+  EXPECT_FALSE(has(hub_said, "relayed on port")) << hub_said;
   for (const char* w : {"alice", "bob"}) {
     const auto status = c.worker(w).wait(60s);
     ASSERT_TRUE(status.has_value()) << w << " did not stop at the run's end:\n"
