@@ -16,6 +16,7 @@
 
 #include "core/error.h"
 #include "env/tasks/builtin_tasks.h"
+#include "roles/run/run_config_lora.h"
 
 namespace stoa::run {
 namespace fs = std::filesystem;
@@ -76,6 +77,7 @@ class SectionReader {
       fail(ErrorKind::kInvalidArgument, source_, ": [", name_, "] ", e.what());
     }
   }
+  void sub_table(const char* key) { used_.insert(key); }  // read on its own ([trainer.lora])
   void check_unknown() const {
     if (!table_) return;
     for (const auto& [k, v] : *table_) {
@@ -381,7 +383,9 @@ RunConfig parse_run_config(const std::string& text, const std::string& source,
 
   SectionReader t(root["trainer"].as_table(), "trainer", source);
   trainer_keys(t, c);
+  t.sub_table("lora");
   t.check_unknown();
+  read_lora_section(root["trainer"]["lora"].node(), source, &c.train);
   auto& to = c.train;
   to.temperature = c.hub.sampling.temperature;  // π is scored where μ was sampled
   try {
@@ -516,6 +520,7 @@ class TomlWriter {
   void named(const char* key, const E& field, Name name, Parse /*parse*/) {
     value(key, std::string(name(field)));
   }
+  void text_block(const std::string& text) { out_ << text; }  // a section written elsewhere
   std::string text() const { return out_.str(); }
 
  private:
@@ -557,6 +562,7 @@ std::string to_toml(const RunConfig& c) {
   sampling_keys(w, c);
   w.section("trainer");
   trainer_keys(w, c);
+  w.text_block(lora_section_toml(c.train.lora));
   w.section("pulse");
   pulse_keys(w, c);
   w.section("verify");

@@ -28,6 +28,8 @@
 //              micro_batch_tokens, seed, loss, delta_hi, delta_lo, clip_eps_hi, clip_eps_lo,
 //              ratio_cap, advantage, aggregation, groups_per_step, min_groups,
 //              gather_timeout_ms, max_staleness, checkpoint_every
+//   [trainer.lora] rank, alpha, dropout, target_modules, base_dtype: LoRA, on when present
+//              (read and written by run_config_lora.h; one process, zero1)
 //   [pulse]    anchor_every, keep_anchors
 //   [verify]   enabled, fraction, first_rollouts, max_wait_s, train_on_timeout, threads,
 //              max_queue, remote, job_lease_s (replay verification: docs/design/verification.md).

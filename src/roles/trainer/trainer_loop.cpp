@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "env/rollout_rule.h"
+#include "model/tensor_source.h"
 #include "pulse/model_view.h"
 
 namespace stoa::trainer {
@@ -62,11 +63,19 @@ TrainerLoop::TrainerLoop(hub::TrainerPort& port, pulse::BlobStore& store,
              "trainer loop: need 1 <= min_groups <= groups_per_step, got ", options_.min_groups,
              " and ", options_.groups_per_step);
   if (auto ckpt = find_checkpoint(options_.checkpoint_dir)) {
+    // A LoRA checkpoint holds the adapters only: they resume on the run's base model, which
+    // the checkpoint's hash of it must match (train/trainer.h).
     trainer_ = std::make_unique<train::Trainer>(
-        train::Trainer::resume(*ckpt, train_options, options_.ranks));
+        train_options.lora.enabled()
+            ? train::Trainer::resume(*ckpt, WeightsTensorSource(initial), train_options)
+            : train::Trainer::resume(*ckpt, train_options, options_.ranks));
     resumed_ = true;
     log_info("trainer", "resumed from checkpoint ", *ckpt, " (trainer step ",
-             trainer_->step_count(), ", ledger step ", port_.last_step(), ")");
+             trainer_->step_count(), ", ledger step ", port_.last_step(),
+             trainer_->options().lora.enabled()
+                 ? cat(", LoRA adapters of rank ", trainer_->options().lora.rank)
+                 : std::string(),
+             ")");
   } else {
     trainer_ = std::make_unique<train::Trainer>(initial, train_options, options_.ranks);
   }

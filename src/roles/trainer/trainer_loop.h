@@ -95,6 +95,8 @@ struct LoopStep {
 class TrainerLoop {
  public:
   // Resumes from options.checkpoint_dir when it holds a checkpoint, else starts from `initial`.
+  // With LoRA (train_options.lora) the checkpoint holds adapters only: they resume on `initial`,
+  // the run's base model, and every version published is the merged W + scale·B·A.
   TrainerLoop(hub::TrainerPort& port, pulse::BlobStore& store, const ModelWeights& initial,
               const train::TrainOptions& train_options, TrainerLoopOptions options);
   ~TrainerLoop();

@@ -86,12 +86,20 @@ std::map<std::string, std::set<std::string>> parser_keys() {
   c.max_queued_groups = 8;
   c.verify_enabled = true;  // written only when set
   c.verify_peer = true;     // as is this
+  c.train.lora.rank = 8;    // [trainer.lora] is written only with LoRA on
   const toml::table written = toml::parse(to_toml(c));
   std::map<std::string, std::set<std::string>> out;
   for (const auto& [section, table] : written) {
     if (!table.is_table()) continue;
-    for (const auto& [key, value] : *table.as_table())
-      out[std::string(section.str())].insert(std::string(key.str()));
+    for (const auto& [key, value] : *table.as_table()) {
+      const std::string name(section.str());
+      if (const toml::table* sub = value.as_table()) {  // [trainer.lora]: a section of its own
+        for (const auto& [sub_key, v] : *sub)
+          out[name + "." + std::string(key.str())].insert(std::string(sub_key.str()));
+        continue;
+      }
+      out[name].insert(std::string(key.str()));
+    }
   }
   return out;
 }
