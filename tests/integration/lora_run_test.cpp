@@ -189,9 +189,20 @@ TEST(LoraRun, AdaptersTrainPublishMergedVersionsAndResume) {
   EXPECT_FALSE(fs::exists(ckpt / "model")) << "a LoRA checkpoint holds no model";
 
   // Stopped and started again: the adapters resume on the run's base (the checkpoint's hash of
-  // it matches) and training goes on from the ledger's step; the worker follows across.
+  // it matches) and training goes on from the ledger's step; the worker follows across. The
+  // operator edited [trainer.lora]'s alpha meanwhile: the checkpoint's settings are kept, and
+  // the log says so.
   c.hub().signal(SIGTERM);
   ASSERT_EQ(c.hub().wait(60s), 0) << c.logs();
+  {
+    const fs::path toml = c.dir() / "run.toml";
+    std::string text = read_text(toml);
+    const size_t section = text.find("[trainer.lora]");
+    const size_t alpha = text.find("\nalpha", section);
+    ASSERT_NE(alpha, std::string::npos) << text;
+    text.replace(alpha, text.find('\n', alpha + 1) - alpha, "\nalpha = 3.0");
+    std::ofstream(toml) << text;
+  }
   const int64_t stopped_at = read_ledger(c.ledger_path()).steps;
   c.start_hub();
   EXPECT_TRUE(wait_until([&] { return c.step() >= stopped_at + 2; }, 120s))
@@ -199,6 +210,7 @@ TEST(LoraRun, AdaptersTrainPublishMergedVersionsAndResume) {
   const std::string log = c.hub().err();
   EXPECT_NE(log.find("resumed from checkpoint"), std::string::npos) << log;
   EXPECT_NE(log.find("LoRA adapters of rank 4"), std::string::npos) << log;
+  EXPECT_NE(log.find("the run goes on with the checkpoint's"), std::string::npos) << log;
   expect_clean_replays(c.status(), c.logs());
   c.stop_all();
 

@@ -70,6 +70,20 @@ TrainerLoop::TrainerLoop(hub::TrainerPort& port, pulse::BlobStore& store,
             ? train::Trainer::resume(*ckpt, WeightsTensorSource(initial), train_options)
             : train::Trainer::resume(*ckpt, train_options, options_.ranks));
     resumed_ = true;
+    const train::LoraOptions& held = trainer_->options().lora;
+    const train::LoraOptions& asked = train_options.lora;
+    if (asked.enabled() &&
+        (held.rank != asked.rank || held.alpha != asked.alpha || held.dropout != asked.dropout ||
+         held.targets != asked.targets || held.base_dtype != asked.base_dtype)) {
+      // The adapters' shapes and the optimiser's moments are the checkpoint's: they cannot take
+      // other settings mid-run, but the operator who edited [trainer.lora] must hear it.
+      log_warn("trainer", "checkpoint ", *ckpt, " holds LoRA adapters of rank ", held.rank,
+               ", alpha ", held.alpha, ", dropout ", held.dropout, ", ", held.targets.size(),
+               " target(s), base ", dtype_name(held.base_dtype), "; [trainer.lora] asks for rank ",
+               asked.rank, ", alpha ", asked.alpha, ", dropout ", asked.dropout, ", ",
+               asked.targets.size(), " target(s), base ", dtype_name(asked.base_dtype),
+               ": the run goes on with the checkpoint's (start a new run directory for others)");
+    }
     log_info("trainer", "resumed from checkpoint ", *ckpt, " (trainer step ",
              trainer_->step_count(), ", ledger step ", port_.last_step(),
              trainer_->options().lora.enabled()
