@@ -13,6 +13,7 @@
 #include "bench/bench_task.h"
 #include "bench/group_drain.h"
 #include "bench/hub_bench_fleet.h"
+#include "bench/hub_bench_run.h"
 #include "core/log.h"
 #include "core/machine.h"
 #include "net/protocol.h"
@@ -37,6 +38,8 @@ json latency_summary(std::vector<double> ms) {
   return {{"count", ms.size()}, {"p50_ms", at(0.5)}, {"p99_ms", at(0.99)}, {"max_ms", ms.back()}};
 }
 
+}  // namespace
+
 // 1000 workers hold two connections each on both ends of loopback: well over the default 1024
 // descriptors.
 void raise_fd_limit() {
@@ -47,8 +50,9 @@ void raise_fd_limit() {
   }
 }
 
-// One bench run on a fresh hub with `hoarders` Sybils beside o.workers honest workers.
-json run_once(const HubBenchOptions& o, int hoarders) {
+// One bench run on a fresh hub with run.hoarders Sybils beside o.workers honest workers.
+json run_hub_once(const HubBenchOptions& o, const HubRun& run) {
+  const int hoarders = run.hoarders;
   const bool temp = o.workdir.empty();
   fs::path dir =
       temp ? fs::temp_directory_path() / ("stoa_hub_bench_" + net::random_token().substr(0, 10))
@@ -61,22 +65,27 @@ json run_once(const HubBenchOptions& o, int hoarders) {
   std::error_code ec;
   fs::remove(config.ledger_path, ec);
   config.join_token = "bench-join-token";
-  config.group_size = 4;
-  config.max_staleness = 1000;  // the bench measures transport, not the staleness policy
-  config.max_open_groups = static_cast<size_t>(std::max(16, o.workers));
-  config.max_queued_groups = static_cast<size_t>(std::max(64, 4 * o.workers));
-  config.lease_ttl_ms = 600'000;
-  config.lease_max_ms = 3'600'000;
-  // The hoarding deadline in the hub's own terms: max_turns × max_new_tokens at this rate.
-  config.hoard_grace_ms = 0;
-  config.hoard_min_tokens_per_s = static_cast<double>(config.sampling.max_turns) *
-                                  config.sampling.max_new_tokens /
-                                  std::max(0.001, o.hoard_deadline_seconds);
+  if (!run.hub_defaults) {
+    config.group_size = 4;
+    config.max_staleness = 1000;  // the bench measures transport, not the staleness policy
+    config.max_open_groups = static_cast<size_t>(std::max(16, o.workers));
+    config.max_queued_groups = static_cast<size_t>(std::max(64, 4 * o.workers));
+    config.lease_ttl_ms = 600'000;
+    config.lease_max_ms = 3'600'000;
+    // The hoarding deadline in the hub's own terms: max_turns × max_new_tokens at this rate.
+    config.hoard_grace_ms = 0;
+    config.hoard_min_tokens_per_s = static_cast<double>(config.sampling.max_turns) *
+                                    config.sampling.max_new_tokens /
+                                    std::max(0.001, o.hoard_deadline_seconds);
+  }
   hub::Hub hub(config, world.deps());
 
   hub::ServerOptions so;
-  so.threads = o.handler_threads;
-  so.max_connections_per_ip = 1024;
+  so.host = run.hub_host;
+  if (!run.hub_defaults) {
+    so.threads = o.handler_threads;
+    so.max_connections_per_ip = 1024;
+  }
   hub::HubServer server(hub, so);
   server.start();
 
@@ -100,6 +109,11 @@ json run_once(const HubBenchOptions& o, int hoarders) {
   fo.think_seconds = o.think_seconds;
   fo.heartbeat_seconds = std::max(0.1, o.heartbeat_seconds);
   fo.hoarders = hoarders;
+  fo.hub_host = run.hub_host;
+  fo.worker_addresses = run.worker_addresses;
+  fo.hoarder_addresses = run.hoarder_addresses;
+  fo.slow_workers = run.slow_workers;
+  fo.slow_factor = o.slow_factor;
   SimulatedFleet fleet(fo);
   fleet.start();
 
@@ -154,6 +168,8 @@ json run_once(const HubBenchOptions& o, int hoarders) {
   publisher.join();
   fleet.stop();
   FleetResults r = fleet.results();
+  const json hub_status = hub.status();
+  const auto counters_at_end = hub.counters();
   hub.stop();
   trainer.stop();
   server.stop();
@@ -187,16 +203,38 @@ json run_once(const HubBenchOptions& o, int hoarders) {
                  {"load_average", load}};
   if (hoarders > 0) {
     report["hoarders"] = hoarders;
-    report["hoard_deadline_seconds"] = o.hoard_deadline_seconds;
+    if (!run.hub_defaults) report["hoard_deadline_seconds"] = o.hoard_deadline_seconds;
     report["hoarder_leases"] = r.hoarder_leases;
     report["hoarder_leases_cancelled"] = r.hoarder_cancelled;
     for (const char* k : {"leases_revoked", "leases_preempted", "leases_capped", "leases_deferred",
-                          "workers_hoarding"})
-      report["hub"][k] = ledger1.at(k);
+                          "workers_hoarding", "groups_opened_for_waiting"})
+      report["hub"][k] = counters_at_end.at(k);
+  }
+  report["honest_leases_cancelled"] = r.honest_cancelled;
+  report["hub_defaults"] = run.hub_defaults;
+  report["hoard_deadline_s"] =
+      (static_cast<double>(config.hoard_grace_ms) + 1000.0 * config.sampling.max_turns *
+                                                        config.sampling.max_new_tokens /
+                                                        config.hoard_min_tokens_per_s) /
+      1000.0;
+  if (run.slow_workers > 0) {
+    json standings = json::array();
+    for (const auto& w : hub_status["workers"])
+      if (std::find(r.slow_ids.begin(), r.slow_ids.end(), w["id"].get<std::string>()) !=
+          r.slow_ids.end())
+        standings.push_back(w["standing"]);
+    report["slow_workers"] = {{"count", run.slow_workers},
+                              {"speed_fraction", 1.0 / o.slow_factor},
+                              {"leases", r.slow_leases},
+                              {"leases_cancelled", r.slow_cancelled},
+                              {"rollouts_accepted", r.slow_rollouts_accepted},
+                              {"standing", standings}};
   }
   if (temp) fs::remove_all(dir, ec);
   return report;
 }
+
+namespace {
 
 void print_text(const json& report) {
   const auto load = report["load_average"].get<std::vector<double>>();
@@ -222,8 +260,9 @@ void print_text(const json& report) {
 }  // namespace
 
 int run_hub_bench(const HubBenchOptions& o) {
+  if (!o.hoarder_address_counts.empty()) return run_hub_bench_at_defaults(o);
   raise_fd_limit();
-  json alone = run_once(o, 0);
+  json alone = run_hub_once(o, HubRun{});
   if (o.hoarders <= 0) {
     if (o.json)
       std::printf("%s\n", alone.dump(2).c_str());
@@ -231,7 +270,9 @@ int run_hub_bench(const HubBenchOptions& o) {
       print_text(alone);
     return 0;
   }
-  json crowded = run_once(o, o.hoarders);
+  HubRun crowded_run;
+  crowded_run.hoarders = o.hoarders;
+  json crowded = run_hub_once(o, crowded_run);
   const double a = alone["intake_rollouts_per_s"].get<double>();
   const double c = crowded["intake_rollouts_per_s"].get<double>();
   json report = {{"honest_workers", o.workers},

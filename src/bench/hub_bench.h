@@ -4,9 +4,12 @@
 // A fake trainer consumes complete groups and publishes a version every few seconds (waking
 // every parked long-poll). Reports p50/p99 per endpoint, intake rollouts/s, the hub's CPU
 // seconds (its HTTP threads), peak RSS and the load average. With hoarders: the honest workers'
-// throughput alone and among the hoarders (fair leasing, docs/design/hub.md).
+// throughput alone and among the hoarders (fair leasing, docs/design/hub.md). With
+// hoarder_address_counts, the hoarding scenario at the hub's defaults from real, non-loopback
+// addresses (hub_bench_defaults.cpp).
 #pragma once
 #include <string>
+#include <vector>
 
 namespace stoa::bench {
 
@@ -26,11 +29,18 @@ struct HubBenchOptions {
   int hoarders = 0;
   double hoard_deadline_seconds = 10;
   double warmup_seconds = -1;  // before the measured phase; default think_seconds + 1
-  std::string workdir;         // ledger + blobs (default: a temp dir, removed)
+  // Issue 51's measure: every hub setting at its default, the hoarders on each of these many
+  // distinct non-loopback addresses in turn (a namespace of the bench's own; needs root), one
+  // run alone first; slow honest workers at 1/slow_factor of the speed join the crowded runs.
+  std::vector<int> hoarder_address_counts;
+  int slow_workers = 1;
+  double slow_factor = 10;
+  std::string workdir;  // ledger + blobs (default: a temp dir, removed)
   bool json = false;
 };
 
 // Prints the report (JSON with the json option); returns the exit status.
 int run_hub_bench(const HubBenchOptions& options);
+int run_hub_bench_at_defaults(const HubBenchOptions& options);  // hoarder_address_counts set
 
 }  // namespace stoa::bench

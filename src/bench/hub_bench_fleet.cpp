@@ -40,15 +40,22 @@ awaitable<void> sleep_for(std::chrono::duration<double> d) {
   co_await t.async_wait(use_awaitable);
 }
 
-asio::ip::address_v4 source_address(int i) {
+asio::ip::address_v4 loopback_source(int i) {
   return asio::ip::address_v4(0x7f000000u | static_cast<uint32_t>(2 + i % 250));
+}
+
+// `addresses[i % size]`, or 127.0.0.x when none were given.
+asio::ip::address_v4 source_address(const std::vector<std::string>& addresses, int i) {
+  if (addresses.empty()) return loopback_source(i);
+  return asio::ip::make_address_v4(addresses[static_cast<size_t>(i) % addresses.size()]);
 }
 
 // One keep-alive client connection from a given source address.
 class Connection {
  public:
-  Connection(asio::any_io_executor ex, asio::ip::address_v4 source, int port)
-      : stream_(ex), source_(source), port_(port) {}
+  Connection(asio::any_io_executor ex, asio::ip::address_v4 source, const std::string& host,
+             int port)
+      : stream_(ex), source_(source), host_(asio::ip::make_address_v4(host)), port_(port) {}
 
   awaitable<void> open() {
     beast::error_code ignored;
@@ -57,9 +64,8 @@ class Connection {
     stream_.socket().open(tcp::v4());
     stream_.socket().bind(tcp::endpoint(source_, 0));
     stream_.expires_after(std::chrono::seconds(10));
-    co_await stream_.async_connect(
-        tcp::endpoint(asio::ip::address_v4::loopback(), static_cast<uint16_t>(port_)),
-        use_awaitable);
+    co_await stream_.async_connect(tcp::endpoint(host_, static_cast<uint16_t>(port_)),
+                                   use_awaitable);
     open_ = true;
   }
 
@@ -95,7 +101,7 @@ class Connection {
  private:
   beast::tcp_stream stream_;
   beast::flat_buffer buffer_;
-  asio::ip::address_v4 source_;
+  asio::ip::address_v4 source_, host_;
   int port_;
   bool open_ = false;
 };
@@ -108,7 +114,8 @@ class Fleet {
 
   void spawn() {
     auto ex = f_.ioc.get_executor();
-    for (int i = 0; i < o_.workers; ++i) asio::co_spawn(ex, worker(i), asio::detached);
+    for (int i = 0; i < o_.workers + o_.slow_workers; ++i)
+      asio::co_spawn(ex, worker(i), asio::detached);
     for (int i = 0; i < o_.hoarders; ++i) asio::co_spawn(ex, hoarder(i), asio::detached);
     asio::co_spawn(ex, status_poller(), asio::detached);
     for (int i = 0; i < o_.slow_clients; ++i) asio::co_spawn(ex, slow_client(i), asio::detached);
@@ -164,7 +171,7 @@ class Fleet {
         std::chrono::duration<double>(o_.ramp_seconds * i / std::max(1, o_.hoarders)));
     auto ex = co_await asio::this_coro::executor;
     WorkerState state;
-    Connection api(ex, source_address(o_.workers + i), o_.port);
+    Connection api(ex, hoarder_source(i), o_.hub_host, o_.port);
     co_await join(api, "hoarder-" + std::to_string(i), state);
     const std::string lease_body = net::to_json(net::LeaseRequest{state.id}).dump();
     std::vector<std::string> held;
@@ -202,16 +209,30 @@ class Fleet {
     }
   }
 
+  asio::ip::address_v4 worker_source(int i) const { return source_address(o_.worker_addresses, i); }
+  asio::ip::address_v4 hoarder_source(int i) const {
+    return o_.hoarder_addresses.empty() ? loopback_source(o_.workers + o_.slow_workers + i)
+                                        : source_address(o_.hoarder_addresses, i);
+  }
+
+  // Honest worker i; i >= workers are the slow ones (slow_factor × think_seconds per lease).
   awaitable<void> worker(int i) {
+    const bool slow = i >= o_.workers;
+    const double think = slow ? o_.think_seconds * o_.slow_factor : o_.think_seconds;
     // With hoarders, the honest workers come after them (the hoarders' ramp): the worst case.
-    co_await sleep_for(std::chrono::duration<double>(o_.ramp_seconds * i / std::max(1, o_.workers) +
+    co_await sleep_for(std::chrono::duration<double>(o_.ramp_seconds * i /
+                                                         std::max(1, o_.workers + o_.slow_workers) +
                                                      (o_.hoarders > 0 ? o_.ramp_seconds : 0)));
     auto ex = co_await asio::this_coro::executor;
     auto state = std::make_shared<WorkerState>();
-    Connection api(ex, source_address(i), o_.port);
-    co_await join(api, "bench-" + std::to_string(i), *state);
-    ++joined_;
-    ++f_.results.joined;
+    Connection api(ex, worker_source(i), o_.hub_host, o_.port);
+    co_await join(api, (slow ? "slow-" : "bench-") + std::to_string(i), *state);
+    if (slow) {
+      f_.results.slow_ids.push_back(state->id);
+    } else {
+      ++joined_;
+      ++f_.results.joined;
+    }
     asio::co_spawn(ex, long_poll(i, state), asio::detached);
     const std::string lease_body = net::to_json(net::LeaseRequest{state->id}).dump();
     for (;;) {
@@ -227,25 +248,35 @@ class Fleet {
         continue;
       }
       const net::Lease& lease = *lr.lease;
+      if (slow) ++f_.results.slow_leases;
       // Generating: a heartbeat every heartbeat_seconds (and one at the end) renews the lease.
-      for (double left = o_.think_seconds; left > 0; left -= o_.heartbeat_seconds) {
+      bool cancelled = false;
+      for (double left = think; left > 0 && !cancelled; left -= o_.heartbeat_seconds) {
         co_await sleep_for(std::chrono::duration<double>(std::min(left, o_.heartbeat_seconds)));
         net::Heartbeat hb;
         hb.worker_id = state->id;
         hb.version = state->version;
         hb.leases = {lease.lease_id};
-        co_await timed(api, "heartbeat", http::verb::post, "/v1/heartbeat", net::to_json(hb).dump(),
-                       state->token);
+        auto hr = co_await timed(api, "heartbeat", http::verb::post, "/v1/heartbeat",
+                                 net::to_json(hb).dump(), state->token);
+        if (!hr || hr->result_int() != 200) continue;
+        auto resp = net::heartbeat_response_from_json(nlohmann::json::parse(hr->body()));
+        if (!resp.session_token.empty()) state->token = resp.session_token;
+        for (const auto& gone : resp.cancelled) cancelled = cancelled || gone == lease.lease_id;
+      }
+      if (cancelled) {  // revoked or preempted: the work is lost, as a real worker's would be
+        ++(slow ? f_.results.slow_cancelled : f_.results.honest_cancelled);
+        continue;
       }
       uint64_t version = std::max(state->version, lease.issued_at_version);
       for (int32_t s = 0; s < lease.samples; ++s) {
         auto rr =
             co_await timed(api, "rollouts", http::verb::post, "/v1/rollouts",
                            net::to_json(rollout(*state, lease, version)).dump(), state->token);
-        if (rr && rr->result_int() == 200 && measuring_ &&
-            rr->body().find("\"accepted\"") != std::string::npos) {
-          ++f_.results.rollouts_accepted;
-        }
+        const bool accepted =
+            rr && rr->result_int() == 200 && rr->body().find("\"accepted\"") != std::string::npos;
+        if (accepted && slow) ++f_.results.slow_rollouts_accepted;
+        if (accepted && !slow && measuring_) ++f_.results.rollouts_accepted;
       }
     }
   }
@@ -261,7 +292,7 @@ class Fleet {
   // The worker's sync thread: long-polls /v1/version on its own connection; the delay between
   // a publish and the wake-up is the latency recorded.
   awaitable<void> long_poll(int i, std::shared_ptr<WorkerState> state) {
-    Connection poll(co_await asio::this_coro::executor, source_address(i), o_.port);
+    Connection poll(co_await asio::this_coro::executor, worker_source(i), o_.hub_host, o_.port);
     for (;;) {
       std::string target = "/v1/version?timeout=30";
       if (state->version) target += "&after=" + std::to_string(state->version);
@@ -286,7 +317,10 @@ class Fleet {
 
   // The operator's dashboard: /v1/status once a second.
   awaitable<void> status_poller() {
-    Connection c(co_await asio::this_coro::executor, asio::ip::address_v4(0x7f000001u), o_.port);
+    Connection c(co_await asio::this_coro::executor,
+                 o_.worker_addresses.empty() ? asio::ip::address_v4(0x7f000001u)
+                                             : asio::ip::make_address_v4(o_.hub_host),
+                 o_.hub_host, o_.port);
     for (;;) {
       co_await timed(c, "status", http::verb::get, "/v1/status", "", "");
       co_await sleep_for(std::chrono::seconds(1));
@@ -298,7 +332,7 @@ class Fleet {
     auto ex = co_await asio::this_coro::executor;
     for (;;) {
       Connection c(ex, asio::ip::address_v4(0x7f000000u | static_cast<uint32_t>(252 + i % 3)),
-                   o_.port);
+                   o_.hub_host, o_.port);
       try {
         co_await c.open();
         std::string start = "GET /v1/status HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ";

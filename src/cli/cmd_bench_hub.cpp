@@ -8,7 +8,7 @@ namespace stoa::cli {
 namespace {
 
 CommandRegistration bench_cmd(
-    "bench hub", "N simulated workers against a real hub on loopback: latency per endpoint",
+    "bench hub", "N simulated workers against a real hub: latency per endpoint, hoarding",
     [](CLI::App& app) {
       auto opts = std::make_shared<bench::HubBenchOptions>();
       app.add_option("--workers", opts->workers, "simulated workers");
@@ -28,6 +28,14 @@ CommandRegistration bench_cmd(
                      "seconds without a rollout before the hub revokes a lease");
       app.add_option("--warmup", opts->warmup_seconds,
                      "seconds before the measured phase (default: --think + 1)");
+      app.add_option("--hoarder-addresses", opts->hoarder_address_counts,
+                     "the hoarding scenario at the hub's defaults: the Sybils (--hoarders, 50 "
+                     "if unset) from this many distinct non-loopback addresses, each count in "
+                     "turn (e.g. 1,2,8,50), after one run alone; needs root")
+          ->delimiter(',');
+      app.add_option("--slow-workers", opts->slow_workers,
+                     "with --hoarder-addresses: honest workers at 1/--slow-factor of the speed");
+      app.add_option("--slow-factor", opts->slow_factor, "how many times slower they are");
       app.add_flag("--json", opts->json, "print JSON");
       return [opts] { return bench::run_hub_bench(*opts); };
     });
