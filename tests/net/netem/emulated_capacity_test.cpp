@@ -17,12 +17,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-#define SKIP_WITHOUT_NETEM()                                             \
-  do {                                                                   \
-    const std::string why = why_netem_unusable();                        \
-    if (!why.empty()) GTEST_SKIP() << "link emulator unusable: " << why; \
-  } while (0)
-
 // A TCP connection from host `host` to the hub's listener, both ends with a receive deadline.
 std::pair<int, int> connect_to_hub(const EmulatedInternet& net, size_t host, int listener) {
   const int client = sockets::connect_from(net.netns(host), EmulatedInternet::kHubIp, 8000, 5000ms);

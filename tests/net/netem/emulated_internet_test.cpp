@@ -24,12 +24,6 @@ using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 using sockets::Datagram;
 
-#define SKIP_WITHOUT_NETEM()                                             \
-  do {                                                                   \
-    const std::string why = why_netem_unusable();                        \
-    if (!why.empty()) GTEST_SKIP() << "link emulator unusable: " << why; \
-  } while (0)
-
 TEST(EmulatedInternet, RoundTripTimesAreTheOnesSet) {
   SKIP_WITHOUT_NETEM();
   InternetOptions o;

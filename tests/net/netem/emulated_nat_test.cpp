@@ -18,12 +18,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-#define SKIP_WITHOUT_NETEM()                                             \
-  do {                                                                   \
-    const std::string why = why_netem_unusable();                        \
-    if (!why.empty()) GTEST_SKIP() << "link emulator unusable: " << why; \
-  } while (0)
-
 constexpr auto kWait = 400ms;  // far above the 2 × 10 ms RTT here
 const std::string kHub = EmulatedInternet::kHubIp;
 

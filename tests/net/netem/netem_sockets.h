@@ -22,6 +22,14 @@
 #include "net/netem/emulated_internet.h"
 #include "net/netem/netns.h"
 
+// Skips the calling test, naming what is missing, where the emulator cannot run (not root, no
+// /dev/net/tun, no iproute2): one rule for every test of the emulator in namespaces.
+#define SKIP_WITHOUT_NETEM()                                             \
+  do {                                                                   \
+    const std::string why = ::stoa::net::netem::why_netem_unusable();    \
+    if (!why.empty()) GTEST_SKIP() << "link emulator unusable: " << why; \
+  } while (0)
+
 namespace stoa::net::netem::sockets {
 
 inline sockaddr_in address(const std::string& ip, uint16_t port) {
