@@ -2,7 +2,8 @@
 // Face directory — bf16 or f32 safetensors with the published tensor names (sharded past
 // --shard-mb), config.json, the tokenizer files and chat template, generation_config.json.
 // PATH is a run config, a run directory, a trainer checkpoint or a model directory
-// (app/export/hf_export_from.h says where each part comes from).
+// (app/export/hf_export_from.h says where each part comes from). A LoRA run or checkpoint gives
+// the merged model, and with --adapter the PEFT adapter beside it (app/export/lora_export.h).
 #include <cstdio>
 #include <memory>
 
@@ -29,6 +30,15 @@ CommandRegistration reg_export_hf(
       app.add_option("--shard-mb", request->shard_mb,
                      "Largest safetensors file in MB (10^6 bytes) before sharding; 0: one file")
           ->capture_default_str();
+      app.add_flag("--adapter", request->adapter,
+                   "LoRA: write <out>/adapter (PEFT: adapter_config.json, "
+                   "adapter_model.safetensors) and <out>/merged (base + scale*B*A)");
+      app.add_option("--base", request->base,
+                     "LoRA: the base model directory the adapters were trained on (default: the "
+                     "run's [run] model)");
+      app.add_option("--base-name", request->base_name,
+                     "LoRA: adapter_config.json's base_model_name_or_path, e.g. a Hub id "
+                     "(default: the base directory's absolute path)");
       return [request] {
         std::printf("%s\n", app::export_hf_from(*request).dump(2).c_str());
         return 0;

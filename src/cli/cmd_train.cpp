@@ -144,6 +144,9 @@ const CommandRegistration registration(
       app.add_option("--lora-base-dtype", o->job.lora_base_dtype,
                      "LoRA: the frozen base's dtype (bf16, f32)")
           ->capture_default_str();
+      app.add_option("--lora-init", o->job.lora.init_adapter,
+                     "LoRA: start the adapters from this PEFT adapter directory (its rank, alpha "
+                     "and targets must be these)");
       app.add_option("--checkpoint", o->job.checkpoint,
                      "Write an exact checkpoint here every epoch");
       app.add_option("--resume", o->job.resume, "Continue from a checkpoint directory");

@@ -139,6 +139,12 @@ void Trainer::save_model(const std::string& dir, DType dtype) const {
   save_model_dir(ParameterSource(*impl_->model), dir, dtype);
 }
 
+std::unique_ptr<TensorSource> Trainer::model_source() const {
+  STOA_CHECK(!impl_->fsdp(), ErrorKind::kUnsupported,
+             "a fully sharded trainer's model is read by save_model (gathered per tensor)");
+  return std::make_unique<ParameterSource>(*impl_->model);
+}
+
 void Trainer::save_checkpoint(const std::string& dir) const {
   Impl& im = *impl_;
   const fs::path final_dir(dir);
@@ -297,6 +303,7 @@ Trainer Trainer::resume(const std::string& dir, const TensorSource& base, TrainO
     options.lora.alpha = l.at("alpha").get<double>();
     options.lora.dropout = l.at("dropout").get<double>();
     options.lora.targets = l.at("target_modules").get<std::vector<std::string>>();
+    options.lora.init_adapter.clear();  // the checkpoint's adapters win
     STOA_CHECK(parse_dtype(l.at("base_dtype").get<std::string>(), &options.lora.base_dtype),
                ErrorKind::kBadFormat, "unknown base dtype");
     base_hash = l.at("base_hash").get<std::string>();

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "core/error.h"
 #include "model/weights.h"
@@ -52,6 +53,9 @@ void validate_lora_options(const LoraOptions& o) {
   if (!o.enabled()) {
     STOA_CHECK(o.rank == 0, ErrorKind::kInvalidArgument, "lora rank must be >= 0 (got ", o.rank,
                ")");
+    STOA_CHECK(o.init_adapter.empty(), ErrorKind::kInvalidArgument,
+               "a LoRA adapter to start from (", o.init_adapter,
+               ") needs a LoRA rank (full fine-tuning has no adapters)");
     return;
   }
   STOA_CHECK(std::isfinite(o.alpha) && o.alpha > 0, ErrorKind::kInvalidArgument,
@@ -102,6 +106,57 @@ std::string lora_a_name(const LoraTarget& target) {
 }
 std::string lora_b_name(const LoraTarget& target) {
   return target.module + ".lora_B.weight";
+}
+
+std::vector<std::string> peft_target_modules(const ModelConfig& config,
+                                             const LoraOptions& options) {
+  std::set<std::string> modules, short_names;
+  for (const LoraTarget& t : lora_targets(config, options)) {
+    modules.insert(t.module);
+    short_names.insert(t.module.substr(t.module.rfind('.') + 1));
+  }
+  LoraOptions probe = options;
+  probe.init_adapter.clear();
+  probe.targets.assign(short_names.begin(), short_names.end());
+  std::set<std::string> picked;
+  for (const LoraTarget& t : lora_targets(config, probe)) picked.insert(t.module);
+  if (picked == modules) return probe.targets;
+  return {modules.begin(), modules.end()};
+}
+
+void check_peft_adapter(const PeftAdapter& adapter, const ModelConfig& config,
+                        const LoraOptions& options, const std::string& source) {
+  STOA_CHECK(adapter.rank == options.rank, ErrorKind::kInvalidArgument, "LoRA adapter ", source,
+             " has rank ", adapter.rank, "; this run's LoRA rank is ", options.rank,
+             " (set the run's rank to the adapter's)");
+  STOA_CHECK(adapter.alpha == options.alpha, ErrorKind::kInvalidArgument, "LoRA adapter ", source,
+             " has lora_alpha ", adapter.alpha, "; this run's alpha is ", options.alpha,
+             " (the scale alpha / rank would change the model)");
+  const auto names = [](const std::vector<std::string>& list) {
+    std::string out;
+    for (const std::string& s : list) out += (out.empty() ? "" : ", ") + s;
+    return "[" + out + "]";
+  };
+  std::set<std::string> expected;
+  for (const LoraTarget& t : lora_targets(config, options)) {
+    for (const auto& [name, shape] : {std::pair{lora_a_name(t), Shape{options.rank, t.in}},
+                                      std::pair{lora_b_name(t), Shape{t.out, options.rank}}}) {
+      expected.insert(name);
+      auto found = adapter.tensors.find(name);
+      STOA_CHECK(found != adapter.tensors.end(), ErrorKind::kInvalidArgument, "LoRA adapter ",
+                 source, " has no ", name, ", which this run's targets ", names(options.targets),
+                 " adapt; the adapter targets ", names(adapter.target_modules));
+      STOA_CHECK(found->second.shape() == shape, ErrorKind::kInvalidArgument, "LoRA adapter ",
+                 source, ": ", name, " is ", shape_string(found->second.shape()), "; the ",
+                 arch_name(config.arch), " base makes it ", shape_string(shape),
+                 " (an adapter of another base model)");
+    }
+  }
+  for (const auto& [name, tensor] : adapter.tensors) {
+    STOA_CHECK(expected.count(name), ErrorKind::kInvalidArgument, "LoRA adapter ", source,
+               " adapts ", name, ", which this run's targets ", names(options.targets),
+               " do not name; the adapter targets ", names(adapter.target_modules));
+  }
 }
 
 }  // namespace stoa::train

@@ -10,6 +10,7 @@
 
 #include "core/dtype.h"
 #include "model/config.h"
+#include "model/peft_adapter.h"
 
 namespace stoa::train {
 
@@ -23,6 +24,10 @@ struct LoraOptions {
   // MoE routers and the LM head.
   std::vector<std::string> targets = {"all-linear"};
   DType base_dtype = DType::kBF16;  // the frozen base: bf16 or f32
+  // A PEFT adapter directory (model/peft_adapter.h) the adapters start from instead of the
+  // random A / zero B; "" for a fresh start. Its rank, alpha, targets and base must be the run's.
+  // Used by a fresh trainer only: resuming a checkpoint takes the checkpoint's adapters.
+  std::string init_adapter;
   bool enabled() const { return rank > 0; }
   double scale() const { return alpha / static_cast<double>(rank); }
 };
@@ -45,5 +50,17 @@ int64_t lora_adapter_numel(const ModelConfig& config, const LoraOptions& options
 // The adapters' tensor names, PEFT's (`<module>.lora_A.weight`, `<module>.lora_B.weight`).
 std::string lora_a_name(const LoraTarget& target);
 std::string lora_b_name(const LoraTarget& target);
+
+// PEFT's target_modules for the modules `options` adapts: their last name parts ("q_proj") when
+// those select the same matrices of `config` (readable, what people write), else the full module
+// names.
+std::vector<std::string> peft_target_modules(const ModelConfig& config, const LoraOptions& options);
+
+// Whether a PEFT adapter (model/peft_adapter.h) can start a trainer with `options` on a base of
+// `config`: the same rank and alpha, exactly the tensors lora_targets makes, each of the base's
+// shape. Throws kInvalidArgument naming `source` and what differs (rank, alpha, a missing or
+// extra target, a shape: another base model).
+void check_peft_adapter(const PeftAdapter& adapter, const ModelConfig& config,
+                        const LoraOptions& options, const std::string& source);
 
 }  // namespace stoa::train

@@ -162,6 +162,7 @@ void PolicyModel::add_adapters(uint64_t seed) {
     by_weight[parameter(t.weight).unsafeGetTensorImpl()] = {A, B, lora_.scale(), lora_.dropout};
   }
   math_.set_adapters(std::move(by_weight));
+  if (!lora_.init_adapter.empty()) load_peft_adapter(lora_.init_adapter);
 }
 
 torch::Tensor PolicyModel::merged(const std::string& name) const {

@@ -56,6 +56,10 @@ class PolicyModel {
   const LoraOptions& lora_options() const { return lora_; }
   const std::vector<std::string>& adapter_names() const { return adapter_names_; }
   const std::vector<torch::Tensor>& adapters() const { return adapters_; }
+  // LoRA: sets the adapters to a PEFT adapter directory's (lora_options().init_adapter, at
+  // construction), after check_peft_adapter and, for an adapter Stoa wrote of a base held in the
+  // same dtype, the base's hash (kIntegrity: another base). lora_init.cpp.
+  void load_peft_adapter(const std::string& dir);
   // The tensors' names, dtypes, shapes and bytes in name order (with LoRA: the frozen base's),
   // recomputed on every call: a LoRA checkpoint names the base it belongs to by it.
   Hash128 parameters_hash() const;

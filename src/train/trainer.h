@@ -112,6 +112,9 @@ class Trainer {
   // the call). What a version is made from without a second copy of the model (pulse/publisher.h).
   void for_each_weight(
       const std::function<void(const std::string&, const Shape&, const float*)>& take) const;
+  // The model as a TensorSource (LoRA: merged), one f32 tensor made per call, for the exports
+  // (model/hf_export.h). Lives no longer than the trainer; not for an fsdp trainer.
+  std::unique_ptr<TensorSource> model_source() const;
   // Hugging Face model directory (config.json + model.safetensors) at `dtype` (LoRA: merged).
   void save_model(const std::string& dir, DType dtype = DType::kF32) const;
 

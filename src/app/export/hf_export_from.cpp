@@ -9,6 +9,7 @@
 #include <memory>
 #include <sstream>
 
+#include "app/export/lora_export.h"
 #include "core/enum_names.h"
 #include "core/error.h"
 #include "model/gguf_source.h"
@@ -48,8 +49,21 @@ int64_t checkpoint_step(const fs::path& dir) {
   return meta["step"].get<int64_t>();
 }
 
+constexpr const char* kLoraAdaptersFile = "adapters.safetensors";  // train/checkpoint.cpp
+
+bool is_lora_checkpoint(const fs::path& dir) {
+  return fs::is_regular_file(dir / "trainer.json") && fs::is_regular_file(dir / kLoraAdaptersFile);
+}
+
 bool is_checkpoint(const fs::path& dir) {
-  return fs::is_regular_file(dir / "trainer.json") && fs::is_directory(dir / "model");
+  return (fs::is_regular_file(dir / "trainer.json") && fs::is_directory(dir / "model")) ||
+         is_lora_checkpoint(dir);
+}
+
+void set_checkpoint(const std::string& ckpt, ExportInput* input) {
+  input->checkpoint = ckpt;
+  input->lora = is_lora_checkpoint(ckpt);
+  input->model_dir = input->lora ? "" : (fs::path(ckpt) / "model").string();
 }
 
 bool same_dir(const fs::path& a, const fs::path& b) {
@@ -82,9 +96,8 @@ void use_checkpoint_of_run(const std::string& checkpoint_dir, const std::string&
   STOA_CHECK(ckpt.has_value(), ErrorKind::kNotFound, "export-hf: run ", run,
              " has no checkpoint yet (looked for ", checkpoint_dir,
              "/trainer.json; the trainer writes one every [trainer] checkpoint_every steps)");
-  input->checkpoint = *ckpt;
+  set_checkpoint(*ckpt, input);
   input->checkpoint_step = step;
-  input->model_dir = (fs::path(*ckpt) / "model").string();
 }
 
 void use_run_config(const std::string& path, ExportInput* input) {
@@ -92,6 +105,7 @@ void use_run_config(const std::string& path, ExportInput* input) {
   input->run_config = path;
   input->tokenizer_dir = c.model_dir;
   input->sampling = sampling_of(c);
+  input->base_dir = c.model_dir;  // a LoRA run's base
   use_checkpoint_of_run(c.loop.checkpoint_dir, c.run_dir, input);
 }
 
@@ -122,7 +136,8 @@ std::optional<std::string> newest_checkpoint(const std::string& checkpoint_dir, 
   return best;
 }
 
-ExportInput resolve_export_input(const std::string& from, const std::string& tokenizer_from) {
+ExportInput resolve_export_input(const std::string& from, const std::string& tokenizer_from,
+                                 const std::string& base) {
   STOA_CHECK(!from.empty(), ErrorKind::kInvalidArgument, "export-hf: --from PATH is required");
   const fs::path path(from);
   ExportInput input;
@@ -133,9 +148,8 @@ ExportInput resolve_export_input(const std::string& from, const std::string& tok
     fail(ErrorKind::kNotFound, "export-hf: ", from, " does not exist");
   } else if (is_checkpoint(path)) {
     input.kind = ExportFrom::kCheckpoint;
-    input.checkpoint = from;
+    set_checkpoint(from, &input);
     input.checkpoint_step = checkpoint_step(path);
-    input.model_dir = (path / "model").string();
   } else if (fs::is_regular_file(path / "config.json")) {
     input.kind = ExportFrom::kModelDir;
     input.model_dir = from;
@@ -151,6 +165,16 @@ ExportInput resolve_export_input(const std::string& from, const std::string& tok
     fail(ErrorKind::kNotFound, "export-hf: ", from,
          " is not a run config, a run directory, a trainer checkpoint (trainer.json + model/) "
          "or a model directory (config.json)");
+  }
+  if (!base.empty()) input.base_dir = base;
+  if (input.lora) {
+    STOA_CHECK(!input.base_dir.empty(), ErrorKind::kInvalidArgument,
+               "export-hf: ", input.checkpoint,
+               " is a LoRA checkpoint (adapters only, no model/): give --base DIR, the model "
+               "directory the run started from");
+    if (input.tokenizer_dir.empty()) input.tokenizer_dir = input.base_dir;
+  } else {
+    input.base_dir.clear();
   }
   if (!tokenizer_from.empty()) input.tokenizer_dir = tokenizer_from;
   STOA_CHECK(!input.tokenizer_dir.empty(), ErrorKind::kNotFound, "export-hf: ", from, " is a ",
@@ -171,28 +195,36 @@ nlohmann::json export_hf_from(const ExportHfRequest& request) {
   STOA_CHECK(!request.out.empty(), ErrorKind::kInvalidArgument, "export-hf: --out DIR is required");
   options.shard_bytes = static_cast<uint64_t>(request.shard_mb) * 1'000'000;
   const auto start = std::chrono::steady_clock::now();
-  const ExportInput input = resolve_export_input(request.from, request.tokenizer_from);
+  const ExportInput input =
+      resolve_export_input(request.from, request.tokenizer_from, request.base);
   options.tokenizer_dir = input.tokenizer_dir;
   options.sampling = input.sampling;
-  const std::unique_ptr<TensorSource> source = open_model_dir_source(input.model_dir);
-  const HfExportResult result = export_hf(*source, request.out, options);
-  const double seconds =
+  STOA_CHECK(input.lora || !request.adapter, ErrorKind::kInvalidArgument, "export-hf: --adapter ",
+             "wants a LoRA run or checkpoint (adapters.safetensors); ", request.from, " is a ",
+             export_from_name(input.kind), " of a fully fine-tuned model");
+  nlohmann::json summary;
+  if (input.lora) {
+    summary = export_lora_checkpoint({input.checkpoint, input.base_dir, request.base_name,
+                                      request.out, request.adapter, options});
+  } else {
+    const std::unique_ptr<TensorSource> source = open_model_dir_source(input.model_dir);
+    const HfExportResult result = export_hf(*source, request.out, options);
+    summary = {
+        {"model_dir", input.model_dir},
+        {"model_type", arch_name(source->config().arch)},
+        {"tensors", result.tensors},
+        {"shards", result.shards},
+        {"tensor_bytes", result.tensor_bytes},
+        {"files", result.files},
+        {"chat_template", result.chat_template.empty() ? nlohmann::json(nullptr)
+                                                       : nlohmann::json(result.chat_template)}};
+  }
+  summary["out"] = request.out;
+  summary["from"] = export_from_name(input.kind);
+  summary["tokenizer_from"] = input.tokenizer_dir;
+  summary["dtype"] = dtype_name(options.dtype);
+  summary["seconds"] =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-
-  nlohmann::json summary = {
-      {"out", request.out},
-      {"from", export_from_name(input.kind)},
-      {"model_dir", input.model_dir},
-      {"tokenizer_from", input.tokenizer_dir},
-      {"model_type", arch_name(source->config().arch)},
-      {"dtype", dtype_name(options.dtype)},
-      {"tensors", result.tensors},
-      {"shards", result.shards},
-      {"tensor_bytes", result.tensor_bytes},
-      {"files", result.files},
-      {"chat_template", result.chat_template.empty() ? nlohmann::json(nullptr)
-                                                     : nlohmann::json(result.chat_template)},
-      {"seconds", seconds}};
   if (!input.run_config.empty()) summary["run_config"] = input.run_config;
   if (!input.checkpoint.empty()) {
     summary["checkpoint"] = input.checkpoint;

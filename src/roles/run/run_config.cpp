@@ -385,7 +385,7 @@ RunConfig parse_run_config(const std::string& text, const std::string& source,
   trainer_keys(t, c);
   t.sub_table("lora");
   t.check_unknown();
-  read_lora_section(root["trainer"]["lora"].node(), source, &c.train);
+  read_lora_section(root["trainer"]["lora"].node(), source, &c.train, base_dir);
   auto& to = c.train;
   to.temperature = c.hub.sampling.temperature;  // π is scored where μ was sampled
   try {

@@ -5,8 +5,11 @@
 #include <set>
 #include <sstream>
 
+#include <filesystem>
+
 #include "core/error.h"
 #include "model/config.h"
+#include "model/peft_adapter.h"
 #include "train/lora.h"
 
 namespace stoa::run {
@@ -44,7 +47,7 @@ std::string quoted(const std::string& text) {
 }  // namespace
 
 void read_lora_section(const toml::node* node, const std::string& source,
-                       train::TrainOptions* train) {
+                       train::TrainOptions* train, const std::string& base_dir) {
   train->lora = train::LoraOptions{};
   if (!node) return;
   const toml::table* table = node->as_table();
@@ -53,12 +56,12 @@ void read_lora_section(const toml::node* node, const std::string& source,
   auto bad = [&](const std::string& key, const char* what) {
     fail(ErrorKind::kInvalidArgument, source, ": ", kSection, " ", key, " must be ", what);
   };
-  static const std::set<std::string> kKeys = {"rank", "alpha", "dropout", "target_modules",
-                                              "base_dtype"};
+  static const std::set<std::string> kKeys = {"rank",           "alpha",      "dropout",
+                                              "target_modules", "base_dtype", "init_adapter"};
   for (const auto& [k, v] : *table)
     STOA_CHECK(kKeys.count(std::string(k.str())), ErrorKind::kInvalidArgument, source,
                ": unknown key '", k.str(), "' in ", kSection,
-               " (rank, alpha, dropout, target_modules, base_dtype)");
+               " (rank, alpha, dropout, target_modules, base_dtype, init_adapter)");
 
   train::LoraOptions& lora = train->lora;
   const toml::node* rank = table->get("rank");
@@ -95,6 +98,14 @@ void read_lora_section(const toml::node* node, const std::string& source,
     const auto name = dtype->value_exact<std::string>();
     if (!name || !parse_dtype(*name, &lora.base_dtype)) bad("base_dtype", "\"bf16\" or \"f32\"");
   }
+  if (const toml::node* init = table->get("init_adapter")) {
+    const auto dir = init->value_exact<std::string>();
+    if (!dir || dir->empty()) bad("init_adapter", "a PEFT adapter directory (a string)");
+    const std::filesystem::path path(*dir);
+    lora.init_adapter = path.is_absolute() || base_dir.empty()
+                            ? *dir
+                            : (std::filesystem::path(base_dir) / path).lexically_normal().string();
+  }
   try {
     train::validate_lora_options(lora);
   } catch (const Error& e) {
@@ -118,6 +129,7 @@ std::string lora_section_toml(const train::LoraOptions& lora) {
     out << (i ? ", " : "") << quoted(lora.targets[i]);
   out << "]\n";
   out << "base_dtype = " << quoted(dtype_name(lora.base_dtype)) << "\n";
+  if (!lora.init_adapter.empty()) out << "init_adapter = " << quoted(lora.init_adapter) << "\n";
   return out.str();
 }
 
@@ -134,6 +146,13 @@ void check_lora_run(const train::TrainOptions& train, const std::string& model_d
   } catch (const Error& e) {
     fail(ErrorKind::kInvalidArgument, kSection, " target_modules against ", config_path, ": ",
          e.what());
+  }
+  if (train.lora.init_adapter.empty()) return;
+  const PeftAdapter adapter = read_peft_adapter(train.lora.init_adapter);
+  try {
+    train::check_peft_adapter(adapter, config, train.lora, train.lora.init_adapter);
+  } catch (const Error& e) {
+    fail(ErrorKind::kInvalidArgument, kSection, " init_adapter: ", e.what());
   }
 }
 

@@ -84,9 +84,10 @@ DocumentedKeys documented_keys(const std::string& page) {
 std::map<std::string, std::set<std::string>> parser_keys() {
   RunConfig c = minimal_run_config();
   c.max_queued_groups = 8;
-  c.verify_enabled = true;  // written only when set
-  c.verify_peer = true;     // as is this
-  c.train.lora.rank = 8;    // [trainer.lora] is written only with LoRA on
+  c.verify_enabled = true;                // written only when set
+  c.verify_peer = true;                   // as is this
+  c.train.lora.rank = 8;                  // [trainer.lora] is written only with LoRA on
+  c.train.lora.init_adapter = "adapter";  // and init_adapter only when set
   const toml::table written = toml::parse(to_toml(c));
   std::map<std::string, std::set<std::string>> out;
   for (const auto& [section, table] : written) {

@@ -11,10 +11,12 @@
 
 #include "core/error.h"
 #include "model/config.h"
+#include "model/peft_adapter.h"
 #include "model/presets.h"
 #include "roles/run/minimal_run_config.h"
 #include "roles/run/run_config.h"
 #include "roles/run/run_config_lora.h"
+#include "train/lora.h"
 
 namespace stoa::run {
 namespace {
@@ -108,6 +110,14 @@ TEST(RunConfigLora, WrittenAndReadBack) {
   EXPECT_EQ(back.dropout, l.dropout);
   EXPECT_EQ(back.targets, l.targets);
   EXPECT_EQ(back.base_dtype, l.base_dtype);
+  EXPECT_TRUE(back.init_adapter.empty());
+  // init_adapter: relative to the config's directory, written back as resolved.
+  const RunConfig with = parse_with("[trainer.lora]\nrank = 2\ninit_adapter = \"adapters/a\"\n");
+  EXPECT_EQ(with.train.lora.init_adapter, "/base/adapters/a");
+  EXPECT_EQ(parse_run_config(to_toml(with), "w.toml", "").train.lora.init_adapter,
+            "/base/adapters/a");
+  EXPECT_NE(refusal("[trainer.lora]\nrank = 2\ninit_adapter = 3\n").find("init_adapter"),
+            std::string::npos);
 }
 
 TEST(RunConfigLora, TargetsAreCheckedAgainstTheModelAndRanksRefused) {
@@ -129,6 +139,35 @@ TEST(RunConfigLora, TargetsAreCheckedAgainstTheModelAndRanksRefused) {
     EXPECT_NE(std::string(e.what()).find("lora target 'qkv'"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("[trainer.lora]"), std::string::npos) << e.what();
   }
+  // A PEFT adapter to start from must fit: rank 2 on q_proj, not the run's rank 4.
+  train::LoraOptions q2;
+  q2.rank = 2;
+  q2.targets = {"q_proj"};
+  PeftAdapter adapter;
+  adapter.rank = 2;
+  adapter.alpha = 16;
+  adapter.target_modules = {"q_proj"};
+  for (const train::LoraTarget& target : train::lora_targets(preset_config("tiny-lfm2"), q2)) {
+    adapter.tensors.emplace(train::lora_a_name(target), Tensor(DType::kF32, {2, target.in}));
+    adapter.tensors.emplace(train::lora_b_name(target), Tensor(DType::kF32, {target.out, 2}));
+  }
+  write_peft_adapter((dir / "adapter").string(), adapter);
+  t.lora.targets = {"q_proj"};
+  t.lora.init_adapter = (dir / "adapter").string();
+  try {
+    check_lora_run(t, dir.string(), 1);
+    ADD_FAILURE() << "an adapter of rank 2 was accepted for rank 4";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("[trainer.lora] init_adapter: LoRA adapter"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("has rank 2"), std::string::npos) << e.what();
+  }
+  t.lora.rank = 2;
+  EXPECT_NO_THROW(check_lora_run(t, dir.string(), 1));
+  t.lora.init_adapter.clear();
+  t.lora.rank = 4;
   // Data-parallel ranks exchange the masters, not adapters: refused before any rank starts.
   t.lora.targets = {"all-linear"};
   try {
