@@ -2,6 +2,9 @@
 // and metadata, from a Hugging Face model directory (safetensors, or an int8-sized one), another
 // GGUF, or a seeded random preset (the oracle tests and the llama.cpp benchmarks export presets
 // this way), one tensor at a time. Q8_0 is Stoa's int8 grid bit for bit.
+// With --adapter DIR (a PEFT LoRA adapter, e.g. `stoa model export-hf --adapter`'s) it writes
+// llama.cpp's LoRA adapter GGUF for the base the other options name instead
+// (model/gguf_lora_adapter.h); llama.cpp loads the base GGUF and the adapter together.
 // `stoa model import-gguf FILE --out DIR` is the way back (safetensors, f32/bf16/f16).
 // `stoa model gguf-info FILE` prints what a GGUF holds (validated by Stoa's own reader).
 #include <cstdio>
@@ -12,9 +15,11 @@
 
 #include "cli/command.h"
 #include "core/error.h"
+#include "model/gguf_lora_adapter.h"
 #include "model/gguf_reader.h"
 #include "model/gguf_source.h"
 #include "model/gguf_writer.h"
+#include "model/peft_adapter.h"
 #include "model/presets.h"
 #include "model/weights.h"
 
@@ -30,6 +35,7 @@ struct ExportOptions {
   std::string out;
   std::string type = "f32";
   std::string name;
+  std::string adapter;  // a PEFT adapter directory: write its llama.cpp adapter GGUF
 };
 
 // The model to export, made or read one tensor at a time.
@@ -61,6 +67,21 @@ int run_export(const ExportOptions& opts) {
                        : !opts.gguf.empty()   ? opts.gguf
                                               : opts.model;
   std::unique_ptr<TensorSource> source = open_source(opts);
+  if (!opts.adapter.empty()) {
+    const PeftAdapter adapter = read_peft_adapter(opts.adapter);
+    const GgufLoraAdapterSummary written = export_gguf_lora_adapter(
+        source->config(), adapter, opts.out, opts.name.empty() ? opts.adapter : opts.name);
+    GgufFile check = GgufFile::open(opts.out);  // re-read: the file we leave behind parses
+    nlohmann::json summary = {{"out", opts.out},
+                              {"adapter", opts.adapter},
+                              {"architecture", written.architecture},
+                              {"matrices", written.matrices},
+                              {"rank", adapter.rank},
+                              {"alpha", adapter.alpha},
+                              {"tensors", check.tensors().size()}};
+    std::printf("%s\n", summary.dump(2).c_str());
+    return 0;
+  }
   export_gguf(*source, opts.out, options);
   GgufFile check = GgufFile::open(opts.out);  // re-read: the file we leave behind parses
   nlohmann::json summary = {{"out", opts.out},
@@ -125,6 +146,9 @@ CommandRegistration reg_export(
       app.add_option("--out", opts->out, "GGUF file to write");
       app.add_option("--type", opts->type, "f32, f16 or q8_0")->capture_default_str();
       app.add_option("--name", opts->name, "general.name (default: the model or preset)");
+      app.add_option("--adapter", opts->adapter,
+                     "A PEFT LoRA adapter directory: write llama.cpp's LoRA adapter GGUF for the "
+                     "base named by --model/--gguf/--preset (its shapes and names) instead");
       return [opts] { return run_export(*opts); };
     });
 

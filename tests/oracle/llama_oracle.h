@@ -61,9 +61,11 @@ inline int oracle_threads() {
   return env ? std::atoi(env) : 1;  // see the harness: threads spin on a loaded machine
 }
 
-// llama.cpp's logits for every position, [tokens.size()][vocab].
+// llama.cpp's logits for every position, [tokens.size()][vocab]; with `lora`, a LoRA adapter
+// GGUF set on the context at scale 1.
 inline std::vector<float> llama_logits(const std::string& gguf, const std::vector<int32_t>& tokens,
-                                       int64_t prefill, int64_t vocab) {
+                                       int64_t prefill, int64_t vocab,
+                                       const std::string& lora = "") {
   std::filesystem::path dir = work_dir();
   std::filesystem::path tok = dir / "tokens.txt", out = dir / "logits.f32";
   {
@@ -72,7 +74,8 @@ inline std::vector<float> llama_logits(const std::string& gguf, const std::vecto
   }
   std::string cmd =
       cat(STOA_LLAMA_ORACLE, " logits --gguf '", gguf, "' --tokens '", tok.string(), "' --out '",
-          out.string(), "' --prefill ", prefill, " --threads ", oracle_threads(), " 2>&1");
+          out.string(), "' --prefill ", prefill, " --threads ", oracle_threads(),
+          lora.empty() ? std::string() : cat(" --lora '", lora, "'"), " 2>&1");
   nlohmann::json summary = nlohmann::json::parse(run_capture(cmd));
   EXPECT_EQ(summary.at("n_vocab").get<int64_t>(), vocab);
   std::vector<float> logits(tokens.size() * static_cast<size_t>(vocab));

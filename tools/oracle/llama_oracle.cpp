@@ -11,10 +11,13 @@
 //
 //   stoa-llama-oracle info   --gguf F
 //   stoa-llama-oracle logits --gguf F --tokens FILE --out FILE [--prefill N] [--threads 1]
+//                            [--lora ADAPTER.gguf]
 //       Feeds token ids (whitespace-separated text) directly — no tokenizer involved: the first
 //       N tokens (default: half) in one batch, then the rest one token per llama_decode, reusing
 //       the KV cache / conv state. Writes the logits of every position as raw little-endian f32
-//       [n_tokens][n_vocab] and prints a JSON summary.
+//       [n_tokens][n_vocab] and prints a JSON summary. --lora: a LoRA adapter GGUF loaded onto the
+//       model (llama_adapter_lora_init) and set on the context at scale 1
+//       (llama_set_adapters_lora), so llama.cpp computes W·x + (alpha / r)·B·A·x itself.
 //   stoa-llama-oracle bench  --gguf F [--prompt-tokens 512] [--decode 64] [--warmup 0] [--batch 1]
 //                            [--threads 2] [--seed 1] [--kv-f32]
 //       Prefills `batch` sequences of random prompt tokens, then decodes `decode` steps with one
@@ -307,6 +310,20 @@ nlohmann::json cmd_logits(const Args& args) {
   const int threads = static_cast<int>(args.integer("threads", 1));
   make_context(&m, static_cast<uint32_t>(std::max(n, 32)), static_cast<uint32_t>(prefill), 1,
                threads, /*f32_cache=*/true, /*parity=*/true);
+  nlohmann::json lora = nullptr;
+  if (args.flag("lora")) {
+    const std::string path = args.need("lora");
+    // Freed with the model (llama.h): no handle to keep.
+    llama_adapter_lora* adapter = llama_adapter_lora_init(m.model, path.c_str());
+    if (!adapter)
+      throw std::runtime_error("llama.cpp could not load the LoRA adapter '" + path + "'");
+    float scale = 1.0f;
+    if (llama_set_adapters_lora(m.ctx, &adapter, 1, &scale) != 0)
+      throw std::runtime_error("llama.cpp could not set the LoRA adapter '" + path + "'");
+    char alpha[64] = {};
+    llama_adapter_meta_val_str(adapter, "adapter.lora.alpha", alpha, sizeof(alpha));
+    lora = {{"path", path}, {"alpha", alpha}};
+  }
 
   std::vector<float> logits(static_cast<size_t>(n) * static_cast<size_t>(n_vocab));
   auto take = [&](int32_t batch_index, int32_t position) {
@@ -337,8 +354,9 @@ nlohmann::json cmd_logits(const Args& args) {
   out.write(reinterpret_cast<const char*>(logits.data()),
             static_cast<std::streamsize>(logits.size() * sizeof(float)));
   if (!out.good()) throw std::runtime_error("cannot write '" + out_path + "'");
-  return {{"n_tokens", n},          {"n_vocab", n_vocab},   {"prefill", prefill},
-          {"prefill_s", prefill_s}, {"decode_s", decode_s}, {"out", out_path}};
+  return {
+      {"n_tokens", n},        {"n_vocab", n_vocab}, {"prefill", prefill}, {"prefill_s", prefill_s},
+      {"decode_s", decode_s}, {"out", out_path},    {"lora", lora}};
 }
 
 nlohmann::json cmd_bench(const Args& args) {
