@@ -49,7 +49,7 @@ struct SimWorker {
   int64_t groups = 0;
   std::optional<net::Lease> lease;
   int64_t ready_s = 0;
-  std::vector<hub::Hub::CheckLease> checks;  // leased last second, answered this one
+  std::vector<hub::CheckLease> checks;  // leased last second, answered this one
 };
 
 json run_one(const SybilSimOptions& o, double f, double audit, const fs::path& dir) {
@@ -85,7 +85,7 @@ json run_one(const SybilSimOptions& o, double f, double audit, const fs::path& d
   deps.clock_ms = [&clock_ms] { return clock_ms; };
   hub::Hub hub(config, deps);
   TruthAuditor truth(config.verify.max_queue);
-  hub.set_auditor(&truth);
+  hub.checks().set_auditor(&truth);
   pulse::Published published;
   published.version = 1;
   hub.publish_version(published, Hash128{1, 1});
@@ -117,7 +117,7 @@ json run_one(const SybilSimOptions& o, double f, double audit, const fs::path& d
     rng.shuffle(order);
     for (size_t i : order) {
       SimWorker& w = fleet[i];
-      if (hub.quarantined(w.id)) {
+      if (hub.checks().quarantined(w.id)) {
         if (!w.attacker) continue;
         // A public join token makes identities free: the attacker comes back as a new worker
         // (from a new address), which must earn its standing again.
@@ -185,14 +185,14 @@ json run_one(const SybilSimOptions& o, double f, double audit, const fs::path& d
           if (!v.pass) v.what = "logprob";
           ++peer_checks;
           try {
-            hub.record_check(w.id, check.job_id, v);
+            hub.checks().record_check(w.id, check.job_id, v);
           } catch (const hub::RequestError&) {
             // closed meanwhile (its group dropped): the verdict is not needed
           }
         }
         w.checks.clear();
         for (int k = 0; k < o.checks_per_s; ++k) {
-          auto l = hub.lease_check(w.id, w.address);
+          auto l = hub.checks().lease_check(w.id, w.address);
           if (!l) break;
           w.checks.push_back(std::move(*l));
         }
@@ -206,7 +206,7 @@ json run_one(const SybilSimOptions& o, double f, double audit, const fs::path& d
       hub::AuditVerdict v;
       v.pass = !forged.count(id);
       if (!v.pass) v.what = "logprob";
-      hub.record_verdict(id, v);
+      hub.checks().record_verdict(id, v);
       ++trusted_replays;
     }
     const auto groups = hub.take_groups(100000, std::chrono::milliseconds(0));
@@ -225,8 +225,8 @@ json run_one(const SybilSimOptions& o, double f, double audit, const fs::path& d
   }
   int64_t honest_quarantined = 0, lazy_quarantined = 0;
   for (const auto& w : fleet) {
-    honest_quarantined += !w.attacker && !w.lazy && hub.quarantined(w.id);
-    lazy_quarantined += w.lazy && hub.quarantined(w.id);
+    honest_quarantined += !w.attacker && !w.lazy && hub.checks().quarantined(w.id);
+    lazy_quarantined += w.lazy && hub.checks().quarantined(w.id);
   }
   const auto c = hub.counters();
   auto counter = [&c](const char* k) { return c.count(k) ? c.at(k) : 0.0; };

@@ -56,7 +56,7 @@ TEST_F(HubFixture, TokensAddedAndRevokedByTheCliActOnTheLiveHub) {
   net::JoinRequest r;
   r.name = "guest-worker";
   const auto joined = hub->join(token, r);
-  EXPECT_EQ(hub->authenticate(joined.session_token), joined.worker_id);
+  EXPECT_EQ(hub->access().authenticate(joined.session_token), joined.worker_id);
 
   ASSERT_EQ(run_stoa(dir, "hub token list --run-dir " + run_dir), 0);
   const std::string listed = read_text(dir / "out.txt");
@@ -68,7 +68,7 @@ TEST_F(HubFixture, TokensAddedAndRevokedByTheCliActOnTheLiveHub) {
       << read_text(dir / "err.txt");
   EXPECT_EQ(run_stoa(dir, "hub token revoke nobody --run-dir " + run_dir), 1);
   std::this_thread::sleep_for(std::chrono::milliseconds(600));
-  EXPECT_THROW(hub->authenticate(joined.session_token), RequestError);
+  EXPECT_THROW(hub->access().authenticate(joined.session_token), RequestError);
   EXPECT_THROW(hub->join(token, r), RequestError);
   ASSERT_EQ(run_stoa(dir, "hub token list --run-dir " + run_dir), 0);
   EXPECT_NE(read_text(dir / "out.txt").find("revoked"), std::string::npos);

@@ -25,7 +25,7 @@ int64_t system_ms() {
 }
 }  // namespace
 
-Hub::Hub(HubConfig config, HubDeps deps)
+HubState::HubState(HubConfig config, HubDeps deps)
     : config_(std::move(config)),
       deps_(std::move(deps)),
       identity_(config_),
@@ -37,7 +37,11 @@ Hub::Hub(HubConfig config, HubDeps deps)
                                                deps_.prompts.at(static_cast<size_t>(prompt_index)),
                                                *deps_.codec, config_.sampling);
                }),
-      counters_(std::make_unique<HubCounters>()) {
+      counters_(std::make_unique<HubCounters>()) {}
+
+HubState::~HubState() = default;
+
+Hub::Hub(HubConfig config, HubDeps deps) : HubState(std::move(config), std::move(deps)) {
   STOA_CHECK(deps_.task && deps_.codec && deps_.store, ErrorKind::kInvalidArgument,
              "hub: task, codec and blob store are required");
   STOA_CHECK(!config_.join_token.empty(), ErrorKind::kInvalidArgument,
@@ -217,6 +221,12 @@ net::Lease Hub::make_lease_locked(GroupState& g, const std::string& worker_id,
   out.issued_at_version = l.issued_at_version;
   out.seeds = verification_->lease_seeds(l.id, samples);
   return out;
+}
+
+// How long a worker refused a group keeps its claim on the next one: it asks again after
+// no_work_retry_ms (a worker waits at least that; a few of them cover a slow round trip).
+int64_t Hub::claim_ttl_ms() const {
+  return std::max<int64_t>(2000, 4 * config_.no_work_retry_ms);
 }
 
 std::optional<net::Lease> Hub::lease_locked(const std::string& worker_id, const std::string& peer,

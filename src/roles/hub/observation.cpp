@@ -64,6 +64,10 @@ json Hub::status(size_t offset, size_t limit) const {
       ReportContext{deps_.task->name(), config_.beyond_loopback, limit, config_.verify});
 }
 
+json Hub::history(int64_t since_step, int64_t since_version) const {
+  return history_.to_json(since_step, since_version);
+}
+
 std::string Hub::metrics() const {
   // Per-worker series for at most metrics_max_workers workers (idle ones expire), from one
   // snapshot, rendered outside the hub's lock.

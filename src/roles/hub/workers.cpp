@@ -1,24 +1,14 @@
-// The Hub's workers: joining (a fresh identity, or a resumed one proven by its secret), the
-// session check on every request, the operator and trainer checks, and idle-worker expiry. The
-// tokens, sessions and rate limits themselves are the Identity's (identity/identity.h); the
-// worker rows and their ledger writes are the Hub's.
+// The Hub's workers: joining (a fresh identity, or a resumed one proven by its secret), idle-worker
+// expiry and the run's end. The tokens, sessions and rate limits themselves are the Identity's
+// (identity/identity.h), the checks of a request's token HubAccess's (hub_access.h); the worker
+// rows and their ledger writes are the Hub's.
 #include "core/log.h"
 #include "engine/arithmetic.h"
 #include "net/secret.h"
 #include "roles/hub/hub.h"
 #include "roles/hub/observe/hub_counters.h"
-#include "roles/hub/verification/verification.h"
 
 namespace stoa::hub {
-
-void Hub::check_trainer(const std::string& bearer) {
-  if (bearer.empty())
-    throw RequestError(401, "trainer: missing Authorization: Bearer <trainer token>");
-  std::lock_guard<std::mutex> lock(mutex_);
-  identity_.refresh(ledger_->reader());
-  if (!identity_.match(bearer, Identity::kTrainScope))
-    throw RequestError(403, "trainer: the token is not a valid token of scope train");
-}
 
 std::string Hub::issue_session_locked(const std::string& worker_id, const std::string& token_name,
                                       int64_t now_ms) {
@@ -108,26 +98,6 @@ net::JoinResponse Hub::join(const std::string& bearer, const net::JoinRequest& r
   log_info("hub", "worker ", row.id, " (", row.name, ") ", resumed ? "resumed" : "joined",
            " with token '", row.token_name, "'");
   return resp;
-}
-
-std::string Hub::authenticate(const std::string& bearer) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  identity_.refresh(ledger_->reader());
-  const std::string worker_id = identity_.authenticate(bearer, now());
-  if (verification_->quarantined(worker_id))
-    throw RequestError(403, "worker " + worker_id + " is quarantined (a rollout failed replay)");
-  return worker_id;
-}
-
-void Hub::check_operator(const std::string& bearer, bool loopback) {
-  if (loopback) return;
-  std::lock_guard<std::mutex> lock(mutex_);
-  identity_.refresh(ledger_->reader());
-  if (!identity_.match(bearer, Identity::kOperatorScope)) {
-    throw RequestError(401,
-                       "operator token required (Authorization: Bearer <token>; a browser "
-                       "logs in at /login)");
-  }
 }
 
 void Hub::expire_workers_locked(int64_t now_ms) {

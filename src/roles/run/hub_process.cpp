@@ -73,12 +73,12 @@ HubProcess::HubProcess(const RunConfig& config, bool serve_trainer)
 
   // Replay verification on the hub's spare threads ([verify] enabled).
   auto record = [this](const std::string& id, const hub::AuditVerdict& v) {
-    hub_->record_verdict(id, v);
+    hub_->checks().record_verdict(id, v);
   };
   if (c.hub.verify.enabled && c.hub.verify.remote) {
     validation_queue_ =
         std::make_unique<hub::ValidationQueue>(c.hub.verify.max_queue, c.hub.verify.job_lease_ms);
-    hub_->set_auditor(validation_queue_.get());
+    hub_->checks().set_auditor(validation_queue_.get());
   }
   if (c.hub.verify.enabled && c.hub.verify.threads > 0) {
     verify::ReplaySettings rs;
@@ -98,7 +98,7 @@ HubProcess::HubProcess(const RunConfig& config, bool serve_trainer)
     } else {
       hub_validator_ =
           std::make_unique<verify::HubValidator>(*validator_, record, c.hub.verify.max_queue);
-      hub_->set_auditor(hub_validator_.get());
+      hub_->checks().set_auditor(hub_validator_.get());
     }
   }
 }

@@ -1,7 +1,8 @@
 // Replay verification on the hub's spare threads: a bounded queue of AuditJobs the hub fills at
 // intake (hub::RolloutAuditor) and one thread that replays them with a ReplayValidator and hands
-// each verdict back to the hub (Hub::record_verdict). One thread keeps the validation cost off
-// the trainer's cores; a full queue refuses jobs (the hub counts them) instead of blocking intake.
+// each verdict back to the hub (HubChecks::record_verdict). One thread keeps the validation cost
+// off the trainer's cores; a full queue refuses jobs (the hub counts them) instead of blocking
+// intake.
 #pragma once
 #include <atomic>
 #include <condition_variable>

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "env/episode.h"
 #include "env/tasks/search/bm25_index.h"
@@ -92,6 +93,27 @@ class HubFixture : public ::testing::Test {
     for (int32_t id : codec.encode(text)) record.add_generated(id, -0.5f, version);
     record.set_answer(text);
     return record.finish();
+  }
+  // `worker` leases and submits one whole group of right answers, each rollout naming its
+  // sample's seed when the lease gives seeds (verification on); returns the rollout ids, and
+  // fails the test unless the lease came and every rollout was accepted.
+  std::vector<std::string> submit_group(const std::string& worker) {
+    const auto r = hub->lease(worker);
+    EXPECT_TRUE(r.lease.has_value()) << worker << " got no lease";
+    if (!r.lease) return {};
+    std::vector<std::string> ids;
+    for (int s = 0; s < r.lease->samples; ++s) {
+      worker::RolloutRecord record(*r.lease, worker);
+      for (int32_t id : codec.encode("<answer>migraine</answer>"))
+        record.add_generated(id, -0.5f, 1);
+      record.set_answer("<answer>migraine</answer>");
+      if (!r.lease->seeds.empty())
+        record.set_replay_info(r.lease->seeds.at(static_cast<size_t>(s)), "", 1);
+      net::RolloutSubmission m = record.finish();
+      EXPECT_EQ(hub->submit(worker, m).status, net::IntakeStatus::kAccepted);
+      ids.push_back(m.id);
+    }
+    return ids;
   }
 
   std::filesystem::path dir;

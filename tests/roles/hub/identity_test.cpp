@@ -374,18 +374,18 @@ TEST_F(Identity, OffLoopbackTheOperatorTokenIsRequired) {
 
 TEST_F(HubFixture, WithoutAConfiguredOperatorTokenOneIsMadeOnce) {
   open_hub();
-  const std::string file = hub->operator_token_file();
+  const std::string file = hub->access().operator_token_file();
   ASSERT_FALSE(file.empty());
   std::ifstream in(file);
   std::string token;
   std::getline(in, token);
   EXPECT_EQ(token.size(), 32u);
-  EXPECT_NO_THROW(hub->check_operator(token, false));
-  EXPECT_THROW(hub->check_operator("join-secret", false), RequestError);
-  EXPECT_NO_THROW(hub->check_operator("", true));  // loopback
-  open_hub();                                      // a restart keeps it
-  EXPECT_TRUE(hub->operator_token_file().empty());
-  EXPECT_NO_THROW(hub->check_operator(token, false));
+  EXPECT_NO_THROW(hub->access().check_operator(token, false));
+  EXPECT_THROW(hub->access().check_operator("join-secret", false), RequestError);
+  EXPECT_NO_THROW(hub->access().check_operator("", true));  // loopback
+  open_hub();                                               // a restart keeps it
+  EXPECT_TRUE(hub->access().operator_token_file().empty());
+  EXPECT_NO_THROW(hub->access().check_operator(token, false));
 }
 
 }  // namespace

@@ -13,19 +13,11 @@
 #include <thread>
 
 #include "roles/hub/request_error.h"
+#include "roles/hub/request_status.h"
 #include "support/temp_dir.h"
 
 namespace stoa::hub {
 namespace {
-
-int status_of(const std::function<void()>& call) {
-  try {
-    call();
-  } catch (const RequestError& e) {
-    return e.status();
-  }
-  return 0;
-}
 
 class IdentityTest : public ::testing::Test {
  protected:
@@ -86,12 +78,12 @@ TEST_F(IdentityTest, SessionsAuthenticateUntilTheyExpireOrEnd) {
   EXPECT_NE(a.hash, a.token);
   EXPECT_EQ(identity.authenticate(a.token, 5000), "w-a");
   EXPECT_EQ(identity.token_name_of("w-a"), "default");
-  EXPECT_EQ(status_of([&] { identity.authenticate("", 5000); }), 401);
-  EXPECT_EQ(status_of([&] { identity.authenticate("not-a-session", 5000); }), 401);
+  EXPECT_EQ(request_status([&] { identity.authenticate("", 5000); }), 401);
+  EXPECT_EQ(request_status([&] { identity.authenticate("not-a-session", 5000); }), 401);
   // The digest is the key, never the token: presenting the hash does not authenticate.
-  EXPECT_EQ(status_of([&] { identity.authenticate(a.hash, 5000); }), 401);
+  EXPECT_EQ(request_status([&] { identity.authenticate(a.hash, 5000); }), 401);
   // Expired: refused, and forgotten.
-  EXPECT_EQ(status_of([&] { identity.authenticate(a.token, 11'000); }), 401);
+  EXPECT_EQ(request_status([&] { identity.authenticate(a.token, 11'000); }), 401);
   EXPECT_EQ(identity.sessions(), 0u);
 
   const auto b1 = identity.issue_session("w-b", "default", 20'000);
@@ -99,10 +91,10 @@ TEST_F(IdentityTest, SessionsAuthenticateUntilTheyExpireOrEnd) {
   EXPECT_EQ(identity.authenticate(b1.token, 26'000), "w-b");         // the old one until its expiry
   EXPECT_EQ(identity.authenticate(b2.token, 26'000), "w-b");
   identity.expire_sessions(30'000);
-  EXPECT_EQ(status_of([&] { identity.authenticate(b1.token, 30'000); }), 401);
+  EXPECT_EQ(request_status([&] { identity.authenticate(b1.token, 30'000); }), 401);
   EXPECT_EQ(identity.authenticate(b2.token, 30'000), "w-b");
   identity.end_sessions_of("w-b");
-  EXPECT_EQ(status_of([&] { identity.authenticate(b2.token, 30'000); }), 401);
+  EXPECT_EQ(request_status([&] { identity.authenticate(b2.token, 30'000); }), 401);
   EXPECT_EQ(identity.token_name_of("w-b"), "");
 }
 
@@ -127,7 +119,7 @@ TEST_F(IdentityTest, RevokedTokenEndsItsSessionsAfterRefresh) {
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(600));  // past the refresh interval
   identity.refresh(ledger);
-  EXPECT_EQ(status_of([&] { identity.authenticate(s.token, 2000); }), 401);
+  EXPECT_EQ(request_status([&] { identity.authenticate(s.token, 2000); }), 401);
   EXPECT_FALSE(identity.match("join-secret", Identity::kWorkScope));
 }
 
@@ -138,8 +130,8 @@ TEST_F(IdentityTest, RateLimitsAnswer429AndCountByWhat) {
   const auto lease = [&] {
     identity.throttle(Identity::Limit::kLeasePerWorker, "w-a", "lease (this worker)");
   };
-  EXPECT_EQ(status_of(lease), 0);
-  EXPECT_EQ(status_of(lease), 0);
+  EXPECT_EQ(request_status(lease), 0);
+  EXPECT_EQ(request_status(lease), 0);
   try {
     lease();
     FAIL() << "the third lease in a burst of 2 was allowed";
@@ -148,13 +140,13 @@ TEST_F(IdentityTest, RateLimitsAnswer429AndCountByWhat) {
     EXPECT_GT(e.retry_after_ms(), 0);
   }
   // Another worker has its own bucket; a forgotten worker starts full again.
-  EXPECT_EQ(status_of([&] {
+  EXPECT_EQ(request_status([&] {
               identity.throttle(Identity::Limit::kLeasePerWorker, "w-b", "lease (this worker)");
             }),
             0);
   EXPECT_EQ(identity.rate_limited().at("lease (this worker)"), 1);
   identity.forget_worker("w-a");
-  EXPECT_EQ(status_of(lease), 0);
+  EXPECT_EQ(request_status(lease), 0);
 }
 
 }  // namespace

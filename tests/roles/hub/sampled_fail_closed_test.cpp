@@ -34,26 +34,8 @@ class SampledFailClosed : public HubFixture, public ::testing::WithParamInterfac
   }
   void start() {
     open_hub();
-    hub->set_auditor(queue.get());
+    hub->checks().set_auditor(queue.get());
     publish(1);
-  }
-  // `worker` leases and submits one whole group; returns its rollout ids.
-  std::vector<std::string> submit_group(const std::string& worker) {
-    const auto r = hub->lease(worker);
-    EXPECT_TRUE(r.lease.has_value()) << worker << " got no lease";
-    if (!r.lease) return {};
-    std::vector<std::string> ids;
-    for (int s = 0; s < r.lease->samples; ++s) {
-      worker::RolloutRecord record(*r.lease, worker);
-      for (int32_t id : codec.encode("<answer>migraine</answer>"))
-        record.add_generated(id, -0.5f, 1);
-      record.set_answer("<answer>migraine</answer>");
-      record.set_replay_info(r.lease->seeds.at(static_cast<size_t>(s)), "", 1);
-      net::RolloutSubmission m = record.finish();
-      EXPECT_EQ(hub->submit(worker, m).status, net::IntakeStatus::kAccepted);
-      ids.push_back(m.id);
-    }
-    return ids;
   }
   // The trainer takes what it may; every rollout of a group it takes must have a verdict.
   size_t train(const std::set<std::string>& verdicts) {
@@ -78,7 +60,7 @@ class SampledFailClosed : public HubFixture, public ::testing::WithParamInterfac
                 ValidationQueue::Completion::Status::kAccepted);
       AuditVerdict pass;
       pass.pass = true;
-      hub->record_verdict(job->job.rollout.id, pass);
+      hub->checks().record_verdict(job->job.rollout.id, pass);
       verdicts.insert(job->job.rollout.id);
     }
   }

@@ -4,20 +4,12 @@
 #include "roles/hub/task_proxy.h"
 
 #include "roles/hub/hub_fixture.h"
+#include "roles/hub/request_status.h"
 
 namespace stoa::hub::testing {
 namespace {
 
 class TaskProxyTest : public HubFixture {};
-
-int status_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const RequestError& e) {
-    return e.status();
-  }
-  return 200;
-}
 
 TEST_F(TaskProxyTest, AnswersAsTheHubsTaskForLeasedProblemsOnly) {
   open_hub();
@@ -47,12 +39,12 @@ TEST_F(TaskProxyTest, AnswersAsTheHubsTaskForLeasedProblemsOnly) {
   EXPECT_EQ(proxy.calls(), 3);
 
   // Another worker's id, a problem not leased to the caller, an unknown one.
-  EXPECT_EQ(status_of([&] { proxy.step(a, {b, lease.prompt_id, action, true}); }), 403);
-  EXPECT_EQ(status_of([&] { proxy.step(b, {b, lease.prompt_id, action, true}); }), 404);
-  EXPECT_EQ(status_of([&] { proxy.prompt(a, {a, "no-such-prompt"}); }), 404);
+  EXPECT_EQ(request_status([&] { proxy.step(a, {b, lease.prompt_id, action, true}); }), 403);
+  EXPECT_EQ(request_status([&] { proxy.step(b, {b, lease.prompt_id, action, true}); }), 404);
+  EXPECT_EQ(request_status([&] { proxy.prompt(a, {a, "no-such-prompt"}); }), 404);
   // Once the lease is released the problem is no longer the caller's to ask about.
   hub->release(a, lease.lease_id);
-  EXPECT_EQ(status_of([&] { proxy.prompt(a, {a, lease.prompt_id}); }), 404);
+  EXPECT_EQ(request_status([&] { proxy.prompt(a, {a, lease.prompt_id}); }), 404);
 }
 
 TEST_F(TaskProxyTest, AWorkerCallingTooFastIsThrottled) {
@@ -97,7 +89,7 @@ TEST_F(TaskProxyTest, AFailingTaskIsABadGatewayNotADecision) {
   const std::string a = join("a");
   const net::Lease lease = *hub->lease(a).lease;
   TaskProxy proxy(*hub, RateLimit{1000, 1000});
-  EXPECT_EQ(status_of([&] { proxy.step(a, {a, lease.prompt_id, "x", true}); }), 502);
+  EXPECT_EQ(request_status([&] { proxy.step(a, {a, lease.prompt_id, "x", true}); }), 502);
   EXPECT_EQ(proxy.failures(), 1);
   hub.reset();  // before the task it points to
 }

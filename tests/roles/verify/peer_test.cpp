@@ -71,20 +71,20 @@ class PeerTest : public testing::ReplayFixture {
   }
   // A check job names neither its author nor the rollout (blind_check_job): the test knows them
   // by the seed, which only that rollout drew with.
-  std::string author_of(const hub::Hub::CheckLease& l) {
+  std::string author_of(const hub::CheckLease& l) {
     return submitted.at(l.job.rollout.seed.value()).first;
   }
-  std::string rollout_of(const hub::Hub::CheckLease& l) {
+  std::string rollout_of(const hub::CheckLease& l) {
     return submitted.at(l.job.rollout.seed.value()).second;
   }
   // `author` and `checker` past their first groups, a group of the author's waiting for its
   // checks (its rollout ids), and the checker's lease on one of them.
-  std::pair<std::vector<std::string>, hub::Hub::CheckLease> one_check(const Worker& author,
-                                                                      const Worker& checker) {
+  std::pair<std::vector<std::string>, hub::CheckLease> one_check(const Worker& author,
+                                                                 const Worker& checker) {
     first_groups({author, checker});
     EXPECT_EQ(takeable(), 2u);
     auto ids = submit_group(author);
-    auto l = hub->lease_check(checker.id);
+    auto l = hub->checks().lease_check(checker.id);
     if (!l) throw std::runtime_error("the checker got no check lease");
     return {std::move(ids), std::move(*l)};
   }
@@ -92,10 +92,10 @@ class PeerTest : public testing::ReplayFixture {
   void first_groups(const std::vector<Worker>& workers) {
     for (const auto& w : workers) submit_group(w);
     hub_validator->drain();
-    for (const auto& w : workers) ASSERT_FALSE(hub->quarantined(w.id));
+    for (const auto& w : workers) ASSERT_FALSE(hub->checks().quarantined(w.id));
   }
   // The checker's honest replay of a leased job.
-  hub::AuditVerdict replay(const hub::Hub::CheckLease& l) {
+  hub::AuditVerdict replay(const hub::CheckLease& l) {
     const Verdict v = peer->check(l.job.rollout, l.job.problem, l.job.prompt_length);
     return {v.pass, v.position, v.what, v.detail, v.cpu_seconds};
   }
@@ -119,27 +119,27 @@ TEST_F(PeerTest, EveryRolloutIsCheckedByAnotherWorkerBeforeItTrains) {
   for (const auto& x : w)
     for (const auto& id : submit_group(x)) waiting.insert(id);
   EXPECT_EQ(takeable(), 0u) << "a group trained before its rollouts were checked";
-  EXPECT_EQ(hub->checks_waiting(), 6u);
+  EXPECT_EQ(hub->checks().checks_waiting(), 6u);
   // Worker a earned two checks (its two rollouts that passed) and gets two of b's and c's, never
   // its own; a third is refused although four wait.
-  std::vector<hub::Hub::CheckLease> mine;
+  std::vector<hub::CheckLease> mine;
   for (int i = 0; i < 2; ++i) {
-    auto l = hub->lease_check(w[0].id);
+    auto l = hub->checks().lease_check(w[0].id);
     ASSERT_TRUE(l.has_value());
     EXPECT_NE(author_of(*l), w[0].id) << "a worker was given its own rollout";
     mine.push_back(*l);
   }
-  EXPECT_FALSE(hub->lease_check(w[0].id).has_value()) << "checks past the worker's share";
+  EXPECT_FALSE(hub->checks().lease_check(w[0].id).has_value()) << "checks past the worker's share";
   for (const auto& l : mine) {
-    EXPECT_EQ(hub->record_check(w[0].id, l.job_id, replay(l)), rollout_of(l));
+    EXPECT_EQ(hub->checks().record_check(w[0].id, l.job_id, replay(l)), rollout_of(l));
     waiting.erase(rollout_of(l));
   }
   for (int round = 0; round < 8 && !waiting.empty(); ++round) {
     for (const auto& x : {w[1], w[2]}) {
-      auto l = hub->lease_check(x.id);
+      auto l = hub->checks().lease_check(x.id);
       if (!l) continue;
       EXPECT_NE(author_of(*l), x.id);
-      hub->record_check(x.id, l->job_id, replay(*l));
+      hub->checks().record_check(x.id, l->job_id, replay(*l));
       waiting.erase(rollout_of(*l));
     }
   }
@@ -150,7 +150,7 @@ TEST_F(PeerTest, EveryRolloutIsCheckedByAnotherWorkerBeforeItTrains) {
   EXPECT_EQ(counter("workers_quarantined"), 0.0);
   // A verdict on a check already answered, or by someone who does not hold it, is refused.
   try {
-    hub->record_check(w[1].id, mine[0].job_id, replay(mine[0]));
+    hub->checks().record_check(w[1].id, mine[0].job_id, replay(mine[0]));
     ADD_FAILURE() << "a verdict on another worker's check was taken";
   } catch (const hub::RequestError& e) {
     EXPECT_EQ(e.status(), 404);
@@ -166,28 +166,28 @@ TEST_F(PeerTest, TheHubsReplayDecidesADisagreementAndQuarantinesTheLiar) {
   const auto forged = submit_group(forger, /*forge=*/true);
   set_hold_verdicts(true);  // both checks answered before the forger's quarantine drops its group
   for (int i = 0; i < 2; ++i) {
-    auto l = hub->lease_check(honest.id);
+    auto l = hub->checks().lease_check(honest.id);
     ASSERT_TRUE(l.has_value());
     EXPECT_EQ(author_of(*l), forger.id);
     const hub::AuditVerdict v = replay(*l);
     EXPECT_EQ(v.pass, rollout_of(*l) != forged[0]) << v.what << " " << v.detail;
-    hub->record_check(honest.id, l->job_id, v);
+    hub->checks().record_check(honest.id, l->job_id, v);
   }
   set_hold_verdicts(false);
   hub_validator->drain();  // the disagreement, replayed by the hub
-  EXPECT_TRUE(hub->quarantined(forger.id));
-  EXPECT_FALSE(hub->quarantined(honest.id));
+  EXPECT_TRUE(hub->checks().quarantined(forger.id));
+  EXPECT_FALSE(hub->checks().quarantined(honest.id));
   // A liar fails an honest group: the hub's replay passes it, the liar is quarantined and the
   // group trains.
   submit_group(other);
   for (int i = 0; i < 2; ++i) {
-    auto l = hub->lease_check(liar.id);
+    auto l = hub->checks().lease_check(liar.id);
     ASSERT_TRUE(l.has_value());
-    hub->record_check(liar.id, l->job_id, {false, 5, "logprob", "a lie", 0.0});
+    hub->checks().record_check(liar.id, l->job_id, {false, 5, "logprob", "a lie", 0.0});
   }
   hub_validator->drain();
-  EXPECT_TRUE(hub->quarantined(liar.id));
-  EXPECT_FALSE(hub->quarantined(other.id));
+  EXPECT_TRUE(hub->checks().quarantined(liar.id));
+  EXPECT_FALSE(hub->checks().quarantined(other.id));
   EXPECT_EQ(counter("peer_checks_failed"), 3.0);  // the forged rollout and the liar's two
   EXPECT_EQ(counter("checks_escalated_disagreement"), 3.0);
   EXPECT_EQ(counter("checkers_quarantined"), 1.0);
@@ -210,16 +210,16 @@ TEST_F(AuditedPeerTest, ACheckerThatPassesAForgeryIsQuarantinedWithItsAuthor) {
   // replay runs on its own thread: seen once in CI taking the second check away).
   set_hold_verdicts(true);
   for (int i = 0; i < 2; ++i) {
-    auto l = hub->lease_check(colluder.id);
+    auto l = hub->checks().lease_check(colluder.id);
     ASSERT_TRUE(l.has_value());
-    hub->record_check(colluder.id, l->job_id, {true, -1, "", "", 0.0});  // "looks fine"
+    hub->checks().record_check(colluder.id, l->job_id, {true, -1, "", "", 0.0});  // "looks fine"
   }
   EXPECT_EQ(takeable(), 0u) << "an audited pass released its group before the hub's verdict";
   set_hold_verdicts(false);
   hub_validator->drain();
-  EXPECT_TRUE(hub->quarantined(forger.id));
-  EXPECT_TRUE(hub->quarantined(colluder.id));
-  EXPECT_FALSE(hub->quarantined(honest.id));
+  EXPECT_TRUE(hub->checks().quarantined(forger.id));
+  EXPECT_TRUE(hub->checks().quarantined(colluder.id));
+  EXPECT_FALSE(hub->checks().quarantined(honest.id));
   EXPECT_EQ(counter("checks_escalated_audit"), 2.0);
   EXPECT_EQ(takeable(), 0u) << "the forged group trained";
 }
@@ -232,15 +232,15 @@ TEST_F(PeerTest, ChecksNotAnsweredOrNotTakenInTimeGoToTheHubsReplay) {
   EXPECT_EQ(counter("checks_escalated_check_timeout"), 1.0);
   EXPECT_EQ(counter("checks_escalated_unclaimed"), 1.0);
   try {
-    hub->record_check(slow.id, l.job_id, replay(l));
+    hub->checks().record_check(slow.id, l.job_id, replay(l));
     ADD_FAILURE() << "a verdict past the check's deadline was taken";
   } catch (const hub::RequestError& e) {
     EXPECT_EQ(e.status(), 409);
   }
   hub_validator->drain();
   EXPECT_EQ(takeable(), 1u);
-  EXPECT_FALSE(hub->quarantined(slow.id)) << "a late checker said nothing against anyone";
-  EXPECT_FALSE(hub->quarantined(author.id));
+  EXPECT_FALSE(hub->checks().quarantined(slow.id)) << "a late checker said nothing against anyone";
+  EXPECT_FALSE(hub->checks().quarantined(author.id));
 }
 
 TEST_F(PeerTest, ACheckerSharingTheAuthorsAddressIsPassedOverWhileAnotherCanCheck) {
@@ -252,8 +252,8 @@ TEST_F(PeerTest, ACheckerSharingTheAuthorsAddressIsPassedOverWhileAnotherCanChec
   hub_validator->drain();
   EXPECT_EQ(takeable(), 3u);
   submit_group(author, false, "10.0.0.1");
-  EXPECT_FALSE(hub->lease_check(neighbour.id, "10.0.0.1").has_value());
-  auto l = hub->lease_check(stranger.id, "10.0.0.2");
+  EXPECT_FALSE(hub->checks().lease_check(neighbour.id, "10.0.0.1").has_value());
+  auto l = hub->checks().lease_check(stranger.id, "10.0.0.2");
   ASSERT_TRUE(l.has_value());
   EXPECT_EQ(author_of(*l), author.id);
 }
@@ -276,12 +276,12 @@ TEST_F(PeerTest, EscalationsWaitWhileTheHubsReplayIsBehind) {
   first_groups({author, checker});
   EXPECT_EQ(takeable(), 2u);
   FullAuditor full;
-  hub->set_auditor(&full);
+  hub->checks().set_auditor(&full);
   submit_group(author);
   for (int i = 0; i < 2; ++i) {
-    auto l = hub->lease_check(checker.id);
+    auto l = hub->checks().lease_check(checker.id);
     ASSERT_TRUE(l.has_value());
-    hub->record_check(checker.id, l->job_id, {false, 3, "logprob", "says it fails", 0.0});
+    hub->checks().record_check(checker.id, l->job_id, {false, 3, "logprob", "says it fails", 0.0});
   }
   EXPECT_EQ(counter("checks_escalation_backlog"), 2.0);
   EXPECT_EQ(takeable(), 0u);
@@ -291,10 +291,11 @@ TEST_F(PeerTest, EscalationsWaitWhileTheHubsReplayIsBehind) {
   EXPECT_EQ(takeable(), 0u);
   ASSERT_EQ(full.taken.size(), 2u);
   EXPECT_EQ(counter("checks_escalation_backlog"), 0.0);
-  for (const auto& job : full.taken) hub->record_verdict(job.rollout.id, {true, -1, "", "", 0.0});
+  for (const auto& job : full.taken)
+    hub->checks().record_verdict(job.rollout.id, {true, -1, "", "", 0.0});
   EXPECT_EQ(takeable(), 1u) << "the group trains once the hub's replay passed it";
-  EXPECT_TRUE(hub->quarantined(checker.id)) << "it failed an honest group";
-  EXPECT_FALSE(hub->quarantined(author.id));
+  EXPECT_TRUE(hub->checks().quarantined(checker.id)) << "it failed an honest group";
+  EXPECT_FALSE(hub->checks().quarantined(author.id));
 }
 
 TEST_F(PeerTest, ACheckJobNamesNeitherItsAuthorNorAnythingTheAuthorChose) {
@@ -315,7 +316,7 @@ TEST_F(PeerTest, ACheckJobNamesNeitherItsAuthorNorAnythingTheAuthorChose) {
   EXPECT_NO_THROW(net::rollout_submission_from_json(net::to_json(r)));
   const hub::AuditVerdict v = replay(l);
   EXPECT_TRUE(v.pass) << v.what << " " << v.detail;
-  EXPECT_EQ(hub->record_check(checker.id, l.job_id, v), rollout_of(l));
+  EXPECT_EQ(hub->checks().record_check(checker.id, l.job_id, v), rollout_of(l));
 }
 
 // Every check lease handed out while real jobs wait is a canary: a rollout the hub's replay
@@ -331,7 +332,7 @@ TEST_F(CanaryPeerTest, AnHonestReplayFailsACanaryAndACheckerThatPassesOneIsQuara
   EXPECT_EQ(counter("canary_sources"), 6.0);
   EXPECT_EQ(counter("canary_checks_leased"), 0.0);
   submit_group(author);  // real jobs wait: a lease may now be a canary
-  auto c = hub->lease_check(honest.id);
+  auto c = hub->checks().lease_check(honest.id);
   ASSERT_TRUE(c.has_value());
   EXPECT_EQ(counter("canary_checks_leased"), 1.0);
   EXPECT_EQ(c->job.rollout.worker_id, "blinded") << "a canary is blinded like any check";
@@ -339,22 +340,23 @@ TEST_F(CanaryPeerTest, AnHonestReplayFailsACanaryAndACheckerThatPassesOneIsQuara
   const hub::AuditVerdict v = replay(*c);
   EXPECT_FALSE(v.pass) << "an exact replay passed a nudged log-prob";
   EXPECT_EQ(v.what, "logprob");
-  hub->record_check(honest.id, c->job_id, v);
+  hub->checks().record_check(honest.id, c->job_id, v);
   EXPECT_EQ(counter("canary_checks_caught"), 1.0);
-  EXPECT_FALSE(hub->quarantined(honest.id));
+  EXPECT_FALSE(hub->checks().quarantined(honest.id));
   EXPECT_EQ(counter("peer_checks_failed"), 0.0) << "a canary's verdict is not a disagreement";
   EXPECT_EQ(counter("checks_escalated"), 0.0);
   // A checker that does not replay and passes: quarantined on its first canary.
-  auto lazy_check = hub->lease_check(lazy.id);
+  auto lazy_check = hub->checks().lease_check(lazy.id);
   ASSERT_TRUE(lazy_check.has_value());
-  hub->record_check(lazy.id, lazy_check->job_id, {true, -1, "", "", 0.0});
-  EXPECT_TRUE(hub->quarantined(lazy.id));
+  hub->checks().record_check(lazy.id, lazy_check->job_id, {true, -1, "", "", 0.0});
+  EXPECT_TRUE(hub->checks().quarantined(lazy.id));
   EXPECT_EQ(counter("canary_checks_passed"), 1.0);
   EXPECT_EQ(counter("checkers_quarantined"), 1.0);
-  EXPECT_FALSE(hub->quarantined(author.id)) << "the canary's source author is not to blame";
+  EXPECT_FALSE(hub->checks().quarantined(author.id))
+      << "the canary's source author is not to blame";
   // Each source is used once; the real jobs are still checked, by honest checkers.
   EXPECT_EQ(counter("canary_sources"), 4.0);
-  EXPECT_EQ(hub->checks_waiting(), 2u);
+  EXPECT_EQ(hub->checks().checks_waiting(), 2u);
 }
 
 TEST_F(CanaryPeerTest, ACanaryNotAnsweredInTimeExpiresAndALateVerdictIsRefused) {
@@ -365,12 +367,12 @@ TEST_F(CanaryPeerTest, ACanaryNotAnsweredInTimeExpiresAndALateVerdictIsRefused) 
   takeable();  // a sweep
   EXPECT_EQ(counter("canary_checks_expired"), 1.0);
   try {
-    hub->record_check(checker.id, c.job_id, {true, -1, "", "", 0.0});
+    hub->checks().record_check(checker.id, c.job_id, {true, -1, "", "", 0.0});
     ADD_FAILURE() << "a verdict on an expired canary was taken";
   } catch (const hub::RequestError& e) {
     EXPECT_EQ(e.status(), 409);
   }
-  EXPECT_FALSE(hub->quarantined(checker.id)) << "a late checker said nothing";
+  EXPECT_FALSE(hub->checks().quarantined(checker.id)) << "a late checker said nothing";
 }
 
 TEST_F(PeerTest, AHubWithoutPeerChecksAnswers404) {
@@ -385,7 +387,7 @@ TEST_F(PeerTest, AHubWithoutPeerChecksAnswers404) {
   deps.store = store.get();
   hub::Hub plain(off, deps);
   try {
-    plain.lease_check("w-any");
+    plain.checks().lease_check("w-any");
     ADD_FAILURE() << "a hub without peer checks leased one";
   } catch (const hub::RequestError& e) {
     EXPECT_EQ(e.status(), 404);

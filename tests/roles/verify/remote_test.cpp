@@ -93,7 +93,7 @@ class RemoteValidationTest : public ::testing::Test {
     gs.eos = static_cast<int32_t>(config.eos_token_id);
   }
   void serve() {
-    hub->set_auditor(queue.get());
+    hub->checks().set_auditor(queue.get());
     server = std::make_unique<hub::HubServer>(*hub, hub::ServerOptions{});
     server->set_validation_queue(queue.get());
     server->start();
@@ -213,8 +213,8 @@ TEST_F(RemoteValidationTest, ValidateProcessPassesHonestRolloutsAndQuarantinesAF
   EXPECT_EQ(counter("rollouts_verified"), 6);
   EXPECT_EQ(counter("verification_failures"), 1);
   EXPECT_EQ(counter("workers_quarantined"), 1);
-  EXPECT_TRUE(hub->quarantined(forger.id));
-  EXPECT_FALSE(hub->quarantined(honest.id));
+  EXPECT_TRUE(hub->checks().quarantined(forger.id));
+  EXPECT_FALSE(hub->checks().quarantined(honest.id));
   testing::expect_session_refused(*hub, forger.token,
                                   "the quarantined worker's session was accepted");
   EXPECT_NE(v.captured_err().find("FAILED replay at position " + std::to_string(p)),
@@ -253,8 +253,8 @@ TEST_F(RemoteValidationTest, ValidateOnAVulkanDeviceGivesTheSameVerdicts) {
   const json summary = json::parse(v.captured_out());
   EXPECT_EQ(summary["verdicts"], 6) << v.captured_err();
   EXPECT_EQ(summary["failed"], 1) << v.captured_err();
-  EXPECT_TRUE(hub->quarantined(forger.id));
-  EXPECT_FALSE(hub->quarantined(honest.id));
+  EXPECT_TRUE(hub->checks().quarantined(forger.id));
+  EXPECT_FALSE(hub->checks().quarantined(honest.id));
   EXPECT_NE(v.captured_err().find("FAILED replay at position " + std::to_string(p)),
             std::string::npos)
       << v.captured_err();
@@ -328,7 +328,7 @@ TEST_F(RemoteValidationTest, ExpiredLeasesRequeueAndBadVerdictsAreRefused) {
   EXPECT_EQ(queue->stats().requeued, 1);
   EXPECT_EQ(counter("rollouts_verified"), 2);
   EXPECT_EQ(counter("verification_failures"), 0);
-  EXPECT_FALSE(hub->quarantined(w.id));
+  EXPECT_FALSE(hub->checks().quarantined(w.id));
 }
 
 TEST_F(RemoteValidationTest, QuarantineAndUsedSeedsSurviveAHubRestart) {
@@ -343,12 +343,12 @@ TEST_F(RemoteValidationTest, QuarantineAndUsedSeedsSurviveAHubRestart) {
   failing.what = "logprob";
   failing.position = 3;
   failing.detail = "forged";
-  hub->record_verdict(bad_group.at(0).id, failing);
-  ASSERT_TRUE(hub->quarantined(bad.id));
+  hub->checks().record_verdict(bad_group.at(0).id, failing);
+  ASSERT_TRUE(hub->checks().quarantined(bad.id));
 
   restart_hub();
-  EXPECT_TRUE(hub->quarantined(bad.id));
-  EXPECT_FALSE(hub->quarantined(w.id));
+  EXPECT_TRUE(hub->checks().quarantined(bad.id));
+  EXPECT_FALSE(hub->checks().quarantined(w.id));
   EXPECT_EQ(counter("workers_quarantined"), 1);
   testing::expect_session_refused(
       *hub, bad.token, "the quarantined worker's session was accepted after the restart");

@@ -88,9 +88,9 @@ class ReplayFixture : public ::testing::Test {
             verdicts[id] = v;
             verdicts_released.wait(lock, [this] { return !hold_verdicts; });
           }
-          hub->record_verdict(id, v);
+          hub->checks().record_verdict(id, v);
         });
-    hub->set_auditor(hub_validator.get());
+    hub->checks().set_auditor(hub_validator.get());
 
     gs.config = &config;
     gs.task = task.get();

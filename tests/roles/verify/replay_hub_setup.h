@@ -48,7 +48,7 @@ inline std::vector<env::QaItem> replay_test_prompts(size_t n) {
 inline void expect_session_refused(hub::Hub& hub, const std::string& token,
                                    const char* if_accepted) {
   try {
-    hub.authenticate(token);
+    hub.access().authenticate(token);
     ADD_FAILURE() << if_accepted;
   } catch (const hub::RequestError& e) {
     EXPECT_EQ(e.status(), 403) << e.what();

@@ -157,14 +157,14 @@ TEST_F(ReplayTest, HonestWorkersPassAndEveryAttackIsCaught) {
     if (attacked_position[a] >= 0) {
       EXPECT_EQ(v.position, attacked_position[a]) << v.detail;
     }
-    EXPECT_TRUE(hub->quarantined(w.id));
+    EXPECT_TRUE(hub->checks().quarantined(w.id));
     testing::expect_session_refused(*hub, w.token,
                                     "a quarantined worker's session still authenticates");
   }
-  EXPECT_TRUE(hub->quarantined(thief.id));
+  EXPECT_TRUE(hub->checks().quarantined(thief.id));
   for (const auto& w : honest) {
-    EXPECT_FALSE(hub->quarantined(w.id)) << w.id;
-    EXPECT_EQ(hub->authenticate(w.token), w.id);
+    EXPECT_FALSE(hub->checks().quarantined(w.id)) << w.id;
+    EXPECT_EQ(hub->access().authenticate(w.token), w.id);
   }
   for (const auto& id : honest_ids) EXPECT_TRUE(verdict(id).pass) << id;
 

@@ -241,7 +241,7 @@ TEST_F(JoinFailure, AQuarantinedWorkerIsStoppedWithTheReason) {
   config.verify.fraction = 1.0;
   start();
   CollectingAuditor auditor;
-  hub->set_auditor(&auditor);
+  hub->checks().set_auditor(&auditor);
   publish(1);
   net::HubClient client(server->url(), quick());
   std::atomic<bool> stop{false};
@@ -258,7 +258,7 @@ TEST_F(JoinFailure, AQuarantinedWorkerIsStoppedWithTheReason) {
   AuditVerdict failed;
   failed.position = 3;
   failed.what = "logprob";
-  hub->record_verdict(m.id, failed);
+  hub->checks().record_verdict(m.id, failed);
   // The worker's heartbeat thread hears the 403 and raises the worker's fatal reason.
   worker::LeaseBook book;
   worker::WorkerGauges gauges;
@@ -273,7 +273,7 @@ TEST_F(JoinFailure, AQuarantinedWorkerIsStoppedWithTheReason) {
   EXPECT_EQ(a.kind, FailureKind::kQuarantined) << text(a);
   EXPECT_NE(text(a).find("did not reproduce"), std::string::npos) << text(a);
   EXPECT_NE(text(a).find(joined.worker_id), std::string::npos) << text(a);
-  hub->set_auditor(nullptr);  // the auditor goes before the hub
+  hub->checks().set_auditor(nullptr);  // the auditor goes before the hub
 }
 
 // The run is over (its trainer reached max_steps): the next lease and heartbeat say so, and the

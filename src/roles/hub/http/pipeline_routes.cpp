@@ -8,7 +8,7 @@
 namespace stoa::hub {
 
 HttpReply HubServer::pipeline_route(const RequestContext& req, const std::string& token) {
-  const std::string worker = hub_.authenticate(token);
+  const std::string worker = hub_.access().authenticate(token);
   if (req.method != "POST" || req.path != "/v1/pipeline/place")
     throw RequestError(404, cat("no such route: ", req.method, " ", req.path));
   if (!groups_) throw RequestError(404, "this hub forms no pipeline groups (it has no model)");

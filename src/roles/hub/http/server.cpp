@@ -80,7 +80,8 @@ HubServer::HubServer(Hub& hub, ServerOptions options)
       uploads_(hub.store()) {
   if (hub.config().swarm && net::swarm::available())
     swarm_ = std::make_shared<SwarmTracker>(
-        hub.store(), [&hub](const std::string& worker) { return !hub.quarantined(worker); },
+        hub.store(),
+        [&hub](const std::string& worker) { return !hub.checks().quarantined(worker); },
         SwarmTrackerOptions{hub.config().swarm_web_seed_copies, hub.config().swarm_web_seed_budget,
                             std::chrono::seconds(hub.config().swarm_reseed_after_s)});
   if (hub.run_files_store())
@@ -152,7 +153,7 @@ void HubServer::stop() {
 }
 
 HandlerOutcome HubServer::long_poll(const RequestContext& req) {
-  hub_.authenticate(bearer(req));
+  hub_.access().authenticate(bearer(req));
   auto after = query_u64(req, "after");
   auto timeout = query_u64(req, "timeout").value_or(30);
   timeout = std::min<uint64_t>(timeout, static_cast<uint64_t>(options_.max_long_poll_s));
@@ -206,7 +207,8 @@ HandlerOutcome HubServer::route(const RequestContext& req) {
           p.size() <= blob_prefix.size() || p.find('/', blob_prefix.size()) != std::string::npos)
         continue;
       std::string worker;  // stays empty for a validator: trusted, not charged
-      if (!hub_.is_validator(bearer(req))) worker = hub_.authenticate(bearer(req));
+      if (!hub_.access().is_validator(bearer(req)))
+        worker = hub_.access().authenticate(bearer(req));
       std::string hex = p.substr(blob_prefix.size());
       Hash128 hash;
       if (hex.size() != 32 || !Hash128::parse(hex, &hash)) {
@@ -218,36 +220,36 @@ HandlerOutcome HubServer::route(const RequestContext& req) {
       return run_files_->serve(hash, req, worker);
     }
     if (post && p == "/v1/lease") {
-      auto worker = hub_.authenticate(bearer(req));
+      auto worker = hub_.access().authenticate(bearer(req));
       auto m = net::lease_request_from_json(net::parse_body(req.body, "lease"));
       if (m.worker_id != worker) throw RequestError(403, "lease: worker_id is not yours");
       return json_reply(net::to_json(hub_.lease(worker, req.peer_ip)));
     }
     if (post && p == "/v1/release") {
-      auto worker = hub_.authenticate(bearer(req));
+      auto worker = hub_.access().authenticate(bearer(req));
       auto m = net::release_request_from_json(net::parse_body(req.body, "release"));
       if (m.worker_id != worker) throw RequestError(403, "release: worker_id is not yours");
       hub_.release(worker, m.lease_id);
       return json_reply(json{{"released", m.lease_id}});
     }
     if (post && p == "/v1/rollouts") {
-      auto worker = hub_.authenticate(bearer(req));
+      auto worker = hub_.access().authenticate(bearer(req));
       auto m = net::rollout_submission_from_json(net::parse_body(req.body, "rollout"));
       auto r = hub_.submit(worker, m, req.peer_ip);
       return json_reply(net::to_json(r), r.status == net::IntakeStatus::kRejected ? 422 : 200);
     }
     if (post && p == "/v1/task/prompt") {
-      auto worker = hub_.authenticate(bearer(req));
+      auto worker = hub_.access().authenticate(bearer(req));
       auto m = net::task_prompt_request_from_json(net::parse_body(req.body, "task prompt"));
       return json_reply(json{{"prompt", tasks_.prompt(worker, m)}});
     }
     if (post && p == "/v1/task/step") {
-      auto worker = hub_.authenticate(bearer(req));
+      auto worker = hub_.access().authenticate(bearer(req));
       auto m = net::task_step_request_from_json(net::parse_body(req.body, "task step"));
       return json_reply(net::to_json(tasks_.step(worker, m)));
     }
     if (post && p == "/v1/heartbeat") {
-      auto worker = hub_.authenticate(bearer(req));
+      auto worker = hub_.access().authenticate(bearer(req));
       auto m = net::heartbeat_from_json(net::parse_body(req.body, "heartbeat"));
       return json_reply(net::to_json(hub_.heartbeat(worker, m)));
     }
@@ -257,7 +259,7 @@ HandlerOutcome HubServer::route(const RequestContext& req) {
     if ((get || post) && p == "/login")
       return login_->login(req, [&](const std::string& token) {
         try {
-          hub_.check_operator(token, false);
+          hub_.access().check_operator(token, false);
           return true;
         } catch (const RequestError&) {
           return false;
@@ -268,7 +270,7 @@ HandlerOutcome HubServer::route(const RequestContext& req) {
     if (operator_route && !login_->has_session(req)) {
       if (p == "/" && !loopback && bearer(req).empty())
         return OperatorLogin::login_page(401, "Log in to see this hub's dashboard.");
-      hub_.check_operator(bearer(req), loopback);
+      hub_.access().check_operator(bearer(req), loopback);
     }
     if (get && p == "/v1/status") {
       json status =

@@ -40,7 +40,7 @@ HttpReply HubServer::swarm_route(const RequestContext& req, const std::string& t
   const std::string prefix = "/v1/swarm/";
   const std::string rest = p.substr(prefix.size());
   if (post && rest == "key") {
-    const std::string worker = hub_.authenticate(token);
+    const std::string worker = hub_.access().authenticate(token);
     // {"serve": false}: a worker that serves nobody; absent (older workers), one that does.
     const json body = json::parse(req.body.empty() ? "{}" : req.body, nullptr, false);
     if (!body.is_object()) throw RequestError(400, "swarm key: the body is not a JSON object");
@@ -56,7 +56,7 @@ HttpReply HubServer::swarm_route(const RequestContext& req, const std::string& t
     return r;
   }
   if (post && rest == "uplink") {
-    const std::string worker = hub_.authenticate(token);
+    const std::string worker = hub_.access().authenticate(token);
     if (const int64_t wait_ms = swarm_->uplink_probe_wait_ms(worker); wait_ms > 0)
       throw RequestError(429, "uplink probe: too many probes from this worker", wait_ms);
     if (req.body.size() > kMaxUplinkProbeBytes)
@@ -67,7 +67,7 @@ HttpReply HubServer::swarm_route(const RequestContext& req, const std::string& t
   }
   Hash128 blob;
   if (get && rest.rfind("torrents/", 0) == 0) {
-    hub_.authenticate(token);
+    hub_.access().authenticate(token);
     if (!hex32(rest.substr(9), &blob)) throw RequestError(400, "torrent name is not 32 hex digits");
     const std::vector<char> bytes = swarm_->torrent(blob);
     HttpReply r;

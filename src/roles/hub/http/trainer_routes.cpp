@@ -85,7 +85,7 @@ HttpReply HubServer::trainer_route(const RequestContext& req, const std::string&
     throw RequestError(404,
                        "this hub trains in its own process (`stoa run`); the trainer routes "
                        "are served by `stoa hub`");
-  hub_.check_trainer(bearer);
+  hub_.access().check_trainer(bearer);
   const std::string& p = req.path;
   const bool get = req.method == "GET", post = req.method == "POST";
   const std::string blob_prefix = "/v1/trainer/blobs/";

@@ -1,8 +1,8 @@
 // The validation routes (docs/protocol.md, "Validation"): trusted `stoa validate` processes lease
 // replay jobs from the hub's ValidationQueue, fetch the PULSE catalog and blobs they need, and
 // hand in verdicts, which the hub records exactly as the in-process validator's
-// (Hub::record_verdict: a failure quarantines the worker). Every route needs a token of scope
-// `operator` or `validate` (Hub::check_validator), even on loopback.
+// (HubChecks::record_verdict: a failure quarantines the worker). Every route needs a token of scope
+// `operator` or `validate` (HubAccess::check_validator), even on loopback.
 #include <filesystem>
 
 #include "engine/arithmetic.h"
@@ -50,7 +50,7 @@ HttpReply catalog_reply(Hub& hub) {
 HandlerOutcome HubServer::validation_route(const RequestContext& req, const std::string& token) {
   const std::string& p = req.path;
   const bool get = req.method == "GET", post = req.method == "POST";
-  hub_.check_validator(token);
+  hub_.access().check_validator(token);
   if (!validation_)
     throw RequestError(404, "this hub has no remote validation ([verify] remote = false)");
   if (get && p == "/v1/validation/catalog") return catalog_reply(hub_);
@@ -91,7 +91,7 @@ HandlerOutcome HubServer::validation_route(const RequestContext& req, const std:
     if (c.status == Status::kExpired)
       throw RequestError(409, cat("verdict: validation job '", v.job_id.substr(0, 64),
                                   "' expired before its verdict and went back to the queue"));
-    hub_.record_verdict(c.rollout_id, audit_verdict(v));
+    hub_.checks().record_verdict(c.rollout_id, audit_verdict(v));
     return reply(json{{"recorded", c.rollout_id}});
   }
   throw RequestError(404, cat("no such route: ", req.method, " ", p));

@@ -66,7 +66,7 @@ struct AuditJob {
   size_t prompt_length = 0;
 };
 
-// The verdict on one job: what Hub::record_verdict takes.
+// The verdict on one job: what HubChecks::record_verdict takes.
 // A verdict's `what` when the run's task itself failed during the replay (env::EnvironmentError:
 // an environment server down, or answering the same (problem, action) differently): the hub
 // drops the group but holds nothing against the worker.
