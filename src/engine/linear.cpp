@@ -26,6 +26,20 @@ Backend parse_backend(const std::string& name) {
        "' (expected reference, w8a8 or w8a32)");
 }
 
+namespace {
+
+// Whether a Linear computing with `backend` holds packed panels rather than the grid.
+bool packs(Backend backend, bool grid_held) {
+  return !grid_held && backend == Backend::kW8A8 && kernels::packed_w8a8_preferred();
+}
+
+template <class Grid>
+kernels::Int8Weights view(const Grid& q) {
+  return kernels::Int8Weights{q.values.data(), q.scales.data(), q.rows, q.cols};
+}
+
+}  // namespace
+
 Linear Linear::from_f32(Tensor weight) {
   STOA_CHECK(weight.dtype() == DType::kF32 && weight.rank() == 2, ErrorKind::kInvalidArgument,
              "linear weight must be a 2-D f32 tensor, got ", dtype_name(weight.dtype()), " ",
@@ -49,8 +63,13 @@ Linear Linear::from_int8(Int8Matrix weight) {
   l.rows_ = weight.rows;
   l.cols_ = weight.cols;
   l.int8_ = true;
-  l.q_ = std::move(weight);
-  l.settle_layout();
+  l.q_.rows = weight.rows;
+  l.q_.cols = weight.cols;
+  if (packs(l.backend_, l.grid_held_)) {
+    l.packed_ = kernels::PackedInt8::pack(view(weight));
+  } else {
+    l.assign_grid(weight);
+  }
   return l;
 }
 
@@ -59,16 +78,36 @@ void Linear::set_backend(Backend backend) {
   settle_layout();
 }
 
+void Linear::hold_grid() {
+  grid_held_ = true;
+  settle_layout();
+}
+
+kernels::Int8Weights Linear::grid_view() const {
+  STOA_CHECK(int8_, ErrorKind::kInternal, "linear is f32, not int8");
+  if (!packed_.empty()) return kernels::Int8Weights{nullptr, nullptr, rows_, cols_};
+  return view(q_);
+}
+
+void Linear::assign_grid(const Int8Matrix& m) {
+  q_.rows = m.rows;
+  q_.cols = m.cols;
+  // assign() keeps the allocation when it is large enough: a held grid keeps its addresses.
+  q_.values.assign(m.values.begin(), m.values.end());
+  q_.scales.assign(m.scales.begin(), m.scales.end());
+}
+
 void Linear::settle_layout() {
   if (!int8_) return;
-  const bool want_packed = backend_ == Backend::kW8A8 && kernels::packed_w8a8_preferred();
+  const bool want_packed = packs(backend_, grid_held_);
   if (want_packed && packed_.empty()) {
-    packed_ = kernels::PackedInt8::pack(
-        kernels::Int8Weights{q_.values.data(), q_.scales.data(), q_.rows, q_.cols});
-    std::vector<int8_t>().swap(q_.values);  // release, not just clear
-    std::vector<uint16_t>().swap(q_.scales);
+    packed_ = kernels::PackedInt8::pack(view(q_));
+    PageVector<int8_t>().swap(q_.values);  // release, not just clear
+    PageVector<uint16_t>().swap(q_.scales);
   } else if (!want_packed && !packed_.empty()) {
-    q_ = int8();
+    q_.values.resize(static_cast<size_t>(rows_ * cols_));
+    q_.scales.resize(static_cast<size_t>(rows_ * cols_ / kInt8GroupSize));
+    packed_.unpack_rows(0, rows_, q_.values.data(), q_.scales.data());
     packed_ = kernels::PackedInt8{};
   }
 }
@@ -81,9 +120,12 @@ void Linear::replace_int8(Int8Matrix weight) {
              ErrorKind::kInvalidArgument, "update is [", weight.rows, ", ", weight.cols, "] with ",
              weight.values.size(), " values and ", weight.scales.size(), " scales, the tensor is [",
              rows_, ", ", cols_, "]");
-  q_ = std::move(weight);
+  if (packs(backend_, grid_held_)) {
+    packed_ = kernels::PackedInt8::pack(view(weight));
+    return;
+  }
   packed_ = kernels::PackedInt8{};
-  settle_layout();
+  assign_grid(weight);  // in place when the grid is held: a device reading it keeps reading it
 }
 
 void Linear::replace_int8_values(std::span<const int8_t> values) {
@@ -156,8 +198,14 @@ const Tensor& Linear::f32() const {
 
 Int8Matrix Linear::int8() const {
   STOA_CHECK(int8_, ErrorKind::kInternal, "linear is f32, not int8");
-  if (packed_.empty()) return q_;
   Int8Matrix m;
+  if (packed_.empty()) {
+    m.rows = rows_;
+    m.cols = cols_;
+    m.values.assign(q_.values.begin(), q_.values.end());
+    m.scales.assign(q_.scales.begin(), q_.scales.end());
+    return m;
+  }
   m.rows = rows_;
   m.cols = cols_;
   m.values.resize(static_cast<size_t>(rows_ * cols_));
@@ -268,10 +316,6 @@ void quantize_all(std::span<const float* const> x, std::span<const kernels::Q8Ac
 }
 
 thread_local ActivationScratch t_scratch;
-
-kernels::Int8Weights view(const Int8Matrix& q) {
-  return kernels::Int8Weights{q.values.data(), q.scales.data(), q.rows, q.cols};
-}
 
 }  // namespace
 

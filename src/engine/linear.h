@@ -13,6 +13,7 @@
 #include <string>
 
 #include "core/int8_grid.h"
+#include "core/page_aligned.h"
 #include "core/tensor.h"
 #include "core/thread_pool.h"
 #include "kernels/matmul_int8_packed.h"
@@ -48,6 +49,13 @@ class Linear {
   // Switching to or from kW8A8 on AVX3_DL converts the int8 weights between the row-major grid
   // and the packed panels (one layout is held at a time).
   void set_backend(Backend backend);
+  // Holds the row-major grid from now on, whatever the backend would prefer (unpacking panels
+  // if held): a unified-memory device reads it in place (gpu/vulkan imports its pages), so the
+  // weights exist once. Writes (set_int8_value, replace_int8, ...) then land in the same pages.
+  void hold_grid();
+  // The held grid in place: values and scales each start on a page and their allocations span
+  // whole pages (core/page_aligned.h); null pointers while the Linear holds packed panels.
+  kernels::Int8Weights grid_view() const;
 
   // y[t * rows + r] = sum_c W[r, c] * x[t * cols + c] for t in [0, tokens). Output rows are
   // spread over the pool; every output element is computed by the same code whatever `tokens`
@@ -107,9 +115,21 @@ class Linear {
   bool int8_ = false;
   Backend backend_ = Backend::kW8A8;
   Tensor f32_;
+  // The row-major grid in page-aligned storage (a device may import it; see hold_grid).
+  struct Grid {
+    int64_t rows = 0;
+    int64_t cols = 0;
+    PageVector<int8_t> values;
+    PageVector<uint16_t> scales;
+    size_t nbytes() const { return values.size() + scales.size() * 2; }
+  };
+  // Copies m's grid into q_; in place (same addresses) when q_ already holds one of its size.
+  void assign_grid(const Int8Matrix& m);
+
   // int8 weights: exactly one of q_.values/scales (row-major grid) and packed_ (16-row panels,
   // kernels/matmul_int8_packed.h) is filled; q_.rows/cols are always set.
-  Int8Matrix q_;
+  Grid q_;
+  bool grid_held_ = false;  // hold_grid(): never packed
   kernels::PackedInt8 packed_;
 };
 

@@ -8,12 +8,15 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
+#include "core/page_aligned.h"
 #include "engine/batch_decoder.h"
 #include "engine/engine_test_util.h"
 #include "engine/model_runner.h"
@@ -40,10 +43,12 @@ class VulkanBackendTest : public VulkanDeviceTest {
   static std::shared_ptr<Context> shared_device() {
     return std::shared_ptr<Context>(device(), [](Context*) {});
   }
-  static std::unique_ptr<VulkanBackend> make(const ModelWeights& w) {
+  static std::unique_ptr<VulkanBackend> make(
+      const ModelWeights& w, WeightPlacement placement = WeightPlacement::kShareWhereUnified) {
     return std::make_unique<VulkanBackend>(
         shared_device(),
-        std::make_unique<EngineWeights>(EngineWeights::from_model(w, WeightFormat::kInt8)));
+        std::make_unique<EngineWeights>(EngineWeights::from_model(w, WeightFormat::kInt8)),
+        placement);
   }
 };
 
@@ -61,7 +66,10 @@ int64_t first_difference(const std::vector<float>& a, const std::vector<float>& 
 }
 
 class VulkanBackendArch : public VulkanBackendTest,
-                          public ::testing::WithParamInterface<const char*> {};
+                          public ::testing::WithParamInterface<const char*> {
+ protected:
+  void decode_loop_sees_writes(WeightPlacement placement);
+};
 
 TEST_P(VulkanBackendArch, PrefillAndDecodeEqualTheCpuEngineBitForBit) {
   const ModelWeights w = tiny_model(GetParam());
@@ -150,10 +158,22 @@ std::vector<std::vector<int32_t>> decode(engine::EngineBackend& backend, int64_t
   return out;
 }
 
+// Mirrored weights (a discrete GPU's way) see a write when weights_written() names it; weights
+// shared with the host (unified memory) see it at once, and naming it changes nothing.
 TEST_P(VulkanBackendArch, TheDecodeLoopDrawsTheCpuTokensAndSeesWritesWhenNamed) {
+  for (const WeightPlacement placement :
+       {WeightPlacement::kMirror, WeightPlacement::kShareWhereUnified}) {
+    SCOPED_TRACE(placement == WeightPlacement::kMirror ? "mirrored" : "shared where unified");
+    decode_loop_sees_writes(placement);
+  }
+}
+
+void VulkanBackendArch::decode_loop_sees_writes(WeightPlacement placement) {
   const ModelWeights w = tiny_model(GetParam(), 5);
   ModelRunner cpu = ModelRunner::from_model(w, WeightFormat::kInt8);
-  auto gpu = make(w);
+  auto gpu = make(w, placement);
+  EXPECT_EQ(gpu->shares_host_weights(), placement == WeightPlacement::kShareWhereUnified &&
+                                            device()->info().imports_host_memory);
   EXPECT_EQ(decode(*gpu, 10), decode(cpu, 10));
 
   // A PULSE-like write of one tensor's int8 values in both host copies.
@@ -166,13 +186,77 @@ TEST_P(VulkanBackendArch, TheDecodeLoopDrawsTheCpuTokensAndSeesWritesWhenNamed) 
   };
   write(cpu.host_weights());
   write(gpu->host_weights());
-  EXPECT_NE(decode(*gpu, 10), decode(cpu, 10)) << "the device saw a write nobody named";
+  if (gpu->shares_host_weights()) {
+    EXPECT_EQ(decode(*gpu, 10), decode(cpu, 10)) << "the device reads the host's pages";
+  } else {
+    EXPECT_NE(decode(*gpu, 10), decode(cpu, 10)) << "the device saw a write nobody named";
+  }
   const std::string names[] = {name};
   gpu->weights_written(names);
   EXPECT_EQ(decode(*gpu, 10), decode(cpu, 10));
   const std::string unknown[] = {"model.layers.1.mlp.nothing.weight"};
   EXPECT_EQ(test::error_of([&] { gpu->weights_written(unknown); }).kind(),
             ErrorKind::kInvalidArgument);
+}
+
+// Issue 54 item 3: on a unified-memory device that imports host memory (lavapipe in CI) the
+// int8 weights exist once: the device's buffers are the host grid's own pages, its allocations
+// for weights only the f32 vectors, and a PULSE write in place (the worker's patch path) is the
+// device's at the next pass, bit for bit the CPU engine's. A device without imports mirrors.
+TEST_P(VulkanBackendArch, OnUnifiedMemoryTheWeightsExistOnce) {
+  const ModelWeights w = tiny_model(GetParam(), 8);
+  auto shared = make(w), mirrored = make(w, WeightPlacement::kMirror);
+  const EngineWeights& host = shared->host_weights();
+  size_t grid_bytes = 0, vector_bytes = 0, device_linears = 0;
+  for (const auto& [name, linear] : host.linears()) {
+    const bool on_device =
+        linear.is_int8() && (&linear != &host.embedding() || &linear == &host.lm_head());
+    if (!on_device) continue;
+    grid_bytes += linear.int8_grid_nbytes();
+    ++device_linears;
+  }
+  for (const auto& [name, t] : host.vectors())
+    vector_bytes += std::max<size_t>(4, static_cast<size_t>(t.numel()) * sizeof(float));
+  EXPECT_FALSE(mirrored->shares_host_weights());
+  EXPECT_EQ(mirrored->imported_weight_bytes(), 0u);
+  EXPECT_GE(mirrored->allocated_weight_bytes(), grid_bytes + vector_bytes);
+  if (!device()->info().imports_host_memory) {
+    EXPECT_FALSE(shared->shares_host_weights()) << "no imports here: mirrored";
+    return;
+  }
+  ASSERT_TRUE(shared->shares_host_weights());
+  EXPECT_EQ(shared->allocated_weight_bytes(), vector_bytes) << "only the f32 vectors are copies";
+  // Imported: the grids themselves, each rounded up to whole pages (values and scales).
+  EXPECT_GE(shared->imported_weight_bytes(), grid_bytes);
+  EXPECT_LE(shared->imported_weight_bytes(), grid_bytes + 2 * device_linears * kHostPageAlignment);
+  const std::string name = tensor_name(w.config, TensorRole::kFfnDown, 0);
+  const kernels::Int8Weights grid = host.linear(name).grid_view();
+  ASSERT_NE(grid.values, nullptr) << "a shared Linear holds its grid";
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(grid.values) % kHostPageAlignment, 0u);
+
+  // A PULSE patch's points, scattered in place in both engines; named, as the worker does.
+  ModelRunner cpu = ModelRunner::from_model(w, WeightFormat::kInt8);
+  std::vector<uint64_t> positions;
+  std::vector<int8_t> values;
+  for (uint64_t p = 3; p < static_cast<uint64_t>(grid.rows * grid.cols); p += 7) {
+    positions.push_back(p);
+    values.push_back(static_cast<int8_t>(static_cast<int>(p % 255) - 127));
+  }
+  cpu.host_weights().int8_linear_mutable(name).exchange_int8_values(positions, values.data(),
+                                                                    nullptr);
+  shared->host_weights().int8_linear_mutable(name).exchange_int8_values(positions, values.data(),
+                                                                        nullptr);
+  EXPECT_EQ(host.linear(name).grid_view().values, grid.values) << "written in place";
+  EXPECT_EQ(decode(*shared, 10), decode(cpu, 10)) << "the device reads the written pages";
+  const std::string names[] = {name};
+  shared->weights_written(names);  // nothing to copy; the pass below is the same
+  const int64_t V = cpu.config().vocab_size;
+  const std::vector<int32_t> prompt = random_tokens(13, V, 2);
+  std::unique_ptr<SequenceState> g = shared->new_state(16), c = cpu.new_state(16);
+  const BackendInput gp[] = {{g.get(), prompt, Logits::kAll}};
+  const BackendInput cp[] = {{c.get(), prompt, Logits::kAll}};
+  const std::vector<float> got = rows_of(shared->forward(gp), 0);
+  EXPECT_EQ(first_difference(got, rows_of(cpu.forward(cp), 0)), -1) << "after the write";
 }
 
 TEST_F(VulkanBackendTest, RefusesWhatItCannotComputeAndBadPassesChangeNothing) {

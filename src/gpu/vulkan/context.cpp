@@ -26,6 +26,7 @@ Buffer& Buffer::operator=(Buffer&& other) noexcept {
     memory_ = std::exchange(other.memory_, VK_NULL_HANDLE);
     mapped_ = std::exchange(other.mapped_, nullptr);
     size_ = std::exchange(other.size_, 0);
+    imported_ = std::exchange(other.imported_, false);
   }
   return *this;
 }
@@ -36,7 +37,7 @@ Buffer::~Buffer() {
 
 void Buffer::release() {
   if (device_ == VK_NULL_HANDLE) return;
-  if (mapped_ != nullptr) vkUnmapMemory(device_, memory_);
+  if (mapped_ != nullptr && !imported_) vkUnmapMemory(device_, memory_);
   if (buffer_ != VK_NULL_HANDLE) vkDestroyBuffer(device_, buffer_, nullptr);
   if (memory_ != VK_NULL_HANDLE) vkFreeMemory(device_, memory_, nullptr);
   device_ = VK_NULL_HANDLE;
@@ -44,6 +45,7 @@ void Buffer::release() {
   memory_ = VK_NULL_HANDLE;
   mapped_ = nullptr;
   size_ = 0;
+  imported_ = false;
 }
 
 namespace {
@@ -89,6 +91,18 @@ DeviceInfo describe(VkPhysicalDevice physical) {
     info.denorm_preserve_f32 = floats.shaderDenormPreserveFloat32 == VK_TRUE;
   }
   return info;
+}
+
+constexpr const char* kHostImport = VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME;
+
+bool has_extension(VkPhysicalDevice physical, const char* name) {
+  uint32_t count = 0;
+  vkEnumerateDeviceExtensionProperties(physical, nullptr, &count, nullptr);
+  std::vector<VkExtensionProperties> all(count);
+  if (count > 0) vkEnumerateDeviceExtensionProperties(physical, nullptr, &count, all.data());
+  for (const VkExtensionProperties& e : all)
+    if (std::string(e.extensionName) == name) return true;
+  return false;
 }
 
 // What a device lacks for arithmetic v2's shaders, in words, or null when it has all of it.
@@ -177,6 +191,23 @@ std::unique_ptr<Context> Context::create(std::string* why_not) {
   }
   if (!found) return fail("the Vulkan device " + ctx->info_.name + " has no host-visible memory");
 
+  // Unified memory and host imports (context.h, DeviceInfo::imports_host_memory).
+  const VkPhysicalDeviceType type = ctx->info_.type;
+  ctx->info_.unified_memory =
+      type == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU || type == VK_PHYSICAL_DEVICE_TYPE_CPU;
+  std::vector<const char*> extensions;
+  if (ctx->info_.unified_memory && has_extension(ctx->physical_, kHostImport)) {
+    VkPhysicalDeviceExternalMemoryHostPropertiesEXT host{};
+    host.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT;
+    VkPhysicalDeviceProperties2 props2{};
+    props2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
+    props2.pNext = &host;
+    vkGetPhysicalDeviceProperties2(ctx->physical_, &props2);
+    ctx->info_.import_alignment = static_cast<size_t>(host.minImportedHostPointerAlignment);
+    ctx->info_.imports_host_memory = ctx->info_.import_alignment > 0;
+    if (ctx->info_.imports_host_memory) extensions.push_back(kHostImport);
+  }
+
   const float priority = 1.0f;
   VkDeviceQueueCreateInfo queue_info{};
   queue_info.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO;
@@ -187,11 +218,18 @@ std::unique_ptr<Context> Context::create(std::string* why_not) {
   device_info.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO;
   device_info.queueCreateInfoCount = 1;
   device_info.pQueueCreateInfos = &queue_info;
+  device_info.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
+  device_info.ppEnabledExtensionNames = extensions.data();
   r = vkCreateDevice(ctx->physical_, &device_info, nullptr, &ctx->device_);
   if (r != VK_SUCCESS)
     return fail("could not open the Vulkan device " + ctx->info_.name + " (VkResult " +
                 std::to_string(static_cast<int>(r)) + ")");
   vkGetDeviceQueue(ctx->device_, ctx->queue_family_, 0, &ctx->queue_);
+  if (ctx->info_.imports_host_memory) {
+    ctx->host_pointer_properties_ = reinterpret_cast<PFN_vkGetMemoryHostPointerPropertiesEXT>(
+        vkGetDeviceProcAddr(ctx->device_, "vkGetMemoryHostPointerPropertiesEXT"));
+    if (ctx->host_pointer_properties_ == nullptr) ctx->info_.imports_host_memory = false;
+  }
 
   VkCommandPoolCreateInfo pool_info{};
   pool_info.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO;
@@ -237,6 +275,62 @@ Buffer Context::make_buffer(size_t bytes) {
   check(vkAllocateMemory(device_, &alloc, nullptr, &b.memory_), "vkAllocateMemory");
   check(vkBindBufferMemory(device_, b.buffer_, b.memory_, 0), "vkBindBufferMemory");
   check(vkMapMemory(device_, b.memory_, 0, VK_WHOLE_SIZE, 0, &b.mapped_), "vkMapMemory");
+  return b;
+}
+
+Buffer Context::import_host(void* host, size_t bytes) {
+  const size_t align = info_.import_alignment;
+  if (!info_.imports_host_memory || host == nullptr || bytes == 0 ||
+      reinterpret_cast<uintptr_t>(host) % align != 0 || bytes % align != 0)
+    throw std::runtime_error("vulkan: host memory cannot be imported here (no import, or " +
+                             std::to_string(bytes) + " bytes not aligned to " +
+                             std::to_string(align) + ")");
+  constexpr auto kHandle = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT;
+  VkMemoryHostPointerPropertiesEXT pointer{};
+  pointer.sType = VK_STRUCTURE_TYPE_MEMORY_HOST_POINTER_PROPERTIES_EXT;
+  check(host_pointer_properties_(device_, kHandle, host, &pointer),
+        "vkGetMemoryHostPointerPropertiesEXT");
+  Buffer b;
+  b.device_ = device_;
+  b.size_ = bytes;
+  b.imported_ = true;
+  VkExternalMemoryBufferCreateInfo external{};
+  external.sType = VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO;
+  external.handleTypes = kHandle;
+  VkBufferCreateInfo info{};
+  info.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
+  info.pNext = &external;
+  info.size = bytes;
+  info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+               VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  check(vkCreateBuffer(device_, &info, nullptr, &b.buffer_), "vkCreateBuffer (imported)");
+  VkMemoryRequirements req{};
+  vkGetBufferMemoryRequirements(device_, b.buffer_, &req);
+  // A host-coherent type: the host's writes (PULSE) reach the device at the next submission
+  // with no flush.
+  VkPhysicalDeviceMemoryProperties memory{};
+  vkGetPhysicalDeviceMemoryProperties(physical_, &memory);
+  const uint32_t allowed = req.memoryTypeBits & pointer.memoryTypeBits;
+  uint32_t type = UINT32_MAX;
+  for (uint32_t i = 0; i < memory.memoryTypeCount && type == UINT32_MAX; ++i)
+    if ((allowed & (1u << i)) &&
+        (memory.memoryTypes[i].propertyFlags & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT))
+      type = i;
+  if (type == UINT32_MAX || req.size > bytes)
+    throw std::runtime_error("vulkan: no host-coherent memory type can import these pages");
+  VkImportMemoryHostPointerInfoEXT import{};
+  import.sType = VK_STRUCTURE_TYPE_IMPORT_MEMORY_HOST_POINTER_INFO_EXT;
+  import.handleType = kHandle;
+  import.pHostPointer = host;
+  VkMemoryAllocateInfo alloc{};
+  alloc.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO;
+  alloc.pNext = &import;
+  alloc.allocationSize = bytes;
+  alloc.memoryTypeIndex = type;
+  check(vkAllocateMemory(device_, &alloc, nullptr, &b.memory_), "vkAllocateMemory (import)");
+  check(vkBindBufferMemory(device_, b.buffer_, b.memory_, 0), "vkBindBufferMemory (imported)");
+  b.mapped_ = host;
   return b;
 }
 

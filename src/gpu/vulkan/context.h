@@ -31,6 +31,13 @@ struct DeviceInfo {
   bool inf_nan_preserve_f32 = false;  // shaderSignedZeroInfNanPreserveFloat32
   bool denorm_flush_f32 = false;
   bool denorm_preserve_f32 = false;
+  // Unified memory: the device computes on the host's memory (an integrated GPU, a CPU device
+  // such as lavapipe), and it imports host pages as device memory (VK_EXT_external_memory_host)
+  // whose start and size are multiples of import_alignment. Then the engine's weights exist
+  // once (docs/design/gpu.md, "Memory"); a discrete GPU mirrors them.
+  bool unified_memory = false;
+  bool imports_host_memory = false;
+  size_t import_alignment = 0;  // minImportedHostPointerAlignment
 };
 
 // A storage buffer in host-visible, host-coherent memory: written and read through a mapping.
@@ -47,6 +54,8 @@ class Buffer {
   VkBuffer handle() const { return buffer_; }
   size_t size() const { return size_; }
   void* data() const { return mapped_; }
+  // Host memory imported in place (Context::import_host), not an allocation of its own.
+  bool imported() const { return imported_; }
 
  private:
   friend class Context;
@@ -56,6 +65,7 @@ class Buffer {
   VkDeviceMemory memory_ = VK_NULL_HANDLE;
   void* mapped_ = nullptr;
   size_t size_ = 0;
+  bool imported_ = false;
 };
 
 class Context {
@@ -72,6 +82,11 @@ class Context {
 
   // A storage buffer of `bytes` (at least 4), mapped. Throws std::runtime_error on failure.
   Buffer make_buffer(size_t bytes);
+  // A storage buffer that is `bytes` of host memory at `host` itself, not a copy (the device
+  // reads what the host writes, at the next submission). Only where info().imports_host_memory;
+  // host and bytes multiples of info().import_alignment, the memory alive and in place for as
+  // long as the buffer. Throws std::runtime_error when the driver refuses.
+  Buffer import_host(void* host, size_t bytes);
   // Records with `record` into a fresh command buffer, submits it and waits for it.
   template <class Record>
   void submit_and_wait(Record record) {
@@ -103,6 +118,7 @@ class Context {
   VkQueue queue_ = VK_NULL_HANDLE;
   uint32_t queue_family_ = 0;
   uint32_t memory_type_ = 0;
+  PFN_vkGetMemoryHostPointerPropertiesEXT host_pointer_properties_ = nullptr;
   VkCommandPool pool_ = VK_NULL_HANDLE;
   VkFence fence_ = VK_NULL_HANDLE;
   std::mutex recording_;  // held from begin_commands to end_and_wait / abandon_commands

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/page_aligned.h"
 #include "engine/ops.h"
 #include "kernels/matmul_int8.h"
 #include "model/tensor_roles.h"
@@ -54,9 +55,13 @@ std::string VulkanBackend::unsupported(const engine::EngineWeights& weights) {
 }
 
 VulkanBackend::VulkanBackend(std::shared_ptr<Context> ctx,
-                             std::unique_ptr<engine::EngineWeights> weights)
+                             std::unique_ptr<engine::EngineWeights> weights,
+                             WeightPlacement placement)
     : ctx_(std::move(ctx)),
       weights_(std::move(weights)),
+      // The grid's pages (core/page_aligned.h) must be whole units of the driver's import.
+      share_(placement == WeightPlacement::kShareWhereUnified && ctx_->info().imports_host_memory &&
+             kHostPageAlignment % ctx_->info().import_alignment == 0),
       matvec_(*ctx_),
       quantize_(*ctx_),
       rows_(*ctx_),
@@ -83,6 +88,28 @@ VulkanBackend::VulkanBackend(std::shared_ptr<Context> ctx,
 VulkanBackend::~VulkanBackend() = default;
 
 void VulkanBackend::upload_linear(const std::string& name) {
+  if (share_) {
+    engine::Linear& held = weights_->int8_linear_mutable(name);
+    held.hold_grid();  // unpacked once if packed; from then on in place
+    const kernels::Int8Weights grid = held.grid_view();
+    auto it = linears_.find(name);
+    // Already the device's view of these very pages: nothing to do (a PULSE write).
+    if (it != linears_.end() && it->second.values.data() == grid.values &&
+        it->second.scales.data() == grid.scales)
+      return;
+    DeviceQ8Matrix m;
+    m.rows = grid.rows;
+    m.cols = grid.cols;
+    // The allocations span whole pages (PageVector), so the imported ranges are theirs; the
+    // scales' last word, which the shader reads whole, is inside them.
+    m.values = ctx_->import_host(const_cast<int8_t*>(grid.values),
+                                 round_up_to_pages(static_cast<size_t>(m.rows * m.cols)));
+    m.scales = ctx_->import_host(
+        const_cast<uint16_t*>(grid.scales),
+        round_up_to_pages(static_cast<size_t>(m.rows * m.cols / kBlock) * sizeof(uint16_t)));
+    linears_.insert_or_assign(name, std::move(m));
+    return;
+  }
   const engine::Linear& linear = weights_->linear(name);
   auto it = linears_.find(name);
   if (it == linears_.end()) {
@@ -180,10 +207,20 @@ void VulkanBackend::weights_written(std::span<const std::string> names) {
   }
 }
 
-size_t VulkanBackend::weight_bytes() const {
+size_t VulkanBackend::allocated_weight_bytes() const {
   size_t bytes = 0;
-  for (const auto& [name, m] : linears_) bytes += m.values.size() + m.scales.size();
+  for (const auto& [name, m] : linears_)
+    for (const Buffer* b : {&m.values, &m.scales})
+      if (!b->imported()) bytes += b->size();
   for (const auto& [name, b] : vectors_) bytes += b.size();
+  return bytes;
+}
+
+size_t VulkanBackend::imported_weight_bytes() const {
+  size_t bytes = 0;
+  for (const auto& [name, m] : linears_)
+    for (const Buffer* b : {&m.values, &m.scales})
+      if (b->imported()) bytes += b->size();
   return bytes;
 }
 

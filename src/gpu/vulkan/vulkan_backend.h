@@ -4,10 +4,15 @@
 // (test_vulkan checks each against kernels::v2, and the whole pass against the CPU engine).
 //
 // What lives where:
-//   - weights: the host copy (EngineWeights) stays the authority — PULSE writes and hashes it —
-//     and every int8 linear and f32 vector a pass reads is mirrored in device buffers;
-//     weights_written() copies just the named tensors again. The embedding table stays on the
-//     host (a pass looks up its tokens' rows there) unless it is also the output head.
+//   - weights: the host copy (EngineWeights) stays the authority — PULSE writes and hashes it.
+//     On unified memory with host imports (DeviceInfo::imports_host_memory: an integrated GPU,
+//     lavapipe) every int8 linear is that host grid itself, imported in place (the Linear holds
+//     its page-aligned grid, Linear::hold_grid), so the weights exist once and a PULSE write
+//     needs no upload. Elsewhere (a discrete GPU; WeightPlacement::kMirror) every int8 linear
+//     is mirrored in device buffers and weights_written() copies the named tensors again. The
+//     f32 vectors (norms, conv kernels: under 1 MB at the seed's shape) are mirrored always.
+//     The embedding table stays on the host (a pass looks up its tokens' rows there) unless it
+//     is also the output head.
 //   - sequences: VulkanSequence, the KV cache in device memory.
 //   - a pass: one command buffer (PassRecorder) with every layer's kernels, one submission;
 //     the host does the embedding lookup and the RoPE angle table (v2: host tables), the
@@ -38,26 +43,37 @@
 
 namespace stoa::gpu::vulkan {
 
+// Where the int8 weights live: shared with the host where the device can (unified memory with
+// host imports), or mirrored in device buffers (every device; what a discrete GPU does).
+enum class WeightPlacement { kShareWhereUnified, kMirror };
+
 class VulkanBackend final : public engine::EngineBackend {
  public:
   // Mirrors `weights` to the device. kUnsupported (in words) for weights it cannot compute:
   // another architecture, f32 weights (a worker holds int8), a pipeline stage's share.
   // unsupported() says so beforehand (empty: it can), so a caller keeps its weights.
   static std::string unsupported(const engine::EngineWeights& weights);
-  VulkanBackend(std::shared_ptr<Context> ctx, std::unique_ptr<engine::EngineWeights> weights);
+  VulkanBackend(std::shared_ptr<Context> ctx, std::unique_ptr<engine::EngineWeights> weights,
+                WeightPlacement placement = WeightPlacement::kShareWhereUnified);
   ~VulkanBackend() override;
 
   const char* backend_name() const override { return "vulkan"; }
   const ModelConfig& config() const override { return weights_->config(); }
   engine::EngineWeights& host_weights() override { return *weights_; }
-  // kInvalidArgument for a name the weights do not hold (nothing is copied then).
+  // kInvalidArgument for a name the weights do not hold (nothing is copied then). Shared int8
+  // tensors need nothing: the device reads the pages the host wrote.
   void weights_written(std::span<const std::string> names) override;
   std::unique_ptr<engine::SequenceState> new_state(int64_t capacity) const override;
   engine::PassLogits forward(std::span<const engine::BackendInput> inputs) override;
 
   const Context& device() const { return *ctx_; }
-  // Device memory held for the weights (bytes), for the memory accounting (issue 54 item 3).
-  size_t weight_bytes() const;
+  // The memory accounting (issue 54 item 3), in bytes: device allocations of the backend's own
+  // for the weights (mirrored linears and the vectors), and host weight pages the device reads
+  // in place (imported: no memory of their own).
+  size_t allocated_weight_bytes() const;
+  size_t imported_weight_bytes() const;
+  // Whether the int8 weights are the host's own pages (see WeightPlacement).
+  bool shares_host_weights() const { return share_; }
 
  private:
   struct Layer {
@@ -91,6 +107,7 @@ class VulkanBackend final : public engine::EngineBackend {
 
   std::shared_ptr<Context> ctx_;
   std::unique_ptr<engine::EngineWeights> weights_;
+  bool share_ = false;
   Q8Matvec matvec_;
   Q8Quantize quantize_;
   V2Rows rows_;
