@@ -175,8 +175,14 @@ void Trainer::save_checkpoint(const std::string& dir) const {
     const LoraOptions& l = im.model->lora_options();
     write_adapters(*im.model, (tmp / kAdaptersFile).string());
     write_model_dir_config(im.config(), tmp.string(), "float32");  // the base's shape
+    // Data parallel: the owners' AdamW shards of the adapters gathered, as below.
+    std::unique_ptr<torch::optim::AdamW> gathered;
+    if (im.distributed()) {
+      im.send(kCommandGatherOptimizer, "");
+      gathered = im.gather_optimizer();
+    }
     try {
-      torch::save(*im.optimizer, (tmp / "optimizer.pt").string());
+      torch::save(gathered ? *gathered : *im.optimizer, (tmp / "optimizer.pt").string());
     } catch (const std::exception& e) {
       fail(ErrorKind::kIo, "cannot write ", (tmp / "optimizer.pt").string(), ": ", e.what());
     }
@@ -282,7 +288,8 @@ Trainer Trainer::resume(const std::string& dir, const TrainOptions& options,
   return Trainer(std::move(impl));
 }
 
-Trainer Trainer::resume(const std::string& dir, const TensorSource& base, TrainOptions options) {
+Trainer Trainer::resume(const std::string& dir, const TensorSource& base, TrainOptions options,
+                        std::shared_ptr<Communicator> ranks) {
   const fs::path root(dir);
   nlohmann::json meta;
   try {
@@ -315,8 +322,9 @@ Trainer Trainer::resume(const std::string& dir, const TensorSource& base, TrainO
          " has a bad LoRA section, step or RNG state: ", e.what());
   }
   STOA_CHECK(options.sharding == Sharding::kZero1, ErrorKind::kUnsupported,
-             "LoRA trains on one process so far (no fsdp sharding)");
-  auto impl = std::make_unique<Impl>(base, options);
+             "LoRA does not train with sharding = fsdp yet; use sharding = zero1 (one process or "
+             "data-parallel ranks)");
+  auto impl = std::make_unique<Impl>(base, options_for_rank(options, ranks.get()));
   const std::string actual = impl->model->parameters_hash().hex();
   STOA_CHECK(actual == base_hash, ErrorKind::kIntegrity, "checkpoint ", dir,
              " holds adapters of the base with hash ", base_hash, "; ", base.description(),
@@ -325,6 +333,7 @@ Trainer Trainer::resume(const std::string& dir, const TensorSource& base, TrainO
   load_optimizer(*impl->optimizer, root / "optimizer.pt", impl->device, options.optimizer);
   impl->step = step;
   impl->rng = rng;
+  impl->join(std::move(ranks));  // data parallel: the other ranks get base, adapters, moments
   return Trainer(std::move(impl));
 }
 

@@ -112,7 +112,14 @@ void Trainer::Impl::exchange_state() {
     owner[i] = static_cast<int>(least);
     load[static_cast<size_t>(least)] += trainable[i].numel();
   }
-  ranks->broadcast(model->parameters(), 0);
+  // Gloo (libtorch 1.13) has neither bf16 nor int16 collectives; a broadcast only copies bytes,
+  // so a bf16 tensor (a LoRA base) travels as f16 through a view of its own storage.
+  std::vector<torch::Tensor> held;
+  for (const torch::Tensor& p : model->parameters())
+    held.push_back(p.scalar_type() == torch::kBFloat16 ? p.view(torch::kHalf) : p);
+  ranks->broadcast(held, 0);
+  // LoRA: the adapters too (rank 0's may come from a PEFT adapter or a checkpoint).
+  if (model->lora()) ranks->broadcast(model->adapters(), 0);
   // steps[i] = AdamW step count + 1 where the leader has state for tensor i, else 0.
   torch::Tensor steps = torch::zeros({static_cast<int64_t>(count)}, torch::kInt64);
   if (ranks->leader()) {
@@ -214,7 +221,9 @@ void Trainer::Impl::sync_parameters() {
 }
 
 void Trainer::Impl::check_hashes() {
-  const uint64_t mine = hash_parameters(model->parameters());
+  std::vector<torch::Tensor> held = model->parameters();
+  held.insert(held.end(), model->adapters().begin(), model->adapters().end());  // LoRA
+  const uint64_t mine = hash_parameters(held);
   const std::vector<int64_t> all = ranks->all_gather(static_cast<int64_t>(mine));
   for (size_t r = 1; r < all.size(); ++r) {
     if (all[r] == all[0]) continue;

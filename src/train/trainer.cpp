@@ -278,19 +278,20 @@ void Trainer::Impl::apply_gradients(StepMetrics* m, const std::string& batch_nam
 }
 
 namespace {
-// LoRA runs in one process so far (docs/design/train.md, "LoRA"): the data-parallel and fully
-// sharded trainers exchange the masters, not adapters.
-void check_lora_placement(const TrainOptions& options, const Communicator* ranks) {
-  STOA_CHECK(!options.lora.enabled() ||
-                 (options.sharding == Sharding::kZero1 && (!ranks || ranks->world_size() == 1)),
+// LoRA trains on one process or on data-parallel (zero1) ranks, which all-reduce the adapters'
+// gradients only (docs/design/train.md, "LoRA"); the fully sharded trainer shards the masters
+// and has no adapters yet.
+void check_lora_placement(const TrainOptions& options) {
+  STOA_CHECK(!options.lora.enabled() || options.sharding == Sharding::kZero1,
              ErrorKind::kUnsupported,
-             "LoRA trains on one process so far (no fsdp sharding, no data-parallel ranks)");
+             "LoRA does not train with sharding = fsdp yet; use sharding = zero1 (one process or "
+             "data-parallel ranks)");
 }
 }  // namespace
 
 Trainer::Trainer(const ModelWeights& initial, const TrainOptions& options,
                  std::shared_ptr<Communicator> ranks) {
-  check_lora_placement(options, ranks.get());
+  check_lora_placement(options);
   if (options.sharding == Sharding::kFsdp) {
     WeightsTensorSource source(initial);
     impl_ = std::make_unique<Impl>(initial.config, options_for_rank(options, ranks.get()));
@@ -303,7 +304,7 @@ Trainer::Trainer(const ModelWeights& initial, const TrainOptions& options,
 
 Trainer::Trainer(const TensorSource& initial, const TrainOptions& options,
                  std::shared_ptr<Communicator> ranks) {
-  check_lora_placement(options, ranks.get());
+  check_lora_placement(options);
   if (options.sharding == Sharding::kFsdp) {
     impl_ = std::make_unique<Impl>(initial.config(), options_for_rank(options, ranks.get()));
     impl_->start_sharded(std::move(ranks), &initial, "");

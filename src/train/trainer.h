@@ -136,8 +136,10 @@ class Trainer {
                         std::shared_ptr<Communicator> ranks = nullptr);
   // A LoRA checkpoint holds only the adapters, their AdamW state and the base's hash: it resumes
   // on `base` (the model the run started from), refused with kIntegrity if its hash differs.
-  // The checkpoint's rank, alpha and targets win over `options.lora`'s.
-  static Trainer resume(const std::string& dir, const TensorSource& base, TrainOptions options);
+  // The checkpoint's rank, alpha and targets win over `options.lora`'s. Any number of
+  // data-parallel ranks resumes it, as the constructor's `ranks` (the base is broadcast).
+  static Trainer resume(const std::string& dir, const TensorSource& base, TrainOptions options,
+                        std::shared_ptr<Communicator> ranks = nullptr);
   // A rank other than 0: receives rank 0's trainer, then runs every step rank 0 broadcasts until
   // its trainer is destroyed. Throws kNetwork when a rank dies or times out, kIntegrity when the
   // ranks' parameters diverge.

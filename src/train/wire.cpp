@@ -110,7 +110,14 @@ nlohmann::json train_options_to_json(const TrainOptions& o) {
           {"sharding", sharding_name(o.sharding)},
           {"max_sequence_tokens", o.max_sequence_tokens},
           {"seed", o.seed},
-          {"temperature", o.temperature}};
+          {"temperature", o.temperature},
+          // LoRA: the followers build the same adapters (rank 0's values arrive in
+          // exchange_state); init_adapter stays on rank 0, whose adapters they receive.
+          {"lora_rank", o.lora.rank},
+          {"lora_alpha", o.lora.alpha},
+          {"lora_dropout", o.lora.dropout},
+          {"lora_targets", o.lora.targets},
+          {"lora_base_dtype", dtype_name(o.lora.base_dtype)}};
 }
 
 TrainOptions train_options_from_json(const nlohmann::json& j) {
@@ -145,6 +152,14 @@ TrainOptions train_options_from_json(const nlohmann::json& j) {
   o.max_sequence_tokens = j.at("max_sequence_tokens").get<int64_t>();
   o.seed = j.at("seed").get<uint64_t>();
   o.temperature = j.at("temperature").get<double>();
+  o.lora.rank = j.value("lora_rank", int64_t{0});
+  if (o.lora.enabled()) {
+    o.lora.alpha = j.at("lora_alpha").get<double>();
+    o.lora.dropout = j.at("lora_dropout").get<double>();
+    o.lora.targets = j.at("lora_targets").get<std::vector<std::string>>();
+    STOA_CHECK(parse_dtype(j.at("lora_base_dtype").get<std::string>(), &o.lora.base_dtype),
+               ErrorKind::kBadFormat, "the leader's LoRA base dtype is unknown");
+  }
   return o;
 }
 

@@ -78,9 +78,10 @@ int run_sft_job(const SftJobOptions& o) {
   const int64_t steps_per_epoch =
       static_cast<int64_t>(train::batch_by_tokens(examples, o.batch_tokens).size());
   t.schedule.total_steps = steps_per_epoch * o.epochs;
-  train::Trainer trainer = o.resume.empty()   ? train::Trainer(*source, t, o.ranks)
-                           : o.lora.enabled() ? train::Trainer::resume(o.resume, *source, t)
-                                              : train::Trainer::resume(o.resume, t, o.ranks);
+  train::Trainer trainer = o.resume.empty() ? train::Trainer(*source, t, o.ranks)
+                           : o.lora.enabled()
+                               ? train::Trainer::resume(o.resume, *source, t, o.ranks)
+                               : train::Trainer::resume(o.resume, t, o.ranks);
   int start_epoch = 0;
   if (!o.resume.empty()) {
     start_epoch = static_cast<int>(trainer.step_count() / std::max<int64_t>(1, steps_per_epoch));

@@ -67,7 +67,8 @@ TrainerLoop::TrainerLoop(hub::TrainerPort& port, pulse::BlobStore& store,
     // the checkpoint's hash of it must match (train/trainer.h).
     trainer_ = std::make_unique<train::Trainer>(
         train_options.lora.enabled()
-            ? train::Trainer::resume(*ckpt, WeightsTensorSource(initial), train_options)
+            ? train::Trainer::resume(*ckpt, WeightsTensorSource(initial), train_options,
+                                     options_.ranks)
             : train::Trainer::resume(*ckpt, train_options, options_.ranks));
     resumed_ = true;
     const train::LoraOptions& held = trainer_->options().lora;
