@@ -125,6 +125,10 @@ CommandRegistration reg(
       app.add_option("--stage-listen", o->stage_listen, "host:port a stage serves on");
       app.add_option("--stage-next", o->stage_next, "host:port of the next stage (not the last)");
       app.add_flag("--stage-relay", o->stage_relayed, "behind NAT: reached via the hub's relay");
+      app.add_option("--micro-batches", o->micro_batches,
+                     "a pipeline group's head: micro-batches of its slots in flight at once "
+                     "(0: one per stage)")
+          ->check(CLI::NonNegativeNumber);
       auto verbose = std::make_shared<bool>(false);
       app.add_flag("--verbose,-v", *verbose,
                    "the detailed log on stderr (as STOA_LOG=info) besides the progress lines");

@@ -167,8 +167,17 @@ std::vector<SampledToken> PipelineBackend::forward_sampled(
   const std::span<const float> hidden = runner_.pass_hidden();
   pass.rows.assign(hidden.begin(), hidden.end());
   const uint64_t ticket = send_locked(encode_stage_pass(pass));
+  const int64_t in_flight = ++in_flight_;
+  if (in_flight > peak_in_flight_) peak_in_flight_ = in_flight;  // under mu_: no lost raise
   lock.unlock();  // the next micro-batch's head pass runs while this one is down the chain
-  const std::vector<uint8_t> answer = await_answer(ticket);
+  std::vector<uint8_t> answer;
+  try {
+    answer = await_answer(ticket);
+  } catch (...) {
+    --in_flight_;
+    throw;
+  }
+  --in_flight_;
   StageSampled sampled;
   try {
     sampled = decode_stage_sampled(answer);

@@ -60,6 +60,9 @@ class PipelineBackend final : public EngineBackend {
   // Bytes of the frames sent down and of the answers, since construction.
   int64_t bytes_sent() const { return bytes_sent_; }
   int64_t bytes_received() const { return bytes_received_; }
+  // The most passes that were down the chain at once (sent, answer not yet back): above 1 only
+  // when several decoders drive the head, each with its own micro-batch.
+  int64_t peak_passes_in_flight() const { return peak_in_flight_; }
 
  private:
   friend class PipelineSequence;
@@ -84,6 +87,8 @@ class PipelineBackend final : public EngineBackend {
   mutable std::string broken_;
   mutable std::atomic<int64_t> bytes_sent_{0};
   mutable std::atomic<int64_t> bytes_received_{0};
+  std::atomic<int64_t> in_flight_{0};
+  std::atomic<int64_t> peak_in_flight_{0};
 };
 
 }  // namespace stoa::engine

@@ -1,5 +1,7 @@
 #include "integration/cluster.h"
 
+#include <algorithm>
+
 #include <httplib.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -326,11 +328,13 @@ Process& Cluster::launch_worker(const std::string& name, const std::vector<std::
   // --verbose: the tests read the detailed log (stderr); the progress lines go to stdout.
   std::vector<std::string> args = {"work", "--verbose"};
   args.insert(args.end(), hub.begin(), hub.end());
-  for (const auto& a :
-       {std::string("--name"), name, std::string("--state-dir"),
-        (dir_ / ("state-" + name)).string(), std::string("--threads"), std::string("1"),
-        std::string("--slots"), std::string("2"), std::string("--grace"), std::string("5")})
+  for (const auto& a : {std::string("--name"), name, std::string("--state-dir"),
+                        (dir_ / ("state-" + name)).string(), std::string("--threads"),
+                        std::string("1"), std::string("--grace"), std::string("5")})
     args.push_back(a);
+  // Two slots unless the test gives its own (the CLI takes each option once).
+  if (std::find(extra.begin(), extra.end(), "--slots") == extra.end())
+    args.insert(args.end(), {"--slots", "2"});
   if (!spec_.bare_workers) {
     for (const auto& a : {std::string("--model"), assets().model.string(), std::string("--index"),
                           (assets().data / "index").string()})

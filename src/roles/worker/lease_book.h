@@ -22,7 +22,6 @@ struct LeaseWork {
   int to_start = 0;
   int running = 0;
   bool cancelled = false;
-  int64_t prompt = -1;  // the rollout loop's shared prompt while samples are left to start
 };
 
 class LeaseBook {

@@ -4,7 +4,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -19,6 +21,8 @@
 #include "roles/episode/episode_runner.h"
 #include "roles/episode/topk_row.h"
 #include "roles/worker/engine_update.h"
+#include "roles/worker/micro_batch.h"
+#include "roles/worker/micro_batch_threads.h"
 #include "roles/worker/rollout_record.h"
 #include "roles/worker/stage_worker.h"
 
@@ -36,14 +40,6 @@ double ms_since(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
 }
 
-// One running sample of a leased group (indexed by its EpisodeRunner id).
-struct Sample {
-  std::shared_ptr<LeaseWork> work;
-  std::unique_ptr<RolloutRecord> record;
-  Clock::time_point started;
-  int64_t started_unix_ms = 0;
-};
-
 class RolloutLoop {
  public:
   RolloutLoop(const RolloutContext& c, WeightSync& sync, net::HubClient& hub, LeaseBook& book,
@@ -57,11 +53,21 @@ class RolloutLoop {
         gauges_(gauges),
         stats_(stats),
         max_tokens_(c.joined.max_tokens > 0 ? c.joined.max_tokens : 4096),
-        samples_(static_cast<size_t>(o_.slots)) {}
+        batches_(micro_batch_count(c.options)) {
+    const int64_t m = static_cast<int64_t>(batches_.size());
+    for (int64_t i = 0; i < m; ++i)
+      batches_[static_cast<size_t>(i)].slots = o_.slots / m + (i < o_.slots % m ? 1 : 0);
+    if (m > 1)
+      threads_ = std::make_unique<MicroBatchThreads>(
+          batches_.size(), [this](size_t i) { serve_and_step(batches_[i]); });
+  }
 
   // The engine's weights may be the sync's one copy (EngineStore): the sync stops reading them
-  // before the runner that owns them goes.
-  ~RolloutLoop() { sync_.detach_engine(); }
+  // before the runner that owns them goes (the micro-batches' threads are stopped first).
+  ~RolloutLoop() {
+    threads_.reset();
+    sync_.detach_engine();
+  }
   RolloutLoop(const RolloutLoop&) = delete;
   RolloutLoop& operator=(const RolloutLoop&) = delete;
 
@@ -69,7 +75,7 @@ class RolloutLoop {
 
  private:
   void take_weights();
-  void make_runner();
+  void make_runners();
   // A pipeline group's head (stage_worker.h): links to stage 1 once its weights are here, and
   // again after a break; false while the stages cannot be reached.
   bool connect_pipeline();
@@ -80,14 +86,30 @@ class RolloutLoop {
   // released, so another worker or this group later generates them afresh: nothing submitted
   // twice) and the group reconnects.
   void recover_pipeline(const std::string& reason);
-  void drop_cancelled();
-  void fill_slots();
+  // With state_mu_ held (the book, the leasing, the counters are shared by the micro-batches).
+  void drop_cancelled(MicroBatch& b);
+  void fill_slots(MicroBatch& b);
   // False when the task could not render the prompt (the lease was given back).
-  bool start_sample(const std::shared_ptr<LeaseWork>& w);
-  void on_token(int64_t id, const engine::SampledToken& t);
-  void on_turn(int64_t id, const env::Decision& d);
-  void on_end(episode::FinishedEpisode&& f);
-  int64_t running() const { return runner_ ? runner_->running() : 0; }
+  bool start_sample(MicroBatch& b, const std::shared_ptr<LeaseWork>& w);
+  void drop_prompts(MicroBatch& b);
+  void on_token(MicroBatch& b, int64_t id, const engine::SampledToken& t);
+  void on_turn(MicroBatch& b, int64_t id, const env::Decision& d);
+  void on_end(MicroBatch& b, episode::FinishedEpisode&& f);
+  bool have_runners() const { return batches_.front().runner != nullptr; }
+  int64_t running() const {
+    int64_t n = 0;
+    for (const MicroBatch& b : batches_) n += b.running;
+    return n;
+  }
+  bool stop_due(const std::atomic<bool>& stop, Clock::time_point t_start) const;
+  // A micro-batch's thread, over and over between two safe points: its slots served, then one
+  // step of its runner (a pass down the chain while the other micro-batches' are too).
+  void serve_and_step(MicroBatch& b);
+  // The micro-batches run on their threads until a safe point is due (new weights, a stop, a
+  // failure); rethrows the first micro-batch's failure.
+  void run_micro_batches(const std::atomic<bool>& stop, Clock::time_point t_start,
+                         Clock::time_point drain_deadline);
+  void note_in_flight();
 
   const RolloutContext& c_;
   const WorkerOptions& o_;
@@ -103,13 +125,19 @@ class RolloutLoop {
   std::unique_ptr<engine::EngineWeights> head_weights_;  // until stage 1 answers
   bool stages_current_ = false;                          // the stages compute with engine_version_
   Clock::time_point next_connect_ = Clock::now();
-  std::unique_ptr<episode::EpisodeRunner> runner_;
-  uint64_t engine_version_ = 0;
-  std::vector<Sample> samples_;
-  std::vector<std::shared_ptr<LeaseWork>> prompted_;  // groups whose prompt the runner holds
+  uint64_t engine_version_ = 0;  // changes only at a safe point (no micro-batch stepping)
+  std::vector<MicroBatch> batches_;
+  // Across micro-batches: picking and starting samples, the leasing, the seeder (state_mu_);
+  // the finished count (stats_mu_: a rollout ends in a step, while another micro-batch may hold
+  // state_mu_ opening sequences).
+  std::mutex state_mu_;
+  std::mutex stats_mu_;
   Rng seeder_{o_.seed ? o_.seed : static_cast<uint64_t>(unix_ms()), 0};
   Clock::time_point next_lease_ = Clock::now();
-  bool draining_ = false;
+  std::atomic<bool> draining_{false};
+  int64_t peak_logged_ = 1;
+  // Last: stopped and joined before the micro-batches they step go.
+  std::unique_ptr<MicroBatchThreads> threads_;
 };
 
 // Safe point: no pass is running, so the weights may change under every sequence.
@@ -132,7 +160,7 @@ void RolloutLoop::take_weights() {
       model_ = std::move(chosen.backend);
       log_info("worker", chosen.note);
       if (o_.progress) std::printf("%s\n", chosen.note.c_str());
-      make_runner();
+      make_runners();
     }
   } else if (!model_) {
     apply_update(*head_weights_, *update);
@@ -141,11 +169,10 @@ void RolloutLoop::take_weights() {
     // A sample started from now on computes its prompt with these weights, as it would without
     // prompt sharing: the kept prompts are recomputed at the next start (samples already
     // waiting for one fork it after the next pass, under these weights too).
-    for (const auto& w : prompted_) {
-      runner_->drop_prompt(w->prompt);
-      w->prompt = -1;
+    for (MicroBatch& b : batches_) {
+      for (const HeldPrompt& p : b.prompts) b.runner->drop_prompt(p.id);
+      b.prompts.clear();
     }
-    prompted_.clear();
   }
   engine_version_ = update->version;
   stages_current_ = false;
@@ -156,27 +183,33 @@ void RolloutLoop::take_weights() {
   if (gauges_.on_weights) gauges_.on_weights(engine_version_, update->full, ms_since(t_apply));
 }
 
-void RolloutLoop::make_runner() {
-  episode::RunnerLimits limits;
-  limits.slots = o_.slots;
-  limits.capacity = max_tokens_;
-  limits.max_tokens = max_tokens_;
-  limits.sample_vocab = c_.sample_vocab;
-  if (c_.config.eos_token_id >= 0)
-    limits.stop_tokens = {static_cast<int32_t>(c_.config.eos_token_id)};
-  limits.preallocate = false;  // a rollout's cache grows with its transcript
-  episode::RunnerHooks hooks;
-  hooks.on_token = [this](int64_t id, const engine::SampledToken& t) { on_token(id, t); };
-  hooks.on_turn = [this](int64_t id, const env::Episode&, const env::Decision& d) {
-    on_turn(id, d);
-  };
-  hooks.on_end = [this](episode::FinishedEpisode&& f) { on_end(std::move(f)); };
-  runner_ = std::make_unique<episode::EpisodeRunner>(*model_, c_.codec, std::move(limits),
-                                                     std::move(hooks));
+void RolloutLoop::make_runners() {
+  for (MicroBatch& b : batches_) {
+    episode::RunnerLimits limits;
+    limits.slots = b.slots;
+    limits.capacity = max_tokens_;
+    limits.max_tokens = max_tokens_;
+    limits.sample_vocab = c_.sample_vocab;
+    if (c_.config.eos_token_id >= 0)
+      limits.stop_tokens = {static_cast<int32_t>(c_.config.eos_token_id)};
+    limits.preallocate = false;  // a rollout's cache grows with its transcript
+    episode::RunnerHooks hooks;
+    hooks.on_token = [this, &b](int64_t id, const engine::SampledToken& t) { on_token(b, id, t); };
+    hooks.on_turn = [this, &b](int64_t id, const env::Episode&, const env::Decision& d) {
+      on_turn(b, id, d);
+    };
+    hooks.on_end = [this, &b](episode::FinishedEpisode&& f) { on_end(b, std::move(f)); };
+    b.runner = std::make_unique<episode::EpisodeRunner>(*model_, c_.codec, std::move(limits),
+                                                        std::move(hooks));
+    b.samples.clear();
+    b.samples.resize(static_cast<size_t>(b.slots));
+    b.prompts.clear();
+    b.running = 0;
+  }
 }
 
 bool RolloutLoop::connect_pipeline() {
-  if (runner_) return true;
+  if (have_runners()) return true;
   if ((!head_weights_ && !pipeline_) || Clock::now() < next_connect_) return false;
   try {
     std::unique_ptr<engine::StageLink> link = link_to_next_stage(o_);
@@ -196,9 +229,9 @@ bool RolloutLoop::connect_pipeline() {
     return false;
   }
   stages_current_ = false;
-  make_runner();
+  make_runners();
   log_info("worker", "heading a pipeline group of ", o_.stages, " stages (stage 1 at ",
-           o_.stage_next, ")");
+           o_.stage_next, "), ", batches_.size(), " micro-batches in flight");
   return true;
 }
 
@@ -231,37 +264,45 @@ void RolloutLoop::recover_pipeline(const std::string& reason) {
     }
   }
   book_.mark_cancelled(released);
-  runner_.reset();  // its sequences on the stages went with the broken session
-  for (Sample& sample : samples_) {
-    if (sample.work) book_.ended(*sample.work);
-    sample = Sample{};
+  for (MicroBatch& b : batches_) {
+    b.runner.reset();  // its sequences on the stages went with the broken session
+    for (Sample& sample : b.samples) {
+      if (sample.work) book_.ended(*sample.work);
+      sample = Sample{};
+    }
+    b.prompts.clear();
+    b.running = 0;
   }
-  for (const auto& w : prompted_) w->prompt = -1;
-  prompted_.clear();
   stages_current_ = false;
   next_connect_ = Clock::now() + 1s;
 }
 
 // Drops cancelled groups' rollouts and prompts (the group is complete or closed: nothing to add).
-void RolloutLoop::drop_cancelled() {
-  for (size_t id = 0; id < samples_.size(); ++id) {
-    Sample& s = samples_[id];
+void RolloutLoop::drop_cancelled(MicroBatch& b) {
+  for (size_t id = 0; id < b.samples.size(); ++id) {
+    Sample& s = b.samples[id];
     if (!s.work || !book_.cancelled(*s.work)) continue;
-    runner_->cancel(static_cast<int64_t>(id));
+    b.runner->cancel(static_cast<int64_t>(id));
     book_.ended(*s.work);
     s = Sample{};
   }
-  std::erase_if(prompted_, [&](const std::shared_ptr<LeaseWork>& w) {
-    if (!book_.cancelled(*w)) return false;
-    runner_->drop_prompt(w->prompt);
-    w->prompt = -1;
+  drop_prompts(b);
+  b.running = b.runner->running();
+}
+
+// A prompt goes once its group is cancelled or every sample of it started (here or in another
+// micro-batch, which held a prompt of its own).
+void RolloutLoop::drop_prompts(MicroBatch& b) {
+  std::erase_if(b.prompts, [&](const HeldPrompt& p) {
+    if (!book_.cancelled(*p.work) && p.work->to_start > 0) return false;
+    b.runner->drop_prompt(p.id);
     return true;
   });
 }
 
 // Fills free slots: samples of leases we hold first, then a new lease.
-void RolloutLoop::fill_slots() {
-  while (runner_->free_slots() > 0) {
+void RolloutLoop::fill_slots(MicroBatch& b) {
+  while (b.runner->free_slots() > 0) {
     std::shared_ptr<LeaseWork> w = book_.next_to_start();
     if (!w && Clock::now() >= next_lease_) {
       int64_t retry_after_ms = 0;
@@ -275,7 +316,7 @@ void RolloutLoop::fill_slots() {
       }
     }
     if (!w) break;
-    if (!start_sample(w)) {
+    if (!start_sample(b, w)) {
       // The task is failing: ask for work again later rather than spin on lease and release.
       next_lease_ = Clock::now() + std::chrono::seconds(2);
       break;
@@ -283,7 +324,7 @@ void RolloutLoop::fill_slots() {
   }
 }
 
-bool RolloutLoop::start_sample(const std::shared_ptr<LeaseWork>& w) {
+bool RolloutLoop::start_sample(MicroBatch& b, const std::shared_ptr<LeaseWork>& w) {
   const net::SamplingParams& ls = w->lease.sampling;
   env::EpisodeConfig ec;
   ec.max_turns = ls.max_turns;
@@ -330,26 +371,24 @@ bool RolloutLoop::start_sample(const std::shared_ptr<LeaseWork>& w) {
                                       ? "vulkan"
                                       : kernels::target_name(kernels::active_target());
   s.record->set_replay_info(lease_seed, computed_on, engine_version_);
-  // The group's prompt is prefilled once; every sample forks it.
-  if (w->prompt < 0) {
-    w->prompt = runner_->add_prompt(w->lease.prompt_tokens);
-    prompted_.push_back(w);
-  }
+  // The group's prompt is prefilled once per micro-batch; every sample there forks it.
+  auto held = std::find_if(b.prompts.begin(), b.prompts.end(),
+                           [&](const HeldPrompt& p) { return p.work == w; });
+  if (held == b.prompts.end())
+    held = b.prompts.insert(b.prompts.end(),
+                            HeldPrompt{w, b.runner->add_prompt(w->lease.prompt_tokens)});
   s.started = Clock::now();
   s.started_unix_ms = unix_ms();
-  const int64_t id = runner_->start(std::move(ep), w->prompt, es);
-  samples_[static_cast<size_t>(id)] = std::move(s);
+  const int64_t id = b.runner->start(std::move(ep), held->id, es);
+  b.samples[static_cast<size_t>(id)] = std::move(s);
   book_.started(*w);
-  if (w->to_start == 0) {
-    runner_->drop_prompt(w->prompt);
-    w->prompt = -1;
-    std::erase(prompted_, w);
-  }
+  drop_prompts(b);
+  b.running = b.runner->running();
   return true;
 }
 
-void RolloutLoop::on_token(int64_t id, const engine::SampledToken& t) {
-  Sample& s = samples_[static_cast<size_t>(id)];
+void RolloutLoop::on_token(MicroBatch& b, int64_t id, const engine::SampledToken& t) {
+  Sample& s = b.samples[static_cast<size_t>(id)];
   std::vector<int32_t> ids;
   std::vector<float> lps;
   if (c_.joined.topk > 0) episode::topk_row(t, c_.joined.topk, ids, lps);
@@ -357,12 +396,12 @@ void RolloutLoop::on_token(int64_t id, const engine::SampledToken& t) {
   ++gauges_.tokens_generated;
 }
 
-void RolloutLoop::on_turn(int64_t id, const env::Decision& d) {
-  if (!d.done) samples_[static_cast<size_t>(id)].record->add_observation(d.appended);
+void RolloutLoop::on_turn(MicroBatch& b, int64_t id, const env::Decision& d) {
+  if (!d.done) b.samples[static_cast<size_t>(id)].record->add_observation(d.appended);
 }
 
-void RolloutLoop::on_end(episode::FinishedEpisode&& f) {
-  Sample& s = samples_[static_cast<size_t>(f.id)];
+void RolloutLoop::on_end(MicroBatch& b, episode::FinishedEpisode&& f) {
+  Sample& s = b.samples[static_cast<size_t>(f.id)];
   if (f.end == episode::EpisodeEnd::kTaskFailed) {
     // Nothing to submit: the hub re-issues the missing sample once the lease ends.
     log_warn("worker", "a rollout of lease ", s.work->lease.lease_id,
@@ -387,9 +426,75 @@ void RolloutLoop::on_end(episode::FinishedEpisode&& f) {
   const bool exact = s.record->tokens().size() == f.episode->tokens().size();
   if (s.record->generated() > 0)
     streamer_.push(s.record->finish(exact ? &f.episode->tokens() : nullptr));
-  ++stats_.rollouts_finished;
+  {
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    ++stats_.rollouts_finished;
+  }
   book_.ended(*s.work);
   s = Sample{};
+}
+
+bool RolloutLoop::stop_due(const std::atomic<bool>& stop, Clock::time_point t_start) const {
+  return stop ||
+         (o_.max_minutes > 0 &&
+          std::chrono::duration<double>(Clock::now() - t_start).count() > o_.max_minutes * 60);
+}
+
+void RolloutLoop::serve_and_step(MicroBatch& b) {
+  {
+    // Opening a group's sequences talks to the stages: the other micro-batches' passes go on
+    // meanwhile (only their own refills wait for this lock).
+    std::lock_guard<std::mutex> lock(state_mu_);
+    drop_cancelled(b);
+    if (!draining_) fill_slots(b);
+  }
+  if (b.running == 0) {
+    std::this_thread::sleep_for(20ms);
+    return;
+  }
+  {
+    const auto pass = sync_.pass_lock();  // an anchor written in place waits for the pass
+    b.runner->step();
+  }
+  b.running = b.runner->running();
+}
+
+void RolloutLoop::run_micro_batches(const std::atomic<bool>& stop, Clock::time_point t_start,
+                                    Clock::time_point drain_deadline) {
+  threads_->resume();
+  try {
+    while (!threads_->failed()) {
+      std::this_thread::sleep_for(10ms);
+      note_in_flight();
+      const int64_t active = running();
+      gauges_.rollouts_running = active;
+      {
+        std::lock_guard<std::mutex> lock(state_mu_);  // no micro-batch between pick and start
+        book_.forget_finished();
+      }
+      // A safe point is due: a stop, the end of the drain, the hub's word, or newer verified
+      // weights — every micro-batch then switches together, so none mixes versions.
+      if (!draining_ && stop_due(stop, t_start)) break;
+      if (draining_ && (active == 0 || Clock::now() >= drain_deadline)) break;
+      if (gauges_.run_ended || gauges_.fatal.get() || !sync_.engine_usable()) break;
+      const std::optional<uint64_t> verified = sync_.version();
+      if (verified && *verified != engine_version_) break;
+    }
+  } catch (...) {
+    threads_->pause();
+    throw;
+  }
+  threads_->pause();
+  note_in_flight();
+  if (const std::exception_ptr e = threads_->error()) std::rethrow_exception(e);
+}
+
+void RolloutLoop::note_in_flight() {
+  if (!pipeline_) return;
+  const int64_t peak = pipeline_->peak_passes_in_flight();
+  if (peak <= peak_logged_) return;
+  peak_logged_ = peak;
+  log_info("worker", "pipeline: ", peak, " micro-batches in flight at once (the most so far)");
 }
 
 void RolloutLoop::run(const std::atomic<bool>& stop) {
@@ -397,9 +502,7 @@ void RolloutLoop::run(const std::atomic<bool>& stop) {
   double idle_ms = 0;
   Clock::time_point drain_deadline;
   while (true) {
-    if (!draining_ && (stop || (o_.max_minutes > 0 &&
-                                std::chrono::duration<double>(Clock::now() - t_start).count() >
-                                    o_.max_minutes * 60))) {
+    if (!draining_ && stop_due(stop, t_start)) {
       draining_ = true;
       drain_deadline = Clock::now() + std::chrono::seconds(o_.shutdown_grace_s);
       log_info("worker", "stopping: finishing rollouts in progress (up to ", o_.shutdown_grace_s,
@@ -408,7 +511,7 @@ void RolloutLoop::run(const std::atomic<bool>& stop) {
     // A worker the hub quarantined, or whose weights are for another model, can do nothing
     // useful: stop it with the reason (progress_report.h words it for the volunteer).
     if (const auto fatal = gauges_.fatal.get()) fail(ErrorKind::kIntegrity, *fatal);
-    if (!runner_ && sync_.last_error().find("is for another model") != std::string::npos)
+    if (!have_runners() && sync_.last_error().find("is for another model") != std::string::npos)
       fail(ErrorKind::kIntegrity, sync_.last_error());
     // The hub said the run is over: nothing is left to lease, and what is running would train
     // nothing; generate_rollouts stops without handing anything over.
@@ -416,8 +519,15 @@ void RolloutLoop::run(const std::atomic<bool>& stop) {
     take_weights();
     if (o_.stages > 1 && !draining_) connect_pipeline();
     try {
-      if (runner_) drop_cancelled();
-      if (runner_ && !draining_) fill_slots();  // opening a sequence talks to a group's stages
+      // Opening a sequence talks to a group's stages. Micro-batches on threads fill their own
+      // slots, together, once they run.
+      if (have_runners()) {
+        for (MicroBatch& b : batches_) {
+          std::lock_guard<std::mutex> lock(state_mu_);
+          drop_cancelled(b);
+          if (!threads_ && !draining_) fill_slots(b);
+        }
+      }
     } catch (const std::exception& e) {
       if (!pipeline_ || !pipeline_->broken()) throw;
       recover_pipeline(e.what());
@@ -426,9 +536,10 @@ void RolloutLoop::run(const std::atomic<bool>& stop) {
     const int64_t active = running();
     gauges_.rollouts_running = active;
     if (draining_ && (active == 0 || Clock::now() >= drain_deadline)) break;
-    if (active == 0) {
+    const bool threads_fill = threads_ && have_runners() && !draining_;
+    if (active == 0 && !threads_fill) {
       const auto t0 = Clock::now();
-      std::this_thread::sleep_for(runner_ ? 50ms : 200ms);
+      std::this_thread::sleep_for(have_runners() ? 50ms : 200ms);
       idle_ms += ms_since(t0);
       gauges_.idle_fraction = idle_ms / std::max(1.0, ms_since(t_start));
       continue;
@@ -442,8 +553,14 @@ void RolloutLoop::run(const std::atomic<bool>& stop) {
         std::this_thread::sleep_for(50ms);
         continue;
       }
-      const auto pass = sync_.pass_lock();  // an anchor written in place waits for the pass
-      runner_->step();                      // one batched pass over every running rollout
+      if (threads_) {
+        run_micro_batches(stop, t_start, drain_deadline);
+      } else {
+        MicroBatch& b = batches_.front();
+        const auto pass = sync_.pass_lock();  // an anchor written in place waits for the pass
+        b.runner->step();                     // one batched pass over every running rollout
+        b.running = b.runner->running();
+      }
     } catch (const std::exception& e) {
       if (!pipeline_ || !pipeline_->broken()) throw;
       recover_pipeline(e.what());

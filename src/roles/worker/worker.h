@@ -74,6 +74,9 @@ struct WorkerOptions {
   std::string stage_listen = "0.0.0.0:0";
   std::string stage_next;
   int stage_wait_s = 120;  // how long a stage waits for the weights version its head names
+  // A group's head: its slots cut into this many micro-batches, each a pass down the chain at
+  // the same time as the others' (0: one per stage, K). Ignored by whole workers and later stages.
+  int micro_batches = 0;
   // Behind NAT (--stage-relay): in a group the hub forms, the hop into this worker's stage goes
   // through the hub's stage relay. The relay's host:port and the keys come with the place.
   bool stage_relayed = false;
