@@ -97,6 +97,25 @@ TEST_F(DistributedCli, TwoFsdpRanksTrainCheckpointAndResume) {
       << read_text(dir / "err.txt");
 }
 
+// LoRA on 2 ranks through the binary: the adapters learn, rank 0 writes the one-rank LoRA
+// checkpoint (adapters and their moments, no base), which resumes on 2 ranks at the next step.
+TEST_F(DistributedCli, TwoRanksTrainLoraAdaptersAndResume) {
+  const std::string lora = sft_args() + " --lora-rank 4";
+  ASSERT_EQ(run_stoa(dir, lora + " --epochs 5"), 0) << read_text(dir / "err.txt");
+  const std::vector<nlohmann::json> steps = json_lines(read_text(dir / "out.txt"));
+  ASSERT_GE(steps.size(), 10u);
+  EXPECT_LT(steps.back()["loss"].get<double>(), 0.95 * steps.front()["loss"].get<double>());
+  EXPECT_TRUE(fs::exists(dir / "ckpt" / "adapters.safetensors"));
+  EXPECT_FALSE(fs::exists(dir / "ckpt" / "model"));
+  const int64_t step =
+      nlohmann::json::parse(read_text(dir / "ckpt" / "trainer.json"))["step"].get<int64_t>();
+  ASSERT_EQ(run_stoa(dir, lora + " --resume " + (dir / "ckpt").string() + " --epochs 6"), 0)
+      << read_text(dir / "err.txt");
+  const std::vector<nlohmann::json> more = json_lines(read_text(dir / "out.txt"));
+  ASSERT_FALSE(more.empty()) << read_text(dir / "err.txt");
+  EXPECT_EQ(more.front()["step"].get<int64_t>(), step + 1);
+}
+
 TEST_F(DistributedCli, KilledRankStopsTheRunWhichResumes) {
   const fs::path log = dir / "run.log";
   std::vector<std::string> argv{stoa::testing::stoa_binary()};
