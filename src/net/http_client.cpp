@@ -5,6 +5,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
+#include <algorithm>
 #include <cctype>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -86,6 +87,37 @@ HttpClient::HttpClient(std::string base_url, HttpClientOptions options)
 
 HttpClient::~HttpClient() = default;
 
+// Registers `client` as in flight for its scope. Declared after the client it names, so it ends
+// first: cancel() never reaches a client being destroyed (both hold mutex_).
+class HttpClient::InFlight {
+ public:
+  InFlight(HttpClient& owner, httplib::Client* client) : owner_(owner), client_(client) {
+    std::lock_guard<std::mutex> lock(owner_.mutex_);
+    owner_.in_flight_.push_back(client_);
+  }
+  ~InFlight() {
+    // One entry only: a connection released to the pool mid-scope may be in flight again on
+    // another thread, under its own entry.
+    std::lock_guard<std::mutex> lock(owner_.mutex_);
+    auto& list = owner_.in_flight_;
+    if (auto it = std::find(list.begin(), list.end(), client_); it != list.end()) list.erase(it);
+  }
+  InFlight(const InFlight&) = delete;
+  InFlight& operator=(const InFlight&) = delete;
+
+ private:
+  HttpClient& owner_;
+  httplib::Client* client_;
+};
+
+void HttpClient::cancel() {
+  cancelled_ = true;
+  // httplib's stop() shuts the socket of a request in flight (its read returns at once) under
+  // the client's own socket mutex; an idle pooled connection is not in the list.
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (httplib::Client* client : in_flight_) client->stop();
+}
+
 void HttpClient::set_bearer_token(const std::string& token) {
   std::lock_guard<std::mutex> lock(mutex_);
   token_ = token;
@@ -159,6 +191,9 @@ HttpResponse HttpClient::send(const std::string& method, const std::string& path
     }
     if (cancelled_) break;
     auto client = acquire();
+    InFlight in_flight(*this, client.get());
+    // A cancel() between the check above and the registration found nothing to stop.
+    if (cancelled_) break;
     auto rt = read_timeout.count() > 0 ? read_timeout : options_.read_timeout;
     client->set_read_timeout(rt.count() / 1000, (rt.count() % 1000) * 1000);
     client->set_write_timeout(rt.count() / 1000, (rt.count() % 1000) * 1000);
@@ -216,6 +251,8 @@ std::string HttpClient::get_stream(
     std::chrono::milliseconds read_timeout) {
   if (cancelled_) return "cancelled";
   auto client = acquire();
+  InFlight in_flight(*this, client.get());
+  if (cancelled_) return "cancelled";
   auto rt = read_timeout.count() > 0 ? read_timeout : options_.read_timeout;
   client->set_read_timeout(rt.count() / 1000, (rt.count() % 1000) * 1000);
   httplib::Headers headers(extra_headers.begin(), extra_headers.end());

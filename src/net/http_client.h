@@ -86,8 +86,11 @@ class HttpClient {
   void on_retry(std::function<void(int attempt, const std::string& why)> fn) {
     on_retry_ = std::move(fn);
   }
-  // Makes every pending and future back-off sleep return at once and stops retrying (shutdown).
-  void cancel() { cancelled_ = true; }
+  // Makes every pending and future back-off sleep return at once, stops retrying and shuts the
+  // sockets of the calls in flight (shutdown): a call blocked reading an answer that will never
+  // come (a hub that died, or a NAT that forgot the connection and refuses the answer) returns
+  // now, not at its read timeout.
+  void cancel();
   // Calls work again after a cancel (a worker going on once the threads it cancelled are done).
   void clear_cancel() { cancelled_ = false; }
   bool cancelled() const { return cancelled_; }
@@ -97,6 +100,9 @@ class HttpClient {
 
  private:
   std::unique_ptr<httplib::Client> acquire();
+  // A call's connection while the call runs, so cancel() can shut its socket (InFlight: the
+  // scope that registers it, http_client.cpp).
+  class InFlight;
   void release(std::unique_ptr<httplib::Client> client);
   HttpResponse send(const std::string& method, const std::string& path, const std::string* body,
                     bool idempotent, std::chrono::milliseconds read_timeout,
@@ -109,6 +115,7 @@ class HttpClient {
   std::mutex mutex_;
   std::string token_;
   std::vector<std::unique_ptr<httplib::Client>> pool_;
+  std::vector<httplib::Client*> in_flight_;  // guarded by mutex_
   std::function<void(int, const std::string&)> on_retry_;
   std::atomic<bool> cancelled_{false};
   std::atomic<uint64_t> bytes_received_{0};
