@@ -215,6 +215,36 @@ std::vector<std::pair<uint64_t, bool>> weight_switches(const std::string& log, s
   return out;
 }
 
+double worker_accepted(const nlohmann::json& status, const std::string& name) {
+  for (const auto& w : status.value("workers", nlohmann::json::array()))
+    if (w.value("name", "") == name) return w.value("rollouts_accepted", 0.0);
+  return 0;
+}
+
+RunSpec every_rollout_replayed_by_hub() {
+  RunSpec spec;
+  spec.adjust = [](run::RunConfig& rc) {
+    rc.hub.verify.enabled = true;
+    rc.hub.verify.peer = false;
+    rc.hub.verify.fraction = 1.0;
+  };
+  return spec;
+}
+
+ThreeStageGroup start_three_stage_group(Cluster& cluster, const std::string& prefix,
+                                        const std::vector<std::string>& head_extra) {
+  ThreeStageGroup g;
+  g.stage1 = "127.0.0.1:" + std::to_string(free_port());
+  g.stage2 = "127.0.0.1:" + std::to_string(free_port());
+  cluster.start_worker(prefix + "-stage2", "", {"--stage", "2/3", "--stage-listen", g.stage2});
+  cluster.start_worker(prefix + "-stage1", "",
+                       {"--stage", "1/3", "--stage-listen", g.stage1, "--stage-next", g.stage2});
+  std::vector<std::string> head = {"--stage", "0/3", "--stage-next", g.stage1};
+  head.insert(head.end(), head_extra.begin(), head_extra.end());
+  cluster.start_worker(prefix + "-head", "", head);
+  return g;
+}
+
 bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
   const auto until = std::chrono::steady_clock::now() + timeout;
   while (true) {

@@ -107,6 +107,12 @@ int free_port();
 // " (anchor)" when the switch loaded a full anchor): version -> anchor?, in log order.
 std::vector<std::pair<uint64_t, bool>> weight_switches(const std::string& log, size_t from = 0);
 
+// The rollouts /v1/status says worker `name` had accepted (0 when it is not listed).
+double worker_accepted(const nlohmann::json& status, const std::string& name);
+
+// The pipeline tests' run: the hub replays every rollout on its whole model (no peer checks).
+RunSpec every_rollout_replayed_by_hub();
+
 // Polls `pred` every 100 ms until it holds or `timeout` passes.
 bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout);
 
@@ -181,6 +187,16 @@ class Cluster {
   int port_ = 0;
   int hub_starts_ = 0;
 };
+
+// A pipeline group of three `stoa work --stage I/3` processes formed by hand on loopback:
+// <prefix>-stage2 and <prefix>-stage1 listening on free ports, <prefix>-head dialling stage 1
+// with `head_extra` (e.g. --slots, --micro-batches). The stages' addresses, so a killed stage
+// can be started again on its own.
+struct ThreeStageGroup {
+  std::string stage1, stage2;
+};
+ThreeStageGroup start_three_stage_group(Cluster& cluster, const std::string& prefix,
+                                        const std::vector<std::string>& head_extra = {});
 
 struct LeaseView {
   std::string id, group, worker, state;

@@ -20,28 +20,11 @@
 namespace stoa::integration {
 namespace {
 
-double worker_accepted(const nlohmann::json& status, const std::string& name) {
-  for (const auto& w : status.value("workers", nlohmann::json::array()))
-    if (w.value("name", "") == name) return w.value("rollouts_accepted", 0.0);
-  return 0;
-}
-
 TEST(PipelineGroup, TrainsBesideAWholeWorkerAndEveryRolloutReplaysClean) {
   if (!have_stoa_run()) GTEST_SKIP() << "`stoa run` is absent (a torch-OFF build): skipped";
-  RunSpec spec;
-  spec.adjust = [](run::RunConfig& rc) {
-    rc.hub.verify.enabled = true;
-    rc.hub.verify.peer = false;
-    rc.hub.verify.fraction = 1.0;  // the hub replays every rollout
-  };
-  Cluster c("pipeline_group", spec);
+  Cluster c("pipeline_group", every_rollout_replayed_by_hub());
   c.start_hub();
-  const std::string stage1 = "127.0.0.1:" + std::to_string(free_port());
-  const std::string stage2 = "127.0.0.1:" + std::to_string(free_port());
-  c.start_worker("g-stage2", "", {"--stage", "2/3", "--stage-listen", stage2});
-  c.start_worker("g-stage1", "",
-                 {"--stage", "1/3", "--stage-listen", stage1, "--stage-next", stage2});
-  c.start_worker("g-head", "", {"--stage", "0/3", "--stage-next", stage1});
+  const ThreeStageGroup group = start_three_stage_group(c, "g");
   c.start_worker("whole");
 
   nlohmann::json s;
@@ -73,7 +56,7 @@ TEST(PipelineGroup, TrainsBesideAWholeWorkerAndEveryRolloutReplaysClean) {
   ASSERT_TRUE(wait_until(
       [&] { return head_since().find("the pipeline group broke") != std::string::npos; }, 120s))
       << head_since();
-  c.start_worker("g-stage2", "", {"--stage", "2/3", "--stage-listen", stage2});
+  c.start_worker("g-stage2", "", {"--stage", "2/3", "--stage-listen", group.stage2});
   ASSERT_TRUE(wait_until(
       [&] { return c.worker("g-stage2").err().find(" serves layers") != std::string::npos; }, 120s))
       << c.worker("g-stage2").err();

@@ -13,12 +13,6 @@
 namespace stoa::integration {
 namespace {
 
-double worker_accepted(const nlohmann::json& status, const std::string& name) {
-  for (const auto& w : status.value("workers", nlohmann::json::array()))
-    if (w.value("name", "") == name) return w.value("rollouts_accepted", 0.0);
-  return 0;
-}
-
 // The most micro-batches the head logged in flight at once (0 when it logged none).
 int peak_in_flight(const std::string& log) {
   static const std::regex line("pipeline: ([0-9]+) micro-batches in flight at once");
@@ -31,22 +25,9 @@ int peak_in_flight(const std::string& log) {
 
 TEST(PipelineMicroBatches, AHeadWithSeveralInFlightReplaysClean) {
   if (!have_stoa_run()) GTEST_SKIP() << "`stoa run` is absent (a torch-OFF build): skipped";
-  RunSpec spec;
-  spec.adjust = [](run::RunConfig& rc) {
-    rc.hub.verify.enabled = true;
-    rc.hub.verify.peer = false;
-    rc.hub.verify.fraction = 1.0;  // the hub replays every rollout
-  };
-  Cluster c("pipeline_micro_batches", spec);
+  Cluster c("pipeline_micro_batches", every_rollout_replayed_by_hub());
   c.start_hub();
-  const std::string stage1 = "127.0.0.1:" + std::to_string(free_port());
-  const std::string stage2 = "127.0.0.1:" + std::to_string(free_port());
-  c.start_worker("m-stage2", "", {"--stage", "2/3", "--stage-listen", stage2});
-  c.start_worker("m-stage1", "",
-                 {"--stage", "1/3", "--stage-listen", stage1, "--stage-next", stage2});
-  c.start_worker(
-      "m-head", "",
-      {"--stage", "0/3", "--stage-next", stage1, "--slots", "6", "--micro-batches", "3"});
+  start_three_stage_group(c, "m", {"--slots", "6", "--micro-batches", "3"});
 
   nlohmann::json s;
   const auto counter = [&](const char* name) { return s["counters"].value(name, 0.0); };

@@ -20,12 +20,6 @@
 namespace stoa::integration {
 namespace {
 
-double worker_accepted(const nlohmann::json& status, const std::string& name) {
-  for (const auto& w : status.value("workers", nlohmann::json::array()))
-    if (w.value("name", "") == name) return w.value("rollouts_accepted", 0.0);
-  return 0;
-}
-
 bool log_has(Cluster& c, const std::string& worker, const std::string& words) {
   return c.worker(worker).err().find(words) != std::string::npos;
 }
