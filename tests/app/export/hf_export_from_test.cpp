@@ -19,6 +19,7 @@
 #include "model/weights.h"
 #include "roles/run/run_config.h"
 #include "support/bf16_of.h"
+#include "support/source_dir.h"
 #include "support/stoa_cli.h"
 #include "support/temp_dir.h"
 #include "train/trainer.h"
@@ -29,8 +30,7 @@ namespace {
 namespace fs = std::filesystem;
 
 fs::path warm_start_dir() {
-  const char* root = std::getenv("STOA_SOURCE_DIR");
-  return fs::path(root ? root : ".") / "assets" / "warm-start";
+  return test::source_dir() / "assets" / "warm-start";
 }
 
 using test::expect_bf16_of;

@@ -18,6 +18,7 @@
 #include "model/peft_adapter.h"
 #include "model/tensor_source.h"
 #include "model/weights.h"
+#include "support/source_dir.h"
 #include "support/temp_dir.h"
 #include "train/trainer.h"
 
@@ -27,8 +28,7 @@ namespace {
 namespace fs = std::filesystem;
 
 fs::path warm_start_dir() {
-  const char* root = std::getenv("STOA_SOURCE_DIR");
-  return fs::path(root ? root : ".") / "assets" / "warm-start";
+  return test::source_dir() / "assets" / "warm-start";
 }
 
 train::TrainOptions lora_options() {
