@@ -155,6 +155,12 @@ void StageServer::session(net::FrameSocket upstream) {
   }
   AnswerQueue answers;
   std::atomic<bool> ending{false};
+  // The reader and the forwarding loop can both see the same dead next stage (a closed socket
+  // read on one, a broken pipe written on the other): one lost next stage counts once.
+  std::atomic<bool> next_failure_counted{false};
+  auto count_next_failure = [&] {
+    if (!ending && !stopping_ && !next_failure_counted.exchange(true)) ++next_failures_;
+  };
   auto end_session = [&] {
     ending = true;
     answers.close();
@@ -189,7 +195,7 @@ void StageServer::session(net::FrameSocket upstream) {
         }
       } catch (const Error& e) {
         if (!ending && !stopping_) {
-          ++next_failures_;
+          count_next_failure();
           log_warn("stage", "the next stage ", downstream.peer(), ": ", e.what());
         }
       }
@@ -212,7 +218,7 @@ void StageServer::session(net::FrameSocket upstream) {
       try {
         downstream.send(outcome.bytes, options_.answer_deadline);
       } catch (const Error&) {
-        if (!ending && !stopping_) ++next_failures_;
+        count_next_failure();
         throw;
       }
     }
