@@ -15,9 +15,7 @@
 #include "core/process.h"
 #include "integration/cluster.h"
 #include "model/config.h"
-#include "pulse/blob_store.h"
-#include "pulse/catalog.h"
-#include "pulse/format.h"
+#include "pulse/patch_share.h"
 #include "support/source_dir.h"
 #include "train/lora.h"
 
@@ -80,34 +78,10 @@ RunSpec spread_reward_run(const SpreadRewardEnv& env,
   return spec;
 }
 
-// What each published patch writes, read back from the run's blob store.
-struct PatchShares {
-  // Per version (a patch's to_version): int8 values written / the view's int8 values.
-  std::map<uint64_t, double> int8_share;
-  std::set<std::string> touched;  // every tensor any patch wrote
-};
+using pulse::PatchShares;
 
 PatchShares patch_shares(const fs::path& run_dir) {
-  const fs::path blobs = run_dir / "blobs";
-  const pulse::BlobStore store(blobs.string());
-  const pulse::Catalog catalog = pulse::Catalog::load((blobs / "catalog.json").string());
-  int64_t int8_values = 0;
-  for (const auto& e : catalog.entries())
-    if (e.kind == pulse::BlobKind::kAnchor && int8_values == 0)
-      int8_values = pulse::decode_anchor(store.get(e.hash)).int8_numel();
-  PatchShares out;
-  if (int8_values == 0) return out;
-  for (const auto& e : catalog.entries()) {
-    if (e.kind != pulse::BlobKind::kPatch) continue;
-    const pulse::Patch patch = pulse::decode_patch(store.get(e.hash));
-    uint64_t written = 0;
-    for (const auto& t : patch.tensors) {
-      out.touched.insert(t.name);
-      if (t.kind == pulse::TensorKind::kInt8) written += t.values_written();
-    }
-    out.int8_share[e.to_version] = static_cast<double>(written) / static_cast<double>(int8_values);
-  }
-  return out;
+  return pulse::patch_shares((run_dir / "blobs").string());
 }
 
 // The step log's gradient norm of each step, by the version published after it.
