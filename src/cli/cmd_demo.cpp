@@ -90,6 +90,17 @@ CommandRegistration reg(
       app.add_option("--group-size", o->rl.group_size)->capture_default_str();
       app.add_option("--groups-per-step", o->rl.groups_per_step)->capture_default_str();
       app.add_option("--lr", o->rl.lr, "RL learning rate")->capture_default_str();
+      app.add_option("--lora", o->rl.lora_rank,
+                     "train LoRA adapters of this rank (every matrix of the layers, the base "
+                     "frozen) instead of every weight; 0: full fine-tuning")
+          ->check(CLI::NonNegativeNumber)
+          ->capture_default_str();
+      app.add_option("--lora-alpha", o->rl.lora_alpha, "with --lora: the adapters' alpha")
+          ->check(CLI::PositiveNumber)
+          ->capture_default_str();
+      app.add_option("--lora-lr", o->rl.lora_lr, "with --lora: the RL learning rate")
+          ->check(CLI::PositiveNumber)
+          ->capture_default_str();
       app.add_flag("!--train-uniform-groups", o->rl.skip_uniform_groups,
                    "also run groups whose rollouts all earned the same reward (zero gradient) "
                    "through the trainer, counting them towards --groups-per-step");

@@ -10,11 +10,13 @@
 
 #include "app/demo/demo_report.h"
 #include "app/demo/worker_targets.h"
+#include "app/export/hf_export_from.h"
 #include "core/error.h"
 #include "core/process.h"
 #include "core/process_run.h"
 #include "net/http_client.h"
 #include "net/protocol.h"
+#include "pulse/patch_share.h"
 #include "roles/run/run_config.h"
 #include "train/loss_config.h"
 
@@ -88,6 +90,13 @@ void write_run_config(const RlOptions& o, const DemoPaths& p, const std::string&
   c.hub.verify.peer = o.peer_checks;
   if (o.keep_anchors > 0)
     c.loop.publisher.retention.keep_anchors = static_cast<size_t>(o.keep_anchors);
+  if (o.lora_rank > 0) {
+    c.train.lora.rank = o.lora_rank;
+    c.train.lora.alpha = o.lora_alpha;
+    c.train.lora.targets = {"all-linear"};
+    c.train.lora.base_dtype = c.train.compute_dtype;
+    c.train.optimizer.lr = o.lora_lr;
+  }
   run::save_run_config(c, path, "Written by `stoa demo`: the hub + trainer of one RL phase.");
 }
 
@@ -216,6 +225,20 @@ RlResult run_rl_phase(const RlOptions& o, const DemoPaths& p, const std::string&
     }
   r.worker_idle_fraction = n ? idle / n : 0.0;
   r.final_model = run_dir + "/checkpoint/model";
+  if (o.lora_rank > 0) {
+    // A LoRA checkpoint holds the adapters, not the model: the base + adapters merged is what
+    // the workers' last version was made from, and what is evaluated.
+    STOA_CHECK(fs::exists(run_dir + "/checkpoint/trainer.json"), ErrorKind::kNotFound,
+               "the trainer left no checkpoint in ", run_dir, "/checkpoint (no RL step finished? ",
+               "see ", logs, "/run.log)");
+    ExportHfRequest merge;
+    merge.from = run_dir;
+    merge.out = run_dir + "/merged";
+    merge.dtype = "f32";
+    merge.shard_mb = 0;
+    (void)export_hf_from(merge);
+    r.final_model = merge.out;
+  }
   STOA_CHECK(fs::exists(r.final_model + "/config.json"), ErrorKind::kNotFound,
              "the trainer left no checkpoint in ", r.final_model, " (no RL step finished? see ",
              logs, "/run.log)");
@@ -311,7 +334,20 @@ static nlohmann::json phase_figures(const RlOptions& o, const RlResult& r,
       {"loss", o.loss},
       {"max_staleness", o.max_staleness},
       {"anchor_every", o.anchor_every},
-      {"full_weight_sync", o.anchor_every == 1 && o.keep_anchors == 1}};
+      {"full_weight_sync", o.anchor_every == 1 && o.keep_anchors == 1},
+      {"lr", o.lora_rank > 0 ? o.lora_lr : o.lr},
+      {"lora_rank", o.lora_rank}};
+  if (o.lora_rank > 0) figures["lora_alpha"] = o.lora_alpha;
+  // The share of the int8 view's values a version's patch writes, over the patches the store
+  // still holds (pulse/patch_share.h). A figure of the report: a store it cannot read is said,
+  // not fatal to the phase's other figures.
+  try {
+    const pulse::PatchShares shares = pulse::patch_shares(run_dir + "/blobs");
+    figures["patch_int8_share_mean"] = shares.mean();
+    figures["patch_int8_share_versions"] = shares.int8_share.size();
+  } catch (const Error& e) {
+    figures["patch_int8_share_error"] = e.what();
+  }
   // The hub's counters under their own names (0 where it reported none).
   for (const char* name : {"versions", "rollouts_accepted", "rollouts_rejected",
                            "rollouts_verified", "verification_failures", "workers_quarantined",

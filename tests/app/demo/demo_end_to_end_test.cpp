@@ -62,8 +62,11 @@ TEST(DemoEndToEnd, SmallDemoRunsAndReportsEveryFigure) {
   const nlohmann::json s = nlohmann::json::parse(in);
   for (const char* key : {"pass1_before", "pass1_after", "steps", "versions", "rollouts_accepted",
                           "rollouts_dropped_stale", "dppo_masked_fraction", "patch_bytes_mean",
-                          "full_int8_bytes", "trainer_busy_fraction", "worker_idle_fraction"})
+                          "full_int8_bytes", "trainer_busy_fraction", "worker_idle_fraction",
+                          "patch_int8_share_mean", "lr", "lora_rank"})
     EXPECT_TRUE(s.contains(key)) << key;
+  EXPECT_EQ(s["lora_rank"], 0);
+  EXPECT_FALSE(s.contains("patch_int8_share_error")) << s.dump();
   EXPECT_GE(s["steps"].get<double>(), 1) << printed;
   EXPECT_GE(s["versions"].get<double>(), 2);
   EXPECT_GT(s["rollouts_accepted"].get<double>(), 0);
@@ -103,7 +106,9 @@ TEST(DemoEndToEnd, SmallDemoRunsAndReportsEveryFigure) {
   EXPECT_TRUE(fs::exists(dir / "model-sft" / "provenance.json"));
 
   // A second demo on the same data starts RL from the first one's SFT model: no model init,
-  // demonstrations or SFT there; the summary names the warm start.
+  // demonstrations or SFT there; the summary names the warm start. It trains LoRA adapters
+  // (--lora 4): the checkpoint holds them alone, and what is evaluated after is the base and the
+  // adapters merged.
   const std::string small_data = " --papers 1500 --questions 300 --vocab-size 1024";
   const std::string small_rl =
       " --eval-limit 4 --workers 2 --group-size 4 --groups-per-step 2 --minutes 0.5 --min-steps 1";
@@ -112,7 +117,7 @@ TEST(DemoEndToEnd, SmallDemoRunsAndReportsEveryFigure) {
   const auto [wrc, wprinted] =
       run_demo(exe, warm_dir,
                small_data + small_rl + " --warm-start " + (dir / "model-sft").string() +
-                   " --json-summary " + warm_summary.string(),
+                   " --lora 4 --json-summary " + warm_summary.string(),
                out);
   ASSERT_EQ(wrc, 0) << wprinted;
   std::ifstream win(warm_summary);
@@ -124,6 +129,14 @@ TEST(DemoEndToEnd, SmallDemoRunsAndReportsEveryFigure) {
   EXPECT_FALSE(fs::exists(warm_dir / "model-init"));
   EXPECT_FALSE(fs::exists(warm_dir / "sft.jsonl"));
   EXPECT_TRUE(fs::exists(warm_dir / "model-sft" / "provenance.json"));
+  EXPECT_EQ(ws["lora_rank"], 4);
+  EXPECT_DOUBLE_EQ(ws["lr"].get<double>(), 2e-3);  // --lora-lr's default
+  EXPECT_TRUE(fs::exists(warm_dir / "run" / "checkpoint" / "adapters.safetensors"));
+  EXPECT_FALSE(fs::exists(warm_dir / "run" / "checkpoint" / "model"));
+  EXPECT_TRUE(fs::exists(warm_dir / "run" / "merged" / "config.json"));
+  EXPECT_TRUE(fs::exists(warm_dir / "run" / "merged" / "tokenizer.json"));
+  EXPECT_NE(wprinted.find("eval-after: pass@1"), std::string::npos) << wprinted;
+  EXPECT_FALSE(ws.contains("patch_int8_share_error")) << ws.dump();
 
   // Asked for explicitly, a warm start made on other data is refused before anything trains.
   const fs::path other_dir = dir.string() + "-other";

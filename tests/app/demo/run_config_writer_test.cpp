@@ -63,6 +63,32 @@ TEST(DemoRunConfig, TruncatedIsCarriesItsRatioCap) {
   EXPECT_DOUBLE_EQ(c.train.loss.ratio_cap, 10.0);
 }
 
+// `stoa demo --lora 8`: the adapters on every matrix, the base frozen in the trainer's dtype, at
+// the LoRA learning rate; without it no [trainer.lora] (full fine-tuning).
+TEST(DemoRunConfig, LoraCarriesItsRankAlphaAndLearningRate) {
+  RlOptions o;
+  o.lora_rank = 8;
+  o.lora_alpha = 16;
+  o.lora_lr = 1e-3;
+  const DemoPaths p("/tmp/stoa-demo-x");
+  const std::string path = temp_path("runcfg-lora");
+  write_run_config(o, p, "/m", "/r", path, "tok");
+  const run::RunConfig c = run::load_run_config(path);
+  std::filesystem::remove(path);
+  EXPECT_EQ(c.train.lora.rank, 8);
+  EXPECT_DOUBLE_EQ(c.train.lora.alpha, 16.0);
+  EXPECT_EQ(c.train.lora.targets, std::vector<std::string>{"all-linear"});
+  EXPECT_EQ(c.train.lora.base_dtype, DType::kF32);  // the demo's trainer computes in f32
+  EXPECT_DOUBLE_EQ(c.train.optimizer.lr, 1e-3);
+
+  const std::string plain = temp_path("runcfg-nolora");
+  write_run_config(RlOptions{}, p, "/m", "/r", plain, "tok");
+  const run::RunConfig full = run::load_run_config(plain);
+  std::filesystem::remove(plain);
+  EXPECT_FALSE(full.train.lora.enabled());
+  EXPECT_DOUBLE_EQ(full.train.optimizer.lr, RlOptions{}.lr);
+}
+
 // `stoa experiment ablations` keeps <variant>/run inside the phase's log directory: clearing the
 // old logs must not remove it (it once did, and the phase could not write its run.toml).
 TEST(DemoRunConfig, ClearingPhaseLogsKeepsTheRunDirectory) {
