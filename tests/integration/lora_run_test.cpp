@@ -214,6 +214,71 @@ TEST(LoraRun, AdaptersTrainPublishMergedVersionsAndResume) {
   fs::remove_all(fs::temp_directory_path() / ("stoa_lora_run_env_" + std::to_string(::getpid())));
 }
 
+// LoRA on two data-parallel ranks in a split run (`stoa hub` + `stoa train --config --nproc 2`):
+// the ranks all-reduce the adapters' gradients only, rank 0 publishes the merged view, and the
+// hub's replay of every rollout finds each version the worker applied clean; stopped and started
+// again on two ranks, the adapters resume from the checkpoint.
+TEST(LoraRun, TwoRanksTrainAdaptersAndResumeThem) {
+  if (!have_stoa_run()) GTEST_SKIP() << "`stoa run` is absent (a torch-OFF build): skipped";
+  const fs::path env_dir =
+      fs::temp_directory_path() / ("stoa_lora_ranks_env_" + std::to_string(::getpid()));
+  const SpreadRewardEnv env(env_dir);
+  Cluster c("lora_ranks", spread_reward_run(env, [](run::RunConfig& rc) {
+              rc.train.lora.rank = 4;
+              rc.train.lora.alpha = 8;
+              rc.train.lora.targets = {"q_proj", "v_proj", "w1"};
+              rc.loop.publisher.anchor_every = 1000;
+            }));
+  c.start_hub(60s, "", /*alone=*/true);
+  c.start_worker("w1");
+  const auto train_on_two_ranks = [&] {
+    c.start_trainer(c.trainer_join_string(), "", {}, {"--nproc", "2"});
+  };
+  train_on_two_ranks();
+  const auto worker_at_step = [&](int64_t steps) {
+    return wait_until(
+        [&] {
+          if (!c.trainer().running() || !c.hub().running()) return true;
+          const auto w = c.worker_status("w1");
+          return read_ledger(c.ledger_path()).steps >= steps && w.is_object() &&
+                 w["version"].is_number() && w["version"].get<int64_t>() >= 2;
+        },
+        240s);
+  };
+  ASSERT_TRUE(worker_at_step(3)) << c.status().dump() << c.logs();
+  ASSERT_TRUE(c.trainer().running()) << c.logs();
+  EXPECT_NE(c.trainer().err().find("rank 1 of 2"), std::string::npos) << c.trainer().err();
+  expect_clean_replays(c.status(), c.logs());
+  const fs::path ckpt = c.run_dir() / "checkpoint";
+  EXPECT_TRUE(fs::exists(ckpt / "adapters.safetensors")) << c.logs();
+  EXPECT_FALSE(fs::exists(ckpt / "model")) << "a LoRA checkpoint holds no model";
+
+  c.trainer().signal(SIGTERM);
+  const auto stopped = c.trainer().wait(120s);
+  ASSERT_TRUE(stopped.has_value()) << c.logs();
+  EXPECT_EQ(*stopped, 0) << c.trainer().err();
+  const int64_t stopped_at = read_ledger(c.ledger_path()).steps;
+  train_on_two_ranks();
+  ASSERT_TRUE(worker_at_step(stopped_at + 2)) << c.status().dump() << c.logs();
+  const std::string log = c.trainer().err();
+  EXPECT_NE(log.find("resumed from checkpoint"), std::string::npos) << log;
+  EXPECT_NE(log.find("LoRA adapters of rank 4"), std::string::npos) << log;
+  expect_clean_replays(c.status(), c.logs());
+  c.stop_all();
+  // Only the adapted matrices ever changed.
+  train::LoraOptions lora;
+  lora.rank = 4;
+  lora.targets = {"q_proj", "v_proj", "w1"};
+  std::set<std::string> targets;
+  const ModelConfig config = load_model_config((assets().model / "config.json").string());
+  for (const auto& t : train::lora_targets(config, lora)) targets.insert(t.weight);
+  const PatchShares shares = patch_shares(c.run_dir());
+  EXPECT_FALSE(shares.touched.empty());
+  for (const auto& name : shares.touched)
+    EXPECT_TRUE(targets.count(name)) << name << " has no adapter, yet a LoRA patch wrote it";
+  fs::remove_all(env_dir);
+}
+
 struct Measured {
   PatchShares shares;
   std::map<uint64_t, double> norms;

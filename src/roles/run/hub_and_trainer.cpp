@@ -29,8 +29,7 @@ RunConfig training_run_config(const std::string& config_path, int64_t max_steps,
   RunConfig c = load_run_config(config_path);
   if (max_steps >= 0) c.loop.max_steps = max_steps;
   c.loop.ranks = std::move(ranks);
-  check_lora_run(c.train, c.model_dir,
-                 c.loop.ranks ? train::communicator_world_size(*c.loop.ranks) : 1);
+  check_lora_run(c.train, c.model_dir);
   if (c.train.max_sequence_tokens == 0) c.train.max_sequence_tokens = c.hub.max_tokens;
   if (held_out_eval) c.loop.eval = held_out_eval(c);
   return c;

@@ -133,12 +133,8 @@ std::string lora_section_toml(const train::LoraOptions& lora) {
   return out.str();
 }
 
-void check_lora_run(const train::TrainOptions& train, const std::string& model_dir,
-                    int world_size) {
+void check_lora_run(const train::TrainOptions& train, const std::string& model_dir) {
   if (!train.lora.enabled()) return;
-  STOA_CHECK(world_size == 1, ErrorKind::kInvalidArgument, kSection,
-             " LoRA trains in one process so far: run the trainer without --nproc (got ",
-             world_size, " ranks)");
   const std::string config_path = model_dir + "/config.json";
   const ModelConfig config = load_model_config(config_path);
   try {

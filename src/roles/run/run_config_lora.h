@@ -34,10 +34,10 @@ void read_lora_section(const toml::node* lora, const std::string& source,
 std::string lora_section_toml(const train::LoraOptions& lora);
 
 // What the file alone cannot tell: every target names a matrix of the model in `model_dir`, and
-// the trainer is one process (`world_size`: its data-parallel ranks), an init_adapter is a PEFT
-// LoRA adapter of this rank, alpha and targets for that model (check_peft_adapter). Throws
-// kInvalidArgument naming [trainer.lora] (an unreadable adapter: its own kind); a no-op without
-// LoRA.
-void check_lora_run(const train::TrainOptions& train, const std::string& model_dir, int world_size);
+// an init_adapter is a PEFT LoRA adapter of this rank, alpha and targets for that model
+// (check_peft_adapter). Throws kInvalidArgument naming [trainer.lora] (an unreadable adapter: its
+// own kind); a no-op without LoRA. Any number of data-parallel ranks trains adapters (ZeRO-1:
+// docs/design/train.md); fully sharded ranks are refused at parse.
+void check_lora_run(const train::TrainOptions& train, const std::string& model_dir);
 
 }  // namespace stoa::run
