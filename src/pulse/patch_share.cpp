@@ -3,11 +3,26 @@
 #include <cmath>
 #include <filesystem>
 
+#include "pulse/anchor_stream.h"
 #include "pulse/blob_store.h"
 #include "pulse/catalog.h"
 #include "pulse/format.h"
 
 namespace stoa::pulse {
+namespace {
+
+// Counts an anchor's int8 values as it streams by: one tensor in memory at a time, never the
+// whole state (an 8B model's anchor is ~9 GB).
+class Int8Counter final : public AnchorSink {
+ public:
+  void begin(const BlobHeader&, const Hash128&) override {}
+  void tensor(const std::string&, StateTensor tensor, const Hash128&) override {
+    if (tensor.kind == TensorKind::kInt8) values += tensor.numel();
+  }
+  int64_t values = 0;
+};
+
+}  // namespace
 
 double PatchShares::mean() const {
   if (int8_share.empty()) return NAN;
@@ -24,7 +39,9 @@ PatchShares patch_shares(const std::string& blob_dir) {
   // Every version of a run has the same int8 grid, so any anchor gives the count.
   for (const CatalogEntry& e : catalog.entries())
     if (e.kind == BlobKind::kAnchor) {
-      out.int8_values = decode_anchor(store.get(e.hash)).int8_numel();
+      Int8Counter counter;
+      (void)stream_anchor_file(store.path_of(e.hash), &e.hash, counter);
+      out.int8_values = counter.values;
       break;
     }
   if (out.int8_values == 0) return out;
