@@ -89,18 +89,24 @@ CommandRegistration reg(
           ->capture_default_str();
       app.add_option("--group-size", o->rl.group_size)->capture_default_str();
       app.add_option("--groups-per-step", o->rl.groups_per_step)->capture_default_str();
-      app.add_option("--lr", o->rl.lr, "RL learning rate")->capture_default_str();
-      app.add_option("--lora", o->rl.lora_rank,
-                     "train LoRA adapters of this rank (every matrix of the layers, the base "
-                     "frozen) instead of every weight; 0: full fine-tuning")
-          ->check(CLI::NonNegativeNumber)
-          ->capture_default_str();
+      CLI::Option* lr = app.add_option("--lr", o->rl.lr, "RL learning rate")->capture_default_str();
+      CLI::Option* lora =
+          app.add_option("--lora", o->rl.lora_rank,
+                         "train LoRA adapters of this rank (every matrix of the layers, the base "
+                         "frozen) instead of every weight; 0: full fine-tuning")
+              ->check(CLI::NonNegativeNumber)
+              ->capture_default_str();
+      // With --lora the rate is --lora-lr's: a --lr beside it, or a LoRA setting without
+      // --lora, would go unused without a word, so the parser refuses them.
+      lora->excludes(lr);
       app.add_option("--lora-alpha", o->rl.lora_alpha, "with --lora: the adapters' alpha")
           ->check(CLI::PositiveNumber)
-          ->capture_default_str();
+          ->capture_default_str()
+          ->needs(lora);
       app.add_option("--lora-lr", o->rl.lora_lr, "with --lora: the RL learning rate")
           ->check(CLI::PositiveNumber)
-          ->capture_default_str();
+          ->capture_default_str()
+          ->needs(lora);
       app.add_flag("!--train-uniform-groups", o->rl.skip_uniform_groups,
                    "also run groups whose rollouts all earned the same reward (zero gradient) "
                    "through the trainer, counting them towards --groups-per-step");
