@@ -4,10 +4,31 @@
 
 #include "core/error.h"
 #include "engine/ops.h"
+#include "engine/pass_workers.h"
 #include "engine/scratch.h"
 #include "kernels/vec_ops.h"
 
 namespace stoa::engine {
+
+namespace {
+
+// The pass's rows normed over the pool (each row by one thread: the same bits).
+void norm_rows_over(const float* x, const float* weight, int64_t rows, int64_t hidden, double eps,
+                    float* out, ThreadPool& pool) {
+  parallel_chunks(pool, rows, 8, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t)
+      rms_norm(x + t * hidden, weight, hidden, eps, out + t * hidden);
+  });
+}
+
+// The residual add over the pool (element-wise: the same bits however it is split).
+void add_residual(float* hidden, const float* delta, int64_t n, ThreadPool& pool) {
+  parallel_chunks(pool, n, 32768, 16, [&](int64_t begin, int64_t end) {
+    kernels::residual_add(hidden + begin, delta + begin, static_cast<size_t>(end - begin));
+  });
+}
+
+}  // namespace
 
 void Architecture::forward_layers(const Batch& batch, float* hidden, ThreadPool& pool) const {
   const int64_t T = batch.size();
@@ -18,20 +39,16 @@ void Architecture::forward_layers(const Batch& batch, float* hidden, ThreadPool&
   for (size_t li = 0; li < layers_.size(); ++li) {
     const DecoderLayer& layer = layers_[li];
     const int64_t index = first_layer_ + static_cast<int64_t>(li);
-    for (int64_t t = 0; t < T; ++t) {
-      rms_norm(hidden + t * H, layer.mixer_norm, H, eps_, normed + t * H);
-    }
+    norm_rows_over(hidden, layer.mixer_norm, T, H, eps_, normed, pool);
     if (layer.kind == LayerKind::kAttention) {
       attention_block(layer.attention, index, batch, normed, delta, pool);
     } else {
       short_conv_block(layer.conv, index, batch, normed, delta, pool);
     }
-    kernels::residual_add(hidden, delta, static_cast<size_t>(T * H));
-    for (int64_t t = 0; t < T; ++t) {
-      rms_norm(hidden + t * H, layer.ffn_norm, H, eps_, normed + t * H);
-    }
+    add_residual(hidden, delta, T * H, pool);
+    norm_rows_over(hidden, layer.ffn_norm, T, H, eps_, normed, pool);
     layer.ffn.run(normed, T, delta, pool);
-    kernels::residual_add(hidden, delta, static_cast<size_t>(T * H));
+    add_residual(hidden, delta, T * H, pool);
   }
 }
 

@@ -1,5 +1,6 @@
 #include "engine/attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -11,15 +12,17 @@
 namespace stoa::engine {
 
 void attend(const float* q, const float* keys, const float* values, int64_t n, int64_t stride,
-            int64_t head_dim, float* scores, float* out) {
+            int64_t head_dim, float* scores, float* out, float key_floor, float value_floor) {
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
   // SIMD kernels; each (token, head) is computed alone, so the result does not depend on the
   // rest of the batch or on which thread runs it.
   const auto n_keys = static_cast<size_t>(n);
   const auto hd = static_cast<size_t>(head_dim);
-  kernels::attention_scores(q, keys, static_cast<size_t>(stride), n_keys, hd, scale, scores);
+  kernels::attention_scores(q, keys, static_cast<size_t>(stride), n_keys, hd, scale, scores,
+                            key_floor);
   kernels::softmax(scores, n_keys);
-  kernels::attention_values(scores, values, static_cast<size_t>(stride), n_keys, hd, out);
+  kernels::attention_values(scores, values, static_cast<size_t>(stride), n_keys, hd, out,
+                            value_floor);
 }
 
 void attention_block(const AttentionWeights& w, int64_t layer, const Batch& batch, const float* x,
@@ -49,17 +52,20 @@ void attention_block(const AttentionWeights& w, int64_t layer, const Batch& batc
   float* sin_all = scratch(sin_buf, static_cast<size_t>(T * half));
   // Keys here (the cache needs them before any token attends); each query head is normed and
   // rotated by the task that attends with it, below (the same operations, spread over the pool).
-  for (int64_t t = 0; t < T; ++t) {
-    const int64_t pos = batch.positions[static_cast<size_t>(t)];
-    float* cs = cos_all + t * half;
-    float* sn = sin_all + t * half;
-    rope_angles(hd, pos, w.rope_theta, cs, sn);
-    for (int64_t h = 0; h < w.kv_heads; ++h) {
-      float* head = k + t * kv_dim + h * hd;
-      rms_norm(head, w.k_norm, hd, w.eps, head);
-      rope_apply(head, hd, cs, sn);
+  // Token by token over the pool (each token's angles and keys by one thread: the same bits).
+  parallel_chunks(pool, T, 2, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t pos = batch.positions[static_cast<size_t>(t)];
+      float* cs = cos_all + t * half;
+      float* sn = sin_all + t * half;
+      rope_angles(hd, pos, w.rope_theta, cs, sn);
+      for (int64_t h = 0; h < w.kv_heads; ++h) {
+        float* head = k + t * kv_dim + h * hd;
+        rms_norm(head, w.k_norm, hd, w.eps, head);
+        rope_apply(head, hd, cs, sn);
+      }
     }
-  }
+  });
 
   // Write the new keys/values into their sequences' caches first, so a token attends to the
   // tokens before it in the same segment exactly as it would to earlier, cached ones.
@@ -72,6 +78,11 @@ void attention_block(const AttentionWeights& w, int64_t layer, const Batch& batc
               state.keys.begin() + start * kv_dim);
     std::copy(v + seg.offset * kv_dim, v + (seg.offset + seg.count) * kv_dim,
               state.values.begin() + start * kv_dim);
+    const auto n_new = static_cast<size_t>(seg.count * kv_dim);
+    state.key_floor =
+        std::min(state.key_floor, kernels::min_nonzero_magnitude(k + seg.offset * kv_dim, n_new));
+    state.value_floor =
+        std::min(state.value_floor, kernels::min_nonzero_magnitude(v + seg.offset * kv_dim, n_new));
   }
 
   float* ctx = scratch(ctx_buf, static_cast<size_t>(T * q_dim));
@@ -97,7 +108,7 @@ void attention_block(const AttentionWeights& w, int64_t layer, const Batch& batc
         rms_norm(qh, w.q_norm, hd, w.eps, qh);
         rope_apply(qh, hd, cos_all + t * half, sin_all + t * half);
         attend(qh, state.keys.data() + kvh * hd, state.values.data() + kvh * hd, n, kv_dim, hd,
-               scores, ctx + t * q_dim + h * hd);
+               scores, ctx + t * q_dim + h * hd, state.key_floor, state.value_floor);
       }
     }
   });

@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "core/error.h"
+#include "engine/pass_workers.h"
 #include "engine/scratch.h"
 #include "kernels/arith_v2.h"
 #include "kernels/vec_ops.h"
@@ -49,10 +50,12 @@ void moe_ffn(const MoeWeights& w, const float* x, int64_t tokens, int64_t hidden
   w.router->forward(x, tokens, logits, pool);
   int32_t* chosen = scratch(chosen_buf, static_cast<size_t>(tokens * K));
   float* weight = scratch(weight_buf, static_cast<size_t>(tokens * K));
-  for (int64_t t = 0; t < tokens; ++t) {
-    moe_route(logits + t * E, E, w.expert_bias, K, w.norm_topk_prob, w.routed_scaling_factor,
-              chosen + t * K, weight + t * K);
-  }
+  parallel_chunks(pool, tokens, 8, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      moe_route(logits + t * E, E, w.expert_bias, K, w.norm_topk_prob, w.routed_scaling_factor,
+                chosen + t * K, weight + t * K);
+    }
+  });
   // Group the pass's (token, expert) pairs by expert, in id order, tokens ascending within an
   // expert: each expert's weights are read once per pass for all its tokens.
   thread_local std::vector<int64_t> start_buf;  // [E + 1] offsets into the grouped rows
@@ -99,7 +102,7 @@ void moe_ffn(const MoeWeights& w, const float* x, int64_t tokens, int64_t hidden
     jobs.push_back({ex.up, xin + start[e] * hidden, n, u + start[e] * inter});
   }
   Linear::forward_jobs(jobs, pool);
-  kernels::silu_mul(g, u, g, static_cast<size_t>(N * inter));
+  silu_mul_over(g, u, N * inter, pool);
   jobs.clear();
   for (int64_t e = 0; e < E; ++e) {
     const int64_t n = start[e + 1] - start[e];
@@ -110,12 +113,21 @@ void moe_ffn(const MoeWeights& w, const float* x, int64_t tokens, int64_t hidden
   Linear::forward_jobs(jobs, pool);
   // Each token's sum runs over its experts in id order whatever else is in the batch, so
   // batching never changes a result.
+  // Over the pool each thread takes a slice of the hidden values for every row, rows in the
+  // same order: element-wise, the same bits on any split (a few rows are mixed in place).
   std::fill(out, out + tokens * hidden, 0.0f);
-  for (int64_t r = 0; r < N; ++r) {
-    float* o = out + rows[static_cast<size_t>(r)] * hidden;
-    const float* y = yout + r * hidden;
-    const float rw = row_weight[static_cast<size_t>(r)];
-    kernels::mix_add(rw, y, o, static_cast<size_t>(hidden));
+  const auto mix = [&](int64_t h0, int64_t h1) {
+    for (int64_t r = 0; r < N; ++r) {
+      float* o = out + rows[static_cast<size_t>(r)] * hidden;
+      const float* y = yout + r * hidden;
+      const float rw = row_weight[static_cast<size_t>(r)];
+      kernels::mix_add(rw, y + h0, o + h0, static_cast<size_t>(h1 - h0));
+    }
+  };
+  if (N < 8) {
+    mix(0, hidden);
+  } else {
+    parallel_chunks(pool, hidden, 64, 16, mix);
   }
 }
 

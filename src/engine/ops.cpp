@@ -30,7 +30,8 @@ void rope_angles(int64_t head_dim, int64_t position, double theta, float* cos_ou
 }
 
 void rope_apply(float* head, int64_t head_dim, const float* cos_in, const float* sin_in) {
-  kernels::v2::rope_apply(head, static_cast<size_t>(head_dim), cos_in, sin_in);
+  // The SIMD form of kernels::v2::rope_apply (the same bits, test_kernels EngineV2Kernels).
+  kernels::rope_rotate_half(head, 1, static_cast<size_t>(head_dim), cos_in, sin_in);
 }
 
 void rope_rotate_half(float* head, int64_t head_dim, int64_t position, double theta) {

@@ -105,4 +105,18 @@ void parallel_for(ThreadPool& pool, int64_t n, int64_t align, Fn&& fn) {
   });
 }
 
+// fn(begin, end) over [0, n): split as parallel_for does when every thread gets at least
+// `min_per_task` items, else one call on the calling thread (handing out an operation costs
+// microseconds: a decode step's small element-wise operations are cheaper done in place). Only
+// for work whose results do not depend on the split (element-wise or row-wise kernels).
+template <typename Fn>
+void parallel_chunks(ThreadPool& pool, int64_t n, int64_t min_per_task, int64_t align, Fn&& fn) {
+  if (n <= 0) return;
+  if (pool.size() == 1 || n < min_per_task * pool.size()) {
+    fn(int64_t{0}, n);
+    return;
+  }
+  parallel_for(pool, n, align, std::forward<Fn>(fn));
+}
+
 }  // namespace stoa::engine

@@ -5,6 +5,7 @@
 // multi-token append (ModelRunner::append) on an existing sequence.
 #pragma once
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -47,6 +48,11 @@ class Sequence final : public SequenceState {
     std::vector<float> keys;    // [length, kv_heads * head_dim] (attention layers)
     std::vector<float> values;  // same
     std::vector<float> conv;    // [conv_kernel - 1, hidden]: the last inputs, oldest first
+    // The smallest nonzero |key| and |value| ever written here (+inf: none yet): bounds that let
+    // attention skip v2's summand flush where it cannot change a term (vec_ops.h
+    // attention_scores). Only ever lowered, so a rewritten cache keeps a valid bound.
+    float key_floor = std::numeric_limits<float>::infinity();
+    float value_floor = std::numeric_limits<float>::infinity();
   };
   LayerState& layer(int64_t i) { return layers_.at(static_cast<size_t>(i)); }
   const LayerState& layer(int64_t i) const { return layers_.at(static_cast<size_t>(i)); }

@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "engine/pass_workers.h"
 #include "engine/scratch.h"
 #include "kernels/arith_v2.h"
 #include "kernels/vec_ops.h"
@@ -25,22 +26,27 @@ void short_conv_block(const ShortConvWeights& w, int64_t layer, const Batch& bat
   w.in_proj->forward(x, T, bcx, pool);
 
   float* y = scratch(y_buf, static_cast<size_t>(T * H));
-  float* bx = scratch(bx_buf, static_cast<size_t>(H));
-  for (const BatchSegment& seg : batch.segments) {
-    float* state = seg.seq->layer(layer).conv.data();
-    // Tokens of one sequence go through the conv in order: each step reads the state the
-    // previous one left.
-    for (int64_t i = 0; i < seg.count; ++i) {
-      const int64_t t = seg.offset + i;
-      const float* b = bcx + t * 3 * H;
-      const float* c = b + H;
-      const float* xs = b + 2 * H;
-      kernels::mul_flush(b, xs, bx, static_cast<size_t>(H));
-      float* yt = y + t * H;
-      short_conv_step(w.kernel, H, w.kernel_size, state, bx, yt);
-      kernels::mul_flush(yt, c, yt, static_cast<size_t>(H));
+  // Sequences over the pool (each sequence's tokens by one thread: the same bits).
+  const auto segments = static_cast<int64_t>(batch.segments.size());
+  parallel_chunks(pool, segments, 2, 1, [&](int64_t first, int64_t last) {
+    float* bx = scratch(bx_buf, static_cast<size_t>(H));  // thread_local: one per thread
+    for (int64_t s = first; s < last; ++s) {
+      const BatchSegment& seg = batch.segments[static_cast<size_t>(s)];
+      float* state = seg.seq->layer(layer).conv.data();
+      // Tokens of one sequence go through the conv in order: each step reads the state the
+      // previous one left.
+      for (int64_t i = 0; i < seg.count; ++i) {
+        const int64_t t = seg.offset + i;
+        const float* b = bcx + t * 3 * H;
+        const float* c = b + H;
+        const float* xs = b + 2 * H;
+        kernels::mul_flush(b, xs, bx, static_cast<size_t>(H));
+        float* yt = y + t * H;
+        short_conv_step(w.kernel, H, w.kernel_size, state, bx, yt);
+        kernels::mul_flush(yt, c, yt, static_cast<size_t>(H));
+      }
     }
-  }
+  });
   w.out_proj->forward(y, T, out, pool);
 }
 

@@ -32,6 +32,7 @@
 #include <hwy/highway.h>
 
 HWY_BEFORE_NAMESPACE();
+#include "kernels/arith_v2-inl.h"
 #include "kernels/hwy_avx3_dl_vnni.h"  // IWYU pragma: keep
 namespace stoa::kernels {
 namespace HWY_NAMESPACE {
@@ -354,9 +355,13 @@ void MatmulW8A8(const Args8& a, size_t row_begin, size_t row_end, size_t batch) 
 // the inputs tiny-flushed, amax taken on the bits (exact), dd = flush(amax * fl(1/127)) stored
 // rounded to f16 (as llama.cpp stores it), id = v2::recip(dd), q = round half away from zero of
 // x * id, clamped to 127. A block holding a NaN or an infinity gets scale NaN and values 0.
+// A row goes in runs of up to kRun blocks: first every block's amax, then dd and id for the
+// whole run as vectors (v2's reciprocal is ~25 float operations: one scalar call per block was
+// most of this kernel's time), then the values.
 void QuantizeQ8(const float* HWY_RESTRICT x, size_t x_stride, size_t batch, size_t cols,
                 int8_t* HWY_RESTRICT q, float* HWY_RESTRICT d, int32_t* HWY_RESTRICT sums) {
   constexpr float kInv127 = 0.00787401574803149606f;
+  constexpr size_t kRun = 64;
   const DF df;
   const hn::Rebind<int32_t, DF> di32;
   const hn::Rebind<int8_t, DF> di8;
@@ -372,44 +377,61 @@ void QuantizeQ8(const float* HWY_RESTRICT x, size_t x_stride, size_t batch, size
     const auto mag = hn::And(hn::BitCast(di32, v), abs_mask);
     return hn::IfThenZeroElse(hn::RebindMask(df, hn::Lt(mag, above_tiny)), v);
   };
+  HWY_ALIGN int32_t amax_bits[kRun];
+  HWY_ALIGN float dd[kRun], id[kRun];
   for (size_t b = 0; b < batch; ++b) {
     const float* row = x + b * x_stride;
-    for (size_t g = 0; g < groups; ++g) {
-      const float* blk = row + g * kBlock;
-      int8_t* qb = q + b * cols + g * kBlock;
-      const size_t at = b * groups + g;
-      auto vmax = hn::Zero(di32);
-      for (size_t k = 0; k < kBlock; k += lanes) {
-        const auto mag = hn::And(hn::BitCast(di32, hn::LoadU(df, blk + k)), abs_mask);
-        vmax = hn::Max(vmax, hn::IfThenZeroElse(hn::Lt(mag, above_tiny), mag));
+    for (size_t g0 = 0; g0 < groups; g0 += kRun) {
+      const size_t run = std::min(kRun, groups - g0);
+      for (size_t i = 0; i < run; ++i) {
+        const float* blk = row + (g0 + i) * kBlock;
+        auto vmax = hn::Zero(di32);
+        for (size_t k = 0; k < kBlock; k += lanes) {
+          const auto mag = hn::And(hn::BitCast(di32, hn::LoadU(df, blk + k)), abs_mask);
+          vmax = hn::Max(vmax, hn::IfThenZeroElse(hn::Lt(mag, above_tiny), mag));
+        }
+        amax_bits[i] = hn::GetLane(hn::MaxOfLanes(di32, vmax));
       }
-      const int32_t amax_bits = hn::GetLane(hn::MaxOfLanes(di32, vmax));
-      if (amax_bits >= 0x7f800000) {
-        std::fill(qb, qb + kBlock, int8_t{0});
-        d[at] = v2::flush(std::numeric_limits<float>::quiet_NaN());
-        if (sums) sums[at] = 0;
-        continue;
+      for (size_t i = run; i < kRun; ++i) amax_bits[i] = 0;
+      // dd = flush(amax * fl(1/127)); id = recip(dd), 0 where dd is 0. Lanes of a NaN or
+      // infinite block compute garbage that the values' loop below never reads.
+      for (size_t i = 0; i < kRun; i += lanes) {
+        const auto amax = hn::BitCast(df, hn::Load(di32, amax_bits + i));
+        const auto vdd = v2v::Flush(df, hn::Mul(amax, hn::Set(df, kInv127)));
+        const auto zero = hn::Eq(vdd, hn::Zero(df));
+        hn::Store(vdd, df, dd + i);
+        hn::Store(hn::IfThenZeroElse(zero, v2v::Divide(df, hn::Set(df, 1.0f), vdd)), df, id + i);
       }
-      float amax;
-      std::memcpy(&amax, &amax_bits, sizeof amax);
-      const float dd = v2::flush(amax * kInv127);
-      d[at] = f16_bits_to_f32(f32_to_f16_bits(dd));
-      const auto vid = hn::Set(df, dd != 0.0f ? v2::recip(dd) : 0.0f);
-      auto block_sum = hn::Zero(di32);
-      for (size_t k = 0; k < kBlock; k += lanes) {
-        const auto t = hn::Mul(flushed(hn::LoadU(df, blk + k)), vid);
-        const auto mag = hn::Abs(t);
-        // Truncation is exact below 2^31, and so is the fraction mag - trunc(mag).
-        auto qi = hn::ConvertTo(di32, mag);
-        const auto frac = hn::Sub(mag, hn::ConvertTo(df, qi));
-        qi = hn::Min(hn::Add(qi, hn::IfThenElseZero(hn::RebindMask(di32, hn::Ge(frac, half)), one)),
-                     q_max);
-        const auto negative = hn::Lt(hn::BitCast(di32, t), hn::Zero(di32));
-        qi = hn::IfThenElse(negative, hn::Neg(qi), qi);
-        hn::StoreU(hn::DemoteTo(di8, qi), di8, qb + k);
-        block_sum = hn::Add(block_sum, qi);
+      for (size_t i = 0; i < run; ++i) {
+        const size_t g = g0 + i;
+        const float* blk = row + g * kBlock;
+        int8_t* qb = q + b * cols + g * kBlock;
+        const size_t at = b * groups + g;
+        if (amax_bits[i] >= 0x7f800000) {
+          std::fill(qb, qb + kBlock, int8_t{0});
+          d[at] = v2::flush(std::numeric_limits<float>::quiet_NaN());
+          if (sums) sums[at] = 0;
+          continue;
+        }
+        d[at] = f16_bits_to_f32(f32_to_f16_bits(dd[i]));
+        const auto vid = hn::Set(df, id[i]);
+        auto block_sum = hn::Zero(di32);
+        for (size_t k = 0; k < kBlock; k += lanes) {
+          const auto t = hn::Mul(flushed(hn::LoadU(df, blk + k)), vid);
+          const auto mag = hn::Abs(t);
+          // Truncation is exact below 2^31, and so is the fraction mag - trunc(mag).
+          auto qi = hn::ConvertTo(di32, mag);
+          const auto frac = hn::Sub(mag, hn::ConvertTo(df, qi));
+          qi = hn::Min(
+              hn::Add(qi, hn::IfThenElseZero(hn::RebindMask(di32, hn::Ge(frac, half)), one)),
+              q_max);
+          const auto negative = hn::Lt(hn::BitCast(di32, t), hn::Zero(di32));
+          qi = hn::IfThenElse(negative, hn::Neg(qi), qi);
+          hn::StoreU(hn::DemoteTo(di8, qi), di8, qb + k);
+          block_sum = hn::Add(block_sum, qi);
+        }
+        if (sums) sums[at] = hn::GetLane(hn::SumOfLanes(di32, block_sum));
       }
-      if (sums) sums[at] = hn::GetLane(hn::SumOfLanes(di32, block_sum));
     }
   }
 }

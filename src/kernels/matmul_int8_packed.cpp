@@ -93,8 +93,15 @@ HWY_INLINE void Tile(const PackedArgs& a, size_t panel, size_t pstep, size_t b) 
     if (lo >= hi) continue;
     const __mmask16 mask =
         static_cast<__mmask16>(((1u << (hi - row0)) - 1u) & ~((1u << (lo - row0)) - 1u));
-    for (size_t c = 0; c < C; ++c)
-      _mm512_mask_storeu_ps(a.y + (b + c) * a.y_stride + row0, mask, acc[p][c]);
+    // A NaN output leaves as the canonical NaN (v2; x86's inf * 0 is 0xffc00000), here in
+    // registers rather than in a second pass over y.
+    const __m512 canonical = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fc00000));
+    for (size_t c = 0; c < C; ++c) {
+      const __m512 v = acc[p][c];
+      _mm512_mask_storeu_ps(
+          a.y + (b + c) * a.y_stride + row0, mask,
+          _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), canonical));
+    }
   }
 }
 
@@ -166,7 +173,11 @@ void MatmulPacked(const PackedArgs& a, size_t batch) {
 // The same formula in plain C++ (the packed layout's reference on every other target).
 void MatmulPacked(const PackedArgs& a, size_t batch) {
 #if HWY_TARGET == HWY_NEON
-  if (arm_matmul_w8a8_packed(a, batch)) return;  // SDOT / SMMLA where the CPU has them
+  if (arm_matmul_w8a8_packed(a, batch)) {  // SDOT / SMMLA where the CPU has them
+    canonicalize_nan_outputs(a.y, static_cast<int64_t>(a.y_stride), static_cast<int64_t>(batch),
+                             static_cast<int64_t>(a.row_begin), static_cast<int64_t>(a.row_end));
+    return;
+  }
 #endif
   for (size_t b = 0; b < batch; ++b) {
     const int8_t* x = a.xq + b * a.cols;
@@ -190,6 +201,8 @@ void MatmulPacked(const PackedArgs& a, size_t batch) {
       a.y[b * a.y_stride + r] = acc;
     }
   }
+  canonicalize_nan_outputs(a.y, static_cast<int64_t>(a.y_stride), static_cast<int64_t>(batch),
+                           static_cast<int64_t>(a.row_begin), static_cast<int64_t>(a.row_end));
 }
 #endif
 
@@ -439,8 +452,7 @@ void matmul_w8a8_packed(const PackedInt8& w, const Q8Activations& acts, float* y
                      static_cast<size_t>(y_stride),
                      static_cast<size_t>(row_begin),
                      static_cast<size_t>(row_end)};
-  HWY_DYNAMIC_DISPATCH(MatmulPacked)(a, static_cast<size_t>(acts.batch));
-  canonicalize_nan_outputs(y, y_stride, acts.batch, row_begin, row_end);
+  HWY_DYNAMIC_DISPATCH(MatmulPacked)(a, static_cast<size_t>(acts.batch));  // NaN outputs canonical
 }
 
 }  // namespace stoa::kernels

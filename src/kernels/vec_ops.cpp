@@ -25,65 +25,12 @@
 #include <hwy/highway.h>
 
 #include "kernels/arith_v2-inl.h"
+#include "kernels/span-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace stoa::kernels {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
-
-using DF = hn::CappedTag<float, 16>;
-using VF = hn::Vec<DF>;
-constexpr size_t kMaxLanes = HWY_MAX_BYTES / sizeof(float);
-constexpr size_t kLanes = hn::MaxLanes(DF());
-// The accumulation span: a sum over values keeps 32 partial sums on every target (2 vectors on
-// AVX-512, 4 on AVX2, 8 on SSE4, 32 scalars), enough independent adds to hide their latency.
-constexpr size_t kSpan = 32;
-constexpr size_t kSpanVecs = kSpan / kLanes;
-static_assert(kSpan % kLanes == 0, "the span is a whole number of vectors");
-
-// Copies the last `rest` (< lanes) values into a zero-padded aligned buffer.
-HWY_INLINE VF LoadTail(const float* HWY_RESTRICT p, size_t rest, float* buf) {
-  const DF df;
-  hn::Store(hn::Zero(df), df, buf);
-  std::memcpy(buf, p, rest * sizeof(float));
-  return hn::Load(df, buf);
-}
-
-HWY_INLINE void StoreTail(VF v, float* p, size_t rest, float* buf) {
-  const DF df;
-  hn::Store(v, df, buf);
-  std::memcpy(p, buf, rest * sizeof(float));
-}
-
-// Within one vector: lanes j and j + half added, halving until 4 lanes, then (s0 + s2) + (s1 + s3)
-// — the tail of the fixed tree, in registers (a store and 31 scalar adds cost attention ~25 %).
-#if HWY_TARGET == HWY_SCALAR
-template <class D>
-HWY_INLINE float TreeSum(D, hn::Vec<D> v) {
-  return hn::GetLane(v);  // one lane: the span's 32 scalars were already summed across
-}
-#else
-template <class D>
-HWY_INLINE float TreeSum(D d, hn::Vec<D> v) {
-  if constexpr (hn::MaxLanes(D()) > 4) {
-    const hn::Half<D> dh;
-    return TreeSum(dh, hn::Add(hn::LowerHalf(dh, v), hn::UpperHalf(dh, v)));
-  } else {
-    static_assert(hn::MaxLanes(D()) == 4, "vectors of 4, 8 or 16 lanes");
-    HWY_ALIGN float s[4];
-    hn::Store(v, d, s);
-    return (s[0] + s[2]) + (s[1] + s[3]);
-  }
-}
-#endif
-
-// The sum of the span's 32 partial sums by one fixed tree: s[j] += s[j + w] for w = 16, 8, .., 1
-// (across the span's vectors while w spans whole vectors, then inside one). Overwrites acc.
-HWY_INLINE float SumOfSpan(VF* acc) {
-  for (size_t w = kSpanVecs / 2; w >= 1; w /= 2)
-    for (size_t v = 0; v < w; ++v) acc[v] = hn::Add(acc[v], acc[v + w]);
-  return TreeSum(DF(), acc[0]);
-}
 
 // e^x by Cephes expf's polynomial, evaluated with Mul/Add/Sub only: the same bits on every
 // target (Highway's Exp uses FMA where the target has it). Relative error about 2 ulp. Results
@@ -196,85 +143,6 @@ void Axpy(float alpha, const float* HWY_RESTRICT x, float* HWY_RESTRICT y, size_
   }
 }
 
-// Engine arithmetic v2's dot product (v2::dot) on flushed inputs (v2::flush(x) == x, as the
-// engine's queries and cached keys are: RoPE's outputs): every product summand-flushed, the
-// fixed span, the result flushed. Not flushing the inputs again saves two thirds of the work
-// of attention's inner loop.
-HWY_INLINE void DotSpanV2(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b, VF* acc) {
-  const DF df;
-  for (size_t v = 0; v < kSpanVecs; ++v) {
-    const VF x = hn::LoadU(df, a + v * kLanes), y = hn::LoadU(df, b + v * kLanes);
-    acc[v] = hn::Add(acc[v], v2v::FlushSummand(df, hn::Mul(x, y)));
-  }
-}
-
-HWY_INLINE float DotV2(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b, size_t n) {
-  const DF df;
-  VF acc[kSpanVecs];
-  for (size_t v = 0; v < kSpanVecs; ++v) acc[v] = hn::Zero(df);
-  size_t i = 0;
-  for (; i + kSpan <= n; i += kSpan) DotSpanV2(a + i, b + i, acc);
-  if (i < n) {
-    HWY_ALIGN float ba[kSpan] = {}, bb[kSpan] = {};
-    std::memcpy(ba, a + i, (n - i) * sizeof(float));
-    std::memcpy(bb, b + i, (n - i) * sizeof(float));
-    DotSpanV2(ba, bb, acc);
-  }
-  return v2::flush(SumOfSpan(acc));
-}
-
-void AttentionScores(const float* q, const float* k, size_t k_stride, size_t n_keys,
-                     size_t head_dim, float scale, float* out) {
-  for (size_t t = 0; t < n_keys; ++t)
-    out[t] = v2::flush(DotV2(q, k + t * k_stride, head_dim) * scale);
-}
-
-// Accumulates vector-wise over keys; each output element's sum runs over t in order, every term
-// flush_summand(p[t] * flush(v)), the result flushed (v2::attention_head's values).
-void AttentionValues(const float* HWY_RESTRICT p, const float* HWY_RESTRICT v, size_t v_stride,
-                     size_t n_keys, size_t head_dim, float* HWY_RESTRICT out) {
-  const DF df;
-  const size_t lanes = hn::Lanes(df);
-  HWY_ALIGN float buf[kMaxLanes];
-  const auto term = [&](VF pt, VF values) {
-    return v2v::FlushSummand(df, hn::Mul(pt, values));  // values flushed (the W8A8 outputs)
-  };
-  for (size_t i = 0; i < head_dim; i += 4 * lanes) {
-    if (i + 4 * lanes <= head_dim) {
-      auto a0 = hn::Zero(df), a1 = hn::Zero(df), a2 = hn::Zero(df), a3 = hn::Zero(df);
-      for (size_t t = 0; t < n_keys; ++t) {
-        const auto pt = hn::Set(df, p[t]);
-        const float* row = v + t * v_stride + i;
-        a0 = hn::Add(a0, term(pt, hn::LoadU(df, row)));
-        a1 = hn::Add(a1, term(pt, hn::LoadU(df, row + lanes)));
-        a2 = hn::Add(a2, term(pt, hn::LoadU(df, row + 2 * lanes)));
-        a3 = hn::Add(a3, term(pt, hn::LoadU(df, row + 3 * lanes)));
-      }
-      hn::StoreU(v2v::Flush(df, a0), df, out + i);
-      hn::StoreU(v2v::Flush(df, a1), df, out + i + lanes);
-      hn::StoreU(v2v::Flush(df, a2), df, out + i + 2 * lanes);
-      hn::StoreU(v2v::Flush(df, a3), df, out + i + 3 * lanes);
-      continue;
-    }
-    for (size_t j = i; j < head_dim; j += lanes) {
-      const size_t rest = head_dim - j;
-      auto a = hn::Zero(df);
-      for (size_t t = 0; t < n_keys; ++t) {
-        const float* row = v + t * v_stride + j;
-        a = hn::Add(a, term(hn::Set(df, p[t]),
-                            rest >= lanes ? hn::LoadU(df, row) : LoadTail(row, rest, buf)));
-      }
-      a = v2v::Flush(df, a);
-      if (rest >= lanes) {
-        hn::StoreU(a, df, out + j);
-      } else {
-        StoreTail(a, out + j, rest, buf);
-      }
-    }
-    break;
-  }
-}
-
 // The largest of x[0..n); -inf when n == 0.
 HWY_INLINE float MaxOf(const float* HWY_RESTRICT x, size_t n) {
   const DF df;
@@ -314,73 +182,6 @@ HWY_INLINE float SumExpShifted(const float* x, size_t n, float mx, float* out) {
     if (out != nullptr) std::memcpy(out + i, be, (n - i) * sizeof(float));
   }
   return SumOfSpan(acc);
-}
-
-// Engine arithmetic v2's softmax row (v2::softmax_row): inputs flushed; a NaN, or no finite
-// maximum, makes the row NaN; e = v2 exp(x - max) summed in the fixed span; one v2::recip of the
-// sum; out = flush(e * inv).
-HWY_INLINE void ExpSpanV2(const float* x, VF vm, VF* acc, float* out) {
-  const DF df;
-  for (size_t v = 0; v < kSpanVecs; ++v) {
-    const VF e = v2v::Exp(df, hn::Sub(hn::LoadU(df, x + v * kLanes), vm));
-    hn::StoreU(e, df, out + v * kLanes);
-    acc[v] = hn::Add(acc[v], e);
-  }
-}
-
-void Softmax(float* x, size_t n) {
-  if (n == 0) return;
-  const DF df;
-  const size_t lanes = hn::Lanes(df);
-  HWY_ALIGN float buf[kMaxLanes];
-  auto vmax = hn::Set(df, -std::numeric_limits<float>::infinity());
-  auto any_nan = hn::FirstN(df, 0);
-  for (size_t i = 0; i < n; i += lanes) {
-    const size_t rest = n - i;
-    // The tail is padded with -inf, which neither raises the maximum nor is a NaN.
-    if (rest < lanes)
-      for (size_t j = 0; j < lanes; ++j) buf[j] = -std::numeric_limits<float>::infinity();
-    const VF v = v2v::Flush(
-        df, rest >= lanes ? hn::LoadU(df, x + i) : [&] {
-          std::memcpy(buf, x + i, rest * sizeof(float));
-          return hn::Load(df, buf);
-        }());
-    any_nan = hn::Or(any_nan, v2v::IsNan(df, v));
-    vmax = hn::Max(vmax, hn::IfThenElse(v2v::IsNan(df, v), vmax, v));
-    if (rest >= lanes) {
-      hn::StoreU(v, df, x + i);
-    } else {
-      StoreTail(v, x + i, rest, buf);
-    }
-  }
-  const float mx = hn::GetLane(hn::MaxOfLanes(df, vmax));
-  if (!hn::AllFalse(df, any_nan) || !(mx > -std::numeric_limits<float>::infinity() &&
-                                      mx < std::numeric_limits<float>::infinity())) {
-    for (size_t i = 0; i < n; ++i) x[i] = v2::flush(std::numeric_limits<float>::quiet_NaN());
-    return;
-  }
-  const VF vm = hn::Set(df, mx);
-  VF acc[kSpanVecs];
-  for (size_t v = 0; v < kSpanVecs; ++v) acc[v] = hn::Zero(df);
-  size_t i = 0;
-  for (; i + kSpan <= n; i += kSpan) ExpSpanV2(x + i, vm, acc, x + i);
-  if (i < n) {
-    // Padding of -inf: its exp is +0, so the pad adds +0 to its partial sums on every target.
-    HWY_ALIGN float bx[kSpan], be[kSpan];
-    for (size_t j = 0; j < kSpan; ++j) bx[j] = -std::numeric_limits<float>::infinity();
-    std::memcpy(bx, x + i, (n - i) * sizeof(float));
-    ExpSpanV2(bx, vm, acc, be);
-    std::memcpy(x + i, be, (n - i) * sizeof(float));
-  }
-  const auto vinv = hn::Set(df, v2::recip(SumOfSpan(acc)));
-  for (i = 0; i < n; i += lanes) {
-    const size_t rest = n - i;
-    if (rest >= lanes) {
-      hn::StoreU(v2v::Flush(df, hn::Mul(hn::LoadU(df, x + i), vinv)), df, x + i);
-    } else {
-      StoreTail(v2v::Flush(df, hn::Mul(LoadTail(x + i, rest, buf), vinv)), x + i, rest, buf);
-    }
-  }
 }
 
 float LogSumExp(const float* x, size_t n) {
@@ -465,24 +266,35 @@ void MulFlush(const float* a, const float* b, float* out, size_t n) {
   }
 }
 
+// RoPE in engine arithmetic v2 (v2::rope_apply, head by head): x1' = flush(fs(x1 * c) -
+// fs(x2 * s)), x2' = flush(fs(x2 * c) + fs(x1 * s)), every input flushed, fs the summand flush.
+// The tail goes through zero-padded vectors: every element sees the body's operations.
 void Rope(float* x, size_t n_heads, size_t head_dim, const float* cos, const float* sin) {
   const DF df;
   const size_t lanes = hn::Lanes(df);
   const size_t half = head_dim / 2;
+  HWY_ALIGN float b1[kMaxLanes], b2[kMaxLanes], bc[kMaxLanes], bs[kMaxLanes];
   for (size_t h = 0; h < n_heads; ++h) {
     float* v = x + h * head_dim;
-    size_t i = 0;
-    for (; i + lanes <= half; i += lanes) {
-      const auto x1 = hn::LoadU(df, v + i), x2 = hn::LoadU(df, v + half + i);
-      const auto c = hn::LoadU(df, cos + i), s = hn::LoadU(df, sin + i);
-      hn::StoreU(hn::Sub(hn::Mul(x1, c), hn::Mul(x2, s)), df, v + i);
-      hn::StoreU(hn::Add(hn::Mul(x2, c), hn::Mul(x1, s)), df, v + half + i);
-    }
-    for (; i < half; ++i) {  // same rounding as the vector body: products first, then the sum
-      const float x1 = v[i], x2 = v[half + i];
-      const float a = x1 * cos[i], b = x2 * sin[i], c = x2 * cos[i], d = x1 * sin[i];
-      v[i] = a - b;
-      v[half + i] = c + d;
+    for (size_t i = 0; i < half; i += lanes) {
+      const size_t rest = half - i;
+      const bool full = rest >= lanes;
+      const auto x1 = v2v::Flush(df, full ? hn::LoadU(df, v + i) : LoadTail(v + i, rest, b1));
+      const auto x2 =
+          v2v::Flush(df, full ? hn::LoadU(df, v + half + i) : LoadTail(v + half + i, rest, b2));
+      const auto c = v2v::Flush(df, full ? hn::LoadU(df, cos + i) : LoadTail(cos + i, rest, bc));
+      const auto s = v2v::Flush(df, full ? hn::LoadU(df, sin + i) : LoadTail(sin + i, rest, bs));
+      const auto r1 = v2v::Flush(df, hn::Sub(v2v::FlushSummand(df, hn::Mul(x1, c)),
+                                             v2v::FlushSummand(df, hn::Mul(x2, s))));
+      const auto r2 = v2v::Flush(df, hn::Add(v2v::FlushSummand(df, hn::Mul(x2, c)),
+                                             v2v::FlushSummand(df, hn::Mul(x1, s))));
+      if (full) {
+        hn::StoreU(r1, df, v + i);
+        hn::StoreU(r2, df, v + half + i);
+      } else {
+        StoreTail(r1, v + i, rest, b1);
+        StoreTail(r2, v + half + i, rest, b2);
+      }
     }
   }
 }
@@ -497,9 +309,6 @@ namespace stoa::kernels {
 HWY_EXPORT(DotF32);
 HWY_EXPORT(RmsNorm);
 HWY_EXPORT(Axpy);
-HWY_EXPORT(AttentionScores);
-HWY_EXPORT(AttentionValues);
-HWY_EXPORT(Softmax);
 HWY_EXPORT(SiluMul);
 HWY_EXPORT(LogSumExp);
 HWY_EXPORT(ResidualAdd);
@@ -516,17 +325,6 @@ float dot(const float* a, const float* b, size_t n) {
 }
 void axpy(float alpha, const float* x, float* y, size_t n) {
   HWY_DYNAMIC_DISPATCH(Axpy)(alpha, x, y, n);
-}
-void attention_scores(const float* q, const float* k, size_t k_stride, size_t n_keys,
-                      size_t head_dim, float scale, float* out) {
-  HWY_DYNAMIC_DISPATCH(AttentionScores)(q, k, k_stride, n_keys, head_dim, scale, out);
-}
-void attention_values(const float* p, const float* v, size_t v_stride, size_t n_keys,
-                      size_t head_dim, float* out) {
-  HWY_DYNAMIC_DISPATCH(AttentionValues)(p, v, v_stride, n_keys, head_dim, out);
-}
-void softmax(float* x, size_t n) {
-  HWY_DYNAMIC_DISPATCH(Softmax)(x, n);
 }
 float logsumexp(const float* x, size_t n) {
   if (n == 0) throw std::invalid_argument("logsumexp: empty input");

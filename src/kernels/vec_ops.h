@@ -4,8 +4,8 @@
 // (products rounded before sums, no fused multiply-add) so the engine can match it closely.
 // The ones a forward pass uses (RMSNorm, attention, softmax, SwiGLU, the residual and mixing
 // adds, the gate products) compute engine arithmetic v2 (docs/design/arithmetic.md): the same
-// bits as kernels::v2 (arith_v2.h) on every target; dot, axpy and rope_rotate_half are the
-// earlier formulas, kept for the tests and tools that call them.
+// bits as kernels::v2 (arith_v2.h) on every target; dot and axpy are the earlier formulas, kept
+// for the tests and tools that call them.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -22,13 +22,21 @@ void axpy(float alpha, const float* x, float* y, size_t n);
 
 // Attention over a KV cache: out[t] = flush(v2::dot(q, k + t * k_stride) * scale), t < n_keys.
 // q, k and (below) v must be flushed already (v2::flush(x) == x for each value), as the engine's
-// are (RoPE's outputs, the W8A8 product's): the kernels do not flush them again.
+// are (RoPE's outputs, the W8A8 product's): the kernels do not flush them again. key_floor, when
+// given, is a lower bound on every nonzero |k| (min_nonzero_magnitude of the cache, or less): where
+// it proves that no product q_i * k_i can lie in (0, 2^-100) the summand flush is skipped, since
+// it cannot change a term (0: no bound, every product is flushed; the bits are the same either
+// way). Defined in attention_v2.cpp, with softmax.
 void attention_scores(const float* q, const float* k, size_t k_stride, size_t n_keys,
-                      size_t head_dim, float scale, float* out);
+                      size_t head_dim, float scale, float* out, float key_floor = 0.0f);
 // out = flush(sum_t flush_summand(p[t] * flush(v[t * v_stride + :]))) over t < n_keys in order
-// (out is overwritten); with attention_scores and softmax, v2::attention_head.
+// (out is overwritten); with attention_scores and softmax, v2::attention_head. value_floor: a
+// lower bound on every nonzero |v|, as key_floor above (keys with p[t] = 0 add nothing either way).
 void attention_values(const float* p, const float* v, size_t v_stride, size_t n_keys,
-                      size_t head_dim, float* out);
+                      size_t head_dim, float* out, float value_floor = 0.0f);
+// The smallest nonzero |x[i]| over x[0..n) (+inf when none; NaNs and infinities count as large):
+// the floors above.
+float min_nonzero_magnitude(const float* x, size_t n);
 
 // In-place softmax, v2::softmax_row (max subtracted; v2's exp; one reciprocal of the fixed sum).
 // -inf entries give 0; a NaN, or no finite entry, makes the row NaN.
@@ -48,11 +56,13 @@ void mix_add(float w, const float* y, float* out, size_t n);
 // A gate product: out = flush(flush(a) * flush(b)). out may alias a or b.
 void mul_flush(const float* a, const float* b, float* out, size_t n);
 
-// Rotary embedding, rotate-half convention (HF Llama/Qwen/LFM2): for each of n_heads heads of
-// head_dim values, with h = head_dim / 2 and i < h:
+// Rotary embedding, rotate-half convention (HF Llama/Qwen/LFM2), v2::rope_apply on each of
+// n_heads heads of head_dim values: with h = head_dim / 2 and i < h,
 //   x[i]     = x[i] * cos[i] - x[i + h] * sin[i]
 //   x[i + h] = x[i + h] * cos[i] + x[i] * sin[i]
-// cos/sin hold h values (the angles of this position). head_dim must be even.
+// every input flushed, each product summand-flushed, each result flushed (on ordinary values:
+// the plain formula's bits). cos/sin hold h values (the angles of this position). head_dim must
+// be even.
 void rope_rotate_half(float* x, size_t n_heads, size_t head_dim, const float* cos,
                       const float* sin);
 

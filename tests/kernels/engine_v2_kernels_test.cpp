@@ -5,6 +5,7 @@
 // flush shows here as a first differing element.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -88,6 +89,17 @@ TEST(EngineV2Kernels, ElementWiseOpsEqualTheReference) {
       v2::silu_mul(a.data(), b.data(), want.data(), n);
       EXPECT_EQ(first_difference(got, want), -1)
           << "silu_mul " << show(got, want, first_difference(got, want), &a);
+      // SwiGLU on ordinary gates (whole vectors of them take silu's shorter path).
+      {
+        std::mt19937_64 rng(n);
+        std::normal_distribution<float> gate(0.0f, 4.0f);
+        std::vector<float> g(n);
+        for (auto& x : g) x = gate(rng);
+        silu_mul(g.data(), b.data(), got.data(), n);
+        v2::silu_mul(g.data(), b.data(), want.data(), n);
+        EXPECT_EQ(first_difference(got, want), -1)
+            << "silu_mul " << show(got, want, first_difference(got, want), &g);
+      }
       // The residual add.
       got = a;
       residual_add(got.data(), b.data(), n);
@@ -118,6 +130,15 @@ TEST(EngineV2Kernels, ElementWiseOpsEqualTheReference) {
       v2::rmsnorm_row(row.data(), b.data(), n, 1e-5f, want.data());
       EXPECT_EQ(first_difference(got, want), -1)
           << "rmsnorm " << show(got, want, first_difference(got, want), &row);
+      // RoPE over 3 heads of 2n values (cos / sin: the first n of a and b).
+      {
+        std::vector<float> heads = inputs(6 * n, 41 + n), want_heads = heads;
+        rope_rotate_half(heads.data(), 3, 2 * n, a.data(), b.data());
+        for (size_t h = 0; h < 3; ++h)
+          v2::rope_apply(want_heads.data() + h * 2 * n, 2 * n, a.data(), b.data());
+        EXPECT_EQ(first_difference(heads, want_heads), -1)
+            << "rope " << show(heads, want_heads, first_difference(heads, want_heads));
+      }
       // A gate product.
       mul_flush(a.data(), b.data(), got.data(), n);
       for (size_t i = 0; i < n; ++i) want[i] = v2::flush(v2::flush(a[i]) * v2::flush(b[i]));
@@ -186,6 +207,88 @@ TEST(EngineV2Kernels, AttentionEqualsTheReference) {
   });
 }
 
+// With the caches' floors (the engine passes Sequence::LayerState's) the kernels skip summand
+// flushes that cannot change a term: the bits stay v2's. Rows where a flush does change a result
+// (every term of a score, or of one output value, below 2^-100) must still take it.
+TEST(EngineV2Kernels, MinNonzeroMagnitudeIsTheFloorOfAKvCache) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> mixed = {0.0f, -0.0f, -3.0f, float_of(0x7fc00000u), inf, -inf, 2.5f};
+  EXPECT_EQ(min_nonzero_magnitude(mixed.data(), mixed.size()), 2.5f);
+  const std::vector<float> zeros = {0.0f, -0.0f, 0.0f};
+  EXPECT_EQ(min_nonzero_magnitude(zeros.data(), zeros.size()), inf);
+  EXPECT_EQ(min_nonzero_magnitude(zeros.data(), 0), inf);
+  const std::vector<float> tiny = {1.0f, -float_of(1u), float_of(0x00800000u)};
+  EXPECT_EQ(bits_of(min_nonzero_magnitude(tiny.data(), tiny.size())), 1u);
+}
+
+TEST(EngineV2Kernels, AttentionFloorsChangeTheWorkNotTheBits) {
+  test::for_each_target([] {
+    std::mt19937_64 rng(13);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (size_t head_dim : {40u, 128u}) {
+      for (bool tiny_scores : {false, true}) {
+        const size_t n_keys = 37, stride = head_dim;
+        std::vector<float> q(head_dim), k(n_keys * stride), v(n_keys * stride);
+        for (auto& x : q) x = normal(rng);
+        for (auto& x : k) x = normal(rng);
+        for (auto& x : v) x = normal(rng);
+        // Key 0 dominates (p ~ 1), key 1 is e^-80 below it (p ~ 2^-115: its products with
+        // ordinary values are flushed), key 2 e^-60 below (p ~ 2^-87: not flushed), the rest
+        // underflow to p = 0. Value 3 of key 0 is 0, so output 3 is key 1's flushed term alone.
+        float qq = 0.0f;
+        for (float x : q) qq = qq + x * x;
+        const float scale = 1.0f / 8.0f;
+        for (size_t d = 0; d < head_dim; ++d) {
+          k[d] = q[d] * (4000.0f / (qq * scale));
+          k[stride + d] = q[d] * (3920.0f / (qq * scale));
+          k[2 * stride + d] = q[d] * (3940.0f / (qq * scale));
+        }
+        v[3] = 0.0f;
+        v[2 * stride + 3] = 0.0f;
+        if (tiny_scores) {
+          // Every product of key 4 with the query below 2^-100: its score is flushed to +0.
+          for (auto& x : q) x = x * 1e-16f;
+          for (size_t d = 0; d < head_dim; ++d) k[4 * stride + d] = 1e-16f;
+        }
+        for (auto* t : {&q, &k, &v})
+          for (auto& x : *t) x = v2::flush(x);
+        const float key_floor = min_nonzero_magnitude(k.data(), k.size());
+        const float value_floor = min_nonzero_magnitude(v.data(), v.size());
+        std::vector<float> scores(n_keys), out(head_dim), want_scores(n_keys), want(head_dim);
+        attention_scores(q.data(), k.data(), stride, n_keys, head_dim, scale, scores.data(),
+                         key_floor);
+        // The raw scores too: softmax would hide a score of 1e-31 that should have been +0.
+        for (size_t t = 0; t < n_keys; ++t) {
+          const float want_score =
+              v2::flush(v2::dot(q.data(), k.data() + t * stride, head_dim) * scale);
+          ASSERT_EQ(bits_of(scores[t]), bits_of(want_score)) << "score " << t;
+        }
+        if (tiny_scores) {
+          EXPECT_EQ(bits_of(scores[4]), 0u);  // every product flushed
+        }
+        softmax(scores.data(), n_keys);
+        attention_values(scores.data(), v.data(), stride, n_keys, head_dim, out.data(),
+                         value_floor);
+        v2::attention_head(q.data(), k.data(), stride, v.data(), stride, n_keys, head_dim, scale,
+                           want_scores.data(), want.data());
+        EXPECT_EQ(first_difference(scores, want_scores), -1) << head_dim << " " << tiny_scores;
+        EXPECT_EQ(first_difference(out, want), -1) << head_dim << " " << tiny_scores << " "
+                                                   << show(out, want, first_difference(out, want));
+        if (!tiny_scores) {
+          // The case is what it says: p spans the three regimes, and output 3 was flushed.
+          EXPECT_GT(want_scores[0], 0.99f);
+          EXPECT_GT(want_scores[1], 0.0f);
+          EXPECT_LT(want_scores[1], 0x1p-100f);
+          EXPECT_GT(want_scores[2], 0x1p-100f);
+          EXPECT_EQ(want_scores[5], 0.0f);
+          EXPECT_EQ(bits_of(want[3]), 0u);  // key 1's term alone, flushed (p1 * v < 2^-100)
+          EXPECT_NE(v[stride + 3], 0.0f);
+        }
+      }
+    }
+  });
+}
+
 TEST(EngineV2Kernels, QuantizeAndMatmulEqualTheReference) {
   test::for_each_target([] {
     std::mt19937_64 rng(21);
@@ -199,6 +302,10 @@ TEST(EngineV2Kernels, QuantizeAndMatmulEqualTheReference) {
       for (int i = 96; i < 128; ++i)
         m.x[static_cast<size_t>(i)] = float_of(static_cast<uint32_t>(i));
       const int64_t groups = m.cols / 32;
+      // Row 5, block 2: zero weights under an infinite scale, so 0 * inf makes the row's outputs
+      // NaN (on x86 the default NaN 0xffc00000, which the kernels must make canonical).
+      std::fill(m.wq.begin() + 5 * m.cols + 64, m.wq.begin() + 5 * m.cols + 96, int8_t{0});
+      m.ws[static_cast<size_t>(5 * groups + 2)] = 0x7c00;
       std::vector<int8_t> q(m.x.size());
       std::vector<float> d(static_cast<size_t>(batch * groups));
       std::vector<int32_t> sums(d.size());
@@ -210,6 +317,7 @@ TEST(EngineV2Kernels, QuantizeAndMatmulEqualTheReference) {
       EXPECT_EQ(sums, m.xsums);
       std::vector<float> want(static_cast<size_t>(batch * m.rows)), got(want.size());
       v2::matvec_q8(m.weights(), m.acts(), want.data(), m.rows);
+      EXPECT_EQ(bits_of(want[5]), v2::kCanonicalNanBits);
       matmul_w8a8(m.weights(), got_acts, got.data(), m.rows, 0, m.rows);
       EXPECT_EQ(first_difference(got, want), -1)
           << "grid " << show(got, want, first_difference(got, want));
