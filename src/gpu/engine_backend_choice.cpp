@@ -116,9 +116,17 @@ ChosenBackend make_engine_backend(BackendChoice choice,
     why_not = d.why_not;
   }
   if (why_not.empty()) {
-    auto backend = std::make_unique<vulkan::VulkanBackend>(d.ctx, std::move(weights));
-    return {std::move(backend),
-            cat("computing on ", d.ctx->info().name, " (Vulkan; ", d.report, ")")};
+    try {
+      auto backend = std::make_unique<vulkan::VulkanBackend>(d.ctx, std::move(weights));
+      return {std::move(backend),
+              cat("computing on ", d.ctx->info().name, " (Vulkan; ", d.report, ")")};
+    } catch (const std::exception& e) {
+      // The backend hands the weights back when it fails (out of device memory, a lost
+      // device): auto computes on the CPU with them, vulkan says why not.
+      if (!weights) throw;
+      why_not =
+          cat("the Vulkan backend could not be built on ", d.ctx->info().name, ": ", e.what());
+    }
   }
   STOA_CHECK(choice == BackendChoice::kAuto, ErrorKind::kUnsupported,
              "--backend vulkan: ", why_not);

@@ -267,6 +267,15 @@ TEST_F(VulkanBackendTest, RefusesWhatItCannotComputeAndBadPassesChangeNothing) {
   });
   EXPECT_EQ(f32.kind(), ErrorKind::kUnsupported);
   EXPECT_NE(std::string(f32.what()).find("int8"), std::string::npos) << f32.what();
+  // A backend that cannot be built leaves the weights with the caller, who computes on the CPU.
+  auto kept = std::make_unique<EngineWeights>(
+      EngineWeights::from_model(tiny_model("tiny-qwen3"), WeightFormat::kF32));
+  const EngineWeights* held = kept.get();
+  EXPECT_EQ(test::error_of([&] { VulkanBackend(shared_device(), std::move(kept)); }).kind(),
+            ErrorKind::kUnsupported);
+  ASSERT_EQ(kept.get(), held);
+  ModelRunner after(std::move(kept));
+  EXPECT_EQ(after.config().vocab_size, held->config().vocab_size);
 
   const ModelWeights w = tiny_model("tiny-qwen3");
   ModelRunner cpu = ModelRunner::from_model(w, WeightFormat::kInt8);

@@ -55,10 +55,9 @@ std::string VulkanBackend::unsupported(const engine::EngineWeights& weights) {
 }
 
 VulkanBackend::VulkanBackend(std::shared_ptr<Context> ctx,
-                             std::unique_ptr<engine::EngineWeights> weights,
+                             std::unique_ptr<engine::EngineWeights>&& weights,
                              WeightPlacement placement)
     : ctx_(std::move(ctx)),
-      weights_(std::move(weights)),
       // The grid's pages (core/page_aligned.h) must be whole units of the driver's import.
       share_(placement == WeightPlacement::kShareWhereUnified && ctx_->info().imports_host_memory &&
              kHostPageAlignment % ctx_->info().import_alignment == 0),
@@ -69,8 +68,21 @@ VulkanBackend::VulkanBackend(std::shared_ptr<Context> ctx,
       ops_(*ctx_),
       conv_(*ctx_),
       pass_(*ctx_) {
-  const std::string why_not = unsupported(*weights_);
+  STOA_CHECK(weights != nullptr, ErrorKind::kInvalidArgument, "the Vulkan backend needs weights");
+  const std::string why_not = unsupported(*weights);
   STOA_CHECK(why_not.empty(), ErrorKind::kUnsupported, why_not);
+  // Taken now, handed back if the device fails below: the members' destructors free what was
+  // uploaded, the host weights stay the caller's.
+  weights_ = std::move(weights);
+  try {
+    upload_weights();
+  } catch (...) {
+    weights = std::move(weights_);
+    throw;
+  }
+}
+
+void VulkanBackend::upload_weights() {
   const engine::Linear* head = &weights_->lm_head();
   const engine::Linear* embedding = &weights_->embedding();
   for (const auto& [name, linear] : weights_->linears()) {

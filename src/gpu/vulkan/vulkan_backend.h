@@ -49,11 +49,13 @@ enum class WeightPlacement { kShareWhereUnified, kMirror };
 
 class VulkanBackend final : public engine::EngineBackend {
  public:
-  // Mirrors `weights` to the device. kUnsupported (in words) for weights it cannot compute:
-  // another architecture, f32 weights (a worker holds int8), a pipeline stage's share.
-  // unsupported() says so beforehand (empty: it can), so a caller keeps its weights.
+  // Mirrors `weights` to the device (or shares them, above), taking them from the caller only
+  // when it succeeds: if it throws — kUnsupported (in words) for weights it cannot compute
+  // (another architecture, f32 weights: a worker holds int8; a pipeline stage's share), or the
+  // device's own failure (out of memory, a lost device) — `weights` still holds them, so the
+  // caller can compute on the CPU. unsupported() says the first kind beforehand (empty: it can).
   static std::string unsupported(const engine::EngineWeights& weights);
-  VulkanBackend(std::shared_ptr<Context> ctx, std::unique_ptr<engine::EngineWeights> weights,
+  VulkanBackend(std::shared_ptr<Context> ctx, std::unique_ptr<engine::EngineWeights>&& weights,
                 WeightPlacement placement = WeightPlacement::kShareWhereUnified);
   ~VulkanBackend() override;
 
@@ -92,6 +94,9 @@ class VulkanBackend final : public engine::EngineBackend {
     std::vector<Expert> experts;
     const Buffer *mixer_norm = nullptr, *ffn_norm = nullptr;
   };
+  // Every int8 linear and f32 vector to the device (the constructor's work once it holds the
+  // weights).
+  void upload_weights();
   void upload_linear(const std::string& name);
   void upload_vector(const std::string& name);
   void bind_layers();
