@@ -21,7 +21,7 @@ void short_conv_block(const ShortConvWeights& w, int64_t layer, const Batch& bat
                       float* out, ThreadPool& pool) {
   const int64_t T = batch.size();
   const int64_t H = w.hidden;
-  thread_local std::vector<float> bcx_buf, y_buf, bx_buf;
+  thread_local std::vector<float> bcx_buf, y_buf;
   float* bcx = scratch(bcx_buf, static_cast<size_t>(T * 3 * H));
   w.in_proj->forward(x, T, bcx, pool);
 
@@ -29,7 +29,10 @@ void short_conv_block(const ShortConvWeights& w, int64_t layer, const Batch& bat
   // Sequences over the pool (each sequence's tokens by one thread: the same bits).
   const auto segments = static_cast<int64_t>(batch.segments.size());
   parallel_chunks(pool, segments, 2, 1, [&](int64_t first, int64_t last) {
-    float* bx = scratch(bx_buf, static_cast<size_t>(H));  // thread_local: one per thread
+    // Declared here, not above: a block-scope thread_local is constructed by the thread that
+    // passes its declaration, and the pool's threads run only this lambda.
+    thread_local std::vector<float> bx_buf;
+    float* bx = scratch(bx_buf, static_cast<size_t>(H));
     for (int64_t s = first; s < last; ++s) {
       const BatchSegment& seg = batch.segments[static_cast<size_t>(s)];
       float* state = seg.seq->layer(layer).conv.data();
