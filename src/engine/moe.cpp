@@ -112,9 +112,8 @@ void moe_ffn(const MoeWeights& w, const float* x, int64_t tokens, int64_t hidden
   }
   Linear::forward_jobs(jobs, pool);
   // Each token's sum runs over its experts in id order whatever else is in the batch, so
-  // batching never changes a result.
-  // Over the pool each thread takes a slice of the hidden values for every row, rows in the
-  // same order: element-wise, the same bits on any split (a few rows are mixed in place).
+  // batching never changes a result; over the pool each thread mixes a slice of the hidden
+  // values of every row, rows in that order (element-wise: the same bits on any split).
   std::fill(out, out + tokens * hidden, 0.0f);
   const auto mix = [&](int64_t h0, int64_t h1) {
     for (int64_t r = 0; r < N; ++r) {

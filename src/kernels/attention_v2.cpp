@@ -85,21 +85,6 @@ void AttentionScores(const float* q, const float* k, size_t k_stride, size_t n_k
   }
 }
 
-// The least float p with p * floor >= 2^-100 (exactly, in double), or +inf when none is: p[t] at
-// least this adds its products unflushed. floor 0 (no bound) gives +inf.
-HWY_INLINE float UnflushedFrom(float floor) {
-  if (!(floor > 0.0f)) return std::numeric_limits<float>::infinity();
-  float p = static_cast<float>(0x1p-100 / static_cast<double>(floor));
-  // The quotient's rounding may leave p one step either side of the least such float.
-  while (p > 0.0f && ProductsClearOfFlush(std::nextafter(p, 0.0f), floor))
-    p = std::nextafter(p, 0.0f);
-  while (!ProductsClearOfFlush(p, floor)) {
-    if (p == std::numeric_limits<float>::infinity()) return p;
-    p = std::nextafter(p, std::numeric_limits<float>::infinity());
-  }
-  return p;
-}
-
 // Accumulates vector-wise over keys; each output element's sum runs over t in order, every term
 // flush_summand(p[t] * flush(v)), the result flushed (v2::attention_head's values). A key whose
 // p[t] is zero adds only zero terms (skipped); one with p[t] * value_floor >= 2^-100 adds its
@@ -109,7 +94,6 @@ void AttentionValues(const float* HWY_RESTRICT p, const float* HWY_RESTRICT v, s
   const DF df;
   const size_t lanes = hn::Lanes(df);
   HWY_ALIGN float buf[kMaxLanes];
-  const float unflushed_from = UnflushedFrom(value_floor);
   // values flushed (the W8A8 outputs)
   const auto term = [&](bool flush, VF pt, VF values) {
     const VF prod = hn::Mul(pt, values);
@@ -120,7 +104,7 @@ void AttentionValues(const float* HWY_RESTRICT p, const float* HWY_RESTRICT v, s
       auto a0 = hn::Zero(df), a1 = hn::Zero(df), a2 = hn::Zero(df), a3 = hn::Zero(df);
       for (size_t t = 0; t < n_keys; ++t) {
         if (p[t] == 0.0f) continue;
-        const bool flush = !(p[t] >= unflushed_from);
+        const bool flush = !ProductsClearOfFlush(p[t], value_floor);
         const auto pt = hn::Set(df, p[t]);
         const float* row = v + t * v_stride + i;
         a0 = hn::Add(a0, term(flush, pt, hn::LoadU(df, row)));
@@ -140,7 +124,7 @@ void AttentionValues(const float* HWY_RESTRICT p, const float* HWY_RESTRICT v, s
       for (size_t t = 0; t < n_keys; ++t) {
         if (p[t] == 0.0f) continue;
         const float* row = v + t * v_stride + j;
-        a = hn::Add(a, term(!(p[t] >= unflushed_from), hn::Set(df, p[t]),
+        a = hn::Add(a, term(!ProductsClearOfFlush(p[t], value_floor), hn::Set(df, p[t]),
                             rest >= lanes ? hn::LoadU(df, row) : LoadTail(row, rest, buf)));
       }
       a = v2v::Flush(df, a);
