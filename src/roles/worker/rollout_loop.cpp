@@ -110,6 +110,9 @@ class RolloutLoop {
   void run_micro_batches(const std::atomic<bool>& stop, Clock::time_point t_start,
                          Clock::time_point drain_deadline);
   void note_in_flight();
+  // Under the pass lock: the engine still holds engine_version_, the version every token of the
+  // next pass is recorded under (an anchor written in place since must be taken first).
+  bool engine_current() const;
 
   const RolloutContext& c_;
   const WorkerOptions& o_;
@@ -156,6 +159,9 @@ void RolloutLoop::take_weights() {
     if (o_.stages > 1) {
       head_weights_ = std::move(weights);  // the group's engine once stage 1 answers
     } else {
+      // The weights stay the sync's copy, which it reads to verify the next patches; a device
+      // backend re-lays them as it takes them (Linear::hold_grid), so the sync waits meanwhile.
+      const auto building = sync_.exclusive_lock();
       gpu::ChosenBackend chosen = gpu::make_engine_backend(o_.backend, std::move(weights), c_.pool);
       model_ = std::move(chosen.backend);
       log_info("worker", chosen.note);
@@ -165,7 +171,13 @@ void RolloutLoop::take_weights() {
   } else if (!model_) {
     apply_update(*head_weights_, *update);
   } else {
-    apply_update(*model_, *update);
+    {
+      // A device backend copies what the update wrote (weights_written): no anchor may be
+      // written in place while it reads them (one that lands after is taken at the next safe
+      // point: engine_current()).
+      const auto reading = sync_.pass_lock();
+      apply_update(*model_, *update);
+    }
     // A sample started from now on computes its prompt with these weights, as it would without
     // prompt sharing: the kept prompts are recomputed at the next start (samples already
     // waiting for one fork it after the next pass, under these weights too).
@@ -454,9 +466,14 @@ void RolloutLoop::serve_and_step(MicroBatch& b) {
   }
   {
     const auto pass = sync_.pass_lock();  // an anchor written in place waits for the pass
+    if (!engine_current()) return;        // the loop's thread takes it first
     b.runner->step();
   }
   b.running = b.runner->running();
+}
+
+bool RolloutLoop::engine_current() const {
+  return sync_.engine_holds(engine_version_);
 }
 
 void RolloutLoop::run_micro_batches(const std::atomic<bool>& stop, Clock::time_point t_start,
@@ -479,6 +496,7 @@ void RolloutLoop::run_micro_batches(const std::atomic<bool>& stop, Clock::time_p
       if (gauges_.run_ended || gauges_.fatal.get() || !sync_.engine_usable()) break;
       const std::optional<uint64_t> verified = sync_.version();
       if (verified && *verified != engine_version_) break;
+      if (!engine_current()) break;  // an anchor was written in place
     }
   } catch (...) {
     threads_->pause();
@@ -558,6 +576,7 @@ void RolloutLoop::run(const std::atomic<bool>& stop) {
       } else {
         MicroBatch& b = batches_.front();
         const auto pass = sync_.pass_lock();  // an anchor written in place waits for the pass
+        if (!engine_current()) continue;      // one did: take it before computing again
         b.runner->step();                     // one batched pass over every running rollout
         b.running = b.runner->running();
       }

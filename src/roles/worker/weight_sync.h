@@ -131,6 +131,9 @@ class WeightSync {
   // Generation thread: hold during each decode pass; false while the engine must not compute.
   std::shared_lock<std::shared_mutex> pass_lock() { return store_->pass_lock(); }
   bool engine_usable() const { return store_->engine_usable(); }
+  // ResidentStore::exclusive_lock and engine_holds.
+  std::unique_lock<std::shared_mutex> exclusive_lock() { return store_->exclusive_lock(); }
+  bool engine_holds(uint64_t version) const { return store_->engine_holds(version); }
   // Generation thread, before the runner that holds the engine goes away.
   void detach_engine() { store_->detach_engine(); }
 

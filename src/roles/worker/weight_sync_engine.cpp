@@ -318,6 +318,11 @@ std::shared_lock<std::shared_mutex> EngineStore::pass_lock() {
   return read_lock();
 }
 
+bool EngineStore::engine_holds(uint64_t version) const {
+  std::lock_guard lock(mutex_);
+  return engine_version_ == version;
+}
+
 bool EngineStore::engine_usable() const {
   std::lock_guard lock(mutex_);
   return engine_ != nullptr && !broken_;

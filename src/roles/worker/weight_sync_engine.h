@@ -67,6 +67,8 @@ class EngineStore final : public ResidentStore {
   std::optional<WeightUpdate> take_update_through(uint64_t version) override;
   uint64_t engine_version() const override;
   std::shared_lock<std::shared_mutex> pass_lock() override;
+  std::unique_lock<std::shared_mutex> exclusive_lock() override { return write_lock(); }
+  bool engine_holds(uint64_t version) const override;
   bool engine_usable() const override;
   void detach_engine() override;
 

@@ -96,6 +96,15 @@ class ResidentStore {
   // Generation thread: held while a pass computes with the weights (an anchor written in place
   // waits for it, and the pass waits for the anchor). Empty where the engine is the caller's own.
   virtual std::shared_lock<std::shared_mutex> pass_lock() { return {}; }
+  // Generation thread: held while the engine's weights change outside an update — a device
+  // backend taking them re-lays their linears (Linear::hold_grid) — so the sync reads no tensor
+  // and writes no anchor meanwhile. Empty where the engine is the caller's own.
+  virtual std::unique_lock<std::shared_mutex> exclusive_lock() { return {}; }
+  // Whether the engine still computes with `version`, the last update the generation thread
+  // took: false once an anchor was written into it in place since (its passes would compute
+  // with the anchor's weights under the old version's name). True where the engine is the
+  // caller's own (it changes only by the caller's updates).
+  virtual bool engine_holds(uint64_t /*version*/) const { return true; }
   // False while the engine must not compute (an anchor written in place failed part-way: the
   // weights are a mix until the next anchor lands).
   virtual bool engine_usable() const { return true; }

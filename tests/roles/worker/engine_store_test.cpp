@@ -157,6 +157,7 @@ TEST_F(EngineStoreTest, AFallbackAnchorIsWrittenIntoTheSameEngineInPlace) {
   auto first = sync.take_update();
   ASSERT_TRUE(first && first->engine);
   std::unique_ptr<engine::EngineWeights> engine = std::move(first->engine);
+  EXPECT_TRUE(sync.engine_holds(first->version));
   publish(4, 5, {5});
   const std::string bad = hub.hash_of(pulse::BlobKind::kPatch, 3, 4);
   hub.tamper = [&](const std::string& hash, std::vector<uint8_t>& bytes) {
@@ -166,11 +167,15 @@ TEST_F(EngineStoreTest, AFallbackAnchorIsWrittenIntoTheSameEngineInPlace) {
   ASSERT_TRUE(sync.step(kNoWait));
   EXPECT_EQ(sync.version(), 5u);
   EXPECT_EQ(sync.counters().anchor_fallbacks, 1u);
+  // The engine no longer computes with the version the generation thread took: a pass now
+  // would compute with version 5 under version 3's name, so the worker takes the anchor first.
+  EXPECT_FALSE(sync.engine_holds(first->version));
   auto update = sync.take_update();
   ASSERT_TRUE(update);
   EXPECT_TRUE(update->full);
   EXPECT_FALSE(update->engine) << "the runner keeps its engine; the anchor went into it";
   EXPECT_TRUE(same_bytes(held(*engine, 5), chain[5]));
+  EXPECT_TRUE(sync.engine_holds(update->version));
   // Every tensor was written in place, so every one is named to the engine backend.
   std::vector<std::string> all_names;
   for (const auto& [name, t] : chain[5].tensors()) all_names.push_back(name);
