@@ -92,7 +92,10 @@ Verdict ReplayValidator::check(const net::RolloutSubmission& rollout, const env:
   } catch (const env::EnvironmentError& e) {
     v = fail(-1, hub::kEnvironmentVerdict, e.what());  // the task's failure, not the worker's
   } catch (const Error& e) {
-    v = fail(-1, "unreplayable", e.what());
+    // kNotFound: a version's weights no route reaches any more (pruned: the hub's own limit,
+    // hub::kUnreplayableVerdict); anything else the replay refuses is the rollout's.
+    v = fail(-1, e.kind() == ErrorKind::kNotFound ? hub::kUnreplayableVerdict : "replay_refused",
+             e.what());
   }
   v.pass = v.what.empty();
   v.cpu_seconds = thread_cpu_seconds() - t0;

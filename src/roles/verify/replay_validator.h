@@ -64,7 +64,8 @@ class ReplayValidator {
 
   // Replays `rollout` (already through the hub's structural intake checks) for `problem`, whose
   // prompt is the first `prompt_length` tokens. Never throws for a bad rollout: a replay that
-  // cannot run (a version whose blobs are gone) is a failing verdict with what = "unreplayable".
+  // cannot run is a failing verdict: what = "unreplayable" (hub::kUnreplayableVerdict) for a
+  // version whose blobs are gone, "replay_refused" for anything else it refuses.
   Verdict check(const net::RolloutSubmission& rollout, const env::QaItem& problem,
                 size_t prompt_length);
 

@@ -172,6 +172,11 @@ TEST(PeerCheckBooks, ACheckerTheTrustedReplayContradictsIsJudgedOnce) {
   environment.what = kEnvironmentVerdict;
   v.escalations["r4"] = {"w-x", CheckOpinion::kPass};
   EXPECT_FALSE(v.judge_checker("r4", environment));
+  // Nor does the hub's own store lacking a version the rollout names.
+  AuditVerdict unreplayable;
+  unreplayable.what = kUnreplayableVerdict;
+  v.escalations["r5"] = {"w-y", CheckOpinion::kPass};
+  EXPECT_FALSE(v.judge_checker("r5", unreplayable));
 }
 
 // A rollout of 2 prompt tokens and 4 generated ones at version `version`, as the trusted replay

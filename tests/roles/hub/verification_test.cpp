@@ -194,6 +194,30 @@ TEST_F(VerificationTest, AFailedReplayQuarantinesItsAuthorAndDropsOnlyGroupsNotT
   EXPECT_EQ(verification.state()->failed, 1);
 }
 
+// A rollout that waited for its replay until the blobs of its version were pruned (it aged out
+// of the staleness window the store keeps) is the hub's own limit: its group is dropped
+// unverified and its author keeps its standing.
+TEST_F(VerificationTest, AnUnreplayableRolloutDropsItsGroupButBlamesNobody) {
+  verification.set_auditor(&auditor);
+  accept("r1", "g1", "slow");
+  AuditVerdict aged_out;
+  aged_out.what = kUnreplayableVerdict;
+  aged_out.detail = "catch-up: no route from a cold start to version 11";
+  verification.record_verdict("r1", aged_out);
+  EXPECT_FALSE(verification.quarantined("slow"));
+  EXPECT_FALSE(verification.held_for_verdict("g1"));
+  EXPECT_EQ(book.groups().at("g1").row.status, GroupStatus::kDropped);
+  EXPECT_EQ(book.groups().at("g1").row.drop_reason, "unreplayable");
+  EXPECT_EQ(counters.dropped["unreplayable"], 1);
+  EXPECT_EQ(verification.state()->unreplayable, 1);
+  EXPECT_EQ(verification.state()->failed, 0);
+  EXPECT_EQ(verification.state()->passed, 0);
+  // Its next rollout is judged as any other.
+  accept("r2", "g2", "slow");
+  verification.record_verdict("r2", verdict(false));
+  EXPECT_TRUE(verification.quarantined("slow"));
+}
+
 TEST_F(VerificationTest, APeerCheckGoesToAnotherWorkerWhosePassReleasesTheGroup) {
   config.verify.peer = true;
   config.verify.first_rollouts = 0;  // past its first rollouts: a peer checks it

@@ -190,6 +190,23 @@ TEST_F(ReplayTest, HonestWorkersPassAndEveryAttackIsCaught) {
     }
 }
 
+// A rollout naming a version no route in the store reaches (pruned while it waited, in a run):
+// the replay cannot run, the hub's own limit, which blames nobody.
+TEST_F(ReplayTest, AVersionTheStoreCannotReachIsUnreplayable) {
+  const Worker w = join("w");
+  const net::Lease l = lease(w);
+  const size_t prompt_length = l.prompt_tokens.size();
+  net::RolloutSubmission gone = generate(w, l, v2, nullptr, -1, /*label=*/7).at(0);
+  const Verdict aged = validator->check(gone, problem(l), prompt_length);
+  EXPECT_FALSE(aged.pass);
+  EXPECT_EQ(aged.what, hub::kUnreplayableVerdict) << aged.detail;
+  EXPECT_TRUE(hub::verdict_blames_nobody(hub::audit_verdict(aged)));
+
+  // The same rollout under the version that computed it passes.
+  const net::RolloutSubmission kept = generate(w, l, v2, nullptr, -1).at(0);
+  EXPECT_TRUE(validator->check(kept, problem(l), prompt_length).pass);
+}
+
 TEST_F(ReplayTest, SeedsAreTheLeases) {
   const Worker w = join("w");
   const net::Lease l = lease(w);

@@ -40,7 +40,7 @@ std::optional<std::pair<std::string, std::string>> VerificationState::judge_chec
   if (it == v.escalations.end()) return std::nullopt;
   const VerificationState::Escalation e = it->second;
   v.escalations.erase(it);
-  if (e.checker.empty() || e.opinion == CheckOpinion::kNone || trusted.what == kEnvironmentVerdict)
+  if (e.checker.empty() || e.opinion == CheckOpinion::kNone || verdict_blames_nobody(trusted))
     return std::nullopt;
   const bool lied = (e.opinion == CheckOpinion::kPass) != trusted.pass;
   if (!lied || v.quarantined.count(e.checker)) return std::nullopt;

@@ -71,6 +71,11 @@ struct AuditJob {
 // an environment server down, or answering the same (problem, action) differently): the hub
 // drops the group but holds nothing against the worker.
 inline constexpr const char* kEnvironmentVerdict = "environment";
+// A verdict's `what` when the replay could not build the weights of a version the rollout names:
+// no route reaches it any more (its blobs were pruned while the rollout waited for its replay:
+// it has aged out of the staleness window since its intake). The hub's own limit: the group is
+// dropped, nothing is held against the worker.
+inline constexpr const char* kUnreplayableVerdict = "unreplayable";
 
 struct AuditVerdict {
   bool pass = false;
@@ -79,6 +84,12 @@ struct AuditVerdict {
   std::string detail;
   double cpu_seconds = 0;
 };
+
+// Whether a failing verdict says nothing of the rollout's author (nor of a checker who spoke for
+// it): the task or the hub could not run the replay.
+inline bool verdict_blames_nobody(const AuditVerdict& v) {
+  return !v.pass && (v.what == kEnvironmentVerdict || v.what == kUnreplayableVerdict);
+}
 
 // A replay's verdict as the audit keeps it: the hub's own replay (verify::Verdict) and one that
 // came over the wire (net::ValidationVerdict) report the same fields.

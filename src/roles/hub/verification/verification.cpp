@@ -181,13 +181,21 @@ void Verification::record_verdict(const std::string& rollout_id, const AuditVerd
     log_warn("verify", "rollout ", rollout_id, " of worker ", worker,
              " could not be replayed: the run's task failed: ", verdict.detail);
     if (!group_id.empty()) drop_group(group_id, "environment");
+  } else if (!verdict.pass && verdict.what == kUnreplayableVerdict) {
+    // The weights of a version the rollout names are gone from the blob store: it waited for
+    // its replay past the staleness window the store keeps (intake refuses it from then on).
+    // The hub's own limit, so nothing against the worker; unverified, its group is not trained.
+    ++v.unreplayable;
+    log_warn("verify", "rollout ", rollout_id, " of worker ", worker,
+             " aged out before its replay (its group is dropped): ", verdict.detail);
+    if (!group_id.empty()) drop_group(group_id, "unreplayable");
   } else {
     v.count(kernel_target, verdict.pass);
     if (verdict.pass && !worker.empty()) v.credit_rollout(worker);
   }
   if (auto liar = v.judge_checker(rollout_id, verdict)) quarantine(liar->first, liar->second);
   v.judge_canary_candidate(rollout_id, verdict.pass);
-  if (!verdict.pass && verdict.what != kEnvironmentVerdict) {
+  if (!verdict.pass && !verdict_blames_nobody(verdict)) {
     log_error("verify", "rollout ", rollout_id, " of worker ", worker,
               " FAILED replay at position ", verdict.position, " (", verdict.what,
               "): ", verdict.detail);

@@ -12,6 +12,7 @@ void VerificationState::add_counters(std::map<std::string, double>& m, bool peer
   m["verification_timeouts"] = static_cast<double>(v.timeouts);
   m["verification_cpu_seconds"] = v.cpu_seconds;
   m["verification_environment_failures"] = static_cast<double>(v.environment_failures);
+  m["verification_unreplayable"] = static_cast<double>(v.unreplayable);
   m["verification_backlog"] = static_cast<double>(v.backlog.size());
   if (!peer) return;
   m["peer_checks_passed"] = static_cast<double>(v.peer_passed);

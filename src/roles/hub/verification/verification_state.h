@@ -124,7 +124,8 @@ struct VerificationState {
   int64_t skipped_queue_full = 0;
   int64_t timeouts = 0;
   int64_t environment_failures = 0;  // replays the run's task could not run (not the worker's)
-  double cpu_seconds = 0;            // validation CPU time over every verdict
+  int64_t unreplayable = 0;  // rollouts whose versions were pruned before their replay (ditto)
+  double cpu_seconds = 0;    // validation CPU time over every verdict
   // Verdicts by the kernel target the rollout was generated on: {pass, fail}. The name comes
   // from the worker, so it is kept to a short [A-Za-z0-9_] name ("unknown" when missing, "other"
   // when malformed or past kMaxTargets distinct names): a worker can neither inject text into
