@@ -449,10 +449,37 @@ void Cluster::stop_all(std::chrono::milliseconds timeout) {
 
 std::string Cluster::logs() const {
   std::string out;
+  // The tail, and before it the first errors and warnings of the whole log: a failure early in
+  // a long run (a refused replay, a refused patch) is otherwise cut by the lines after it.
   auto tail = [](const std::string& s) { return s.size() > 3000 ? s.substr(s.size() - 3000) : s; };
-  if (hub_) out += "---- stoa run / hub ----\n" + tail(hub_->err());
-  if (trainer_) out += "---- stoa train ----\n" + tail(trainer_->err());
-  for (const auto& [n, w] : workers_) out += "---- " + n + " ----\n" + tail(w->err());
+  auto alarms = [](const std::string& s) {
+    constexpr int kMost = 30;
+    std::string lines;
+    std::set<std::string> seen;
+    int n = 0;
+    size_t at = 0;
+    while (at < s.size() && n < kMost) {
+      size_t end = s.find('\n', at);
+      if (end == std::string::npos) end = s.size();
+      const std::string line = s.substr(at, end - at);
+      if (line.find("Z E [") != std::string::npos || line.find("Z W [") != std::string::npos) {
+        // A warning repeated with other numbers ("no learning signal for the last N steps")
+        // is shown once.
+        std::string shape = line.substr(std::min(line.size(), line.find('Z') + 1), 80);
+        std::erase_if(shape, [](char ch) { return ch >= '0' && ch <= '9'; });
+        if (seen.insert(shape).second) {
+          lines += line.substr(0, 600) + "\n";
+          ++n;
+        }
+      }
+      at = end + 1;
+    }
+    return lines.empty() ? lines : "(first errors and warnings)\n" + lines + "(tail)\n";
+  };
+  auto both = [&](const std::string& s) { return alarms(s) + tail(s); };
+  if (hub_) out += "---- stoa run / hub ----\n" + both(hub_->err());
+  if (trainer_) out += "---- stoa train ----\n" + both(trainer_->err());
+  for (const auto& [n, w] : workers_) out += "---- " + n + " ----\n" + both(w->err());
   return out;
 }
 

@@ -35,7 +35,7 @@ TEST(VulkanWorker, AVulkanWorkerBesideCpuWorkersPassesEveryReplayAndTheRunTrains
     if (!s.contains("verification") || !s["verification"]["by_target"].contains(target)) return 0.0;
     return s["verification"]["by_target"][target].value(r, 0.0);
   };
-  constexpr double kEach = 4;  // replayed rollouts per kind of worker before the checks
+  constexpr double kEach = 8;  // replayed rollouts per kind of worker before the checks
   nlohmann::json s;
   const bool replayed = wait_until(
       [&] {
