@@ -168,12 +168,30 @@ TEST_P(VulkanBackendArch, TheDecodeLoopDrawsTheCpuTokensAndSeesWritesWhenNamed) 
   }
 }
 
+// A discrete GPU's way: the mirrored weights in memory the host cannot map, written through
+// staging copies (at build and at every named write). lavapipe has no such memory, so its
+// device buffers are left unmapped on purpose: the same copies run, in pieces of 1000 bytes (a
+// few rows each, and pieces that split a row's scales), so every matrix takes many.
+TEST_P(VulkanBackendArch, WeightsInDeviceOnlyMemoryAreStagedBitForBit) {
+  struct Staged {
+    Staged() { device()->force_staged_device_buffers(true, 1000); }
+    ~Staged() { device()->force_staged_device_buffers(false); }
+  } staged;
+  EXPECT_TRUE(
+      make(tiny_model(GetParam(), 5), WeightPlacement::kMirror)->weights_in_device_memory());
+  SCOPED_TRACE("mirrored in device-only memory");
+  decode_loop_sees_writes(WeightPlacement::kMirror);
+}
+
 void VulkanBackendArch::decode_loop_sees_writes(WeightPlacement placement) {
   const ModelWeights w = tiny_model(GetParam(), 5);
   ModelRunner cpu = ModelRunner::from_model(w, WeightFormat::kInt8);
   auto gpu = make(w, placement);
   EXPECT_EQ(gpu->shares_host_weights(), placement == WeightPlacement::kShareWhereUnified &&
                                             device()->info().imports_host_memory);
+  if (gpu->shares_host_weights()) {
+    EXPECT_FALSE(gpu->weights_in_device_memory());
+  }
   EXPECT_EQ(decode(*gpu, 10), decode(cpu, 10));
 
   // A PULSE-like write of one tensor's int8 values in both host copies.

@@ -1,6 +1,8 @@
 #include "gpu/vulkan/context.h"
 
+#include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -190,6 +192,15 @@ std::unique_ptr<Context> Context::create(std::string* why_not) {
     }
   }
   if (!found) return fail("the Vulkan device " + ctx->info_.name + " has no host-visible memory");
+  // Memory only the device reaches (a discrete GPU's VRAM): where buffers the passes read whole
+  // every time (the weights) belong, filled through a staging copy. Unified memory has none:
+  // there the host-visible memory is the device's own.
+  for (uint32_t i = 0; i < memory.memoryTypeCount && ctx->device_local_type_ == UINT32_MAX; ++i) {
+    const VkMemoryPropertyFlags flags = memory.memoryTypes[i].propertyFlags;
+    if ((flags & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT) &&
+        !(flags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT))
+      ctx->device_local_type_ = i;
+  }
 
   // Unified memory and host imports (context.h, DeviceInfo::imports_host_memory).
   const VkPhysicalDeviceType type = ctx->info_.type;
@@ -253,6 +264,41 @@ Context::~Context() {
 }
 
 Buffer Context::make_buffer(size_t bytes) {
+  return allocate(bytes, memory_type_, true);
+}
+
+Buffer Context::make_device_buffer(size_t bytes) {
+  if (device_local_type_ != UINT32_MAX) return allocate(bytes, device_local_type_, false);
+  // No such memory (unified): host-visible memory is the device's; unmapped only when staging
+  // is forced, so the copy path runs where it otherwise would not (tests on lavapipe).
+  return allocate(bytes, memory_type_, !stage_device_buffers_);
+}
+
+void Context::write(const Buffer& dst, size_t offset, const void* src, size_t bytes) {
+  if (bytes == 0) return;
+  if (offset + bytes > dst.size())
+    throw std::out_of_range("vulkan: a write past the end of its buffer");
+  if (dst.data() != nullptr) {
+    std::memcpy(static_cast<char*>(dst.data()) + offset, src, bytes);
+    return;
+  }
+  // Through a host-visible staging buffer, a bounded piece at a time (the host holds one piece).
+  const size_t piece = std::min(bytes, staging_bytes_);
+  const Buffer staging = make_buffer(piece);
+  for (size_t done = 0; done < bytes; done += piece) {
+    const size_t n = std::min(piece, bytes - done);
+    std::memcpy(staging.data(), static_cast<const char*>(src) + done, n);
+    submit_and_wait([&](VkCommandBuffer cmd) {
+      VkBufferCopy region{};
+      region.srcOffset = 0;
+      region.dstOffset = offset + done;
+      region.size = n;
+      vkCmdCopyBuffer(cmd, staging.handle(), dst.handle(), 1, &region);
+    });
+  }
+}
+
+Buffer Context::allocate(size_t bytes, uint32_t type, bool map) {
   Buffer b;
   b.device_ = device_;
   b.size_ = bytes < 4 ? 4 : bytes;
@@ -266,15 +312,15 @@ Buffer Context::make_buffer(size_t bytes) {
   check(vkCreateBuffer(device_, &info, nullptr, &b.buffer_), "vkCreateBuffer");
   VkMemoryRequirements req{};
   vkGetBufferMemoryRequirements(device_, b.buffer_, &req);
-  if (!(req.memoryTypeBits & (1u << memory_type_)))
-    throw std::runtime_error("vulkan: the host-visible memory type cannot hold a storage buffer");
+  if (!(req.memoryTypeBits & (1u << type)))
+    throw std::runtime_error("vulkan: the memory type cannot hold a storage buffer");
   VkMemoryAllocateInfo alloc{};
   alloc.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO;
   alloc.allocationSize = req.size;
-  alloc.memoryTypeIndex = memory_type_;
+  alloc.memoryTypeIndex = type;
   check(vkAllocateMemory(device_, &alloc, nullptr, &b.memory_), "vkAllocateMemory");
   check(vkBindBufferMemory(device_, b.buffer_, b.memory_, 0), "vkBindBufferMemory");
-  check(vkMapMemory(device_, b.memory_, 0, VK_WHOLE_SIZE, 0, &b.mapped_), "vkMapMemory");
+  if (map) check(vkMapMemory(device_, b.memory_, 0, VK_WHOLE_SIZE, 0, &b.mapped_), "vkMapMemory");
   return b;
 }
 

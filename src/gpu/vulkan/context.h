@@ -1,6 +1,6 @@
 // A Vulkan compute device for the engine (issue 54): instance, one physical device, one compute
-// queue, host-visible storage buffers and one-shot command submission. The first piece of the
-// Vulkan backend; the backend itself (engine/backend.h) comes later.
+// queue, storage buffers (host-visible, or device-only with staged writes) and one-shot command
+// submission, under the Vulkan backend (gpu/vulkan/vulkan_backend.h).
 //
 // Device choice: STOA_VULKAN_DEVICE (a substring of the device name) when set; else a discrete
 // GPU, then an integrated one, then any other (Mesa's lavapipe, a CPU device, is what CI has).
@@ -10,6 +10,7 @@
 #pragma once
 #include <vulkan/vulkan.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -40,8 +41,9 @@ struct DeviceInfo {
   size_t import_alignment = 0;  // minImportedHostPointerAlignment
 };
 
-// A storage buffer in host-visible, host-coherent memory: written and read through a mapping.
-// (On unified memory that is device memory; on a discrete GPU a staging copy comes later.)
+// A storage buffer: in host-visible, host-coherent memory, written and read through a mapping
+// (on unified memory that is device memory); or, from make_device_buffer on a discrete GPU, in
+// memory only the device reaches (data() is null: Context::write stages what the host writes).
 class Buffer {
  public:
   Buffer() = default;
@@ -82,6 +84,21 @@ class Context {
 
   // A storage buffer of `bytes` (at least 4), mapped. Throws std::runtime_error on failure.
   Buffer make_buffer(size_t bytes);
+  // A storage buffer for what every pass reads whole (the weights): in memory only the device
+  // reaches where it has such (a discrete GPU's VRAM, unmapped), else as make_buffer.
+  Buffer make_device_buffer(size_t bytes);
+  // Host bytes into `dst` at `offset`: through the mapping, or staged (a host-visible buffer of
+  // at most staging_bytes() and a copy on the device, piece by piece) where `dst` is unmapped.
+  void write(const Buffer& dst, size_t offset, const void* src, size_t bytes);
+  size_t staging_bytes() const { return staging_bytes_; }
+  static constexpr size_t kStagingBytes = size_t{64} << 20;
+  // Tests: make_device_buffer leaves buffers unmapped even where every memory type is
+  // host-visible (lavapipe), so the staged writes a discrete GPU needs run there too, in
+  // pieces of `piece` bytes (small: many pieces per tensor).
+  void force_staged_device_buffers(bool on, size_t piece = kStagingBytes) {
+    stage_device_buffers_ = on;
+    staging_bytes_ = on ? std::max<size_t>(piece, 1) : kStagingBytes;
+  }
   // A storage buffer that is `bytes` of host memory at `host` itself, not a copy (the device
   // reads what the host writes, at the next submission). Only where info().imports_host_memory;
   // host and bytes multiples of info().import_alignment, the memory alive and in place for as
@@ -118,6 +135,10 @@ class Context {
   VkQueue queue_ = VK_NULL_HANDLE;
   uint32_t queue_family_ = 0;
   uint32_t memory_type_ = 0;
+  uint32_t device_local_type_ = UINT32_MAX;  // device-local, not host-visible (none: unified)
+  bool stage_device_buffers_ = false;
+  size_t staging_bytes_ = kStagingBytes;
+  Buffer allocate(size_t bytes, uint32_t type, bool map);
   PFN_vkGetMemoryHostPointerPropertiesEXT host_pointer_properties_ = nullptr;
   VkCommandPool pool_ = VK_NULL_HANDLE;
   VkFence fence_ = VK_NULL_HANDLE;

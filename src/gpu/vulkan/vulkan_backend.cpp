@@ -24,10 +24,32 @@ size_t floats(int64_t n) {
 }
 
 // Copies the int8 grid of `linear` into the device matrix's mapped buffers (same shape).
-void fill(DeviceQ8Matrix& m, const engine::Linear& linear) {
-  std::memset(m.scales.data(), 0, m.scales.size());
-  linear.int8_rows(0, linear.rows(), static_cast<int8_t*>(m.values.data()),
-                   static_cast<uint16_t*>(m.scales.data()));
+void fill(Context& ctx, DeviceQ8Matrix& m, const engine::Linear& linear) {
+  if (m.values.data() != nullptr && m.scales.data() != nullptr) {
+    std::memset(m.scales.data(), 0, m.scales.size());
+    linear.int8_rows(0, linear.rows(), static_cast<int8_t*>(m.values.data()),
+                     static_cast<uint16_t*>(m.scales.data()));
+    return;
+  }
+  // Memory only the device reaches: rows in pieces of about one staging buffer, so the host
+  // holds one piece beside its own copy, never a second whole matrix.
+  const int64_t rows = linear.rows(), cols = linear.cols();
+  const int64_t piece = std::max<int64_t>(1, static_cast<int64_t>(ctx.staging_bytes()) / cols);
+  std::vector<int8_t> values;
+  std::vector<uint16_t> scales;
+  for (int64_t r0 = 0; r0 < rows; r0 += piece) {
+    const int64_t r1 = std::min(rows, r0 + piece);
+    values.resize(static_cast<size_t>((r1 - r0) * cols));
+    scales.resize(static_cast<size_t>((r1 - r0) * cols / kBlock));
+    linear.int8_rows(r0, r1, values.data(), scales.data());
+    ctx.write(m.values, static_cast<size_t>(r0 * cols), values.data(), values.size());
+    ctx.write(m.scales, static_cast<size_t>(r0 * cols / kBlock) * sizeof(uint16_t), scales.data(),
+              scales.size() * sizeof(uint16_t));
+  }
+  // The scales' padding to a whole word, which the shader reads.
+  const size_t used = static_cast<size_t>(rows * cols / kBlock) * sizeof(uint16_t);
+  const std::vector<uint8_t> zeros(m.scales.size() - used, 0);
+  ctx.write(m.scales, used, zeros.data(), zeros.size());
 }
 
 }  // namespace
@@ -128,11 +150,12 @@ void VulkanBackend::upload_linear(const std::string& name) {
     DeviceQ8Matrix m;
     m.rows = linear.rows();
     m.cols = linear.cols();
-    m.values = ctx_->make_buffer(static_cast<size_t>(m.rows * m.cols));
-    m.scales = ctx_->make_buffer(static_cast<size_t>((m.rows * m.cols / kBlock + 1) / 2 * 4));
+    m.values = ctx_->make_device_buffer(static_cast<size_t>(m.rows * m.cols));
+    m.scales =
+        ctx_->make_device_buffer(static_cast<size_t>((m.rows * m.cols / kBlock + 1) / 2 * 4));
     it = linears_.emplace(name, std::move(m)).first;
   }
-  fill(it->second, linear);
+  fill(*ctx_, it->second, linear);
 }
 
 void VulkanBackend::upload_vector(const std::string& name) {
@@ -226,6 +249,12 @@ size_t VulkanBackend::allocated_weight_bytes() const {
       if (!b->imported()) bytes += b->size();
   for (const auto& [name, b] : vectors_) bytes += b.size();
   return bytes;
+}
+
+bool VulkanBackend::weights_in_device_memory() const {
+  return !linears_.empty() && std::all_of(linears_.begin(), linears_.end(), [](const auto& l) {
+    return l.second.values.data() == nullptr && l.second.scales.data() == nullptr;
+  });
 }
 
 size_t VulkanBackend::imported_weight_bytes() const {

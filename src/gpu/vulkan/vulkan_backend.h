@@ -9,7 +9,8 @@
 //     lavapipe) every int8 linear is that host grid itself, imported in place (the Linear holds
 //     its page-aligned grid, Linear::hold_grid), so the weights exist once and a PULSE write
 //     needs no upload. Elsewhere (a discrete GPU; WeightPlacement::kMirror) every int8 linear
-//     is mirrored in device buffers and weights_written() copies the named tensors again. The
+//     is mirrored in device buffers — VRAM where the device has memory the host cannot map,
+//     filled through staging copies — and weights_written() copies the named tensors again. The
 //     f32 vectors (norms, conv kernels: under 1 MB at the seed's shape) are mirrored always.
 //     The embedding table stays on the host (a pass looks up its tokens' rows there) unless it
 //     is also the output head.
@@ -76,6 +77,9 @@ class VulkanBackend final : public engine::EngineBackend {
   size_t imported_weight_bytes() const;
   // Whether the int8 weights are the host's own pages (see WeightPlacement).
   bool shares_host_weights() const { return share_; }
+  // Whether the mirrored int8 weights are in memory only the device reaches (a discrete GPU's
+  // VRAM, written through staging copies: Context::make_device_buffer).
+  bool weights_in_device_memory() const;
 
  private:
   struct Layer {
