@@ -464,11 +464,16 @@ void RolloutLoop::serve_and_step(MicroBatch& b) {
     std::this_thread::sleep_for(20ms);
     return;
   }
+  bool stepped = false;
   {
     const auto pass = sync_.pass_lock();  // an anchor written in place waits for the pass
-    if (!engine_current()) return;        // the loop's thread takes it first
-    b.runner->step();
+    // One that landed is taken first: the loop's thread pauses the micro-batches for it.
+    if (engine_current()) {
+      b.runner->step();
+      stepped = true;
+    }
   }
+  if (!stepped) std::this_thread::sleep_for(1ms);
   b.running = b.runner->running();
 }
 
