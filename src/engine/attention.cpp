@@ -12,7 +12,8 @@
 namespace stoa::engine {
 
 void attend(const float* q, const float* keys, const float* values, int64_t n, int64_t stride,
-            int64_t head_dim, float* scores, float* out, float key_floor, float value_floor) {
+            int64_t head_dim, float* scores, float* out, float key_floor, float value_floor,
+            float value_ceiling) {
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
   // SIMD kernels; each (token, head) is computed alone, so the result does not depend on the
   // rest of the batch or on which thread runs it.
@@ -22,7 +23,7 @@ void attend(const float* q, const float* keys, const float* values, int64_t n, i
                             key_floor);
   kernels::softmax(scores, n_keys);
   kernels::attention_values(scores, values, static_cast<size_t>(stride), n_keys, hd, out,
-                            value_floor);
+                            value_floor, value_ceiling);
 }
 
 void attention_block(const AttentionWeights& w, int64_t layer, const Batch& batch, const float* x,
@@ -83,6 +84,8 @@ void attention_block(const AttentionWeights& w, int64_t layer, const Batch& batc
         std::min(state.key_floor, kernels::min_nonzero_magnitude(k + seg.offset * kv_dim, n_new));
     state.value_floor =
         std::min(state.value_floor, kernels::min_nonzero_magnitude(v + seg.offset * kv_dim, n_new));
+    state.value_ceiling =
+        std::max(state.value_ceiling, kernels::max_magnitude(v + seg.offset * kv_dim, n_new));
   }
 
   float* ctx = scratch(ctx_buf, static_cast<size_t>(T * q_dim));
@@ -108,7 +111,8 @@ void attention_block(const AttentionWeights& w, int64_t layer, const Batch& batc
         rms_norm(qh, w.q_norm, hd, w.eps, qh);
         rope_apply(qh, hd, cos_all + t * half, sin_all + t * half);
         attend(qh, state.keys.data() + kvh * hd, state.values.data() + kvh * hd, n, kv_dim, hd,
-               scores, ctx + t * q_dim + h * hd, state.key_floor, state.value_floor);
+               scores, ctx + t * q_dim + h * hd, state.key_floor, state.value_floor,
+               state.value_ceiling);
       }
     }
   });

@@ -2,6 +2,7 @@
 // reads kv head h / (heads / kv_heads), the layout of Hugging Face's repeat_kv.
 #pragma once
 #include <cstdint>
+#include <limits>
 
 #include "core/thread_pool.h"
 #include "engine/batch.h"
@@ -31,10 +32,11 @@ void attention_block(const AttentionWeights& w, int64_t layer, const Batch& batc
 
 // The attention core alone, for one query head over a run of cached keys/values: returns the
 // softmax-weighted sum of `values` into out[head_dim]. Keys/values rows have stride `stride`.
-// key_floor / value_floor: lower bounds on the nonzero magnitudes of the keys / values, or 0
-// (Sequence::LayerState; they change the work, never the bits).
+// key_floor / value_floor: lower bounds on the nonzero magnitudes of the keys / values, or 0;
+// value_ceiling: an upper bound on the values' magnitudes, or +inf (Sequence::LayerState; they
+// change the work, never the bits).
 void attend(const float* q, const float* keys, const float* values, int64_t n, int64_t stride,
             int64_t head_dim, float* scores, float* out, float key_floor = 0.0f,
-            float value_floor = 0.0f);
+            float value_floor = 0.0f, float value_ceiling = std::numeric_limits<float>::infinity());
 
 }  // namespace stoa::engine

@@ -53,6 +53,9 @@ class Sequence final : public SequenceState {
     // attention_scores). Only ever lowered, so a rewritten cache keeps a valid bound.
     float key_floor = std::numeric_limits<float>::infinity();
     float value_floor = std::numeric_limits<float>::infinity();
+    // The largest |value| ever written (+inf once one was infinite or NaN; only ever raised):
+    // while finite, attention skips keys whose weight is 0 (their terms are zeros).
+    float value_ceiling = 0.0f;
   };
   LayerState& layer(int64_t i) { return layers_.at(static_cast<size_t>(i)); }
   const LayerState& layer(int64_t i) const { return layers_.at(static_cast<size_t>(i)); }

@@ -86,11 +86,13 @@ void AttentionScores(const float* q, const float* k, size_t k_stride, size_t n_k
 }
 
 // Accumulates vector-wise over keys; each output element's sum runs over t in order, every term
-// flush_summand(p[t] * flush(v)), the result flushed (v2::attention_head's values). A key whose
-// p[t] is zero adds only zero terms (skipped); one with p[t] * value_floor >= 2^-100 adds its
-// products unflushed (the same terms).
+// flush_summand(p[t] * flush(v)), the result flushed (v2::attention_head's values). With every
+// |v| finite (value_ceiling), a key whose p[t] is zero adds only zero terms (skipped); one with
+// p[t] * value_floor >= 2^-100 adds its products unflushed (the same terms).
 void AttentionValues(const float* HWY_RESTRICT p, const float* HWY_RESTRICT v, size_t v_stride,
-                     size_t n_keys, size_t head_dim, float* HWY_RESTRICT out, float value_floor) {
+                     size_t n_keys, size_t head_dim, float* HWY_RESTRICT out, float value_floor,
+                     float value_ceiling) {
+  const bool skip_zero_p = value_ceiling < std::numeric_limits<float>::infinity();
   const DF df;
   const size_t lanes = hn::Lanes(df);
   HWY_ALIGN float buf[kMaxLanes];
@@ -103,7 +105,7 @@ void AttentionValues(const float* HWY_RESTRICT p, const float* HWY_RESTRICT v, s
     if (i + 4 * lanes <= head_dim) {
       auto a0 = hn::Zero(df), a1 = hn::Zero(df), a2 = hn::Zero(df), a3 = hn::Zero(df);
       for (size_t t = 0; t < n_keys; ++t) {
-        if (p[t] == 0.0f) continue;
+        if (skip_zero_p && p[t] == 0.0f) continue;
         const bool flush = !ProductsClearOfFlush(p[t], value_floor);
         const auto pt = hn::Set(df, p[t]);
         const float* row = v + t * v_stride + i;
@@ -122,7 +124,7 @@ void AttentionValues(const float* HWY_RESTRICT p, const float* HWY_RESTRICT v, s
       const size_t rest = head_dim - j;
       auto a = hn::Zero(df);
       for (size_t t = 0; t < n_keys; ++t) {
-        if (p[t] == 0.0f) continue;
+        if (skip_zero_p && p[t] == 0.0f) continue;
         const float* row = v + t * v_stride + j;
         a = hn::Add(a, term(!ProductsClearOfFlush(p[t], value_floor), hn::Set(df, p[t]),
                             rest >= lanes ? hn::LoadU(df, row) : LoadTail(row, rest, buf)));
@@ -221,8 +223,9 @@ void attention_scores(const float* q, const float* k, size_t k_stride, size_t n_
   HWY_DYNAMIC_DISPATCH(AttentionScores)(q, k, k_stride, n_keys, head_dim, scale, out, key_floor);
 }
 void attention_values(const float* p, const float* v, size_t v_stride, size_t n_keys,
-                      size_t head_dim, float* out, float value_floor) {
-  HWY_DYNAMIC_DISPATCH(AttentionValues)(p, v, v_stride, n_keys, head_dim, out, value_floor);
+                      size_t head_dim, float* out, float value_floor, float value_ceiling) {
+  HWY_DYNAMIC_DISPATCH(AttentionValues)
+  (p, v, v_stride, n_keys, head_dim, out, value_floor, value_ceiling);
 }
 void softmax(float* x, size_t n) {
   HWY_DYNAMIC_DISPATCH(Softmax)(x, n);
@@ -241,6 +244,21 @@ float min_nonzero_magnitude(const float* x, size_t n) {
   const uint32_t out_bits = least + 1u;
   float out;
   std::memcpy(&out, &out_bits, sizeof out);
+  return out;
+}
+
+float max_magnitude(const float* x, size_t n) {
+  // On |x|'s bits: a NaN's are above infinity's, and any bits from infinity's up mean +inf.
+  uint32_t most = 0;
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, x + i, sizeof bits);
+    const uint32_t m = bits & 0x7fffffffu;
+    most = m > most ? m : most;
+  }
+  if (most >= 0x7f800000u) return std::numeric_limits<float>::infinity();
+  float out;
+  std::memcpy(&out, &most, sizeof out);
   return out;
 }
 

@@ -9,6 +9,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 
 namespace stoa::kernels {
 
@@ -31,12 +32,18 @@ void attention_scores(const float* q, const float* k, size_t k_stride, size_t n_
                       size_t head_dim, float scale, float* out, float key_floor = 0.0f);
 // out = flush(sum_t flush_summand(p[t] * flush(v[t * v_stride + :]))) over t < n_keys in order
 // (out is overwritten); with attention_scores and softmax, v2::attention_head. value_floor: a
-// lower bound on every nonzero |v|, as key_floor above (keys with p[t] = 0 add nothing either way).
+// lower bound on every nonzero |v|, as key_floor above. value_ceiling: an upper bound on every
+// |v| (+inf: none, or a non-finite value): when finite, a key with p[t] = 0 is skipped, since its
+// terms are then zeros (an infinite or NaN value would make 0 * v a NaN that must reach out).
 void attention_values(const float* p, const float* v, size_t v_stride, size_t n_keys,
-                      size_t head_dim, float* out, float value_floor = 0.0f);
+                      size_t head_dim, float* out, float value_floor = 0.0f,
+                      float value_ceiling = std::numeric_limits<float>::infinity());
 // The smallest nonzero |x[i]| over x[0..n) (+inf when none; NaNs and infinities count as large):
 // the floors above.
 float min_nonzero_magnitude(const float* x, size_t n);
+// The largest |x[i]| over x[0..n) (0 when n = 0; +inf when any is infinite or NaN): the
+// ceiling above.
+float max_magnitude(const float* x, size_t n);
 
 // In-place softmax, v2::softmax_row (max subtracted; v2's exp; one reciprocal of the fixed sum).
 // -inf entries give 0; a NaN, or no finite entry, makes the row NaN.

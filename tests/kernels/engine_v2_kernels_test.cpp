@@ -219,6 +219,14 @@ TEST(EngineV2Kernels, MinNonzeroMagnitudeIsTheFloorOfAKvCache) {
   EXPECT_EQ(min_nonzero_magnitude(zeros.data(), 0), inf);
   const std::vector<float> tiny = {1.0f, -float_of(1u), float_of(0x00800000u)};
   EXPECT_EQ(bits_of(min_nonzero_magnitude(tiny.data(), tiny.size())), 1u);
+  // And max_magnitude, the ceiling: +inf for an infinity or a NaN, 0 for nothing.
+  EXPECT_EQ(max_magnitude(mixed.data(), mixed.size()), inf);
+  const std::vector<float> nan_only = {1.0f, float_of(0xffc00000u)};
+  EXPECT_EQ(max_magnitude(nan_only.data(), nan_only.size()), inf);
+  const std::vector<float> finite = {1.0f, -7.5f, float_of(0x7f7fffffu), 0.0f};
+  EXPECT_EQ(bits_of(max_magnitude(finite.data(), 2)), bits_of(7.5f));
+  EXPECT_EQ(bits_of(max_magnitude(finite.data(), finite.size())), 0x7f7fffffu);
+  EXPECT_EQ(max_magnitude(finite.data(), 0), 0.0f);
 }
 
 TEST(EngineV2Kernels, AttentionFloorsChangeTheWorkNotTheBits) {
@@ -267,8 +275,9 @@ TEST(EngineV2Kernels, AttentionFloorsChangeTheWorkNotTheBits) {
           EXPECT_EQ(bits_of(scores[4]), 0u);  // every product flushed
         }
         softmax(scores.data(), n_keys);
-        attention_values(scores.data(), v.data(), stride, n_keys, head_dim, out.data(),
-                         value_floor);
+        // Every value finite: a key of weight 0 (key 5) is skipped.
+        attention_values(scores.data(), v.data(), stride, n_keys, head_dim, out.data(), value_floor,
+                         max_magnitude(v.data(), v.size()));
         v2::attention_head(q.data(), k.data(), stride, v.data(), stride, n_keys, head_dim, scale,
                            want_scores.data(), want.data());
         EXPECT_EQ(first_difference(scores, want_scores), -1) << head_dim << " " << tiny_scores;
@@ -283,6 +292,18 @@ TEST(EngineV2Kernels, AttentionFloorsChangeTheWorkNotTheBits) {
           EXPECT_EQ(want_scores[5], 0.0f);
           EXPECT_EQ(bits_of(want[3]), 0u);  // key 1's term alone, flushed (p1 * v < 2^-100)
           EXPECT_NE(v[stride + 3], 0.0f);
+          // An infinite value under a key of weight 0: 0 * inf is a NaN the reference carries
+          // to the output, so the cache's ceiling (+inf now) keeps that key from being skipped.
+          v[5 * stride + 1] = std::numeric_limits<float>::infinity();
+          const float ceiling = max_magnitude(v.data(), v.size());
+          EXPECT_EQ(ceiling, std::numeric_limits<float>::infinity());
+          attention_values(scores.data(), v.data(), stride, n_keys, head_dim, out.data(),
+                           value_floor, ceiling);
+          v2::attention_head(q.data(), k.data(), stride, v.data(), stride, n_keys, head_dim, scale,
+                             want_scores.data(), want.data());
+          EXPECT_TRUE(std::isnan(want[1]));
+          EXPECT_EQ(first_difference(out, want), -1)
+              << head_dim << " " << show(out, want, first_difference(out, want));
         }
       }
     }
