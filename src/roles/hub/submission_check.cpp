@@ -87,6 +87,16 @@ SubmissionVerdict check_submission(const std::string& caller, const net::Rollout
     out.min_version = std::min(out.min_version, v);
     out.max_version = std::max(out.max_version, v);
   }
+  // The prompt's KV is computed when the sample starts, under a published version: the window
+  // counts it as the rollout's oldest part (the replay needs its weights too, and one outside the
+  // window may be pruned before the replay).
+  if (m.prompt_version) {
+    const uint64_t pv = *m.prompt_version;
+    if (!s.published(pv))
+      return refuse("unknown_version",
+                    cat(who, ": the prompt claims version ", pv, ", never published"));
+    out.min_version = std::min(out.min_version, pv);
+  }
   if (s.latest_version > out.min_version && s.latest_version - out.min_version > s.max_staleness) {
     return refuse("stale", cat(who, ": oldest token from version ", out.min_version, ", latest is ",
                                s.latest_version, " (window ", s.max_staleness, ")"));

@@ -123,6 +123,11 @@ TEST_F(Intake, EachRejectionReason) {
   }
   {
     auto m = good();
+    m.prompt_version = 7;  // never published: its replay could not even start
+    expect_rejected(m, "unknown_version");
+  }
+  {
+    auto m = good();
     m.topk = 1;
     m.topk_ids.assign(m.tokens.size(), 0);
     m.topk_logprobs.assign(m.tokens.size(), -1.0f);
@@ -188,6 +193,22 @@ TEST_F(Intake, StalenessWindow) {
   expect_rejected(mixed, "stale");
   mixed.versions[lease.prompt_tokens.size()] = 2;
   EXPECT_EQ(hub->submit(worker, mixed).status, net::IntakeStatus::kAccepted);
+}
+
+// The prompt's KV version (prompt_version) counts as the rollout's oldest part: published, and
+// inside the window, or the replay might find its blobs pruned.
+TEST_F(Intake, ThePromptVersionCountsInTheWindow) {
+  publish(2);
+  publish(3);
+  publish(4);
+  auto m = rollout(worker, lease, "<answer>migraine</answer>", 4);
+  m.prompt_version = 1;
+  expect_rejected(m, "stale");  // 4 - 1 = 3 > 2
+  m.prompt_version = 5;
+  expect_rejected(m, "unknown_version");
+  m.prompt_version = 2;
+  const auto r = hub->submit(worker, m);
+  EXPECT_EQ(r.status, net::IntakeStatus::kAccepted) << r.reason << " " << r.detail;
 }
 
 TEST_F(Intake, ClosedAndFullGroups) {
