@@ -112,7 +112,7 @@ class RolloutLoop {
   void note_in_flight();
   // Under the pass lock: the engine still holds engine_version_, the version every token of the
   // next pass is recorded under (an anchor written in place since must be taken first).
-  bool engine_current() const;
+  bool engine_current() const { return sync_.engine_holds(engine_version_); }
 
   const RolloutContext& c_;
   const WorkerOptions& o_;
@@ -172,9 +172,8 @@ void RolloutLoop::take_weights() {
     apply_update(*head_weights_, *update);
   } else {
     {
-      // A device backend copies what the update wrote (weights_written): no anchor may be
-      // written in place while it reads them (one that lands after is taken at the next safe
-      // point: engine_current()).
+      // A device backend copies what the update wrote (weights_written): no anchor is written
+      // in place meanwhile (one that lands after is taken first: engine_current()).
       const auto reading = sync_.pass_lock();
       apply_update(*model_, *update);
     }
@@ -468,17 +467,11 @@ void RolloutLoop::serve_and_step(MicroBatch& b) {
   {
     const auto pass = sync_.pass_lock();  // an anchor written in place waits for the pass
     // One that landed is taken first: the loop's thread pauses the micro-batches for it.
-    if (engine_current()) {
-      b.runner->step();
-      stepped = true;
-    }
+    stepped = engine_current();
+    if (stepped) b.runner->step();
   }
   if (!stepped) std::this_thread::sleep_for(1ms);
   b.running = b.runner->running();
-}
-
-bool RolloutLoop::engine_current() const {
-  return sync_.engine_holds(engine_version_);
 }
 
 void RolloutLoop::run_micro_batches(const std::atomic<bool>& stop, Clock::time_point t_start,
