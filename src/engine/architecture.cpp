@@ -30,7 +30,8 @@ void add_residual(float* hidden, const float* delta, int64_t n, ThreadPool& pool
 
 }  // namespace
 
-void Architecture::forward_layers(const Batch& batch, float* hidden, ThreadPool& pool) const {
+void Architecture::forward_layers(const Batch& batch, float* hidden, ThreadPool& pool,
+                                  const LayerObserver* observer) const {
   const int64_t T = batch.size();
   const int64_t H = hidden_;
   thread_local std::vector<float> normed_buf, delta_buf;
@@ -49,6 +50,7 @@ void Architecture::forward_layers(const Batch& batch, float* hidden, ThreadPool&
     norm_rows_over(hidden, layer.ffn_norm, T, H, eps_, normed, pool);
     layer.ffn.run(normed, T, delta, pool);
     add_residual(hidden, delta, T * H, pool);
+    if (observer != nullptr) (*observer)(index + 1, {hidden, static_cast<size_t>(T * H)});
   }
 }
 

@@ -7,7 +7,9 @@
 // line in make_architecture.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -30,6 +32,13 @@ struct DecoderLayer {
   FeedForward ffn;
 };
 
+// Watches a pass between its layers: called after each decoder layer with the count of the model's
+// layers done (the layer's index + 1) and the pass's hidden rows [tokens, hidden], in batch order.
+// The replay reads a pipeline's stage boundaries with it (roles/verify/replay_blame.h): the rows a
+// stage ending there would have sent on. Called on the thread running the pass while the pool's
+// workers wait, so it must not use the pool.
+using LayerObserver = std::function<void(int64_t layers_done, std::span<const float> hidden)>;
+
 class Architecture {
  public:
   // `layers` are the model's layers first_layer, first_layer + 1, ... (a pipeline stage holds a
@@ -44,7 +53,9 @@ class Architecture {
   virtual ~Architecture() = default;
 
   // Runs every layer held over the batch; hidden is [batch.size(), hidden], updated in place.
-  virtual void forward_layers(const Batch& batch, float* hidden, ThreadPool& pool) const;
+  // `observer` (may be null) sees the rows after each layer.
+  virtual void forward_layers(const Batch& batch, float* hidden, ThreadPool& pool,
+                              const LayerObserver* observer = nullptr) const;
   // The final RMSNorm of one token's hidden state.
   void final_norm(const float* x, float* out) const;
 

@@ -142,7 +142,7 @@ PassLogits ModelRunner::append_batch_stage(std::span<const SequenceInput> inputs
     } else {
       std::copy(hidden_in, hidden_in + T * H, hidden);
     }
-    if (T > 0) arch_->forward_layers(batch, hidden, *pool_);
+    if (T > 0) arch_->forward_layers(batch, hidden, *pool_, observer_ ? &observer_ : nullptr);
     for (int64_t r = 0; r < R; ++r) {
       arch_->final_norm(hidden + rows[static_cast<size_t>(r)] * H, normed + r * H);
     }

@@ -80,6 +80,10 @@ class ModelRunner final : public EngineBackend {
   // other returns no rows and leaves the hidden states for the next stage in pass_hidden().
   // Every token arithmetic is the whole model's, so K stages give a whole runner's bits.
   PassLogits append_batch_stage(std::span<const SequenceInput> inputs, const float* hidden_in);
+  // Every later pass calls `observer` after each of its layers (architecture.h); an empty one
+  // stops it. The replay's blame pass reads the rows at a pipeline's stage boundaries with it.
+  void set_layer_observer(LayerObserver observer) { observer_ = std::move(observer); }
+
   // [T, hidden] after the layers of the last pass (valid until the next pass).
   std::span<const float> pass_hidden() const { return {hidden_.data(), pass_hidden_floats_}; }
 
@@ -97,6 +101,7 @@ class ModelRunner final : public EngineBackend {
   size_t pass_hidden_floats_ = 0;
   std::vector<std::pair<int64_t, int64_t>> logit_ranges_;  // per input of the last pass
   std::vector<SequenceInput> backend_inputs_;              // forward()'s, grow-only
+  LayerObserver observer_;                                 // empty: none (the usual case)
 };
 
 }  // namespace stoa::engine
