@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/stage_commitment.h"
 #include "engine/engine_weights.h"
 #include "engine/sampler.h"
 #include "model/config.h"
@@ -54,6 +55,9 @@ class SequenceState {
   virtual void preallocate() = 0;
   // A deep copy (several rollouts sharing one prompt prefix).
   virtual std::unique_ptr<SequenceState> fork_state() const = 0;
+  // At a rollout's end: what the machines that computed it commit to (a pipeline group's signed
+  // chain, core/stage_commitment.h); none for a sequence computed by one machine.
+  virtual PipelineProof pipeline_proof() { return {}; }
 };
 
 struct BackendInput {

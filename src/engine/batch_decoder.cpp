@@ -152,6 +152,12 @@ void BatchDecoder::pause(int64_t slot) {
   s.state = State::kPaused;
 }
 
+PipelineProof BatchDecoder::pipeline_proof(int64_t slot) {
+  Slot& s = slot_at(slot);
+  STOA_CHECK(s.seq != nullptr, ErrorKind::kInvalidArgument, "slot ", slot, " holds no sequence");
+  return s.seq->pipeline_proof();
+}
+
 void BatchDecoder::discard(int64_t slot) {
   const int64_t prefix = slot_at(slot).prefix;
   for (const Slot& w : slots_)

@@ -93,6 +93,9 @@ class BatchDecoder {
   std::vector<StepEvent> step();
 
   const SequenceState& sequence(int64_t slot) const;
+  // What the machines that computed the slot's sequence commit to (a pipeline group's chain of
+  // signed commitments; empty on one machine). Talks to the stages: a rollout's end only.
+  PipelineProof pipeline_proof(int64_t slot);
   bool is_free(int64_t slot) const;
   bool is_paused(int64_t slot) const;
 

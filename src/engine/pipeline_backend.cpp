@@ -31,17 +31,23 @@ class PipelineSequence final : public SequenceState {
   }
   std::unique_ptr<SequenceState> fork_state() const override {
     const uint64_t id = owner_.control({StageFrameKind::kFork, 0, id_, 0});
-    return std::make_unique<PipelineSequence>(owner_, id, head_.fork());
+    auto fork = std::make_unique<PipelineSequence>(owner_, id, head_.fork());
+    fork->digests_ = digests_;  // the parent's rows are the fork's
+    return fork;
   }
+  PipelineProof pipeline_proof() override { return owner_.commit(*this); }
 
   uint64_t id() const { return id_; }
   Sequence& head() { return head_; }
+  SequenceDigests& digests() { return digests_; }
+  const SequenceDigests& digests() const { return digests_; }
   const PipelineBackend* owner() const { return &owner_; }
 
  private:
   const PipelineBackend& owner_;
   uint64_t id_;
   Sequence head_;
+  SequenceDigests digests_;  // the rows the head sent, the draws it asked for
 };
 
 PipelineBackend::PipelineBackend(std::unique_ptr<EngineWeights> head,
@@ -120,7 +126,54 @@ uint64_t PipelineBackend::use_weights(uint64_t version) {
   if (stage_frame_kind(answer) != StageFrameKind::kWeights)
     break_with(cat("a stage answered a weights frame with ",
                    stage_frame_kind_name(stage_frame_kind(answer))));
-  return decode_stage_weights(answer);
+  const uint64_t held = decode_stage_weights(answer);
+  stages_version_ = held;
+  return held;
+}
+
+void PipelineBackend::set_commit_key(uint64_t group_id, std::string key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  group_id_ = group_id;
+  commit_key_ = std::move(key);
+}
+
+PipelineProof PipelineBackend::commit(const PipelineSequence& seq) const {
+  PipelineProof proof;
+  StageCommit c;
+  c.seq = seq.id();
+  uint64_t ticket = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (commit_key_.empty()) return proof;  // a group formed by hand: nothing to commit to
+    proof.group_id = group_id_;
+    StageCommitment own = seq.digests().commitment(0, runner_.weights().span().last, true);
+    own.draws = 0;  // the head draws nothing: its count is what it asked the last stage for
+    sign_commitment(commit_key_, group_id_, own);
+    c.chain.push_back(own);
+    ticket = send_locked(encode_stage_commit(c));
+  }
+  const std::vector<uint8_t> answer = await_answer(ticket);
+  StageCommit got;
+  try {
+    got = decode_stage_commit(answer);
+  } catch (const Error& e) {
+    break_with(cat("a stage answered a commit frame with ",
+                   stage_frame_kind_name(stage_frame_kind(answer)), ": ", e.what()));
+  }
+  int at = 0;
+  std::string fault = chain_fault(got.chain, config().num_layers, &at);
+  if (fault.empty() && (got.seq != c.seq || got.chain.front() != c.chain.front()))
+    fault = cat("the chain of sequence ", c.seq, " came back with another head commitment");
+  if (fault.empty() && got.chain.back().draws != seq.digests().draws) {
+    at = static_cast<int>(got.chain.size()) - 1;
+    fault = cat("the last stage counts ", got.chain.back().draws, " draws, the head asked for ",
+                seq.digests().draws);
+  }
+  // The head cannot check the signatures (the keys are the stages' and the hub's); a chain
+  // that does not hold is a lying or torn stage: the pipeline breaks, naming it.
+  if (!fault.empty()) break_with(cat("stage ", at, " of the chain: ", fault));
+  proof.chain = std::move(got.chain);
+  return proof;
 }
 
 void PipelineBackend::reconnect(std::unique_ptr<StageLink> next) {
@@ -166,6 +219,19 @@ std::vector<SampledToken> PipelineBackend::forward_sampled(
   (void)runner_.append_batch_stage(head_inputs_, nullptr);
   const std::span<const float> hidden = runner_.pass_hidden();
   pass.rows.assign(hidden.begin(), hidden.end());
+  {
+    const uint64_t version = stages_version_;
+    const size_t H = static_cast<size_t>(pass.hidden);
+    size_t row = 0;
+    for (const BackendInput& in : inputs) {
+      SequenceDigests& d = static_cast<PipelineSequence*>(in.seq)->digests();
+      for (size_t t = 0; t < in.tokens.size(); ++t, ++row)
+        hash_row(d.out, version, hidden.subspan(row * H, H));
+      d.rows += static_cast<int64_t>(in.tokens.size());
+    }
+    for (const SampleRequest& r : requests)
+      ++static_cast<PipelineSequence*>(inputs[static_cast<size_t>(r.input)].seq)->digests().draws;
+  }
   const uint64_t ticket = send_locked(encode_stage_pass(pass));
   const int64_t in_flight = ++in_flight_;
   if (in_flight > peak_in_flight_) peak_in_flight_ = in_flight;  // under mu_: no lost raise

@@ -30,6 +30,8 @@
 
 namespace stoa::engine {
 
+class PipelineSequence;
+
 class PipelineBackend final : public EngineBackend {
  public:
   // `head` holds a span that embeds and does not end the model; `next` reaches the rest.
@@ -56,6 +58,11 @@ class PipelineBackend final : public EngineBackend {
   // backend is usable again once every sequence of the old one is gone.
   void reconnect(std::unique_ptr<StageLink> next);
 
+  // In a group the hub formed (docs/design/pipeline.md, "Blame on the stage that lied"): the
+  // group's id and this head's key; from then on every sequence's pipeline_proof() asks the
+  // stages for their signed commitments. Without: sequences commit to nothing.
+  void set_commit_key(uint64_t group_id, std::string key);
+
   bool broken() const;
   // Bytes of the frames sent down and of the answers, since construction.
   int64_t bytes_sent() const { return bytes_sent_; }
@@ -69,6 +76,10 @@ class PipelineBackend final : public EngineBackend {
   // Sends a control frame down; throws (and breaks the pipeline) unless every stage did it.
   // `seq` is the new sequence's id for kOpen and kFork (0: a fresh one is taken).
   uint64_t control(StageControl c) const;
+  // The chain of `seq` (the head's own commitment first), checked whole: a stage that refuses,
+  // a chain that does not hold or a last stage that counts other draws than the head asked
+  // for breaks the pipeline.
+  PipelineProof commit(const PipelineSequence& seq) const;
   // With mu_ held: the frame goes down (in the order of the head's passes).
   uint64_t send_locked(std::span<const uint8_t> frame) const;
   // Without it: the answer of a ticket, an error frame or a dead link breaking the pipeline.
@@ -83,6 +94,9 @@ class PipelineBackend final : public EngineBackend {
   mutable uint64_t next_id_ = 1;
   uint64_t passes_ = 0;
   std::vector<SequenceInput> head_inputs_;  // per pass, grow-only
+  uint64_t group_id_ = 0;
+  std::string commit_key_;
+  std::atomic<uint64_t> stages_version_{0};  // what the stages compute with (use_weights)
   mutable std::mutex broken_mu_;
   mutable std::string broken_;
   mutable std::atomic<int64_t> bytes_sent_{0};

@@ -49,6 +49,7 @@ StageOutcome PipelineStage::process(std::span<const uint8_t> frame) {
     const StageFrameKind kind = stage_frame_kind(frame);
     if (kind == StageFrameKind::kPass) return pass(decode_stage_pass(frame));
     if (kind == StageFrameKind::kWeights) return use_weights(decode_stage_weights(frame));
+    if (kind == StageFrameKind::kCommit) return commit(decode_stage_commit(frame));
     control(decode_stage_control(frame));
     if (span().heads(runner_.config())) return {false, encode_stage_done()};
     return {true, std::vector<uint8_t>(frame.begin(), frame.end())};
@@ -74,13 +75,16 @@ void PipelineStage::control(const StageControl& c) {
                  live_sequences(), " sequences open, the stage's bound");
       if (c.kind == StageFrameKind::kOpen) {
         sequences_.emplace(c.seq, runner_.new_sequence(c.capacity));
+        digests_.emplace(c.seq, SequenceDigests{});
       } else {
         sequences_.emplace(c.seq, sequence(c.source).fork());
+        digests_.emplace(c.seq, digests_.at(c.source));  // the parent's rows are the fork's
       }
       break;
     }
     case StageFrameKind::kClose:
       sequences_.erase(c.seq);  // closing twice is harmless (a retried close)
+      digests_.erase(c.seq);
       break;
     case StageFrameKind::kReserve:
       sequence(c.seq).preallocate();
@@ -127,6 +131,7 @@ StageOutcome PipelineStage::pass(const StagePass& p) {
     StageSampled out;
     out.pass = p.pass;
     out.tokens = sample_requests(logits, p.requests);
+    digest_pass(p, {}, out.tokens);
     return {false, encode_stage_sampled(out)};
   }
   StagePass down;
@@ -136,7 +141,50 @@ StageOutcome PipelineStage::pass(const StagePass& p) {
   down.inputs = p.inputs;
   const std::span<const float> hidden = runner_.pass_hidden();
   down.rows.assign(hidden.begin(), hidden.end());
+  digest_pass(p, down.rows, {});
   return {true, encode_stage_pass(down)};
+}
+
+void PipelineStage::digest_pass(const StagePass& p, std::span<const float> sent,
+                                std::span<const SampledToken> drawn) {
+  const uint64_t version = version_.value_or(0);
+  const size_t H = static_cast<size_t>(p.hidden);
+  size_t row = 0;
+  for (const StagePassInput& in : p.inputs) {
+    SequenceDigests& d = digests_.at(in.seq);
+    for (size_t t = 0; t < in.tokens.size(); ++t, ++row) {
+      hash_row(d.in, version, std::span<const float>(p.rows).subspan(row * H, H));
+      if (!sent.empty()) hash_row(d.out, version, sent.subspan(row * H, H));
+    }
+    d.rows += static_cast<int64_t>(in.tokens.size());
+  }
+  for (size_t i = 0; i < drawn.size(); ++i) {
+    SequenceDigests& d = digests_.at(p.inputs[static_cast<size_t>(p.requests[i].input)].seq);
+    hash_draw(d.out, version, drawn[i]);
+    ++d.draws;
+  }
+}
+
+// The chain so far ends with the stage before this one: what it says it sent must be what this
+// stage received, or one of the two lies (or the link tore) — refused, so no rollout carries a
+// broken chain; the head breaks the pipeline and names this stage's predecessor.
+StageOutcome PipelineStage::commit(StageCommit c) {
+  STOA_CHECK(!commit_key_.empty(), ErrorKind::kInvalidArgument,
+             "this stage holds no group key (it was not placed by a hub): it commits to nothing");
+  (void)sequence(c.seq);  // kNotFound, naming it
+  const SequenceDigests& d = digests_.at(c.seq);
+  STOA_CHECK(!c.chain.empty() && c.chain.back().stage == stage_index_ - 1,
+             ErrorKind::kInvalidArgument, "a commit frame for sequence ", c.seq, " whose chain of ",
+             c.chain.size(), " does not end with stage ", stage_index_ - 1);
+  StageCommitment own = d.commitment(stage_index_, span().last, /*head=*/false);
+  const StageCommitment& before = c.chain.back();
+  STOA_CHECK(before.out == own.in && before.rows == own.rows, ErrorKind::kIntegrity, "stage ",
+             before.stage, " committed to sending ", before.rows, " rows of sequence ", c.seq,
+             " other than the ", own.rows, " this stage received");
+  if (!span().heads(runner_.config())) own.draws = 0;
+  sign_commitment(commit_key_, group_id_, own);
+  c.chain.push_back(own);
+  return {!span().heads(runner_.config()), encode_stage_commit(c)};
 }
 
 std::vector<uint8_t> PipelineStage::forward_down(std::span<const uint8_t> frame) {

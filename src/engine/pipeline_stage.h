@@ -16,11 +16,13 @@
 #include <optional>
 #include <shared_mutex>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "core/thread_pool.h"
 #include "engine/model_runner.h"
 #include "engine/sequence.h"
+#include "engine/stage_digests.h"
 #include "engine/stage_frame.h"
 
 namespace stoa::engine {
@@ -98,7 +100,16 @@ class PipelineStage {
   // sequences are gone, and the new head says its version before its first pass).
   void reset() {
     sequences_.clear();
+    digests_.clear();
     version_.reset();
+  }
+  // In a group the hub formed: this stage is `stage` of group `group_id` and signs its
+  // commitments (kCommit frames) under `key`, which only it and the hub hold. Without a key a
+  // commit frame is refused (a group formed by hand commits to nothing).
+  void set_commit_key(uint64_t group_id, int32_t stage, std::string key) {
+    group_id_ = group_id;
+    stage_index_ = stage;
+    commit_key_ = std::move(key);
   }
   // Weights that change between passes (null: fixed). A stage with them computes a pass only
   // with the version the head last named (kWeights): one whose engine moved on refuses.
@@ -115,6 +126,10 @@ class PipelineStage {
   void control(const StageControl& c);
   StageOutcome use_weights(uint64_t version);
   StageOutcome pass(const StagePass& p);
+  // Rows received and sent on, and draws, into the sequences' digests (after a pass succeeded).
+  void digest_pass(const StagePass& p, std::span<const float> sent,
+                   std::span<const SampledToken> drawn);
+  StageOutcome commit(StageCommit c);
   std::vector<uint8_t> forward_down(std::span<const uint8_t> frame);
   Sequence& sequence(uint64_t id);
 
@@ -124,6 +139,10 @@ class PipelineStage {
   StageWeights* weights_ = nullptr;
   std::optional<uint64_t> version_;  // what the head named last
   std::map<uint64_t, Sequence> sequences_;
+  std::map<uint64_t, SequenceDigests> digests_;  // by sequence, as sequences_
+  uint64_t group_id_ = 0;
+  int32_t stage_index_ = -1;
+  std::string commit_key_;
   std::vector<SequenceInput> inputs_;  // per pass, grow-only
   int64_t bytes_sent_ = 0;
   int64_t bytes_received_ = 0;

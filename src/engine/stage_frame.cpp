@@ -21,8 +21,11 @@ constexpr EnumName<StageFrameKind> kStageFrameKindNames[] = {
     {StageFrameKind::kClose, "close"},     {StageFrameKind::kReserve, "reserve"},
     {StageFrameKind::kPass, "pass"},       {StageFrameKind::kSampled, "sampled"},
     {StageFrameKind::kDone, "done"},       {StageFrameKind::kError, "error"},
-    {StageFrameKind::kWeights, "weights"},
+    {StageFrameKind::kWeights, "weights"}, {StageFrameKind::kCommit, "commit"},
 };
+// A commitment on the wire: stage, end layer, rows, draws, then in, out and mac.
+constexpr size_t kCommitmentBytes = 4 + 8 + 8 + 8 + 3 * 32;
+constexpr uint32_t kMaxChain = 64;
 
 uint64_t checksum(std::span<const uint8_t> bytes) {
   return hash_bytes(bytes.data(), bytes.size()).low;
@@ -152,7 +155,7 @@ StageFrameKind stage_frame_kind(std::span<const uint8_t> frame) {
   if (magic != kMagic) r.bad("not a stage frame (bad magic)");
   const uint8_t kind = r.u8("kind");
   if (kind < static_cast<uint8_t>(StageFrameKind::kOpen) ||
-      kind > static_cast<uint8_t>(StageFrameKind::kWeights))
+      kind > static_cast<uint8_t>(StageFrameKind::kCommit))
     r.bad(cat("unknown frame kind ", static_cast<int>(kind)));
   const size_t body_end = frame.size() - 8;
   ByteReader tail(frame.subspan(body_end), "stage frame");
@@ -263,6 +266,48 @@ uint64_t decode_stage_weights(std::span<const uint8_t> frame) {
   const uint64_t version = r.u64("version");
   expect_done(r);
   return version;
+}
+
+std::vector<uint8_t> encode_stage_commit(const StageCommit& c) {
+  STOA_CHECK(c.chain.size() <= kMaxChain, ErrorKind::kInvalidArgument, "a chain of ",
+             c.chain.size(), " commitments (at most ", kMaxChain, ")");
+  std::vector<uint8_t> out = begin_frame(StageFrameKind::kCommit);
+  out.reserve(out.size() + 12 + c.chain.size() * kCommitmentBytes + 8);
+  ByteWriter w(&out);
+  w.u64(c.seq);
+  w.u32(static_cast<uint32_t>(c.chain.size()));
+  for (const StageCommitment& e : c.chain) {
+    w.u32(static_cast<uint32_t>(e.stage));
+    w.u64(static_cast<uint64_t>(e.end_layer));
+    w.u64(static_cast<uint64_t>(e.rows));
+    w.u64(static_cast<uint64_t>(e.draws));
+    w.bytes(e.in.data(), e.in.size());
+    w.bytes(e.out.data(), e.out.size());
+    w.bytes(e.mac.data(), e.mac.size());
+  }
+  return end_frame(std::move(out));
+}
+
+StageCommit decode_stage_commit(std::span<const uint8_t> frame) {
+  ByteReader r = body_of(frame, StageFrameKind::kCommit);
+  StageCommit c;
+  c.seq = r.u64("seq");
+  const uint32_t n = r.u32("chain length");
+  if (n > kMaxChain) r.bad(cat("a chain of ", n, " commitments (at most ", kMaxChain, ")"));
+  r.need(n, kCommitmentBytes, "chain");
+  c.chain.resize(n);
+  for (StageCommitment& e : c.chain) {
+    e.stage = static_cast<int32_t>(r.u32("stage"));
+    e.end_layer = static_cast<int64_t>(r.u64("end layer"));
+    e.rows = static_cast<int64_t>(r.u64("rows"));
+    e.draws = static_cast<int64_t>(r.u64("draws"));
+    for (Digest* d : {&e.in, &e.out, &e.mac}) {
+      const std::span<const uint8_t> b = r.take(d->size(), "digest");
+      std::copy(b.begin(), b.end(), d->begin());
+    }
+  }
+  expect_done(r);
+  return c;
 }
 
 int64_t stage_pass_bytes(int64_t tokens, int64_t inputs, int64_t requests, int64_t hidden) {

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "core/stage_commitment.h"
 #include "engine/backend.h"
 #include "engine/sampler.h"
 
@@ -33,6 +34,10 @@ enum class StageFrameKind : uint8_t {
   // flight). Up, the last stage's answer: the version the stages hold — above the one asked
   // when a stage's weights are already past it (an anchor), so the head catches up.
   kWeights = 9,
+  // A rollout's end (docs/design/pipeline.md, "Blame on the stage that lied"): each stage checks
+  // that the last commitment's `out` is what it received, adds its own, signed, and passes it
+  // on; the last stage answers with the whole chain, the same kind.
+  kCommit = 10,
 };
 const char* stage_frame_kind_name(StageFrameKind kind);
 
@@ -60,6 +65,11 @@ struct StagePass {
   std::vector<float> rows;              // [total tokens, hidden], inputs back to back
 };
 
+struct StageCommit {
+  uint64_t seq = 0;
+  std::vector<StageCommitment> chain;  // stage 0's first
+};
+
 struct StageSampled {
   uint64_t pass = 0;
   std::vector<SampledToken> tokens;  // one per request, in order
@@ -71,6 +81,7 @@ std::vector<uint8_t> encode_stage_sampled(const StageSampled& sampled);
 std::vector<uint8_t> encode_stage_done();
 std::vector<uint8_t> encode_stage_error(const std::string& message);
 std::vector<uint8_t> encode_stage_weights(uint64_t version);
+std::vector<uint8_t> encode_stage_commit(const StageCommit& commit);
 
 // The kind of a whole, intact frame (magic and checksum checked); kBadFormat otherwise.
 StageFrameKind stage_frame_kind(std::span<const uint8_t> frame);
@@ -79,6 +90,7 @@ StagePass decode_stage_pass(std::span<const uint8_t> frame);
 StageSampled decode_stage_sampled(std::span<const uint8_t> frame);
 std::string decode_stage_error(std::span<const uint8_t> frame);
 uint64_t decode_stage_weights(std::span<const uint8_t> frame);
+StageCommit decode_stage_commit(std::span<const uint8_t> frame);
 
 // The bytes of a pass frame carrying `tokens` tokens in `inputs` inputs with `requests` draws
 // at row width `hidden` (what a link carries per step: docs/design/pipeline.md).

@@ -24,7 +24,7 @@ json to_json(const PipelinePlace& m) {
   return {{"placed", m.placed},     {"group_id", m.group_id},       {"stage", m.stage},
           {"stages", m.stages},     {"first_layer", m.first_layer}, {"last_layer", m.last_layer},
           {"next", m.next},         {"relay_port", m.relay_port},   {"serve_key", m.serve_key},
-          {"next_key", m.next_key}, {"waiting", m.waiting}};
+          {"next_key", m.next_key}, {"commit_key", m.commit_key},   {"waiting", m.waiting}};
 }
 
 PipelinePlaceRequest pipeline_place_request_from_json(const json& j) {
@@ -62,6 +62,7 @@ PipelinePlace pipeline_place_from_json(const json& j) {
   m.relay_port = opt<int>(j, msg, "relay_port", 0);
   m.serve_key = opt<std::string>(j, msg, "serve_key", "");
   m.next_key = opt<std::string>(j, msg, "next_key", "");
+  m.commit_key = opt<std::string>(j, msg, "commit_key", "");
   const bool linked = !m.next.empty() || (!m.next_key.empty() && m.relay_port > 0);
   STOA_CHECK(m.stages >= 2 && m.stage >= 0 && m.stage < m.stages && m.first_layer < m.last_layer &&
                  linked == (m.stage < m.stages - 1) &&

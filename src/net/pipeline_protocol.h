@@ -44,6 +44,9 @@ struct PipelinePlace {
   int relay_port = 0;
   std::string serve_key;
   std::string next_key;
+  // The key this member signs its commitments with (core/stage_commitment.h): only it and the
+  // hub hold it, so the head cannot forge a later stage's word.
+  std::string commit_key;
   int64_t waiting = 0;  // workers waiting for a group (the hub's count, for the progress lines)
 };
 

@@ -319,8 +319,52 @@ json to_json(const RolloutSubmission& m) {
   if (!m.kernel_target.empty()) j["kernel_target"] = m.kernel_target;
   if (m.prompt_version) j["prompt_version"] = *m.prompt_version;
   j["arithmetic"] = m.arithmetic;
+  if (m.pipeline_group != 0) {
+    j["pipeline_group"] = m.pipeline_group;
+    json chain = json::array();
+    for (const StageCommitment& c : m.stage_commitments)
+      chain.push_back({{"stage", c.stage},
+                       {"end_layer", c.end_layer},
+                       {"rows", c.rows},
+                       {"draws", c.draws},
+                       {"in", digest_hex(c.in)},
+                       {"out", digest_hex(c.out)},
+                       {"mac", digest_hex(c.mac)}});
+    j["stage_commitments"] = std::move(chain);
+  }
   return j;
 }
+
+namespace {
+
+// A pipeline rollout's chain: at most kMaxStageCommitments entries, every digest 64 hex digits.
+std::vector<StageCommitment> stage_commitments_from_json(const json& j, const char* msg) {
+  const json chain = req<json>(j, msg, "stage_commitments");
+  STOA_CHECK(chain.is_array() && chain.size() <= kMaxStageCommitments, ErrorKind::kInvalidArgument,
+             msg, ": field 'stage_commitments' is not an array of at most ", kMaxStageCommitments,
+             " commitments");
+  std::vector<StageCommitment> out;
+  for (const json& e : chain) {
+    STOA_CHECK(e.is_object(), ErrorKind::kInvalidArgument, msg,
+               ": a stage commitment is not an object");
+    const char* what = "stage commitment";
+    StageCommitment c;
+    c.stage = req<int32_t>(e, what, "stage");
+    c.end_layer = req<int64_t>(e, what, "end_layer");
+    c.rows = req<int64_t>(e, what, "rows");
+    c.draws = req<int64_t>(e, what, "draws");
+    const std::pair<const char*, Digest*> digests[] = {
+        {"in", &c.in}, {"out", &c.out}, {"mac", &c.mac}};
+    for (const auto& [field, digest] : digests)
+      STOA_CHECK(parse_digest(req<std::string>(e, what, field), digest),
+                 ErrorKind::kInvalidArgument, msg, ": stage commitment field '", field,
+                 "' is not 64 hex digits");
+    out.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace
 RolloutSubmission rollout_submission_from_json(const json& j) {
   const char* msg = "rollout";
   RolloutSubmission m;
@@ -360,6 +404,8 @@ RolloutSubmission rollout_submission_from_json(const json& j) {
   m.kernel_target = opt<std::string>(j, msg, "kernel_target", "");
   if (j.contains("prompt_version")) m.prompt_version = req<uint64_t>(j, msg, "prompt_version");
   m.arithmetic = arithmetic_field(j, msg);
+  m.pipeline_group = opt<uint64_t>(j, msg, "pipeline_group", 0);
+  if (m.pipeline_group != 0) m.stage_commitments = stage_commitments_from_json(j, msg);
   validate_structure(m);
   return m;
 }
@@ -416,6 +462,10 @@ void validate_structure(const RolloutSubmission& m) {
     STOA_CHECK(m.mask[t] <= 1, ErrorKind::kInvalidArgument, who, ": mask[", t,
                "] = ", int(m.mask[t]), " is neither 0 nor 1");
   }
+  STOA_CHECK(
+      m.pipeline_group == 0 ? m.stage_commitments.empty() : m.stage_commitments.size() >= 2,
+      ErrorKind::kInvalidArgument, who, ": ", m.stage_commitments.size(), " stage commitments for ",
+      m.pipeline_group == 0 ? "a rollout of no pipeline group" : "a pipeline group's rollout");
   STOA_CHECK(m.topk >= 0 && m.topk <= 64, ErrorKind::kInvalidArgument, who, ": topk ", m.topk,
              " outside [0, 64]");
   const size_t k = static_cast<size_t>(m.topk);

@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/stage_commitment.h"
+
 namespace stoa::net {
 
 constexpr int kProtocolVersion = 1;
@@ -172,7 +174,13 @@ struct RolloutSubmission {
   std::string kernel_target;
   std::optional<uint64_t> prompt_version;
   int arithmetic = kArithmeticOfThisBuild;  // the engine arithmetic it was computed with
+  // A pipeline group's rollout (docs/design/pipeline.md, "Blame on the stage that lied"): the
+  // hub's id of the group (0: computed by one machine) and every stage's signed commitment to
+  // what it computed, the head's first (core/stage_commitment.h).
+  uint64_t pipeline_group = 0;
+  std::vector<StageCommitment> stage_commitments;
 };
+constexpr size_t kMaxStageCommitments = 64;
 enum class IntakeStatus { kAccepted, kDuplicate, kRejected };
 const char* intake_status_name(IntakeStatus status);
 struct RolloutResponse {

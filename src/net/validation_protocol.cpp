@@ -34,8 +34,11 @@ json to_json(const ValidationLeaseResponse& m) {
 }
 
 json to_json(const ValidationVerdict& m) {
-  return {{"job_id", m.job_id}, {"pass", m.pass},     {"position", m.position},
-          {"what", m.what},     {"detail", m.detail}, {"cpu_seconds", m.cpu_seconds}};
+  json j = {{"job_id", m.job_id}, {"pass", m.pass},     {"position", m.position},
+            {"what", m.what},     {"detail", m.detail}, {"cpu_seconds", m.cpu_seconds}};
+  // Only when it names a stage: a hub of an earlier build reads the verdict as it always did.
+  if (m.blame_stage >= 0) j["blame_stage"] = m.blame_stage;
+  return j;
 }
 
 ValidationLeaseRequest validation_lease_request_from_json(const json& j) {
@@ -93,6 +96,12 @@ ValidationVerdict validation_verdict_from_json(const json& j) {
     STOA_CHECK(c.is_number(), ErrorKind::kInvalidArgument, msg,
                ": field 'cpu_seconds' is not a number");
     m.cpu_seconds = c.get<double>();
+  }
+  if (has(j, "blame_stage")) {
+    const int64_t b = req<int64_t>(j, msg, "blame_stage");
+    STOA_CHECK(b >= -1 && b <= kMaxBlameStage, ErrorKind::kInvalidArgument, msg, ": blame_stage ",
+               b, " is not in [-1, ", kMaxBlameStage, "]");
+    m.blame_stage = static_cast<int>(b);
   }
   STOA_CHECK(m.position >= -1, ErrorKind::kInvalidArgument, msg, ": position ", m.position,
              " is below -1");

@@ -43,8 +43,13 @@ struct ValidationVerdict {
   std::string what;       // what differed ("logprob", "token", "topk", ...); "" on a pass
   std::string detail;     // human-readable, at most kMaxVerdictDetail bytes
   double cpu_seconds = 0;
+  // A pipeline group's rollout that failed: the stage that lied (roles/verify/replay_blame.h);
+  // -1 (also when absent): none named, the submitter answers for it.
+  int blame_stage = -1;
 };
 constexpr size_t kMaxVerdictDetail = 2048;
+// A group has at most kMaxStageCommitments stages (protocol.h): blame names one of them.
+constexpr int kMaxBlameStage = static_cast<int>(kMaxStageCommitments) - 1;
 
 nlohmann::json to_json(const ValidationLeaseRequest& m);
 nlohmann::json to_json(const ValidationJob& m);
@@ -54,8 +59,8 @@ ValidationLeaseRequest validation_lease_request_from_json(const nlohmann::json& 
 ValidationJob validation_job_from_json(const nlohmann::json& j);
 ValidationLeaseResponse validation_lease_response_from_json(const nlohmann::json& j);
 // Refuses (kInvalidArgument, naming the field) a verdict that is not well formed: no job id, a
-// failure without `what`, a position below -1, a CPU time that is negative or not finite, or a
-// detail past kMaxVerdictDetail.
+// failure without `what`, a position below -1, a CPU time that is negative or not finite, a
+// detail past kMaxVerdictDetail, or a blame_stage outside [-1, kMaxBlameStage].
 ValidationVerdict validation_verdict_from_json(const nlohmann::json& j);
 
 }  // namespace stoa::net

@@ -124,6 +124,7 @@ void EpisodeRunner::finish(int64_t id, EpisodeEnd end) {
   f.end = end;
   f.tool_ms = r.tool_ms;
   f.failure = std::move(r.failure);
+  if (end != EpisodeEnd::kTaskFailed) f.proof = decoder_.pipeline_proof(id);
   decoder_.discard(id);
   r = Running{};
   --running_;

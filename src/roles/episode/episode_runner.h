@@ -65,6 +65,9 @@ struct FinishedEpisode {
   EpisodeEnd end = EpisodeEnd::kDone;
   std::string failure;  // kTaskFailed: what the task said
   double tool_ms = 0;   // time spent in Episode::step (the task and its tools)
+  // A pipeline group's rollout: its stages' signed commitments (none on one machine, or for
+  // kTaskFailed, which is not submitted).
+  PipelineProof proof;
 };
 
 struct RunnerHooks {

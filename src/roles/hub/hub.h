@@ -100,6 +100,10 @@ class Hub final : public TrainerPort, private HubState {
   // Called after every publish_version(), outside the hub's lock: the async HTTP server wakes
   // its parked long-polls with it (they hold no thread to wait on version_cv_). nullptr: none.
   void set_version_listener(std::function<void()> listener);
+  // Who the stages of a pipeline group were and the keys they sign with (the HTTP server's
+  // PipelineGroups): intake checks a group's rollout against them, and a failed replay's blame
+  // names the stage's worker. Unset: a pipeline group's rollout is refused (`unknown_group`).
+  void set_pipeline_signers(PipelineSigners signers);
   // Expires overdue leases and revokes hoarded ones now (lease() and heartbeat() also do it
   // lazily).
   void expire_leases();
@@ -138,6 +142,10 @@ class Hub final : public TrainerPort, private HubState {
   // Revokes open lease `lease_id` (hoarded past the deadline, or preempted from a hoarder).
   void revoke_locked(const std::string& lease_id, const char* why, int64_t now_ms);
   net::RolloutResponse reject(const std::string& reason, const std::string& detail);
+  // A pipeline group's rollout (pipeline_intake.cpp): its chain checked against the group's
+  // signers; a refusal, or nullopt when it holds (or the rollout is no group's).
+  std::optional<net::RolloutResponse> check_pipeline_proof_locked(const std::string& caller,
+                                                                  const net::RolloutSubmission& m);
   void record_step_history_locked(const StepReport& report);
 
   // The facades of the same memory and lock (hub_state.h).

@@ -15,6 +15,7 @@
 #include <set>
 #include <string>
 
+#include "roles/hub/groups/pipeline_groups.h"
 #include "roles/hub/hub_config.h"
 #include "roles/hub/identity/identity.h"
 #include "roles/hub/leasing/group_book.h"
@@ -49,6 +50,7 @@ struct HubState {
   std::condition_variable groups_cv_;
   bool stopped_ = false;
   std::function<void()> version_listener_;
+  PipelineSigners pipeline_signers_;  // unset: no pipeline groups (set_pipeline_signers)
 
   WorkerRoster roster_;            // the workers present, the run's end
   Identity identity_;              // tokens, sessions, rate limits

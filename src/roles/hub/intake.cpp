@@ -120,6 +120,7 @@ net::RolloutResponse Hub::intake_locked(const std::string& caller, const net::Ro
   const LeaseRow& lease = lit->second;
   if (auto refused = verification_->check_seed(m, lease))
     return reject(refused->reason, refused->detail);
+  if (auto refused = check_pipeline_proof_locked(caller, m)) return *refused;
   const double reward = ok.reward;
   const uint64_t vmin = ok.min_version, vmax = ok.max_version, latest = snapshot.latest_version;
   const int64_t n = static_cast<int64_t>(m.tokens.size());

@@ -155,6 +155,7 @@ ReplayJobStats run_replay_jobs(ReplayJobSource& source, const ReplayModel& model
     out.what = v.what;
     out.detail = v.detail.substr(0, net::kMaxVerdictDetail);
     out.cpu_seconds = v.cpu_seconds;
+    out.blame_stage = v.blame_stage;
     stats.cpu_seconds += v.cpu_seconds;
     if (!v.pass && o.failures_are_routine)
       log_info(o.log_tag, "check ", job->job_id, ": the rollout did not reproduce at position ",

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "core/error.h"
@@ -14,6 +15,7 @@
 #include "roles/episode/pulse_weights.h"
 #include "roles/episode/topk_row.h"
 #include "roles/hub/verification/rollout_audit.h"
+#include "roles/verify/replay_blame.h"
 
 namespace stoa::verify {
 namespace {
@@ -89,6 +91,8 @@ Verdict ReplayValidator::check(const net::RolloutSubmission& rollout, const env:
   try {
     v = check_observations(rollout, problem, prompt_length);
     if (v.what.empty()) v = check_model(rollout, prompt_length);
+    if (v.what == "logprob" || v.what == "token" || v.what == "topk")
+      blame(rollout, prompt_length, v);
   } catch (const env::EnvironmentError& e) {
     v = fail(-1, hub::kEnvironmentVerdict, e.what());  // the task's failure, not the worker's
   } catch (const Error& e) {
@@ -189,23 +193,51 @@ std::unique_ptr<engine::SequenceState> ReplayValidator::prompt_state(
   return seq;
 }
 
+void ReplayValidator::blame(const net::RolloutSubmission& r, size_t prompt_length, Verdict& v) {
+  if (r.stage_commitments.empty()) return;
+  BlameSampling sampling;
+  sampling.params.temperature = settings_.sampling.temperature;
+  sampling.params.top_p = settings_.sampling.top_p;
+  sampling.params.top_k = settings_.sampling.top_k;
+  // The worker asks its sampler (a pipeline's last stage) for the lease's top-K.
+  sampling.params.top_logprobs = std::max<int64_t>(0, r.topk);
+  sampling.sample_vocab = settings_.sample_vocab;
+  // The blame pass reads the rows between layers, which only the CPU engine shows: with another
+  // backend it runs on CPU engines of its own, built from the same states (the same bits) and
+  // dropped after it (a failing pipeline rollout is rare; their memory is not kept for it).
+  std::map<uint64_t, std::unique_ptr<engine::ModelRunner>> own;
+  const CpuRunnerFor cpu_runner_for = [&](uint64_t version) -> engine::ModelRunner& {
+    if (settings_.backend == gpu::BackendChoice::kCpu)
+      if (auto* cpu = dynamic_cast<engine::ModelRunner*>(&runner_for(version))) return *cpu;
+    if (auto it = runners_.find(version); it != runners_.end())
+      if (auto* cpu = dynamic_cast<engine::ModelRunner*>(it->second.get())) return *cpu;
+    if (auto it = own.find(version); it != own.end()) return *it->second;
+    const pulse::Int8State& state = states_.at(version);
+    auto runner = std::make_unique<engine::ModelRunner>(
+        std::make_unique<engine::EngineWeights>(episode::engine_weights_from_state(
+            config_, {state.tensors().begin(), state.tensors().end()})),
+        pool_.get());
+    return *own.emplace(version, std::move(runner)).first->second;
+  };
+  try {
+    const Blame b = blame_stage(r, prompt_length, config_.num_layers, sampling, cpu_runner_for);
+    v.blame_stage = b.stage;
+    if (b.stage >= 0) v.detail += cat("; blame: ", b.reason);
+  } catch (const Error& e) {
+    // Weights gone since the model check (pruned), or a pass refused: the verdict stands and the
+    // hub holds the submitter to it, as for a rollout of one machine.
+    v.detail += cat("; no blame: ", e.what());
+  }
+}
+
 Verdict ReplayValidator::check_model(const net::RolloutSubmission& r, size_t prompt_length) {
   const size_t n = r.tokens.size();
   if (!r.seed) return fail(-1, "no_seed", "the rollout records no sampling seed");
-  size_t first_gen = prompt_length, last_gen = 0;
-  while (first_gen < n && !r.mask[first_gen]) ++first_gen;
-  for (size_t t = prompt_length; t < n; ++t)
-    if (r.mask[t]) last_gen = t;
-  if (first_gen >= n || prompt_length == 0) return fail(-1, "structure", "nothing to replay");
-  // fed_version[j]: the version of the pass that fed token j — the pass that drew the next
-  // generated token.
-  std::vector<uint64_t> fed_version(n, 0);
-  uint64_t next = r.versions[last_gen];
-  for (size_t j = last_gen; j-- > 0;) {
-    if (r.mask[j + 1]) next = r.versions[j + 1];
-    fed_version[j] = next;
-  }
-  const uint64_t prompt_version = r.prompt_version.value_or(r.versions[first_gen]);
+  const std::optional<ReplayPositions> at = replay_positions(r, prompt_length);
+  if (!at) return fail(-1, "structure", "nothing to replay");
+  const size_t last_gen = at->last_gen;
+  const std::vector<uint64_t>& fed_version = at->fed_version;
+  const uint64_t prompt_version = at->prompt_version;
   engine::SamplingParams params;
   params.temperature = settings_.sampling.temperature;
   params.top_p = settings_.sampling.top_p;

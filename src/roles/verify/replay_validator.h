@@ -40,6 +40,10 @@ struct Verdict {
   std::string detail;      // human-readable
   double cpu_seconds = 0;  // this thread's CPU time for the replay
   int64_t replayed_tokens = 0;
+  // A pipeline group's rollout that failed the model check: the stage that lied
+  // (roles/verify/replay_blame.h). -1: not a pipeline rollout, or no blame computed (the hub
+  // then holds the submitter to it).
+  int blame_stage = -1;
 };
 
 // What the rollout was generated under: the hub's settings, identical for every lease.
@@ -73,6 +77,8 @@ class ReplayValidator {
   Verdict check_observations(const net::RolloutSubmission& r, const env::QaItem& problem,
                              size_t prompt_length) const;
   Verdict check_model(const net::RolloutSubmission& r, size_t prompt_length);
+  // Sets v.blame_stage for a pipeline rollout whose model check failed, and says why in detail.
+  void blame(const net::RolloutSubmission& r, size_t prompt_length, Verdict& v);
   // The engine holding `version`'s weights (built once per version, the last few kept: a
   // rollout's tokens span at most the staleness window, and the sequences move between them).
   engine::EngineBackend& runner_for(uint64_t version);

@@ -229,6 +229,7 @@ bool RolloutLoop::connect_pipeline() {
     } else {
       auto head = std::make_unique<engine::PipelineBackend>(std::move(head_weights_),
                                                             std::move(link), c_.pool);
+      head->set_commit_key(o_.pipeline_group, o_.stage_commit_key);  // none: a hand-made group
       pipeline_ = head.get();
       model_ = std::move(head);
     }
@@ -434,6 +435,7 @@ void RolloutLoop::on_end(MicroBatch& b, episode::FinishedEpisode&& f) {
   t.started_unix_ms = s.started_unix_ms;
   t.finished_unix_ms = unix_ms();
   s.record->set_timings(t);
+  if (f.proof.group_id != 0) s.record->set_pipeline_proof(std::move(f.proof));
   const bool exact = s.record->tokens().size() == f.episode->tokens().size();
   if (s.record->generated() > 0)
     streamer_.push(s.record->finish(exact ? &f.episode->tokens() : nullptr));

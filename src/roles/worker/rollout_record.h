@@ -28,6 +28,11 @@ class RolloutRecord {
   void set_answer(std::string answer) { answer_ = std::move(answer); }
   void set_turns(int32_t turns) { turns_ = turns; }
   void set_timings(const net::RolloutTimings& timings) { timings_ = timings; }
+  // A pipeline group's rollout: the group and its stages' signed commitments.
+  void set_pipeline_proof(PipelineProof proof) {
+    sub_.pipeline_group = proof.group_id;
+    sub_.stage_commitments = std::move(proof.chain);
+  }
   // What a validator needs to replay the rollout (net::RolloutSubmission's seed, kernel_target
   // and prompt_version).
   void set_replay_info(std::optional<uint64_t> seed, std::string kernel_target,

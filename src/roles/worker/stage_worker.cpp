@@ -151,6 +151,8 @@ WorkerOptions placed_options(const WorkerOptions& o, const net::PipelinePlace& p
   placed.stage_listen = "0.0.0.0:" + std::to_string(port);
   placed.stage_serve_key = place.serve_key;
   placed.stage_next_key = place.next_key;
+  placed.pipeline_group = place.group_id;
+  placed.stage_commit_key = place.commit_key;
   placed.stage_relay =
       place.relay_port > 0 ? hub_host + ":" + std::to_string(place.relay_port) : std::string();
   return placed;
@@ -224,6 +226,8 @@ WorkerStats serve_stage(const WorkerOptions& o, WorkerSession& session, const Mo
   auto stage = std::make_unique<engine::PipelineStage>(std::move(weights), nullptr, session.pool());
   SyncedStageWeights stage_weights(sync, o.stage_wait_s);
   stage->set_weights_source(&stage_weights);
+  if (!o.stage_commit_key.empty())
+    stage->set_commit_key(o.pipeline_group, o.stage, o.stage_commit_key);
   pipeline::StageServerOptions so;
   std::tie(so.listen_host, so.listen_port) = net::parse_host_port(o.stage_listen, "--stage-listen");
   if (!o.stage_serve_key.empty()) {  // behind NAT: the stage before joins us at the relay

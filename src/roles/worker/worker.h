@@ -83,6 +83,10 @@ struct WorkerOptions {
   std::string stage_relay;
   std::string stage_serve_key;  // serve the stage before through the relay under this key
   std::string stage_next_key;   // reach the next stage through the relay under this key
+  // In a group the hub formed: its id and the key this member signs its commitments with
+  // (core/stage_commitment.h; empty: a group formed by hand, which commits to nothing).
+  uint64_t pipeline_group = 0;
+  std::string stage_commit_key;
   // In a group the hub formed: where this member counts its group's breaks, which it reports
   // with its asks (null otherwise).
   std::shared_ptr<GroupHealth> group_health;

@@ -10,7 +10,10 @@
 namespace stoa::hub {
 
 PipelineGroups::PipelineGroups(ModelConfig config, PipelineGroupOptions options)
-    : config_(std::move(config)), options_(options) {
+    : config_(std::move(config)),
+      options_(options),
+      // Below 2^48 (ids pass through JSON readers that hold doubles), a million groups apart.
+      next_group_((std::stoull(net::random_token().substr(0, 7), nullptr, 16) << 20) + 1) {
   STOA_CHECK(options_.max_stages >= 2 && options_.member_timeout_ms > 0,
              ErrorKind::kInvalidArgument, "pipeline groups need 2 or more stages and a timeout");
 }
@@ -130,6 +133,7 @@ void PipelineGroups::form_locked(int64_t now_ms) {
       g.stages = k;
       g.members.resize(static_cast<size_t>(k));
       g.serve_keys.resize(static_cast<size_t>(k));
+      g.commit_keys.resize(static_cast<size_t>(k));
       const uint64_t id = next_group_++;
       for (int i = 0; i < k; ++i) {
         const std::string& worker = waiting[static_cast<size_t>(i)].second;
@@ -140,7 +144,10 @@ void PipelineGroups::form_locked(int64_t now_ms) {
         m.stage = stage;
         // The head is dialled by nobody; a relayed stage after it is joined under a fresh key.
         if (stage > 0 && m.relayed) g.serve_keys[static_cast<size_t>(stage)] = net::random_token();
+        g.commit_keys[static_cast<size_t>(stage)] = net::random_token();
       }
+      signers_[id] = GroupSigners{g.members, g.commit_keys};
+      while (signers_.size() > kSignersKept) signers_.erase(signers_.begin());  // the oldest
       groups_.emplace(id, std::move(g));
       ++formed_;
       formed = true;
@@ -158,12 +165,20 @@ PipelineMemberPlace PipelineGroups::place_of_locked(const std::string& worker) c
   p.stages = g.stages;
   p.span = split_layers(config_, g.stages)[static_cast<size_t>(m.stage)];
   p.serve_key = g.serve_keys[static_cast<size_t>(m.stage)];
+  p.commit_key = g.commit_keys[static_cast<size_t>(m.stage)];
   if (m.stage + 1 < g.stages) {
     p.next_key = g.serve_keys[static_cast<size_t>(m.stage + 1)];
     if (p.next_key.empty())
       p.next = members_.at(g.members[static_cast<size_t>(m.stage + 1)]).address;
   }
   return p;
+}
+
+std::optional<GroupSigners> PipelineGroups::signers(uint64_t group_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = signers_.find(group_id);
+  if (it == signers_.end()) return std::nullopt;
+  return it->second;
 }
 
 size_t PipelineGroups::waiting() const {

@@ -27,6 +27,7 @@
 // Bounded: at most `max_waiting` workers wait and `max_stages` stages make a group. Thread-safe.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -60,10 +61,20 @@ struct PipelineMemberPlace {
   int stage = 0;
   int stages = 0;
   LayerSpan span;
-  std::string next;       // host:port of the next stage; empty on the last or when relayed
-  std::string serve_key;  // non-empty: serve the stage before through the relay under this key
-  std::string next_key;   // non-empty: reach the next stage through the relay under this key
+  std::string next;        // host:port of the next stage; empty on the last or when relayed
+  std::string serve_key;   // non-empty: serve the stage before through the relay under this key
+  std::string next_key;    // non-empty: reach the next stage through the relay under this key
+  std::string commit_key;  // this member signs its commitments under it (core/stage_commitment.h)
 };
+
+// Who a group's stages were and the keys they sign with: what the hub checks a pipeline
+// rollout's chain against at intake and whom its replay's blame names. Kept after the group
+// goes, for the last kSignersKept groups (its rollouts may still be in flight or under replay).
+struct GroupSigners {
+  std::vector<std::string> workers;  // in stage order
+  std::vector<std::string> keys;     // in stage order
+};
+using PipelineSigners = std::function<std::optional<GroupSigners>(uint64_t group_id)>;
 
 class PipelineGroups {
  public:
@@ -78,6 +89,11 @@ class PipelineGroups {
                                            const PipelineMemberReport& report = {});
   // A worker that left (stopped cleanly, or was forgotten): its group is dissolved.
   void leave(const std::string& worker);
+  // The group's stages and keys, while it is formed and for a while after; nullopt when
+  // unknown (never formed here, forgotten, or formed before the hub restarted: the keys are
+  // drawn anew with every group and live in memory only).
+  std::optional<GroupSigners> signers(uint64_t group_id) const;
+  static constexpr size_t kSignersKept = 4096;
 
   size_t waiting() const;
   size_t groups() const;
@@ -98,8 +114,9 @@ class PipelineGroups {
     PipelineMemberReport report;  // the last one of its group
   };
   struct Group {
-    std::vector<std::string> members;     // in stage order
-    std::vector<std::string> serve_keys;  // per stage: the relay key of the hop into it, or ""
+    std::vector<std::string> members;      // in stage order
+    std::vector<std::string> serve_keys;   // per stage: the relay key of the hop into it, or ""
+    std::vector<std::string> commit_keys;  // per stage
     int stages = 0;
     int64_t breaks_seen = 0;           // the head's count so far
     std::vector<int64_t> break_times;  // within the window, oldest first
@@ -117,7 +134,10 @@ class PipelineGroups {
   mutable std::mutex mu_;
   std::map<std::string, Member> members_;
   std::map<uint64_t, Group> groups_;
-  uint64_t next_group_ = 1;
+  std::map<uint64_t, GroupSigners> signers_;  // the last kSignersKept groups formed
+  // Random at start: a restarted hub's groups never take the ids of the old one's, whose
+  // rollouts still in flight carry chains signed under keys this one never drew.
+  uint64_t next_group_;
   uint64_t formed_ = 0;
   uint64_t dissolved_ = 0;
   uint64_t broken_ = 0;

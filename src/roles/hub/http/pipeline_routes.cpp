@@ -36,6 +36,7 @@ HttpReply HubServer::pipeline_route(const RequestContext& req, const std::string
     reply.next = place->next;
     reply.serve_key = place->serve_key;
     reply.next_key = place->next_key;
+    reply.commit_key = place->commit_key;
     // The relay listens from the first hop that needs it (a member behind NAT), not before.
     if (!reply.serve_key.empty() || !reply.next_key.empty()) reply.relay_port = open_stage_relay();
   }

@@ -86,7 +86,10 @@ HubServer::HubServer(Hub& hub, ServerOptions options)
                             std::chrono::seconds(hub.config().swarm_reseed_after_s)});
   if (hub.run_files_store())
     run_files_ = std::make_unique<BlobServing>(*hub.run_files_store(), fetches_);
-  if (hub.deps().model) groups_ = std::make_unique<PipelineGroups>(*hub.deps().model);
+  if (hub.deps().model) {
+    groups_ = std::make_shared<PipelineGroups>(*hub.deps().model);
+    hub.set_pipeline_signers([groups = groups_](uint64_t id) { return groups->signers(id); });
+  }
   HttpServerOptions o;
   o.host = options_.host;
   o.port = options_.port;

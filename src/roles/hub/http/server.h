@@ -107,8 +107,10 @@ class HubServer {
   std::unique_ptr<HttpServer> http_;
   std::unique_ptr<OperatorLogin> login_;  // the dashboard's cookie sessions
   ValidationQueue* validation_ = nullptr;
-  std::shared_ptr<SwarmTracker> swarm_;     // null in a build without a swarm engine
-  std::unique_ptr<PipelineGroups> groups_;  // null when the hub was not given the model
+  std::shared_ptr<SwarmTracker> swarm_;  // null in a build without a swarm engine
+  // Null when the hub was not given the model. Shared with the hub, which checks a group's
+  // rollouts against its signers (Hub::set_pipeline_signers) and may outlive this server.
+  std::shared_ptr<PipelineGroups> groups_;
   // Opens the stage relay (once; thread-safe) and returns its port.
   int open_stage_relay();
   mutable std::mutex relay_mutex_;

@@ -83,6 +83,9 @@ struct AuditVerdict {
   std::string what;       // what differed ("logprob", "token", "observation", ...)
   std::string detail;
   double cpu_seconds = 0;
+  // A pipeline group's rollout: the stage whose commitment the replay refutes
+  // (roles/verify/replay_blame.h); -1: none named, the submitter answers for the verdict.
+  int blame_stage = -1;
 };
 
 // Whether a failing verdict says nothing of the rollout's author (nor of a checker who spoke for
@@ -92,10 +95,10 @@ inline bool verdict_blames_nobody(const AuditVerdict& v) {
 }
 
 // A replay's verdict as the audit keeps it: the hub's own replay (verify::Verdict) and one that
-// came over the wire (net::ValidationVerdict) report the same fields.
+// came over the wire (net::ValidationVerdict) report the same fields, blame_stage included.
 template <typename Verdict>
 AuditVerdict audit_verdict(const Verdict& v) {
-  return AuditVerdict{v.pass, v.position, v.what, v.detail, v.cpu_seconds};
+  return AuditVerdict{v.pass, v.position, v.what, v.detail, v.cpu_seconds, v.blame_stage};
 }
 
 // What a checking worker said of a rollout sent on to the trusted replay (kNone: nothing — its

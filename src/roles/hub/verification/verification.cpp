@@ -199,10 +199,33 @@ void Verification::record_verdict(const std::string& rollout_id, const AuditVerd
     log_error("verify", "rollout ", rollout_id, " of worker ", worker,
               " FAILED replay at position ", verdict.position, " (", verdict.what,
               "): ", verdict.detail);
-    if (!worker.empty())
-      quarantine(worker, cat("rollout ", rollout_id, " failed replay at position ",
-                             verdict.position, " (", verdict.what, ")"));
+    const std::string blamed = blamed_worker(rollout_id, worker, verdict);
+    if (!blamed.empty())
+      quarantine(
+          blamed,
+          cat("rollout ", rollout_id, " failed replay at position ", verdict.position, " (",
+              verdict.what, ")",
+              blamed == worker ? "" : cat(": its pipeline stage ", verdict.blame_stage, " lied")));
   }
+}
+
+std::string Verification::blamed_worker(const std::string& rollout_id, const std::string& submitter,
+                                        const AuditVerdict& verdict) const {
+  if (verdict.blame_stage <= 0 || !signers_) return submitter;  // -1: no group; 0: the head
+  const auto row = parts_.ledger.rollout(rollout_id);
+  if (!row) return submitter;
+  const auto j = nlohmann::json::parse(row->payload, nullptr, false);
+  if (!j.is_object() || !j.contains("pipeline_group") || !j["pipeline_group"].is_number_unsigned())
+    return submitter;
+  const auto signers = signers_(j["pipeline_group"].get<uint64_t>());
+  // The group's stages are known for kSignersKept groups: past that the blame cannot be
+  // placed and the submitter answers for its group, as before stages committed.
+  if (!signers || static_cast<size_t>(verdict.blame_stage) >= signers->workers.size()) {
+    log_warn("verify", "rollout ", rollout_id, " blames stage ", verdict.blame_stage,
+             " of a pipeline group the hub no longer knows: its head answers for it");
+    return submitter;
+  }
+  return signers->workers[static_cast<size_t>(verdict.blame_stage)];
 }
 
 // Refuses the worker's session from now on and drops every group holding one of its rollouts

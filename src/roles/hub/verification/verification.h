@@ -19,6 +19,7 @@
 #include "env/dataset.h"
 #include "env/rollout_rule.h"
 #include "net/protocol.h"
+#include "roles/hub/groups/pipeline_groups.h"
 #include "roles/hub/hub_config.h"
 #include "roles/hub/leasing/group_book.h"
 #include "roles/hub/ledger/run_ledger.h"
@@ -79,6 +80,9 @@ class Verification {
   // quarantined.
   void caught(const std::string& worker_id, const std::string& kernel_target,
               const std::string& why);
+  // Pipeline groups' stages (Hub::set_pipeline_signers): a failed replay of a group's rollout
+  // that blames one of its stages quarantines that stage's worker instead of the head.
+  void set_pipeline_signers(PipelineSigners signers) { signers_ = std::move(signers); }
 
   // ---- peer checks ----
   // RequestError 404 when the hub runs no peer checks.
@@ -113,8 +117,14 @@ class Verification {
   void escalate(const std::string& rollout_id, const std::string& why, const std::string& checker,
                 CheckOpinion opinion);
 
+  // The worker a failed verdict blames: the stage of a pipeline group's rollout that the
+  // replay found lying, else the submitter.
+  std::string blamed_worker(const std::string& rollout_id, const std::string& submitter,
+                            const AuditVerdict& verdict) const;
+
   VerificationParts parts_;
   std::unique_ptr<VerificationState> state_;
+  PipelineSigners signers_;
 };
 
 }  // namespace stoa::hub
