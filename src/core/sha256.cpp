@@ -1,7 +1,6 @@
 #include "core/sha256.h"
 
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
 
 #include "core/error.h"
 
@@ -72,15 +71,6 @@ Digest Sha256::digest() const {
   unsigned int n = 0;
   STOA_CHECK(EVP_DigestFinal_ex(ctx_of(copy.ctx_), d.data(), &n) == 1 && n == d.size(),
              ErrorKind::kInternal, "SHA-256: OpenSSL could not finish a digest");
-  return d;
-}
-
-Digest hmac_sha256(std::string_view key, std::span<const uint8_t> message) {
-  Digest d{};
-  unsigned int n = 0;
-  const unsigned char* ok = HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
-                                 message.data(), message.size(), d.data(), &n);
-  STOA_CHECK(ok != nullptr && n == d.size(), ErrorKind::kInternal, "HMAC-SHA256 failed");
   return d;
 }
 

@@ -1,5 +1,4 @@
-// SHA-256 and HMAC-SHA256 (OpenSSL's): the digests a pipeline's stages commit to
-// (core/stage_commitment.h) and the MACs that sign them.
+// SHA-256 (OpenSSL's): the digests a pipeline's stages commit to (core/stage_commitment.h).
 #pragma once
 #include <array>
 #include <cstdint>
@@ -28,7 +27,6 @@ class Sha256 {
   void* ctx_;  // EVP_MD_CTX*
 };
 
-Digest hmac_sha256(std::string_view key, std::span<const uint8_t> message);
 // In constant time (a MAC compared byte by byte leaks how much of it matched).
 bool digests_equal(const Digest& a, const Digest& b);
 

@@ -12,7 +12,7 @@ void put_u64(std::vector<uint8_t>& out, uint64_t v) {
 }  // namespace
 
 std::vector<uint8_t> commitment_message(uint64_t group_id, const StageCommitment& c) {
-  static constexpr char kLabel[] = "stoa stage commitment v1";
+  static constexpr char kLabel[] = "stoa stage commitment v2";
   std::vector<uint8_t> m(kLabel, kLabel + sizeof(kLabel) - 1);
   put_u64(m, group_id);
   put_u64(m, static_cast<uint64_t>(static_cast<int64_t>(c.stage)));
@@ -24,12 +24,12 @@ std::vector<uint8_t> commitment_message(uint64_t group_id, const StageCommitment
   return m;
 }
 
-void sign_commitment(std::string_view key, uint64_t group_id, StageCommitment& c) {
-  c.mac = hmac_sha256(key, commitment_message(group_id, c));
+void sign_commitment(const SigningKey& key, uint64_t group_id, StageCommitment& c) {
+  c.signature = key.sign(commitment_message(group_id, c));
 }
 
-bool commitment_signed_by(std::string_view key, uint64_t group_id, const StageCommitment& c) {
-  return digests_equal(hmac_sha256(key, commitment_message(group_id, c)), c.mac);
+bool commitment_signed_by(const PublicKey& key, uint64_t group_id, const StageCommitment& c) {
+  return signature_valid(key, commitment_message(group_id, c), c.signature);
 }
 
 std::string chain_fault(std::span<const StageCommitment> chain, int64_t num_layers, int* stage) {

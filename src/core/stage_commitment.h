@@ -3,8 +3,10 @@
 // on — one row per token position, each prefixed by the weights version it was computed under
 // (engine/stage_digests.h), so the digest does not depend on how passes cut the sequence — and,
 // on the last stage, of the tokens it drew. At a rollout's end every stage signs its commitment
-// with an HMAC under a key only it and the hub hold (drawn with its place), so the head that
-// submits the rollout cannot forge another stage's word.
+// with an Ed25519 key of its own (core/signing.h; its public key went to the hub with its asks
+// for a place, and the hub hands the group's public keys to its head), so the head that submits
+// the rollout cannot forge another stage's word, and checks every signature before it submits:
+// a bad one in a submitted rollout is the head's doing.
 //
 // When such a rollout fails replay, the replay recomputes the same digests on the whole model
 // (the rows at every stage boundary, the draws) and the first stage whose `out` differs is the
@@ -23,6 +25,7 @@
 #include <vector>
 
 #include "core/sha256.h"
+#include "core/signing.h"
 
 namespace stoa {
 
@@ -34,7 +37,7 @@ struct StageCommitment {
   int64_t draws = 0;      // tokens it drew (the last stage; 0 on the others)
   Digest in{};            // of the rows received (zeros on the head)
   Digest out{};           // of the rows sent on; on the last stage, of its draws
-  Digest mac{};           // HMAC-SHA256 of the fields above and the group, under its key
+  Signature signature{};  // Ed25519, of the fields above and the group, by the stage's key
 
   bool operator==(const StageCommitment&) const = default;
 };
@@ -46,10 +49,10 @@ struct PipelineProof {
   std::vector<StageCommitment> chain;
 };
 
-// The bytes a commitment's MAC covers: a fixed label, the group, and every field but the MAC.
+// The bytes a commitment's signature covers: a fixed label, the group, and every other field.
 std::vector<uint8_t> commitment_message(uint64_t group_id, const StageCommitment& c);
-void sign_commitment(std::string_view key, uint64_t group_id, StageCommitment& c);
-bool commitment_signed_by(std::string_view key, uint64_t group_id, const StageCommitment& c);
+void sign_commitment(const SigningKey& key, uint64_t group_id, StageCommitment& c);
+bool commitment_signed_by(const PublicKey& key, uint64_t group_id, const StageCommitment& c);
 
 // The chain of a group's commitments, in stage order, as the head and the hub check it: one per
 // stage from 0, boundaries ascending to `num_layers`, each stage's `in` the `out` of the one

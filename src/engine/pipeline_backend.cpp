@@ -131,10 +131,12 @@ uint64_t PipelineBackend::use_weights(uint64_t version) {
   return held;
 }
 
-void PipelineBackend::set_commit_key(uint64_t group_id, std::string key) {
+void PipelineBackend::set_commit_key(uint64_t group_id, const SigningKey& key,
+                                     std::vector<PublicKey> stage_keys) {
   std::lock_guard<std::mutex> lock(mu_);
   group_id_ = group_id;
-  commit_key_ = std::move(key);
+  commit_key_ = key;
+  stage_keys_ = std::move(stage_keys);
 }
 
 PipelineProof PipelineBackend::commit(const PipelineSequence& seq) const {
@@ -142,13 +144,15 @@ PipelineProof PipelineBackend::commit(const PipelineSequence& seq) const {
   StageCommit c;
   c.seq = seq.id();
   uint64_t ticket = 0;
+  std::vector<PublicKey> keys;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (commit_key_.empty()) return proof;  // a group formed by hand: nothing to commit to
+    if (!commit_key_) return proof;  // a group formed by hand: nothing to commit to
+    keys = stage_keys_;
     proof.group_id = group_id_;
     StageCommitment own = seq.digests().commitment(0, runner_.weights().span().last, true);
     own.draws = 0;  // the head draws nothing: its count is what it asked the last stage for
-    sign_commitment(commit_key_, group_id_, own);
+    sign_commitment(*commit_key_, group_id_, own);
     c.chain.push_back(own);
     ticket = send_locked(encode_stage_commit(c));
   }
@@ -169,8 +173,16 @@ PipelineProof PipelineBackend::commit(const PipelineSequence& seq) const {
     fault = cat("the last stage counts ", got.chain.back().draws, " draws, the head asked for ",
                 seq.digests().draws);
   }
-  // The head cannot check the signatures (the keys are the stages' and the hub's); a chain
-  // that does not hold is a lying or torn stage: the pipeline breaks, naming it.
+  if (fault.empty() && got.chain.size() != keys.size())
+    fault = cat(got.chain.size(), " commitments for a group of ", keys.size(), " stages");
+  for (size_t s = 1; fault.empty() && s < got.chain.size(); ++s) {
+    if (commitment_signed_by(keys[s], proof.group_id, got.chain[s])) continue;
+    at = static_cast<int>(s);
+    fault = "its commitment is not signed with its key";
+  }
+  // A chain that does not hold or a signature that does not verify is a lying (or torn) stage:
+  // nothing is submitted, the pipeline breaks naming it — so a bad chain in a submitted rollout
+  // is the head's own doing.
   if (!fault.empty()) break_with(cat("stage ", at, " of the chain: ", fault));
   proof.chain = std::move(got.chain);
   return proof;

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,9 +60,10 @@ class PipelineBackend final : public EngineBackend {
   void reconnect(std::unique_ptr<StageLink> next);
 
   // In a group the hub formed (docs/design/pipeline.md, "Blame on the stage that lied"): the
-  // group's id and this head's key; from then on every sequence's pipeline_proof() asks the
-  // stages for their signed commitments. Without: sequences commit to nothing.
-  void set_commit_key(uint64_t group_id, std::string key);
+  // group's id, this head's key and every stage's public key (the head's first, as the hub
+  // handed them out); from then on every sequence's pipeline_proof() asks the stages for their
+  // signed commitments and checks each signature. Without: sequences commit to nothing.
+  void set_commit_key(uint64_t group_id, const SigningKey& key, std::vector<PublicKey> stage_keys);
 
   bool broken() const;
   // Bytes of the frames sent down and of the answers, since construction.
@@ -95,7 +97,8 @@ class PipelineBackend final : public EngineBackend {
   uint64_t passes_ = 0;
   std::vector<SequenceInput> head_inputs_;  // per pass, grow-only
   uint64_t group_id_ = 0;
-  std::string commit_key_;
+  std::optional<SigningKey> commit_key_;
+  std::vector<PublicKey> stage_keys_;
   std::atomic<uint64_t> stages_version_{0};  // what the stages compute with (use_weights)
   mutable std::mutex broken_mu_;
   mutable std::string broken_;

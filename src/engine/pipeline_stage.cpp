@@ -169,7 +169,7 @@ void PipelineStage::digest_pass(const StagePass& p, std::span<const float> sent,
 // stage received, or one of the two lies (or the link tore) — refused, so no rollout carries a
 // broken chain; the head breaks the pipeline and names this stage's predecessor.
 StageOutcome PipelineStage::commit(StageCommit c) {
-  STOA_CHECK(!commit_key_.empty(), ErrorKind::kInvalidArgument,
+  STOA_CHECK(commit_key_.has_value(), ErrorKind::kInvalidArgument,
              "this stage holds no group key (it was not placed by a hub): it commits to nothing");
   (void)sequence(c.seq);  // kNotFound, naming it
   const SequenceDigests& d = digests_.at(c.seq);
@@ -182,7 +182,7 @@ StageOutcome PipelineStage::commit(StageCommit c) {
              before.stage, " committed to sending ", before.rows, " rows of sequence ", c.seq,
              " other than the ", own.rows, " this stage received");
   if (!span().heads(runner_.config())) own.draws = 0;
-  sign_commitment(commit_key_, group_id_, own);
+  sign_commitment(*commit_key_, group_id_, own);
   c.chain.push_back(own);
   return {!span().heads(runner_.config()), encode_stage_commit(c)};
 }

@@ -104,12 +104,12 @@ class PipelineStage {
     version_.reset();
   }
   // In a group the hub formed: this stage is `stage` of group `group_id` and signs its
-  // commitments (kCommit frames) under `key`, which only it and the hub hold. Without a key a
-  // commit frame is refused (a group formed by hand commits to nothing).
-  void set_commit_key(uint64_t group_id, int32_t stage, std::string key) {
+  // commitments (kCommit frames) with `key`, whose public half the hub gave the head. Without a
+  // key a commit frame is refused (a group formed by hand commits to nothing).
+  void set_commit_key(uint64_t group_id, int32_t stage, const SigningKey& key) {
     group_id_ = group_id;
     stage_index_ = stage;
-    commit_key_ = std::move(key);
+    commit_key_ = key;
   }
   // Weights that change between passes (null: fixed). A stage with them computes a pass only
   // with the version the head last named (kWeights): one whose engine moved on refuses.
@@ -142,7 +142,7 @@ class PipelineStage {
   std::map<uint64_t, SequenceDigests> digests_;  // by sequence, as sequences_
   uint64_t group_id_ = 0;
   int32_t stage_index_ = -1;
-  std::string commit_key_;
+  std::optional<SigningKey> commit_key_;
   std::vector<SequenceInput> inputs_;  // per pass, grow-only
   int64_t bytes_sent_ = 0;
   int64_t bytes_received_ = 0;

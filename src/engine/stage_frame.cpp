@@ -23,8 +23,8 @@ constexpr EnumName<StageFrameKind> kStageFrameKindNames[] = {
     {StageFrameKind::kDone, "done"},       {StageFrameKind::kError, "error"},
     {StageFrameKind::kWeights, "weights"}, {StageFrameKind::kCommit, "commit"},
 };
-// A commitment on the wire: stage, end layer, rows, draws, then in, out and mac.
-constexpr size_t kCommitmentBytes = 4 + 8 + 8 + 8 + 3 * 32;
+// A commitment on the wire: stage, end layer, rows, draws, then in, out and the signature.
+constexpr size_t kCommitmentBytes = 4 + 8 + 8 + 8 + 2 * 32 + 64;
 constexpr uint32_t kMaxChain = 64;
 
 uint64_t checksum(std::span<const uint8_t> bytes) {
@@ -283,7 +283,7 @@ std::vector<uint8_t> encode_stage_commit(const StageCommit& c) {
     w.u64(static_cast<uint64_t>(e.draws));
     w.bytes(e.in.data(), e.in.size());
     w.bytes(e.out.data(), e.out.size());
-    w.bytes(e.mac.data(), e.mac.size());
+    w.bytes(e.signature.data(), e.signature.size());
   }
   return end_frame(std::move(out));
 }
@@ -301,9 +301,10 @@ StageCommit decode_stage_commit(std::span<const uint8_t> frame) {
     e.end_layer = static_cast<int64_t>(r.u64("end layer"));
     e.rows = static_cast<int64_t>(r.u64("rows"));
     e.draws = static_cast<int64_t>(r.u64("draws"));
-    for (Digest* d : {&e.in, &e.out, &e.mac}) {
-      const std::span<const uint8_t> b = r.take(d->size(), "digest");
-      std::copy(b.begin(), b.end(), d->begin());
+    for (std::span<uint8_t> field :
+         {std::span<uint8_t>(e.in), std::span<uint8_t>(e.out), std::span<uint8_t>(e.signature)}) {
+      const std::span<const uint8_t> b = r.take(field.size(), "digest");
+      std::copy(b.begin(), b.end(), field.begin());
     }
   }
   expect_done(r);

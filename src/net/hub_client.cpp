@@ -170,12 +170,11 @@ HeartbeatResponse HubClient::heartbeat(const Heartbeat& heartbeat) {
 }
 
 PipelinePlace HubClient::pipeline_place(uint64_t memory_bytes, int port, bool relayed,
-                                        const PipelineGroupReport& report) {
+                                        const PipelineGroupReport& report,
+                                        const std::string& commit_key) {
   auto r = with_session([&] {
-    return http_.post_json(
-        "/v1/pipeline/place",
-        to_json(PipelinePlaceRequest{worker_id(), memory_bytes, port, relayed, report}).dump(),
-        true);
+    PipelinePlaceRequest m{worker_id(), memory_bytes, port, relayed, report, commit_key};
+    return http_.post_json("/v1/pipeline/place", to_json(m).dump(), true);
   });
   return pipeline_place_from_json(parse_response(r, "pipeline place"));
 }

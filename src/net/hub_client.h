@@ -63,8 +63,10 @@ class HubClient {
   // on. Retried like the other idempotent calls (the answers are pure functions of the request).
   // A place in a pipeline group (pipeline_protocol.h); asking again renews the membership and
   // tells the hub how the group has gone (`report`).
+  // `commit_key`: the public key the member signs its commitments with (hex).
   PipelinePlace pipeline_place(uint64_t memory_bytes, int port, bool relayed = false,
-                               const PipelineGroupReport& report = {});
+                               const PipelineGroupReport& report = {},
+                               const std::string& commit_key = "");
   std::string task_prompt(const std::string& prompt_id);
   TaskStepReply task_step(const std::string& prompt_id, const std::string& action,
                           bool tools_allowed);

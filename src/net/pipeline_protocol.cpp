@@ -1,6 +1,7 @@
 #include "net/pipeline_protocol.h"
 
 #include "core/error.h"
+#include "core/signing.h"
 #include "net/json_fields.h"
 
 namespace stoa::net {
@@ -17,14 +18,15 @@ json to_json(const PipelinePlaceRequest& m) {
           {"group_id", m.report.group_id},
           {"breaks", m.report.breaks},
           {"fault_stage", m.report.fault_stage},
-          {"next_failures", m.report.next_failures}};
+          {"next_failures", m.report.next_failures},
+          {"commit_key", m.commit_key}};
 }
 
 json to_json(const PipelinePlace& m) {
   return {{"placed", m.placed},     {"group_id", m.group_id},       {"stage", m.stage},
           {"stages", m.stages},     {"first_layer", m.first_layer}, {"last_layer", m.last_layer},
           {"next", m.next},         {"relay_port", m.relay_port},   {"serve_key", m.serve_key},
-          {"next_key", m.next_key}, {"commit_key", m.commit_key},   {"waiting", m.waiting}};
+          {"next_key", m.next_key}, {"stage_keys", m.stage_keys},   {"waiting", m.waiting}};
 }
 
 PipelinePlaceRequest pipeline_place_request_from_json(const json& j) {
@@ -38,6 +40,10 @@ PipelinePlaceRequest pipeline_place_request_from_json(const json& j) {
   m.report.breaks = opt<int64_t>(j, msg, "breaks", 0);
   m.report.fault_stage = opt<int>(j, msg, "fault_stage", -1);
   m.report.next_failures = opt<int64_t>(j, msg, "next_failures", 0);
+  m.commit_key = opt<std::string>(j, msg, "commit_key", "");
+  PublicKey key;
+  STOA_CHECK(m.commit_key.empty() || parse_hex(m.commit_key, key), ErrorKind::kInvalidArgument, msg,
+             ": commit_key is not an Ed25519 public key (64 hex digits)");
   STOA_CHECK(m.report.breaks >= 0 && m.report.next_failures >= 0 && m.report.fault_stage >= -1,
              ErrorKind::kInvalidArgument, msg, ": breaks ", m.report.breaks, ", fault stage ",
              m.report.fault_stage, " and next failures ", m.report.next_failures,
@@ -62,7 +68,14 @@ PipelinePlace pipeline_place_from_json(const json& j) {
   m.relay_port = opt<int>(j, msg, "relay_port", 0);
   m.serve_key = opt<std::string>(j, msg, "serve_key", "");
   m.next_key = opt<std::string>(j, msg, "next_key", "");
-  m.commit_key = opt<std::string>(j, msg, "commit_key", "");
+  m.stage_keys = opt<std::vector<std::string>>(j, msg, "stage_keys", {});
+  PublicKey key;
+  for (const std::string& k : m.stage_keys)
+    STOA_CHECK(parse_hex(k, key), ErrorKind::kInvalidArgument, msg,
+               ": a stage key is not an Ed25519 public key (64 hex digits)");
+  STOA_CHECK(m.stage_keys.empty() || static_cast<int>(m.stage_keys.size()) == m.stages,
+             ErrorKind::kInvalidArgument, msg, ": ", m.stage_keys.size(), " stage keys for ",
+             m.stages, " stages");
   const bool linked = !m.next.empty() || (!m.next_key.empty() && m.relay_port > 0);
   STOA_CHECK(m.stages >= 2 && m.stage >= 0 && m.stage < m.stages && m.first_layer < m.last_layer &&
                  linked == (m.stage < m.stages - 1) &&

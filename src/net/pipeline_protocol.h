@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 namespace stoa::net {
 
@@ -28,6 +29,10 @@ struct PipelinePlaceRequest {
     // link, could not be reached).
     int64_t next_failures = 0;
   } report;
+  // The public half of the Ed25519 key the member signs its commitments with (core/signing.h),
+  // 64 hex digits: the hub hands the group's keys to its head, which checks every stage's
+  // signature before it submits, and checks them again at intake.
+  std::string commit_key;
 };
 using PipelineGroupReport = PipelinePlaceRequest::PipelineGroupReport;
 
@@ -44,9 +49,9 @@ struct PipelinePlace {
   int relay_port = 0;
   std::string serve_key;
   std::string next_key;
-  // The key this member signs its commitments with (core/stage_commitment.h): only it and the
-  // hub hold it, so the head cannot forge a later stage's word.
-  std::string commit_key;
+  // Every stage's public commitment key, in stage order (the head's first): what the head
+  // checks the chain's signatures against (core/stage_commitment.h).
+  std::vector<std::string> stage_keys;
   int64_t waiting = 0;  // workers waiting for a group (the hub's count, for the progress lines)
 };
 

@@ -329,7 +329,7 @@ json to_json(const RolloutSubmission& m) {
                        {"draws", c.draws},
                        {"in", digest_hex(c.in)},
                        {"out", digest_hex(c.out)},
-                       {"mac", digest_hex(c.mac)}});
+                       {"signature", bytes_hex(c.signature)}});
     j["stage_commitments"] = std::move(chain);
   }
   return j;
@@ -337,7 +337,7 @@ json to_json(const RolloutSubmission& m) {
 
 namespace {
 
-// A pipeline rollout's chain: at most kMaxStageCommitments entries, every digest 64 hex digits.
+// A pipeline rollout's chain: at most kMaxStageCommitments entries, digests and signatures in hex.
 std::vector<StageCommitment> stage_commitments_from_json(const json& j, const char* msg) {
   const json chain = req<json>(j, msg, "stage_commitments");
   STOA_CHECK(chain.is_array() && chain.size() <= kMaxStageCommitments, ErrorKind::kInvalidArgument,
@@ -353,12 +353,12 @@ std::vector<StageCommitment> stage_commitments_from_json(const json& j, const ch
     c.end_layer = req<int64_t>(e, what, "end_layer");
     c.rows = req<int64_t>(e, what, "rows");
     c.draws = req<int64_t>(e, what, "draws");
-    const std::pair<const char*, Digest*> digests[] = {
-        {"in", &c.in}, {"out", &c.out}, {"mac", &c.mac}};
-    for (const auto& [field, digest] : digests)
-      STOA_CHECK(parse_digest(req<std::string>(e, what, field), digest),
-                 ErrorKind::kInvalidArgument, msg, ": stage commitment field '", field,
-                 "' is not 64 hex digits");
+    const std::pair<const char*, std::span<uint8_t>> fields[] = {
+        {"in", c.in}, {"out", c.out}, {"signature", c.signature}};
+    for (const auto& [field, bytes] : fields)
+      STOA_CHECK(parse_hex(req<std::string>(e, what, field), bytes), ErrorKind::kInvalidArgument,
+                 msg, ": stage commitment field '", field, "' is not ", 2 * bytes.size(),
+                 " hex digits");
     out.push_back(c);
   }
   return out;

@@ -1,9 +1,9 @@
 // A pipeline's commitments (docs/design/pipeline.md, "Blame on the stage that lied"): at a
 // rollout's end every stage signs what it received, sent on and drew; the chain holds, every
-// signature verifies under its stage's key only, and the digests are those of the rows a
-// single machine computes at the stage boundaries. A link that forges the rows between two
-// stages is refused at the commit by the stage after it (the pipeline breaks); a stage with no
-// key commits to nothing.
+// signature verifies under its stage's public key only (and the head refuses one that does not),
+// and the digests are those of the rows a single machine computes at the stage boundaries. A link
+// that forges the rows between two stages is refused at the commit by the stage after it (the
+// pipeline breaks); a stage with no key commits to nothing.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -28,8 +28,20 @@ using testing::random_tokens;
 
 constexpr uint64_t kGroup = 77;
 
-std::string key_of(int stage) {
-  return "key-of-stage-" + std::to_string(stage);
+// One signing key per stage, made once.
+const SigningKey& key_of(int stage) {
+  static const std::vector<SigningKey> keys = [] {
+    std::vector<SigningKey> k;
+    for (int i = 0; i < 5; ++i) k.push_back(SigningKey::generate());
+    return k;
+  }();
+  return keys.at(static_cast<size_t>(stage));
+}
+
+std::vector<PublicKey> public_keys(int64_t k) {
+  std::vector<PublicKey> out;
+  for (int s = 0; s < k; ++s) out.push_back(key_of(s).public_key());
+  return out;
 }
 
 // A link between the head and stage 1 that adds 0.25 to one value of every pass it carries.
@@ -69,7 +81,7 @@ Keyed keyed_pipeline(const ModelWeights& w, int64_t k, bool keys = true) {
       const int stage = static_cast<int>(k) - 1 - static_cast<int>(i);
       out.p.stages[i]->set_commit_key(kGroup, stage, key_of(stage));
     }
-    out.p.head->set_commit_key(kGroup, key_of(0));
+    out.p.head->set_commit_key(kGroup, key_of(0), public_keys(k));
   }
   return out;
 }
@@ -119,11 +131,10 @@ TEST(PipelineCommit, TheChainHoldsIsSignedAndHashesTheBoundaryRows) {
     int at = -1;
     EXPECT_EQ(chain_fault(d.proof.chain, w.config.num_layers, &at), "");
     for (int s = 0; s < 3; ++s) {
-      EXPECT_TRUE(commitment_signed_by(key_of(s), kGroup, d.proof.chain[static_cast<size_t>(s)]));
-      EXPECT_FALSE(
-          commitment_signed_by(key_of(s + 1), kGroup, d.proof.chain[static_cast<size_t>(s)]));
-      EXPECT_FALSE(
-          commitment_signed_by(key_of(s), kGroup + 1, d.proof.chain[static_cast<size_t>(s)]));
+      const StageCommitment& c = d.proof.chain[static_cast<size_t>(s)];
+      EXPECT_TRUE(commitment_signed_by(key_of(s).public_key(), kGroup, c));
+      EXPECT_FALSE(commitment_signed_by(key_of(s + 1).public_key(), kGroup, c));
+      EXPECT_FALSE(commitment_signed_by(key_of(s).public_key(), kGroup + 1, c));
     }
     // Rows: every token fed, the shared prompt's included (the fork carries its parent's).
     EXPECT_EQ(d.proof.chain[0].rows, static_cast<int64_t>(d.fed.size()));
@@ -152,7 +163,7 @@ TEST(PipelineCommit, TheChainHoldsIsSignedAndHashesTheBoundaryRows) {
     // A changed field no longer carries its stage's signature.
     StageCommitment forged = d.proof.chain[1];
     forged.out[0] ^= 1;
-    EXPECT_FALSE(commitment_signed_by(key_of(1), kGroup, forged));
+    EXPECT_FALSE(commitment_signed_by(key_of(1).public_key(), kGroup, forged));
   }
 }
 
@@ -179,9 +190,24 @@ TEST(PipelineCommit, WithoutKeysNothingIsCommittedAndAKeylessStageRefuses) {
   EXPECT_FALSE(none.p.head->broken());
 
   Keyed head_only = keyed_pipeline(w, 2, /*keys=*/false);
-  head_only.p.head->set_commit_key(kGroup, key_of(0));
+  head_only.p.head->set_commit_key(kGroup, key_of(0), public_keys(2));
   EXPECT_THROW((void)decode_and_commit(*head_only.p.head, w.config.vocab_size), Error);
   EXPECT_TRUE(head_only.p.head->broken());
+}
+
+TEST(PipelineCommit, AStageThatSignsWithAnotherKeyBreaksThePipelineBeforeAnythingIsSubmitted) {
+  const ModelWeights w = model_named("qwen3-6");
+  Keyed k = keyed_pipeline(w, 3);
+  k.p.stages.back()->set_commit_key(kGroup, 1, key_of(4));  // stage 1 (stages are last first)
+  try {
+    (void)decode_and_commit(*k.p.head, w.config.vocab_size);
+    FAIL() << "a chain with a bad signature was committed";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("stage 1 of the chain: its commitment is not signed"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_TRUE(k.p.head->broken());
 }
 
 TEST(PipelineCommit, CommitFramesRoundTripAndRefuseTampering) {
@@ -193,7 +219,7 @@ TEST(PipelineCommit, CommitFramesRoundTripAndRefuseTampering) {
   a.rows = 40;
   a.in.fill(1);
   a.out.fill(2);
-  a.mac.fill(3);
+  a.signature.fill(3);
   StageCommitment b = a;
   b.stage = 1;
   b.end_layer = 6;

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <thread>
 
+#include "core/signing.h"
 #include "engine/stage_frame.h"
 #include "integration/cluster.h"
 #include "model/config.h"
@@ -61,7 +62,8 @@ class RefusingMember {
   void ask(uint64_t memory_bytes) {
     while (!stop_) {
       try {
-        const net::PipelinePlace p = hub_.pipeline_place(memory_bytes, listener_.port());
+        const net::PipelinePlace p = hub_.pipeline_place(memory_bytes, listener_.port(), false, {},
+                                                         bytes_hex(key_.public_key()));
         if (p.placed) {
           if (unplaced_after_placed_ > 0) ++placed_again_;
           stage_ = p.stage;
@@ -104,6 +106,7 @@ class RefusingMember {
   net::HubClient hub_;
   const ModelConfig config_;
   net::FrameListener listener_;
+  const SigningKey key_ = SigningKey::generate();  // it must say one to be placed
   std::atomic<bool> stop_{false};
   std::atomic<int> stage_{-1};
   std::atomic<int64_t> unplaced_after_placed_{0};

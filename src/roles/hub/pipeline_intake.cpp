@@ -41,9 +41,16 @@ std::optional<net::RolloutResponse> Hub::check_pipeline_proof_locked(
   const std::string fault =
       chain_fault(m.stage_commitments, deps_.model ? deps_.model->num_layers : 0, &at);
   if (!fault.empty()) return forged(cat("the chain does not hold: ", fault));
+  // Work a quarantined member took part in is not taken, and nobody else is blamed for it: the
+  // group's rollouts in flight when one of its stages was caught lying.
+  for (size_t s = 1; s < signers->workers.size(); ++s)
+    if (verification_->quarantined(signers->workers[s]))
+      return reject("quarantined_member",
+                    cat(who, ": its stage ", s, " is quarantined (the group is being dissolved)"));
   for (size_t s = 0; s < signers->keys.size(); ++s)
     if (!commitment_signed_by(signers->keys[s], m.pipeline_group, m.stage_commitments[s]))
-      return forged(cat("stage ", s, "'s commitment is not signed with its key"));
+      return forged(cat("stage ", s, "'s commitment is not signed with its key (the head checks",
+                        " every signature before it submits)"));
   return std::nullopt;
 }
 

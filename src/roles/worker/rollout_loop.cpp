@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -229,7 +228,8 @@ bool RolloutLoop::connect_pipeline() {
     } else {
       auto head = std::make_unique<engine::PipelineBackend>(std::move(head_weights_),
                                                             std::move(link), c_.pool);
-      head->set_commit_key(o_.pipeline_group, o_.stage_commit_key);  // none: a hand-made group
+      if (o_.stage_commit_key)  // none: a group formed by hand
+        head->set_commit_key(o_.pipeline_group, *o_.stage_commit_key, o_.stage_keys);
       pipeline_ = head.get();
       model_ = std::move(head);
     }

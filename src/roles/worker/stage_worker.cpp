@@ -88,7 +88,8 @@ std::optional<net::PipelinePlace> wait_for_place(net::HubClient& hub, const Plac
   auto last_said = Clock::now() - 1h;
   while (!stop) {
     try {
-      net::PipelinePlace place = hub.pipeline_place(ask.memory_bytes, ask.port, ask.relayed);
+      net::PipelinePlace place =
+          hub.pipeline_place(ask.memory_bytes, ask.port, ask.relayed, {}, ask.commit_key);
       if (place.placed) return place;
       if (Clock::now() - last_said > 30s) {
         log_info("worker", "waiting for a pipeline group: ", place.waiting,
@@ -116,9 +117,9 @@ PlaceWatch::PlaceWatch(net::HubClient& hub, const PlaceAsk& ask, uint64_t group_
             return;
           }
           try {
-            const net::PipelinePlace place =
-                hub.pipeline_place(ask.memory_bytes, ask.port, ask.relayed,
-                                   health ? health->report() : net::PipelineGroupReport{});
+            const net::PipelinePlace place = hub.pipeline_place(
+                ask.memory_bytes, ask.port, ask.relayed,
+                health ? health->report() : net::PipelineGroupReport{}, ask.commit_key);
             if (!place.placed || place.group_id != group_id) {
               log_info("worker", "the hub dissolved pipeline group ", group_id,
                        " (a member is gone, or the group kept breaking)");
@@ -152,7 +153,9 @@ WorkerOptions placed_options(const WorkerOptions& o, const net::PipelinePlace& p
   placed.stage_serve_key = place.serve_key;
   placed.stage_next_key = place.next_key;
   placed.pipeline_group = place.group_id;
-  placed.stage_commit_key = place.commit_key;
+  placed.stage_keys.assign(place.stage_keys.size(), PublicKey{});
+  for (size_t s = 0; s < place.stage_keys.size(); ++s)
+    (void)parse_hex(place.stage_keys[s], placed.stage_keys[s]);  // the place checked them
   placed.stage_relay =
       place.relay_port > 0 ? hub_host + ":" + std::to_string(place.relay_port) : std::string();
   return placed;
@@ -226,8 +229,7 @@ WorkerStats serve_stage(const WorkerOptions& o, WorkerSession& session, const Mo
   auto stage = std::make_unique<engine::PipelineStage>(std::move(weights), nullptr, session.pool());
   SyncedStageWeights stage_weights(sync, o.stage_wait_s);
   stage->set_weights_source(&stage_weights);
-  if (!o.stage_commit_key.empty())
-    stage->set_commit_key(o.pipeline_group, o.stage, o.stage_commit_key);
+  if (o.stage_commit_key) stage->set_commit_key(o.pipeline_group, o.stage, *o.stage_commit_key);
   pipeline::StageServerOptions so;
   std::tie(so.listen_host, so.listen_port) = net::parse_host_port(o.stage_listen, "--stage-listen");
   if (!o.stage_serve_key.empty()) {  // behind NAT: the stage before joins us at the relay

@@ -83,7 +83,8 @@ int stage_port(const WorkerOptions& options);
 struct PlaceAsk {
   uint64_t memory_bytes = 0;
   int port = 0;
-  bool relayed = false;  // behind NAT (WorkerOptions::stage_relayed)
+  bool relayed = false;    // behind NAT (WorkerOptions::stage_relayed)
+  std::string commit_key;  // the public key this worker signs its commitments with (hex)
 };
 // Asks the hub for a place every second until it gives one (nullopt once `stop` is set).
 std::optional<net::PipelinePlace> wait_for_place(net::HubClient& hub, const PlaceAsk& ask,

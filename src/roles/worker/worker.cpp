@@ -173,13 +173,17 @@ WorkerStats generate_rollouts(const WorkerOptions& o, const Joined& j,
 WorkerStats run_group_member(const WorkerOptions& o, const Joined& j,
                              const std::atomic<bool>& stop) {
   WorkerStats total;
-  const PlaceAsk ask{j.memory_bytes, stage_port(o), o.stage_relayed};
+  // One key for this worker's commitments in every group it joins (core/stage_commitment.h).
+  const SigningKey commit_key = SigningKey::generate();
+  const PlaceAsk ask{j.memory_bytes, stage_port(o), o.stage_relayed,
+                     bytes_hex(commit_key.public_key())};
   net::HubClient& hub = j.session.hub();
   const std::string hub_host = url_host(hub.http().base_url());
   while (!stop) {
     const std::optional<net::PipelinePlace> place = wait_for_place(hub, ask, stop);
     if (!place) break;
     WorkerOptions placed = placed_options(o, *place, hub_host, ask.port);
+    placed.stage_commit_key = commit_key;
     const auto health = std::make_shared<GroupHealth>(place->group_id);
     placed.group_health = health;
     log_info("worker", "placed in pipeline group ", place->group_id, ": stage ", place->stage,

@@ -16,8 +16,10 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
+#include "core/signing.h"
 #include "env/task_registry.h"
 #include "gpu/engine_backend_choice.h"
 
@@ -83,10 +85,12 @@ struct WorkerOptions {
   std::string stage_relay;
   std::string stage_serve_key;  // serve the stage before through the relay under this key
   std::string stage_next_key;   // reach the next stage through the relay under this key
-  // In a group the hub formed: its id and the key this member signs its commitments with
-  // (core/stage_commitment.h; empty: a group formed by hand, which commits to nothing).
+  // In a group the hub formed: its id, the key this member signs its commitments with and every
+  // stage's public key (core/stage_commitment.h; none: a group formed by hand, which commits to
+  // nothing).
   uint64_t pipeline_group = 0;
-  std::string stage_commit_key;
+  std::optional<SigningKey> stage_commit_key;
+  std::vector<PublicKey> stage_keys;
   // In a group the hub formed: where this member counts its group's breaks, which it reports
   // with its asks (null otherwise).
   std::shared_ptr<GroupHealth> group_health;

@@ -2,7 +2,8 @@
 // lied"), on a real Hub in sampled mode: a chain signed under the group's keys is accepted; a
 // head that forges a stage's commitment, breaks the chain or submits for a group it does not
 // head is caught at intake and quarantined; a group the hub does not know is refused without
-// blame; and a failed replay that blames a stage quarantines that stage's worker, not the head.
+// blame; and a failed replay that blames a stage quarantines that stage's worker, not the head,
+// and drops the groups holding the pipeline group's rollouts.
 #include <string>
 #include <vector>
 
@@ -36,7 +37,10 @@ class PipelineBlame : public HubFixture {
     middle = join("middle");
     last = join("last");
     signers.workers = {head, middle, last};
-    signers.keys = {"k0", "k1", "k2"};
+    for (int i = 0; i < 3; ++i) {
+      keys.push_back(SigningKey::generate());
+      signers.keys.push_back(keys.back().public_key());
+    }
     hub->set_pipeline_signers([this](uint64_t id) -> std::optional<GroupSigners> {
       if (id != kGroup) return std::nullopt;
       return signers;
@@ -59,7 +63,7 @@ class PipelineBlame : public HubFixture {
       e.draws = s == 2 ? 12 : 0;
       e.out.fill(static_cast<uint8_t>(s + 1));
       if (s > 0) e.in.fill(static_cast<uint8_t>(s));
-      sign_commitment(signers.keys[static_cast<size_t>(s)], kGroup, e);
+      sign_commitment(keys[static_cast<size_t>(s)], kGroup, e);
     }
     return c;
   }
@@ -79,6 +83,7 @@ class PipelineBlame : public HubFixture {
 
   std::unique_ptr<ValidationQueue> queue;
   std::optional<ModelConfig> model_;
+  std::vector<SigningKey> keys;  // the stages' own
   GroupSigners signers;
   std::string head, middle, last;
 };
@@ -96,6 +101,9 @@ TEST_F(PipelineBlame, ASignedChainIsAcceptedAndAStageBlamedByTheReplayIsQuaranti
   EXPECT_TRUE(hub->checks().quarantined(middle));
   EXPECT_FALSE(hub->checks().quarantined(head));
   EXPECT_FALSE(hub->checks().quarantined(last));
+  // The rollout's group goes (and every other holding the group's work): it was submitted by
+  // the head, whom the quarantine of the liar does not touch.
+  EXPECT_EQ(hub->counters()["groups_dropped_quarantined"], 1);
 }
 
 TEST_F(PipelineBlame, AFailedReplayThatBlamesTheHeadQuarantinesTheHead) {
@@ -124,7 +132,7 @@ TEST_F(PipelineBlame, AHeadThatForgesAStagesCommitmentIsCaughtAtIntake) {
 TEST_F(PipelineBlame, ABrokenChainOrAnotherHeadIsCaughtAndAnUnknownGroupBlamesNobody) {
   std::vector<StageCommitment> c = chain();
   c[1].in.fill(9);  // stage 1 says it received other rows than the head sent
-  sign_commitment(signers.keys[1], kGroup, c[1]);
+  sign_commitment(keys[1], kGroup, c[1]);
   const net::RolloutResponse broken = submit(head, c);
   EXPECT_EQ(broken.reason, "bad_commitment") << broken.detail;
   EXPECT_TRUE(hub->checks().quarantined(head));

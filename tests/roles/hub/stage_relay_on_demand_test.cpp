@@ -3,10 +3,12 @@
 // NAT, `stoa work --stage-relay`); groups dialled directly leave it closed. Over real HTTP.
 #include <httplib.h>
 
+#include <map>
 #include <utility>
 
 #include <boost/asio.hpp>
 
+#include "core/signing.h"
 #include "model/memory_need.h"
 #include "model/presets.h"
 #include "net/pipeline_protocol.h"
@@ -42,6 +44,8 @@ class StageRelayOnDemand : public HubFixture {
     m.memory_bytes = stage_memory;
     m.port = 7000;
     m.relayed = relayed;
+    if (!keys.count(name)) keys[name] = bytes_hex(SigningKey::generate().public_key());
+    m.commit_key = keys[name];  // the same every ask: another would be a member come back
     httplib::Client c("127.0.0.1", server->port());
     auto r = c.Post("/v1/pipeline/place", {{"Authorization", "Bearer " + sessions[name].second}},
                     net::to_json(m).dump(), "application/json");
@@ -58,6 +62,7 @@ class StageRelayOnDemand : public HubFixture {
 
   ModelConfig model;
   uint64_t stage_memory = 0;
+  std::map<std::string, std::string> keys;  // each worker's public commitment key
   std::map<std::string, std::pair<std::string, std::string>> sessions;  // id, session token
 };
 

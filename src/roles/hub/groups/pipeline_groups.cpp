@@ -18,11 +18,9 @@ PipelineGroups::PipelineGroups(ModelConfig config, PipelineGroupOptions options)
              ErrorKind::kInvalidArgument, "pipeline groups need 2 or more stages and a timeout");
 }
 
-std::optional<PipelineMemberPlace> PipelineGroups::place(const std::string& worker,
-                                                         uint64_t memory_bytes,
-                                                         const std::string& address, int64_t now_ms,
-                                                         bool relayed,
-                                                         const PipelineMemberReport& report) {
+std::optional<PipelineMemberPlace> PipelineGroups::place(
+    const std::string& worker, uint64_t memory_bytes, const std::string& address, int64_t now_ms,
+    bool relayed, const PipelineMemberReport& report, const std::string& commit_key) {
   std::lock_guard<std::mutex> lock(mu_);
   expire_locked(now_ms);
   auto it = members_.find(worker);
@@ -33,9 +31,10 @@ std::optional<PipelineMemberPlace> PipelineGroups::place(const std::string& work
   }
   Member& m = it->second;
   m.seen_ms = now_ms;
-  if (m.group_id != 0 &&
-      (m.memory_bytes != memory_bytes || m.address != address || m.relayed != relayed))
+  if (m.group_id != 0 && (m.memory_bytes != memory_bytes || m.address != address ||
+                          m.relayed != relayed || m.commit_key != commit_key))
     dissolve_locked(m.group_id);  // a member that came back otherwise: its place is gone
+  m.commit_key = commit_key;
   m.memory_bytes = memory_bytes;
   m.address = address;
   m.relayed = relayed;
@@ -144,9 +143,13 @@ void PipelineGroups::form_locked(int64_t now_ms) {
         m.stage = stage;
         // The head is dialled by nobody; a relayed stage after it is joined under a fresh key.
         if (stage > 0 && m.relayed) g.serve_keys[static_cast<size_t>(stage)] = net::random_token();
-        g.commit_keys[static_cast<size_t>(stage)] = net::random_token();
+        g.commit_keys[static_cast<size_t>(stage)] = m.commit_key;
       }
-      signers_[id] = GroupSigners{g.members, g.commit_keys};
+      GroupSigners signers{g.members, std::vector<PublicKey>(static_cast<size_t>(k))};
+      for (int s = 0; s < k; ++s)  // unparseable or absent (a test's member): signs nothing
+        (void)parse_hex(g.commit_keys[static_cast<size_t>(s)],
+                        signers.keys[static_cast<size_t>(s)]);
+      signers_[id] = std::move(signers);
       while (signers_.size() > kSignersKept) signers_.erase(signers_.begin());  // the oldest
       groups_.emplace(id, std::move(g));
       ++formed_;
@@ -165,7 +168,7 @@ PipelineMemberPlace PipelineGroups::place_of_locked(const std::string& worker) c
   p.stages = g.stages;
   p.span = split_layers(config_, g.stages)[static_cast<size_t>(m.stage)];
   p.serve_key = g.serve_keys[static_cast<size_t>(m.stage)];
-  p.commit_key = g.commit_keys[static_cast<size_t>(m.stage)];
+  p.stage_keys = g.commit_keys;
   if (m.stage + 1 < g.stages) {
     p.next_key = g.serve_keys[static_cast<size_t>(m.stage + 1)];
     if (p.next_key.empty())

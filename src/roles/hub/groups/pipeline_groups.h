@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "core/signing.h"
 #include "model/config.h"
 #include "model/layer_span.h"
 
@@ -61,18 +62,18 @@ struct PipelineMemberPlace {
   int stage = 0;
   int stages = 0;
   LayerSpan span;
-  std::string next;        // host:port of the next stage; empty on the last or when relayed
-  std::string serve_key;   // non-empty: serve the stage before through the relay under this key
-  std::string next_key;    // non-empty: reach the next stage through the relay under this key
-  std::string commit_key;  // this member signs its commitments under it (core/stage_commitment.h)
+  std::string next;       // host:port of the next stage; empty on the last or when relayed
+  std::string serve_key;  // non-empty: serve the stage before through the relay under this key
+  std::string next_key;   // non-empty: reach the next stage through the relay under this key
+  std::vector<std::string> stage_keys;  // every stage's public commitment key, in stage order
 };
 
-// Who a group's stages were and the keys they sign with: what the hub checks a pipeline
+// Who a group's stages were and the public keys they sign with: what the hub checks a pipeline
 // rollout's chain against at intake and whom its replay's blame names. Kept after the group
 // goes, for the last kSignersKept groups (its rollouts may still be in flight or under replay).
 struct GroupSigners {
   std::vector<std::string> workers;  // in stage order
-  std::vector<std::string> keys;     // in stage order
+  std::vector<PublicKey> keys;       // in stage order
 };
 using PipelineSigners = std::function<std::optional<GroupSigners>(uint64_t group_id)>;
 
@@ -86,7 +87,8 @@ class PipelineGroups {
   std::optional<PipelineMemberPlace> place(const std::string& worker, uint64_t memory_bytes,
                                            const std::string& address, int64_t now_ms,
                                            bool relayed = false,
-                                           const PipelineMemberReport& report = {});
+                                           const PipelineMemberReport& report = {},
+                                           const std::string& commit_key = "");
   // A worker that left (stopped cleanly, or was forgotten): its group is dissolved.
   void leave(const std::string& worker);
   // The group's stages and keys, while it is formed and for a while after; nullopt when
@@ -108,6 +110,7 @@ class PipelineGroups {
     uint64_t memory_bytes = 0;
     std::string address;
     bool relayed = false;
+    std::string commit_key;  // its public key, hex (its asks say it)
     int64_t seen_ms = 0;
     uint64_t group_id = 0;  // 0: waiting
     int stage = 0;
@@ -116,7 +119,7 @@ class PipelineGroups {
   struct Group {
     std::vector<std::string> members;      // in stage order
     std::vector<std::string> serve_keys;   // per stage: the relay key of the hop into it, or ""
-    std::vector<std::string> commit_keys;  // per stage
+    std::vector<std::string> commit_keys;  // per stage: its public key, hex
     int stages = 0;
     int64_t breaks_seen = 0;           // the head's count so far
     std::vector<int64_t> break_times;  // within the window, oldest first

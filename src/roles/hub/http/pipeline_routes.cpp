@@ -15,13 +15,20 @@ HttpReply HubServer::pipeline_route(const RequestContext& req, const std::string
   const net::PipelinePlaceRequest m =
       net::pipeline_place_request_from_json(net::parse_body(req.body, "pipeline place"));
   if (m.worker_id != worker) throw RequestError(403, "pipeline place: worker_id is not yours");
+  // A member that signs nothing could not be told from a liar: its group's rollouts would carry
+  // no chain its head could check (docs/design/pipeline.md, "Blame on the stage that lied").
+  if (m.commit_key.empty())
+    throw RequestError(400,
+                       "pipeline place: no commit_key (the public key this member signs its"
+                       " stage commitments with)");
   const std::string address = cat(req.peer_ip, ":", m.port);
   net::PipelinePlace reply;
   std::optional<PipelineMemberPlace> place;
   try {
     const PipelineMemberReport report{m.report.group_id, m.report.breaks, m.report.fault_stage,
                                       m.report.next_failures};
-    place = groups_->place(worker, m.memory_bytes, address, hub_.now_ms(), m.relayed, report);
+    place = groups_->place(worker, m.memory_bytes, address, hub_.now_ms(), m.relayed, report,
+                           m.commit_key);
   } catch (const Error& e) {
     throw RequestError(429, e.what());  // the waiting room is full: ask again later
   }
@@ -36,7 +43,7 @@ HttpReply HubServer::pipeline_route(const RequestContext& req, const std::string
     reply.next = place->next;
     reply.serve_key = place->serve_key;
     reply.next_key = place->next_key;
-    reply.commit_key = place->commit_key;
+    reply.stage_keys = place->stage_keys;
     // The relay listens from the first hop that needs it (a member behind NAT), not before.
     if (!reply.serve_key.empty() || !reply.next_key.empty()) reply.relay_port = open_stage_relay();
   }

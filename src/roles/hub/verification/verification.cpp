@@ -206,18 +206,46 @@ void Verification::record_verdict(const std::string& rollout_id, const AuditVerd
           cat("rollout ", rollout_id, " failed replay at position ", verdict.position, " (",
               verdict.what, ")",
               blamed == worker ? "" : cat(": its pipeline stage ", verdict.blame_stage, " lied")));
+    // A stage lied, not the submitter: quarantining the stage drops no group of the head's, so
+    // the groups holding what this pipeline group computed go here (the liar was in all of it).
+    if (blamed != worker) drop_pipeline_groups(pipeline_group_of(rollout_id), group_id);
   }
+}
+
+uint64_t Verification::pipeline_group_of(const std::string& rollout_id) const {
+  const auto row = parts_.ledger.rollout(rollout_id);
+  if (!row) return 0;
+  const auto j = nlohmann::json::parse(row->payload, nullptr, false);
+  if (!j.is_object() || !j.contains("pipeline_group") || !j["pipeline_group"].is_number_unsigned())
+    return 0;
+  return j["pipeline_group"].get<uint64_t>();
+}
+
+void Verification::drop_pipeline_groups(uint64_t pipeline_group, const std::string& group_id) {
+  if (!group_id.empty()) drop_group(group_id, "quarantined");
+  if (pipeline_group == 0) return;
+  std::vector<std::string> drop;
+  for (const auto& [gid, g] : parts_.book.groups()) {
+    if (g.row.status == GroupStatus::kTrained || g.row.status == GroupStatus::kDropped ||
+        parts_.taken.count(gid))
+      continue;
+    for (const auto& row : parts_.ledger.rollouts_of_group(gid)) {
+      const auto j = nlohmann::json::parse(row.payload, nullptr, false);
+      if (j.is_object() && j.value("pipeline_group", uint64_t{0}) == pipeline_group) {
+        drop.push_back(gid);
+        break;
+      }
+    }
+  }
+  for (const auto& gid : drop) drop_group(gid, "quarantined");
 }
 
 std::string Verification::blamed_worker(const std::string& rollout_id, const std::string& submitter,
                                         const AuditVerdict& verdict) const {
   if (verdict.blame_stage <= 0 || !signers_) return submitter;  // -1: no group; 0: the head
-  const auto row = parts_.ledger.rollout(rollout_id);
-  if (!row) return submitter;
-  const auto j = nlohmann::json::parse(row->payload, nullptr, false);
-  if (!j.is_object() || !j.contains("pipeline_group") || !j["pipeline_group"].is_number_unsigned())
-    return submitter;
-  const auto signers = signers_(j["pipeline_group"].get<uint64_t>());
+  const uint64_t pipeline_group = pipeline_group_of(rollout_id);
+  if (pipeline_group == 0) return submitter;
+  const auto signers = signers_(pipeline_group);
   // The group's stages are known for kSignersKept groups: past that the blame cannot be
   // placed and the submitter answers for its group, as before stages committed.
   if (!signers || static_cast<size_t>(verdict.blame_stage) >= signers->workers.size()) {

@@ -121,6 +121,10 @@ class Verification {
   // replay found lying, else the submitter.
   std::string blamed_worker(const std::string& rollout_id, const std::string& submitter,
                             const AuditVerdict& verdict) const;
+  // The pipeline group an accepted rollout names (0: none, or the rollout is unknown).
+  uint64_t pipeline_group_of(const std::string& rollout_id) const;
+  // Drops `group_id` and every group not yet taken holding a rollout of `pipeline_group`.
+  void drop_pipeline_groups(uint64_t pipeline_group, const std::string& group_id);
 
   VerificationParts parts_;
   std::unique_ptr<VerificationState> state_;
