@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
@@ -16,6 +17,8 @@
 #include <sstream>
 #include <thread>
 
+#include "model/layer_span.h"
+#include "model/memory_need.h"
 #include "support/loopback_socket.h"
 #include "support/source_dir.h"
 
@@ -229,6 +232,27 @@ RunSpec every_rollout_replayed_by_hub() {
     rc.hub.verify.fraction = 1.0;
   };
   return spec;
+}
+
+net::HttpClientOptions quick_hub_client() {
+  net::HttpClientOptions o;
+  o.max_attempts = 3;
+  o.backoff_base = std::chrono::milliseconds(50);
+  o.backoff_max = std::chrono::milliseconds(500);
+  o.connect_timeout = std::chrono::milliseconds(1000);
+  return o;
+}
+
+TwoStageMemory two_stage_memory(const ModelConfig& config) {
+  const uint64_t whole = memory_needed(config).total();
+  const std::vector<LayerSpan> spans = split_layers(config, 2);
+  const uint64_t need0 = memory_needed(config, spans[0]).total();
+  const uint64_t need1 = memory_needed(config, spans[1]).total();
+  const uint64_t cap = std::max(need0, need1) + (whole - std::max(need0, need1)) / 2;
+  EXPECT_LT(cap, whole);
+  char cap_mb[64];
+  std::snprintf(cap_mb, sizeof cap_mb, "%.6f", static_cast<double>(cap) / 1e6);
+  return {cap_mb, need1 >= need0 ? whole - 1 : need1};
 }
 
 ThreeStageGroup start_three_stage_group(Cluster& cluster, const std::string& prefix,

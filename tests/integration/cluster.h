@@ -19,6 +19,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/process.h"
+#include "model/config.h"
+#include "net/http_client.h"
 #include "roles/run/run_config.h"
 #include "support/file_text.h"
 
@@ -112,6 +114,18 @@ double worker_accepted(const nlohmann::json& status, const std::string& name);
 
 // The pipeline tests' run: the hub replays every rollout on its whole model (no peer checks).
 RunSpec every_rollout_replayed_by_hub();
+
+// A hub client for a member the test plays: few, quick retries.
+net::HttpClientOptions quick_hub_client();
+
+// Memory for a two-stage group of the test model: `member_cap_mb`, a `--max-memory` (MB) that
+// holds either span but not the whole model, and `last_stage_memory`, what a member the test
+// plays says it holds so that the hub (largest span to largest memory) makes it stage 1.
+struct TwoStageMemory {
+  std::string member_cap_mb;
+  uint64_t last_stage_memory = 0;
+};
+TwoStageMemory two_stage_memory(const ModelConfig& config);
 
 // Polls `pred` every 100 ms until it holds or `timeout` passes.
 bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout);

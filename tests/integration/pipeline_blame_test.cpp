@@ -15,8 +15,6 @@
 #include "engine/stage_frame.h"
 #include "integration/cluster.h"
 #include "model/config.h"
-#include "model/layer_span.h"
-#include "model/memory_need.h"
 #include "net/frame_socket.h"
 #include "net/hub_client.h"
 #include "net/pipeline_protocol.h"
@@ -25,21 +23,12 @@
 namespace stoa::integration {
 namespace {
 
-net::HttpClientOptions quick() {
-  net::HttpClientOptions o;
-  o.max_attempts = 3;
-  o.backoff_base = 50ms;
-  o.backoff_max = 500ms;
-  o.connect_timeout = 1000ms;
-  return o;
-}
-
 // The forger: asks for a place every second until stopped; once placed as the last of 2 stages
 // it answers every draw with a token of its own choosing, and commits to it honestly.
 class ForgingMember {
  public:
   ForgingMember(const std::string& url, const ModelConfig& config, uint64_t memory_bytes)
-      : hub_(url, quick()),
+      : hub_(url, quick_hub_client()),
         config_(config),
         listener_("127.0.0.1", 0),
         key_(SigningKey::generate()) {
@@ -165,27 +154,13 @@ class ForgingMember {
 
 TEST(PipelineBlame, AForgingLastStageIsQuarantinedAndTheHonestHeadKeepsWorking) {
   if (!have_stoa_run()) GTEST_SKIP() << "`stoa run` is absent (a torch-OFF build): skipped";
-  RunSpec spec;
-  spec.adjust = [](run::RunConfig& rc) {
-    rc.hub.verify.enabled = true;
-    rc.hub.verify.peer = false;
-    rc.hub.verify.fraction = 1.0;
-  };
+  const RunSpec spec = every_rollout_replayed_by_hub();
   Cluster c("pipeline_blame", spec);
   c.start_hub();
   const ModelConfig config = load_model_config((assets().model / "config.json").string());
-  const uint64_t whole = memory_needed(config).total();
-  const std::vector<LayerSpan> spans = split_layers(config, 2);
-  const uint64_t need0 = memory_needed(config, spans[0]).total();
-  const uint64_t need1 = memory_needed(config, spans[1]).total();
-  const uint64_t cap = std::max(need0, need1) + (whole - std::max(need0, need1)) / 2;
-  ASSERT_LT(cap, whole);
-  char cap_mb[64];
-  std::snprintf(cap_mb, sizeof cap_mb, "%.6f", static_cast<double>(cap) / 1e6);
-  // The hub gives the largest span to the largest memory: the forger says what makes it stage 1.
-  const uint64_t forger_memory = need1 >= need0 ? whole - 1 : need1;
-  ForgingMember forger(c.url(), config, forger_memory);
-  const std::vector<std::string> small = {"--max-memory", cap_mb};
+  const TwoStageMemory memory = two_stage_memory(config);
+  ForgingMember forger(c.url(), config, memory.last_stage_memory);
+  const std::vector<std::string> small = {"--max-memory", memory.member_cap_mb};
   c.start_worker("small-a", "", small);
 
   nlohmann::json s;

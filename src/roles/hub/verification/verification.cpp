@@ -224,14 +224,20 @@ uint64_t Verification::pipeline_group_of(const std::string& rollout_id) const {
 void Verification::drop_pipeline_groups(uint64_t pipeline_group, const std::string& group_id) {
   if (!group_id.empty()) drop_group(group_id, "quarantined");
   if (pipeline_group == 0) return;
+  drop_groups_holding([pipeline_group](const RolloutRow& row) {
+    const auto j = nlohmann::json::parse(row.payload, nullptr, false);
+    return j.is_object() && j.value("pipeline_group", uint64_t{0}) == pipeline_group;
+  });
+}
+
+void Verification::drop_groups_holding(const std::function<bool(const RolloutRow&)>& rollout) {
   std::vector<std::string> drop;
   for (const auto& [gid, g] : parts_.book.groups()) {
     if (g.row.status == GroupStatus::kTrained || g.row.status == GroupStatus::kDropped ||
         parts_.taken.count(gid))
       continue;
     for (const auto& row : parts_.ledger.rollouts_of_group(gid)) {
-      const auto j = nlohmann::json::parse(row.payload, nullptr, false);
-      if (j.is_object() && j.value("pipeline_group", uint64_t{0}) == pipeline_group) {
+      if (rollout(row)) {
         drop.push_back(gid);
         break;
       }
@@ -272,19 +278,7 @@ void Verification::quarantine(const std::string& worker_id, const std::string& w
   parts_.ledger.write([worker_id, why, at = now()](Ledger& l) {
     l.put_quarantine(worker_id, why, at);  // a restarted hub keeps refusing it
   });
-  std::vector<std::string> drop;
-  for (const auto& [gid, g] : parts_.book.groups()) {
-    if (g.row.status == GroupStatus::kTrained || g.row.status == GroupStatus::kDropped ||
-        parts_.taken.count(gid))
-      continue;
-    for (const auto& row : parts_.ledger.rollouts_of_group(gid)) {
-      if (row.worker_id == worker_id) {
-        drop.push_back(gid);
-        break;
-      }
-    }
-  }
-  for (const auto& gid : drop) drop_group(gid, "quarantined");
+  drop_groups_holding([&worker_id](const RolloutRow& row) { return row.worker_id == worker_id; });
 }
 
 // Drops a group the trainer has not taken (one already handed over is past recall), durably,

@@ -9,6 +9,7 @@
 // a verdict may have released a group.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -125,6 +126,8 @@ class Verification {
   uint64_t pipeline_group_of(const std::string& rollout_id) const;
   // Drops `group_id` and every group not yet taken holding a rollout of `pipeline_group`.
   void drop_pipeline_groups(uint64_t pipeline_group, const std::string& group_id);
+  // Drops every group the trainer has not taken that holds a rollout `rollout` picks.
+  void drop_groups_holding(const std::function<bool(const RolloutRow&)>& rollout);
 
   VerificationParts parts_;
   std::unique_ptr<VerificationState> state_;
