@@ -1,17 +1,12 @@
 // SHA-256 (OpenSSL's): the digests a pipeline's stages commit to (core/stage_commitment.h).
 #pragma once
 #include <array>
+#include <cstddef>
 #include <cstdint>
-#include <span>
-#include <string>
-#include <string_view>
 
 namespace stoa {
 
-using Digest = std::array<uint8_t, 32>;
-std::string digest_hex(const Digest& d);
-// False unless `hex` is 64 hex digits.
-bool parse_digest(std::string_view hex, Digest* out);
+using Digest = std::array<uint8_t, 32>;  // in hex: core/signing.h's bytes_hex, parse_hex
 
 // An incremental SHA-256: copyable, so a forked sequence carries its parent's state.
 class Sha256 {
@@ -26,8 +21,5 @@ class Sha256 {
  private:
   void* ctx_;  // EVP_MD_CTX*
 };
-
-// In constant time (a MAC compared byte by byte leaks how much of it matched).
-bool digests_equal(const Digest& a, const Digest& b);
 
 }  // namespace stoa

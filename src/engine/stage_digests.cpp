@@ -23,9 +23,9 @@ uint32_t bits_of(float f) {
 }  // namespace
 
 void hash_row(Sha256& h, uint64_t version, std::span<const float> row) {
-  std::vector<uint8_t> v;
-  put_u64(v, version);
-  h.update(v.data(), v.size());
+  uint8_t v[8];  // per row, per stage: no allocation
+  for (int i = 0; i < 8; ++i) v[i] = static_cast<uint8_t>(version >> (8 * i));
+  h.update(v, sizeof v);
   h.update(row.data(), row.size_bytes());
 }
 

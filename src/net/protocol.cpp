@@ -327,8 +327,8 @@ json to_json(const RolloutSubmission& m) {
                        {"end_layer", c.end_layer},
                        {"rows", c.rows},
                        {"draws", c.draws},
-                       {"in", digest_hex(c.in)},
-                       {"out", digest_hex(c.out)},
+                       {"in", bytes_hex(c.in)},
+                       {"out", bytes_hex(c.out)},
                        {"signature", bytes_hex(c.signature)}});
     j["stage_commitments"] = std::move(chain);
   }

@@ -155,11 +155,11 @@ TEST(PipelineCommit, TheChainHoldsIsSignedAndHashesTheBoundaryRows) {
       const size_t H = static_cast<size_t>(w.config.hidden_size);
       for (size_t r = 0; r < d.fed.size(); ++r)
         hash_row(want, 0, std::span<const float>(hidden).subspan(r * H, H));
-      EXPECT_EQ(digest_hex(d.proof.chain[s].out), digest_hex(want.digest())) << "stage " << s;
+      EXPECT_EQ(bytes_hex(d.proof.chain[s].out), bytes_hex(want.digest())) << "stage " << s;
     }
     Sha256 draws;
     for (const SampledToken& t : d.draws) hash_draw(draws, 0, t);
-    EXPECT_EQ(digest_hex(d.proof.chain[2].out), digest_hex(draws.digest()));
+    EXPECT_EQ(bytes_hex(d.proof.chain[2].out), bytes_hex(draws.digest()));
     // A changed field no longer carries its stage's signature.
     StageCommitment forged = d.proof.chain[1];
     forged.out[0] ^= 1;

@@ -140,12 +140,12 @@ Blame blame_stage(const net::RolloutSubmission& r, size_t prompt_length, int64_t
   for (size_t s = 0; s + 1 < chain.size(); ++s) end_layers.push_back(chain[s].end_layer);
   const ReplayedDigests replayed = replay_stage_digests(r, *at, end_layers, sampling, runner_for);
   for (size_t s = 0; s + 1 < chain.size(); ++s) {
-    if (!digests_equal(chain[s].out, replayed.boundary[s]))
+    if (chain[s].out != replayed.boundary[s])
       return {static_cast<int>(s), cat("stage ", s, " (its rows at layer ", chain[s].end_layer,
                                        " differ from the replay's)")};
   }
   const int k = static_cast<int>(chain.size());
-  if (!digests_equal(last.out, replayed.draws_out))
+  if (last.out != replayed.draws_out)
     return {k - 1, cat("stage ", k - 1, " (its draws differ from the replay's)")};
   return {0,
           "stage 0 (every stage committed to the replay's rows and draws: the head submitted "
